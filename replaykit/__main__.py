@@ -1,0 +1,7 @@
+"""``python -m replaykit`` runs the command line."""
+
+import sys
+
+from replaykit.cli import main
+
+sys.exit(main())

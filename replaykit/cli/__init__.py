@@ -1,0 +1,66 @@
+"""The ``replaykit`` command line: one module per subcommand, each with ``register(subparsers)``.
+
+Exit codes: 0 clean, 1 findings or failures, 2 usage errors. Bad input never prints a traceback:
+a ``ReplaykitError`` becomes one line on stderr (set ``REPLAYKIT_TRACEBACK=1`` to see the stack).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+from replaykit.errors import ReplaykitError, UsageError
+
+__all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+
+# One module per subcommand under replaykit/cli/; each defines register(subparsers).
+COMMANDS: tuple[str, ...] = (
+    "verify",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand registered."""
+    parser = _Parser(prog="replaykit", description="Offline replay and contract checks for LLM harnesses.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name in COMMANDS:
+        importlib.import_module(f"replaykit.cli.{name}").register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (also used by the console script)."""
+    try:
+        args = build_parser().parse_args(argv)
+        code: int = args.func(args)
+        return code
+    except UsageError as exc:
+        return _fail(exc, EXIT_USAGE)
+    except ReplaykitError as exc:
+        return _fail(exc, EXIT_FINDINGS)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the CLI never shows a bare traceback
+        return _fail(exc, EXIT_USAGE, internal=True)
+
+
+def _fail(exc: BaseException, code: int, internal: bool = False) -> int:
+    if os.environ.get("REPLAYKIT_TRACEBACK"):
+        traceback.print_exception(exc)
+    label = "internal error" if internal else "error"
+    hint = " (a replaykit bug: rerun with REPLAYKIT_TRACEBACK=1 and report it)" if internal else ""
+    print(f"replaykit: {label}: {exc}{hint}", file=sys.stderr)
+    return code
