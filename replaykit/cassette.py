@@ -3,57 +3,161 @@
 A cassette file is vcrpy's format plus a top-level ``replaykit:`` mapping (which vcrpy ignores)::
 
     version: 1
-    replaykit: {origin: recorded|synthesized, provider: anthropic, recorded_with: ..., fingerprint: sha256:...}
+    replaykit: {origin: recorded|synthesized, provider: anthropic, recorded_with: ..., fingerprint: sha256:…}
     interactions:
     - request:  {method, uri, headers: {name: [values]}, body: str|null}
       response: {status: {code, message}, headers: {name: [values]}, body: {string: str}}
-      replaykit: {event_offsets_ms: [...]}        # optional, per-event time offsets of an SSE body
+      replaykit: {event_offsets_ms: [...]}        # optional: when each SSE event was sent, in ms
 
 Read as well: ``!!binary`` bodies, gzip / deflate / br bodies with ``content-encoding`` (decoded on load),
-and pydantic-ai's ``parsed_body`` layout. Bodies are held decoded (``bytes``); JSON bodies are exposed
-parsed (:meth:`Request.json`), SSE bodies as :mod:`replaykit.sse` events with their byte boundaries.
+pydantic-ai's ``parsed_body`` layout (serialised back to JSON the way its own replay does), vcrpy's
+pre-4 httpx layout (``status_code`` / ``content``), vcrpy's harmless ``!!python/str|unicode|tuple`` tags
+and any other top-level key (kept in :attr:`Cassette.extra`, written back). Loading is safe (no Python
+objects) and uses libyaml's C loader when PyYAML has it.
+
+Bodies are held decoded (``bytes``); JSON bodies are exposed parsed (:meth:`Request.json`,
+:meth:`Response.json`), SSE bodies as :mod:`replaykit.sse` events with their byte boundaries
+(:attr:`Response.events`). :meth:`Cassette.fingerprint` is a SHA-256 of the traffic in a canonical form
+(see :func:`canonical_parts`) that is the same before and after a save. :func:`save` writes atomically.
+
+:func:`load` keeps parsed cassettes in a cache keyed by the SHA-256 of the file's bytes, so a changed
+file is always parsed again; every call returns a fresh copy that the caller may change freely.
 """
 
 from __future__ import annotations
 
+import copy
 import gzip
 import hashlib
+import itertools
 import json
+import math
 import os
+import re
 import tempfile
+import threading
 import zlib
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
-import brotli
+import brotli  # type: ignore[import-untyped]
 import yaml
 
 from replaykit import sse
 from replaykit.errors import CassetteError, located
 
 __all__ = [
+    "ORIGINS",
     "Cassette",
+    "Headers",
     "Interaction",
     "Meta",
     "Origin",
     "Request",
     "Response",
+    "canonical_parts",
+    "clear_cache",
     "dumps",
+    "header",
+    "iter_paths",
     "load",
     "loads",
     "save",
 ]
 
 Origin = Literal["recorded", "synthesized"]
+ORIGINS: tuple[Origin, ...] = ("recorded", "synthesized")
 Headers = dict[str, list[str]]
+_Path = tuple[str | int, ...]
 
-try:  # the C loader is several times faster; fall back when libyaml is absent
-    _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader
-    _Dumper: type[yaml.SafeDumper] = yaml.CSafeDumper
-except AttributeError:  # pragma: no cover - depends on the build of PyYAML
-    _Loader, _Dumper = yaml.SafeLoader, yaml.SafeDumper
+_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+_STR, _MAP, _SEQ, _INT, _FLOAT, _NULL = (f"tag:yaml.org,2002:{name}"
+                                         for name in ("str", "map", "seq", "int", "float", "null"))
+_PLAIN_FLOAT = re.compile(r"-?[0-9]+\.[0-9]*(?:[eE][-+][0-9]+)?")
+_MERGING = frozenset({"tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"})
+
+
+class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
+    """The safe loader plus vcrpy's harmless Python tags (plain strings and tuples), built faster.
+
+    PyYAML's constructor spends most of a cassette's load in generic per-node machinery. Plain strings,
+    mappings and sequences (nearly every node of a cassette) are built here directly from libyaml's nodes;
+    every other node (numbers, null, ``!!binary``, merge keys, ...) goes to PyYAML's own constructors, so
+    the result is exactly ``yaml.safe_load``'s. Aliases share one object, as with PyYAML.
+    """
+
+    def resolve(self, kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]) -> str:
+        """PyYAML's tag resolution, remembered per plain value (a cassette repeats its keys thousands of times)."""
+        if kind is not yaml.ScalarNode or self.yaml_path_resolvers:
+            return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+        if not implicit[0]:
+            return _STR  # quoted, literal or folded: always a string
+        tag = self._resolved.get(value)
+        if tag is None:
+            tag = self._resolved[value] = super().resolve(kind, value, implicit)
+        return tag
+
+    def get_single_data(self) -> Any:
+        self._resolved: dict[str, str] = {}
+        node = self.get_single_node()
+        self._built: dict[yaml.Node, Any] = {}
+        try:
+            return None if node is None else self._build(node)
+        finally:
+            self._built.clear()
+            self._resolved.clear()
+            self.constructed_objects.clear()
+            self.recursive_objects.clear()
+
+    def _build(self, node: yaml.Node) -> Any:
+        kind, tag = type(node), node.tag
+        if kind is yaml.ScalarNode:
+            return node.value if tag == _STR else self._scalar(node)
+        if node in self._built:
+            return self._built[node]
+        if kind is yaml.MappingNode and tag == _MAP and not any(key.tag in _MERGING for key, _ in node.value):
+            return self._mapping(node)
+        if kind is yaml.SequenceNode and tag == _SEQ:
+            items: list[Any] = []
+            self._built[node] = items
+            items.extend([self._build(child) for child in node.value])
+            return items
+        return self.construct_object(node, deep=True)
+
+    def _scalar(self, node: yaml.Node) -> Any:
+        """Decimal ints, plain floats and null directly (YAML 1.1 octal, ``_``, ``1:30`` go to PyYAML)."""
+        tag, value = node.tag, node.value
+        if tag == _INT and value.isascii() and value.isdigit() and (value == "0" or value[0] != "0"):
+            return int(value)
+        if tag == _FLOAT and _PLAIN_FLOAT.fullmatch(value):
+            return float(value)
+        if tag == _NULL:
+            return None
+        return self.construct_object(node, deep=True)
+
+    def _mapping(self, node: yaml.Node) -> dict[Any, Any]:
+        mapping: dict[Any, Any] = {}
+        self._built[node] = mapping
+        for key_node, value_node in node.value:
+            key = self._build(key_node)
+            try:
+                hash(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
+                                                        "found unhashable key", key_node.start_mark) from None
+            mapping[key] = self._build(value_node)
+        return mapping
+
+
+_Loader.add_constructor("tag:yaml.org,2002:python/str", _BaseLoader.construct_yaml_str)
+_Loader.add_constructor("tag:yaml.org,2002:python/unicode", _BaseLoader.construct_yaml_str)
+_Loader.add_constructor("tag:yaml.org,2002:python/tuple", _BaseLoader.construct_yaml_seq)
 
 
 def header(headers: Headers, name: str) -> str | None:
@@ -74,6 +178,9 @@ def _json_or_none(body: bytes | None) -> Any:
         return None
 
 
+# ---------------------------------------------------------------- the model
+
+
 @dataclass(slots=True)
 class Request:
     """A recorded request; ``body`` is the exact bytes sent (``None`` when there was none)."""
@@ -88,20 +195,24 @@ class Request:
         return header(self.headers, name)
 
     def json(self) -> Any:
-        """The body parsed as JSON, or ``None`` when it is empty or not JSON."""
+        """The body parsed as JSON (a fresh object each call), or ``None`` when it is empty or not JSON."""
         return _json_or_none(self.body)
 
 
 @dataclass(slots=True)
 class Response:
-    """A recorded response; ``body`` is decoded (no content-encoding left)."""
+    """A recorded response; ``body`` is decoded (no content-encoding left).
+
+    ``event_offsets_ms``, when known, holds one offset per SSE event: milliseconds from the start of the
+    response to the moment that event was sent (non-decreasing).
+    """
 
     status: int
     reason: str = ""
     headers: Headers = field(default_factory=dict)
     body: bytes = b""
     event_offsets_ms: list[float] | None = None
-    _events: list[list[sse.Event]] = field(default_factory=list, repr=False, compare=False)
+    _events: list[tuple[bytes, list[sse.Event]]] = field(default_factory=list, repr=False, compare=False)
 
     def header(self, name: str) -> str | None:
         """First value of a header, case-insensitive."""
@@ -110,17 +221,22 @@ class Response:
     @property
     def is_stream(self) -> bool:
         """True when the body is ``text/event-stream``."""
-        return (self.header("content-type") or "").startswith("text/event-stream")
+        return (self.header("content-type") or "").lower().startswith("text/event-stream")
 
     @property
     def events(self) -> list[sse.Event]:
-        """The SSE blocks of a streaming body, with their original bytes (empty when not a stream)."""
-        if not self._events:
-            self._events.append(sse.parse(self.body) if self.is_stream else [])
-        return self._events[0]
+        """The SSE blocks of a streaming body, with their original bytes (empty when not a stream).
+
+        Parsed once per body (a new ``body`` is parsed again); the list is a copy, the events immutable.
+        """
+        if not self.is_stream:
+            return []
+        if not self._events or self._events[0][0] is not self.body:
+            self._events[:] = [(self.body, sse.parse(self.body))]
+        return list(self._events[0][1])
 
     def json(self) -> Any:
-        """The body parsed as JSON, or ``None`` when it is a stream, empty or not JSON."""
+        """The body parsed as JSON (a fresh object each call), or ``None`` for a stream, empty or not JSON."""
         return None if self.is_stream else _json_or_none(self.body)
 
 
@@ -135,7 +251,7 @@ class Interaction:
 
 @dataclass(slots=True)
 class Meta:
-    """replaykit's metadata, kept in the top-level ``replaykit:`` mapping."""
+    """replaykit's metadata, kept in the top-level ``replaykit:`` mapping (``extra``: its other keys)."""
 
     origin: Origin | None = None
     provider: str | None = None
@@ -146,195 +262,439 @@ class Meta:
 
 @dataclass(slots=True)
 class Cassette:
-    """A loaded cassette."""
+    """A loaded cassette; ``extra`` holds top-level keys other than ours (e.g. vcrpy's ``metadata``)."""
 
     interactions: list[Interaction] = field(default_factory=list)
     meta: Meta = field(default_factory=Meta)
     path: Path | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def fingerprint(self) -> str:
-        """Canonical SHA-256 of the traffic (not the metadata): stable across load and save."""
+        """Canonical SHA-256 of the traffic (not the metadata): the same before and after a save."""
         digest = hashlib.sha256()
         for item in self.interactions:
-            digest.update(_canonical(item))
+            for part in canonical_parts(item):
+                digest.update(len(part).to_bytes(8, "big"))
+                digest.update(part)
         return f"sha256:{digest.hexdigest()}"
+
+
+# ---------------------------------------------------------------- the canonical form
+
+_NOT_TRAFFIC = frozenset({"content-length", "content-encoding", "transfer-encoding"})
+
+
+def canonical_parts(item: Interaction) -> Iterator[bytes]:
+    """The canonical form of an interaction, as the byte strings the fingerprint hashes (length-prefixed).
+
+    In order: request method (upper case), URI, request headers, request body, response status, response
+    headers, response body. Headers: lower-cased names, sorted, values in order, without content-length,
+    content-encoding and transfer-encoding (saving decodes bodies and rewrites the length). Bodies: a JSON
+    body as sorted-key compact JSON (so re-serialising it does not change the fingerprint), any other body
+    as its bytes, no body as empty. The reason phrase, time offsets and metadata are not traffic.
+    """
+    req, resp = item.request, item.response
+    yield req.method.upper().encode()
+    yield req.uri.encode()
+    yield _canonical_headers(req.headers)
+    yield _canonical_body(req.body)
+    yield str(resp.status).encode()
+    yield _canonical_headers(resp.headers)
+    yield _canonical_body(resp.body)
+
+
+def _canonical_headers(headers: Headers) -> bytes:
+    lowered = ((name.lower(), values) for name, values in headers.items())
+    pairs = sorted((name, values) for name, values in lowered if name not in _NOT_TRAFFIC)
+    return json.dumps(pairs, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _canonical_body(body: bytes | None) -> bytes:
     parsed = _json_or_none(body)
-    if parsed is not None:
-        return json.dumps(parsed, sort_keys=True, separators=(",", ":")).encode()
-    return body or b""
+    if parsed is None:
+        return body or b""
+    return json.dumps(parsed, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def _canonical_headers(headers: Headers) -> list[tuple[str, list[str]]]:
-    skip = {"content-length", "content-encoding", "transfer-encoding"}
-    return sorted((k.lower(), v) for k, v in headers.items() if k.lower() not in skip)
+# ---------------------------------------------------------------- reading: shapes
 
 
-def _canonical(item: Interaction) -> bytes:
-    req, resp = item.request, item.response
-    head = [req.method.upper(), req.uri, _canonical_headers(req.headers), resp.status,
-            _canonical_headers(resp.headers)]
-    parts = [json.dumps(head, sort_keys=True).encode(), _canonical_body(req.body), _canonical_body(resp.body)]
-    return b"\0".join(hashlib.sha256(part).digest() for part in parts)
+class _Invalid(Exception):
+    """A shape problem at a path inside the document; turned into a CassetteError with a line."""
+
+    def __init__(self, at: _Path, message: str, fix: str) -> None:
+        super().__init__(message)
+        self.at, self.message, self.fix = at, message, fix
 
 
-# ---------------------------------------------------------------- loading
+def _dotted(at: _Path) -> str:
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in at).lstrip(".")
 
 
-def _decode(body: bytes, encoding: str | None) -> bytes:
-    codecs = {"gzip": gzip.decompress, "x-gzip": gzip.decompress, "br": brotli.decompress,
-              "deflate": _inflate, "identity": lambda b: b}
-    for name in reversed([part.strip().lower() for part in (encoding or "").split(",") if part.strip()]):
-        if name not in codecs:
-            raise ValueError(f"unknown content-encoding {name!r}")
-        body = codecs[name](body)
-    return body
+def _need(mapping: dict[str, Any], key: str, at: _Path, fix: str) -> Any:
+    if key not in mapping:
+        raise _Invalid(at, f"{_dotted(at)} has no `{key}:`", fix)
+    return mapping[key]
+
+
+def _mapping(value: Any, at: _Path, fix: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Invalid(at, f"{_dotted(at)} must be a mapping, not {_kind(value)}", fix)
+    return value
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _text_or_bytes(value: Any, at: _Path) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    raise _Invalid(at, f"{_dotted(at)} must be text or !!binary, not {_kind(value)}",
+                   "quote the body as a string, or store raw bytes as !!binary")
+
+
+def _headers(raw: Any, at: _Path) -> Headers:
+    if raw is None:
+        return {}
+    fix = "write headers as `name: [value, ...]`"
+    out: Headers = {}
+    for name, values in _mapping(raw, at, fix).items():
+        listed = list(values) if isinstance(values, list | tuple) else [values]
+        if any(isinstance(value, dict | list | tuple) or value is None for value in listed):
+            raise _Invalid((*at, str(name)), f"{_dotted((*at, str(name)))} must hold text values", fix)
+        out[str(name)] = [str(value) for value in listed]
+    return out
+
+
+def _replayed_json(parsed: Any) -> bytes:
+    """pydantic-ai's ``parsed_body`` as the bytes its serializer replays (``json.dumps`` defaults)."""
+    return json.dumps(parsed).encode("utf-8")
+
+
+def _request(raw: dict[str, Any], at: _Path) -> Request:
+    fix = "a request needs `method:` and `uri:`"
+    method, uri = _need(raw, "method", at, fix), _need(raw, "uri", at, fix)
+    if "parsed_body" in raw:
+        body: bytes | None = _replayed_json(raw["parsed_body"])
+    else:
+        body = _text_or_bytes(raw.get("body"), (*at, "body"))
+    return Request(str(method), str(uri), _headers(raw.get("headers"), (*at, "headers")), body)
+
+
+def _status(raw: dict[str, Any], at: _Path) -> tuple[int, str]:
+    fix = "write `status: {code: 200, message: OK}`"
+    status = raw["status_code"] if "status_code" in raw else _need(raw, "status", at, fix)
+    code, reason = (status.get("code"), status.get("message")) if isinstance(status, dict) else (status, "")
+    if isinstance(code, bool) or not isinstance(code, int | str) or not str(code).isdigit():
+        raise _Invalid((*at, "status"), f"{_dotted(at)}.status has no integer code (got {code!r})", fix)
+    return int(code), "" if reason is None else str(reason)
+
+
+def _raw_response_body(raw: dict[str, Any], at: _Path) -> bytes | None:
+    if "content" in raw and "body" not in raw:  # vcrpy's pre-4 httpx layout
+        return _text_or_bytes(raw["content"], (*at, "content"))
+    body = raw.get("body")
+    if isinstance(body, dict):
+        return _text_or_bytes(body.get("string"), (*at, "body", "string"))
+    return _text_or_bytes(body, (*at, "body"))
+
+
+def _response(raw: dict[str, Any], at: _Path) -> Response:
+    code, reason = _status(raw, at)
+    headers = _headers(raw.get("headers"), (*at, "headers"))
+    if "parsed_body" in raw:
+        return Response(code, reason, headers, _replayed_json(raw["parsed_body"]))
+    body = _raw_response_body(raw, at) or b""
+    encoding = ", ".join(value for name, values in headers.items() if name.lower() == "content-encoding"
+                         for value in values)
+    return Response(code, reason, headers, _decoded(body, encoding, at))
+
+
+_CODECS: dict[str, Callable[[bytes], bytes]] = {
+    "gzip": gzip.decompress,
+    "x-gzip": gzip.decompress,
+    "br": brotli.decompress,
+    "deflate": lambda body: _inflate(body),
+    "identity": lambda body: body,
+}
 
 
 def _inflate(body: bytes) -> bytes:
+    """``deflate`` as servers send it: zlib-wrapped, or (a common mistake) raw deflate."""
     try:
         return zlib.decompress(body)
     except zlib.error:
         return zlib.decompress(body, -zlib.MAX_WBITS)
 
 
-def _as_bytes(value: Any) -> bytes | None:
-    if value is None:
-        return None
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    raise TypeError(f"a body must be text or !!binary, not {type(value).__name__}")
+def _decoded(body: bytes, encoding: str, at: _Path) -> bytes:
+    names = [name.strip().lower() for name in encoding.split(",") if name.strip()]
+    for name in reversed(names):  # the last coding applied is undone first
+        codec = _CODECS.get(name)
+        if codec is None:
+            raise _Invalid((*at, "headers"), f"{_dotted(at)}: unsupported content-encoding {name!r}",
+                           "decode the body yourself and remove the content-encoding header")
+        try:
+            body = codec(body)
+        except (OSError, EOFError, zlib.error, brotli.error) as exc:
+            message = f"{_dotted(at)}.body is not valid {name} data ({exc})"
+            fix = "store the encoded bytes as !!binary, or remove content-encoding for a plain body"
+            raise _Invalid((*at, "body"), message, fix) from exc
+    return body
 
 
-def _headers(raw: Any) -> Headers:
+def _offsets(raw: Any, response: Response, at: _Path) -> list[float] | None:
     if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise TypeError("headers must be a mapping of name to a list of values")
-    return {str(k): [str(x) for x in (v if isinstance(v, list) else [v])] for k, v in raw.items()}
+        return None
+    fix = "write one non-decreasing number of milliseconds per SSE event, or remove event_offsets_ms"
+    if not isinstance(raw, list | tuple) or not all(_is_offset(value) for value in raw):
+        raise _Invalid(at, f"{_dotted(at)} must be a list of finite numbers >= 0", fix)
+    offsets = [float(value) for value in raw]
+    if any(later < earlier for earlier, later in itertools.pairwise(offsets)):
+        raise _Invalid(at, f"{_dotted(at)} must not decrease", fix)
+    if len(offsets) != (count := sse.count(response.body) if response.is_stream else 0):
+        raise _Invalid(at, f"{_dotted(at)} has {len(offsets)} offsets for {count} events", fix)
+    return offsets
 
 
-def _parsed_or(raw: dict[str, Any], body: Any) -> bytes | None:
-    if "parsed_body" in raw:
-        return json.dumps(raw["parsed_body"], ensure_ascii=False).encode("utf-8")
-    return _as_bytes(body)
+def _is_offset(value: Any) -> bool:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return number and math.isfinite(value) and value >= 0
 
 
-def _request(raw: dict[str, Any]) -> Request:
-    headers = _headers(raw.get("headers"))
-    body = _parsed_or(raw, raw.get("body"))
-    return Request(str(raw["method"]), str(raw["uri"]), headers, body)
+def _interaction(raw: Any, index: int, line: int | None) -> Interaction:
+    at: _Path = ("interactions", index)
+    item = _mapping(raw, at, "each interaction is a mapping with `request:` and `response:`")
+    request = _request(_part(item, "request", at), (*at, "request"))
+    response = _response(_part(item, "response", at), (*at, "response"))
+    fix = "write `replaykit: {event_offsets_ms: [...]}`"
+    ours = _mapping(item.get("replaykit") or {}, (*at, "replaykit"), fix)
+    offsets_at = (*at, "replaykit", "event_offsets_ms")
+    response.event_offsets_ms = _offsets(ours.get("event_offsets_ms"), response, offsets_at)
+    return Interaction(request, response, line)
 
 
-def _response(raw: dict[str, Any], extra: dict[str, Any]) -> Response:
-    headers = _headers(raw.get("headers"))
-    body_field = raw.get("body")
-    inner = body_field.get("string") if isinstance(body_field, dict) else body_field
-    body = _parsed_or(raw, inner) or b""
-    if "parsed_body" not in raw:
-        body = _decode(body, header(headers, "content-encoding"))
-    status = raw["status"]
-    code, reason = (status["code"], status.get("message", "")) if isinstance(status, dict) else (status, "")
-    offsets = extra.get("event_offsets_ms")
-    return Response(int(code), str(reason or ""), headers, body, offsets)
+def _part(item: dict[str, Any], key: str, at: _Path) -> dict[str, Any]:
+    fix = "each interaction needs `request:` and `response:` mappings"
+    return _mapping(_need(item, key, at, fix), (*at, key), fix)
 
 
 def _meta(raw: Any) -> Meta:
-    if raw is None:
-        return Meta()
-    if not isinstance(raw, dict):
-        raise TypeError("the replaykit: entry must be a mapping")
-    known = {"origin", "provider", "recorded_with", "fingerprint"}
-    extra = {k: v for k, v in raw.items() if k not in known}
-    return Meta(raw.get("origin"), raw.get("provider"), raw.get("recorded_with"), raw.get("fingerprint"), extra)
+    at: _Path = ("replaykit",)
+    ours = dict(_mapping(raw if raw is not None else {}, at, "write `replaykit: {origin: recorded}`"))
+    origin = ours.pop("origin", None)
+    if origin is not None and origin not in ORIGINS:
+        fix = "write `origin: recorded` or `origin: synthesized`"
+        raise _Invalid((*at, "origin"), f"replaykit.origin is {origin!r}", fix)
+    texts = [ours.pop(key, None) for key in ("provider", "recorded_with", "fingerprint")]
+    for key, value in zip(("provider", "recorded_with", "fingerprint"), texts, strict=True):
+        if value is not None and not isinstance(value, str):
+            raise _Invalid((*at, key), f"replaykit.{key} must be text, not {_kind(value)}", "quote the value")
+    return Meta(origin, texts[0], texts[1], texts[2], ours)
 
 
-def _interaction_lines(text: str) -> list[int]:
-    lines: list[int] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.startswith("- request:") or line.startswith("-   request:"):
-            lines.append(number)
-    return lines
+def _cassette(doc: Any, lines: Callable[[int], list[int | None]]) -> Cassette:
+    fix = "a vcrpy cassette is a mapping with `version: 1` and `interactions:`"
+    top = _mapping(doc, (), fix) if doc is not None else _empty()
+    version = _need(top, "version", (), "add `version: 1`")
+    if version != 1 or isinstance(version, bool):
+        message = f"unsupported cassette version {version!r}"
+        raise _Invalid(("version",), message, "replaykit reads vcrpy version 1 cassettes: `version: 1`")
+    raw_items = _need(top, "interactions", (), "add `interactions: []`")
+    if not isinstance(raw_items, list):
+        raise _Invalid(("interactions",), f"interactions must be a list, not {_kind(raw_items)}", fix)
+    starts = lines(len(raw_items))
+    items = [_interaction(raw, index, starts[index]) for index, raw in enumerate(raw_items)]
+    extra = {str(k): v for k, v in top.items() if k not in {"version", "interactions", "replaykit"}}
+    return Cassette(items, _meta(top.get("replaykit")), None, extra)
 
 
-def loads(data: bytes | str, path: str | os.PathLike[str] | None = None) -> Cassette:
-    """Parse cassette text; errors name ``path`` and the line or interaction at fault."""
-    where = str(path) if path is not None else "<string>"
-    text = _text(data, where)
+def _empty() -> NoReturn:
+    fix = "record the cassette again, or write `version: 1` and `interactions: []`"
+    raise _Invalid((), "the file is empty", fix)
+
+
+# ---------------------------------------------------------------- reading: text and lines
+
+_TOP_LINE = re.compile(r"\n(?:- |-\r?\n|-$|[^\s#-])")
+
+
+def _item_lines(text: str, count: int) -> list[int | None]:
+    """1-based start lines of the interactions; a fast scan of block-style YAML, else a full compose."""
+    found: list[int] = []
+    inside, line, counted = False, 1, 0
+    inside = text.startswith("interactions:")
+    for match in _TOP_LINE.finditer(text):
+        start = match.start() + 1
+        line, counted = line + text.count("\n", counted, start), start
+        if text.startswith("-", start):
+            if inside:
+                found.append(line)
+        else:
+            inside = text.startswith("interactions:", start)
+    if len(found) == count:
+        return list(found)
+    return _composed_lines(text, count)
+
+
+def _composed_lines(text: str, count: int) -> list[int | None]:
+    node = _node_at(yaml.compose(text, Loader=_Loader), ("interactions",))
+    items = node.value if isinstance(node, yaml.SequenceNode) else []
+    starts: list[int | None] = [item.start_mark.line + 1 for item in items]
+    return (starts + [None] * count)[:count]
+
+
+def _node_at(node: yaml.Node | None, at: _Path) -> yaml.Node | None:
+    """The deepest node of ``node`` along ``at`` (stops where the path leaves the document)."""
+    for part in at:
+        child = _child(node, part)
+        if child is None:
+            return node
+        node = child
+    return node
+
+
+def _child(node: yaml.Node | None, part: str | int) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        return next((value for key, value in node.value if key.value == part), None)
+    if isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+        return node.value[part]  # type: ignore[no-any-return]
+    return None
+
+
+def _line_at(text: str, at: _Path) -> int | None:
     try:
-        doc = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        place = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise CassetteError(located(where, place, f"invalid YAML: {problem}", "fix the YAML syntax")) from exc
-    return _from_doc(doc, text, where, path)
+        node = _node_at(yaml.compose(text, Loader=_Loader), at)
+    except yaml.YAMLError:  # pragma: no cover - the text was parsed once already
+        return None
+    return node.start_mark.line + 1 if node is not None else 1
 
 
-def _text(data: bytes | str, where: str) -> str:
+def _decode_text(data: bytes | str, where: str) -> str:
     if isinstance(data, str):
         return data
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
+        line = data.count(b"\n", 0, exc.start) + 1
         raise CassetteError(located(where, line, f"not UTF-8 (byte 0x{data[exc.start]:02x})",
                                     "save the file as UTF-8; binary bodies belong in !!binary")) from exc
 
 
-def _from_doc(doc: Any, text: str, where: str, path: str | os.PathLike[str] | None) -> Cassette:
-    if not isinstance(doc, dict):
-        raise CassetteError(located(where, 1, "not a cassette: the top level must be a mapping",
-                                    "a vcrpy cassette has `version: 1` and `interactions:`"))
-    if doc.get("version") != 1:
-        raise CassetteError(located(where, _line_of(text, "version:"),
-                                    f"unsupported cassette version {doc.get('version')!r}",
-                                    "replaykit reads vcrpy version 1 cassettes"))
-    raw_items = doc.get("interactions")
-    if not isinstance(raw_items, list):
-        raise CassetteError(located(where, None, "missing `interactions:` list", "add `interactions: []`"))
-    lines = _interaction_lines(text)
-    items = [_interaction(raw, index, lines, where) for index, raw in enumerate(raw_items)]
+def _yaml_error(exc: yaml.YAMLError, source: bytes | str, where: str) -> CassetteError:
+    mark = getattr(exc, "problem_mark", None)
+    if isinstance(exc, yaml.reader.ReaderError):  # the position counts what the loader was given
+        before = source[: exc.position]
+        line: int | None = (before.count(b"\n") if isinstance(before, bytes) else before.count("\n")) + 1
+        problem, fix = f"character {exc.character!r} is not allowed in YAML", "store such bodies as !!binary"
+    else:
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        fix = "fix the YAML syntax"
+        if isinstance(exc, yaml.constructor.ConstructorError):
+            fix = "replaykit loads YAML safely: remove Python object tags (`!!python/...`)"
+    return CassetteError(located(where, line, f"invalid YAML: {problem}", fix))
+
+
+def _parse(data: bytes | str, where: str) -> Cassette:
+    text = _decode_text(data, where)
+    # libyaml reads UTF-8 bytes directly (faster than from str); the pure-Python reader wants text
+    source = data if isinstance(data, bytes) and _BaseLoader is not yaml.SafeLoader else text
     try:
-        meta = _meta(doc.get("replaykit"))
-    except TypeError as exc:
-        raise CassetteError(located(where, _line_of(text, "replaykit:"), str(exc))) from exc
-    return Cassette(items, meta, Path(path) if path is not None else None)
-
-
-def _line_of(text: str, prefix: str) -> int | None:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.startswith(prefix):
-            return number
-    return None
-
-
-def _interaction(raw: Any, index: int, lines: list[int], where: str) -> Interaction:
-    line = lines[index] if index < len(lines) else None
-    place = f"{line}" if line else f"interactions[{index}]"
+        doc = yaml.load(source, Loader=_Loader)  # a safe loader: no Python objects
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, source, where) from exc
     try:
-        if not isinstance(raw, dict):
-            raise TypeError("an interaction must be a mapping with request: and response:")
-        extra = raw.get("replaykit") or {}
-        return Interaction(_request(raw["request"]), _response(raw["response"], extra), line)
-    except KeyError as exc:
-        msg = f"interaction {index} is missing key {exc.args[0]!r}"
-        raise CassetteError(located(where, place, msg, "each interaction needs request: and response:")) from exc
-    except (TypeError, ValueError, OSError, zlib.error, brotli.error) as exc:
-        raise CassetteError(located(where, place, f"interaction {index}: {exc}")) from exc
+        return _cassette(doc, lambda count: _item_lines(text, count))
+    except _Invalid as exc:
+        raise CassetteError(located(where, _line_at(text, exc.at), exc.message, exc.fix)) from None
 
 
-def load(path: str | os.PathLike[str]) -> Cassette:
-    """Load a cassette file."""
+# ---------------------------------------------------------------- reading: the cache
+
+
+class _Cache:
+    """Parsed cassettes keyed by the SHA-256 of their bytes (never stale); hands out copies."""
+
+    def __init__(self, max_entries: int = 64, max_bytes: int = 256 << 20) -> None:
+        self._entries: OrderedDict[bytes, tuple[int, Cassette]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._max_entries, self._max_bytes, self._bytes = max_entries, max_bytes, 0
+
+    def get(self, key: bytes) -> Cassette | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            self._entries.move_to_end(key)
+        return _copy(entry[1])
+
+    def put(self, key: bytes, size: int, cassette: Cassette) -> None:
+        with self._lock:
+            if key not in self._entries:
+                self._entries[key] = (size, _copy(cassette))
+                self._bytes += size
+            while self._entries and (len(self._entries) > self._max_entries or self._bytes > self._max_bytes):
+                self._bytes -= self._entries.popitem(last=False)[1][0]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+_CACHE = _Cache()
+
+
+def clear_cache() -> None:
+    """Forget every parsed cassette (they are re-parsed on the next load)."""
+    _CACHE.clear()
+
+
+def _copy(cassette: Cassette) -> Cassette:
+    """A copy sharing only immutable parts (bytes, strings, events)."""
+    items = [Interaction(_copy_request(item.request), _copy_response(item.response), item.line)
+             for item in cassette.interactions]
+    meta = copy.copy(cassette.meta)
+    meta.extra = copy.deepcopy(meta.extra)
+    return Cassette(items, meta, cassette.path, copy.deepcopy(cassette.extra))
+
+
+def _copy_request(req: Request) -> Request:
+    return Request(req.method, req.uri, {k: list(v) for k, v in req.headers.items()}, req.body)
+
+
+def _copy_response(resp: Response) -> Response:
+    offsets = None if resp.event_offsets_ms is None else list(resp.event_offsets_ms)
+    headers = {k: list(v) for k, v in resp.headers.items()}
+    return Response(resp.status, resp.reason, headers, resp.body, offsets, list(resp._events))
+
+
+def loads(data: bytes | str, path: str | os.PathLike[str] | None = None, *, cache: bool = True) -> Cassette:
+    """Parse cassette text; errors name ``path`` and the line at fault. ``cache=False`` always parses."""
+    where = str(path) if path is not None else "<string>"
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    key = hashlib.sha256(raw).digest()
+    cassette = _CACHE.get(key) if cache else None
+    if cassette is None:
+        cassette = _parse(data, where)
+        if cache:
+            _CACHE.put(key, len(raw), cassette)
+    cassette.path = Path(path) if path is not None else None
+    return cassette
+
+
+def load(path: str | os.PathLike[str], *, cache: bool = True) -> Cassette:
+    """Load a cassette file (see :func:`loads`)."""
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
-        raise CassetteError(located(path, None, f"cannot read: {exc.strerror}")) from exc
-    return loads(data, path)
+        raise CassetteError(located(path, None, f"cannot read: {exc.strerror or exc}",
+                                    "check the path and its permissions")) from exc
+    return loads(data, path, cache=cache)
 
 
 # ---------------------------------------------------------------- saving
@@ -356,13 +716,13 @@ def _headers_out(headers: Headers, body: bytes | None) -> Headers:
     return out
 
 
-def _doc(cassette: Cassette) -> dict[str, Any]:
-    meta: dict[str, Any] = {k: v for k, v in (
-        ("origin", cassette.meta.origin), ("provider", cassette.meta.provider),
-        ("recorded_with", cassette.meta.recorded_with), ("fingerprint", cassette.fingerprint()),
-    ) if v is not None}
-    meta.update(cassette.meta.extra)
-    return {"version": 1, "replaykit": meta, "interactions": [_item_out(i) for i in cassette.interactions]}
+def _meta_out(cassette: Cassette) -> dict[str, Any]:
+    meta = cassette.meta
+    known = (("origin", meta.origin), ("provider", meta.provider), ("recorded_with", meta.recorded_with))
+    out: dict[str, Any] = {key: value for key, value in known if value is not None}
+    out["fingerprint"] = cassette.fingerprint()
+    out.update({k: v for k, v in meta.extra.items() if k not in out})
+    return out
 
 
 def _item_out(item: Interaction) -> dict[str, Any]:
@@ -371,7 +731,8 @@ def _item_out(item: Interaction) -> dict[str, Any]:
         "request": {"method": req.method, "uri": req.uri, "headers": _headers_out(req.headers, req.body),
                     "body": _body_out(req.body)},
         "response": {"status": {"code": resp.status, "message": resp.reason},
-                     "headers": _headers_out(resp.headers, resp.body), "body": {"string": _body_out(resp.body)}},
+                     "headers": _headers_out(resp.headers, resp.body),
+                     "body": {"string": _body_out(resp.body)}},
     }
     if resp.event_offsets_ms is not None:
         out["replaykit"] = {"event_offsets_ms": list(resp.event_offsets_ms)}
@@ -380,19 +741,39 @@ def _item_out(item: Interaction) -> dict[str, Any]:
 
 def dumps(cassette: Cassette) -> str:
     """The cassette as vcrpy-compatible YAML text (bodies decoded, fingerprint refreshed)."""
-    return yaml.dump(_doc(cassette), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
+    doc: dict[str, Any] = {"version": 1, "replaykit": _meta_out(cassette)}
+    doc.update({k: v for k, v in cassette.extra.items() if k not in {"version", "replaykit", "interactions"}})
+    doc["interactions"] = [_item_out(item) for item in cassette.interactions]
+    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
 
 
 def save(cassette: Cassette, path: str | os.PathLike[str]) -> None:
-    """Write atomically: a temporary file in the same directory, fsync, then rename over ``path``."""
+    """Write atomically: a temporary file in the same folder, fsync, then rename over ``path``.
+
+    On any failure the old file (if any) is untouched and no temporary file is left behind.
+    """
     target = Path(path)
-    text = dumps(cassette).encode("utf-8")
+    try:
+        text = dumps(cassette).encode("utf-8")
+    except yaml.YAMLError as exc:
+        fix = "keep metadata to plain YAML types: text, numbers, lists and mappings"
+        raise CassetteError(located(target, None, f"cannot be written: {exc}", fix)) from exc
+    try:
+        _write_atomic(target, text)
+    except OSError as exc:
+        raise CassetteError(located(target, None, f"cannot be written: {exc.strerror or exc}",
+                                    "check that the folder is writable")) from exc
+
+
+def _write_atomic(target: Path, data: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
+    mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(text)
+            handle.write(data)
             handle.flush()
+            os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
         os.replace(tmp, target)
     except BaseException:

@@ -1,12 +1,21 @@
 """Parse and serialize ``text/event-stream`` exactly as the WHATWG HTML spec defines it.
 
-Every block of the stream (the lines up to a blank line) becomes an :class:`Event` that keeps its
-original bytes in ``raw``, so ``serialize(parse(body)) == body`` byte for byte. Comment-only blocks
-(``: ping``) are kept too; they are not *dispatched* (``data is None``). A last block without its
-blank line is kept with ``terminated=False``, which ``replaykit verify`` reports as a framing problem.
+The stream is cut into *blocks*: the lines up to and including a blank line. Every block becomes an
+:class:`Event` that keeps its original bytes in ``raw``, so ``serialize(parse(body)) == body`` byte for
+byte. Lines end in CRLF, LF or CR; a leading BOM is ignored; bytes that are not UTF-8 decode to U+FFFD.
+Fields follow the spec's interpretation steps: ``data`` lines are joined with LF, ``event`` sets the type,
+``id`` (unless it holds NUL) sets the last event ID, which persists into later blocks, ``retry`` counts
+only when it is all ASCII digits, lines starting with ``:`` are comments (kept in ``comments``) and
+unknown fields are ignored. Padding after a JSON payload (real Anthropic streams have it) stays in
+``data``; :meth:`Event.json` accepts it.
 
-:class:`Parser` is incremental: feed it any split of the bytes (mid-line, mid-UTF-8 character) and it
-yields exactly the events of a whole-body :func:`parse`.
+A block without ``data`` is kept but is not *dispatched* (``data is None``). A last block without its
+blank line is kept with ``terminated=False``: a spec-conforming client drops it, so :attr:`Event.dispatched`
+is false and ``replaykit verify`` reports it as a framing problem.
+
+:class:`Parser` is incremental: feed it any split of the bytes (mid-line, mid-CRLF, mid-UTF-8 character)
+and it yields exactly the events of a whole-body :func:`parse`. No library is used: the SSE clients we
+know of (httpx-sse, the SDKs' decoders) drop the byte boundaries that replay needs.
 """
 
 from __future__ import annotations
@@ -14,14 +23,19 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Event", "Parser", "encode", "parse", "serialize"]
+__all__ = ["Event", "Parser", "count", "encode", "iter_events", "parse", "serialize"]
 
-_LINE = re.compile(rb"\r\n|\r|\n")
-_BLOCK_END = re.compile(rb"(\r\n|\r|\n)(\r\n|\r|\n)")
+# A block: non-empty lines, each with its line end, then a blank line. Atomic groups keep a CRLF whole.
+_BLOCK = re.compile(rb"(?:[^\r\n]+(?>\r\n|\r|\n))*(?>\r\n|\r|\n)")
+_LINE_END = re.compile(r"\r\n|\r|\n")
+# Where a block may end: a line end right after another (or at the start of the pending bytes).
+_TWO_ENDS = re.compile(rb"(?>\r\n|\r|\n)(?>\r\n|\r|\n)")
 _BOM = b"\xef\xbb\xbf"
+_CR = 0x0D
+_LINE_END_BYTES = (0x0A, 0x0D)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +44,7 @@ class Event:
 
     ``event`` is the ``event:`` field (``None`` when absent: the spec's default type is ``message``);
     ``data`` the joined ``data:`` lines, or ``None`` when the block had none (not dispatched);
+    ``id`` this block's own ``id:`` field and ``last_event_id`` the stream's last event ID after it;
     ``raw`` the block's exact bytes including its terminating blank line.
     """
 
@@ -40,92 +55,113 @@ class Event:
     retry: int | None = None
     comments: tuple[str, ...] = ()
     terminated: bool = True
-    _json: list[Any] = field(default_factory=list, repr=False, compare=False)
+    last_event_id: str = ""
 
     @property
     def type(self) -> str:
-        """The dispatched event type (``message`` when no ``event:`` field)."""
+        """The dispatched event type (``message`` when no ``event:`` field or an empty one)."""
         return self.event or "message"
 
+    @property
+    def dispatched(self) -> bool:
+        """True when a spec-conforming client fires this block: it has data and its blank line."""
+        return self.data is not None and self.terminated
+
     def json(self) -> Any:
-        """``data`` parsed as JSON (padding whitespace allowed); raises ``ValueError`` if it is not."""
+        """``data`` parsed as JSON (padding whitespace allowed); raises ``ValueError`` if it is not.
+
+        Parsed afresh on every call, so a caller that edits the result cannot change the event.
+        """
         if self.data is None:
             raise ValueError("event has no data")
-        if not self._json:
-            self._json.append(json.loads(self.data))
-        return self._json[0]
+        return json.loads(self.data)
 
 
-def _field(line: str) -> tuple[str, str]:
-    name, sep, value = line.partition(":")
-    if sep and value.startswith(" "):
-        value = value[1:]
-    return name, value
-
-
-def _build(raw: bytes, terminated: bool) -> Event:
-    text = raw.decode("utf-8", errors="replace")
+def _fields(raw: bytes, skip: int, terminated: bool, last_id: str) -> tuple[Event, str]:
+    """Interpret one block's lines after ``skip`` bytes (the spec's steps); also return the last event ID."""
     data: list[str] = []
     comments: list[str] = []
     event = ident = None
     retry = None
-    for line in _LINE.split(text.encode("utf-8")):
+    for line in _LINE_END.split(raw[skip:].decode("utf-8", errors="replace")):
         if not line:
             continue
-        decoded = line.decode("utf-8")
-        if decoded.startswith(":"):
-            comments.append(decoded[1:].removeprefix(" "))
+        if line[0] == ":":
+            comments.append(line[1:].removeprefix(" "))
             continue
-        name, value = _field(decoded)
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
         if name == "data":
             data.append(value)
         elif name == "event":
             event = value
         elif name == "id" and "\0" not in value:
-            ident = value
+            ident = last_id = value
         elif name == "retry" and value.isascii() and value.isdigit():
             retry = int(value)
     joined = "\n".join(data) if data else None
-    return Event(raw, joined, event, ident, retry, tuple(comments), terminated)
+    return Event(raw, joined, event, ident, retry, tuple(comments), terminated, last_id), last_id
 
 
 class Parser:
-    """Incremental parser: ``feed(chunk)`` returns the events completed by that chunk."""
+    """Incremental parser: ``feed(chunk)`` returns the events that chunk completed, ``close()`` the rest."""
 
     def __init__(self) -> None:
-        self._buffer = b""
-        self._started = False
+        self._reset()
+
+    def _reset(self) -> None:
+        self._buffer = bytearray()
+        self._last_id = ""
+        self._skip: int | None = None  # length of a leading BOM, once the stream's first bytes are known
+        self._checked = 0  # the pending bytes before this hold no block end
 
     def feed(self, chunk: bytes) -> list[Event]:
         """Add bytes; return every block finished so far."""
         self._buffer += chunk
-        if not self._started:
-            if len(self._buffer) < len(_BOM) and _BOM.startswith(self._buffer):
-                return []
-            self._started = True
-        events: list[Event] = []
-        start = 0
-        for match in _BLOCK_END.finditer(self._buffer):
-            end = match.end()
-            if match.group(2) == b"\r" and end == len(self._buffer):
-                break  # a CR at the very end may be the first half of CRLF
-            if match.group(1) == b"\r" and match.group(2) == b"\n":
-                continue  # "\r\n" is one line end, not two
-            events.append(_build(self._buffer[start:end], True))
-            start = end
-        self._buffer = self._buffer[start:]
-        return events
+        return self._blocks(final=False)
 
     def close(self) -> list[Event]:
-        """End of stream: a pending block without its blank line is returned unterminated."""
-        rest, self._buffer = self._buffer, b""
-        if not rest:
+        """End of stream: return what is pending (a block without its blank line comes unterminated)."""
+        events = self._blocks(final=True)
+        if self._buffer:
+            events.append(self._event(bytes(self._buffer), terminated=False))
+        self._reset()  # ready for another stream
+        return events
+
+    def _blocks(self, final: bool) -> list[Event]:
+        if self._skip is None and not self._bom_known(final):
             return []
-        if _BLOCK_END.fullmatch(rest[-2:]) or rest.endswith((b"\r\n\r\n", b"\n\n", b"\r\r")):
-            return [_build(rest, True)]
-        if not rest.strip(b"\r\n"):
-            return [_build(rest, True)]
-        return [_build(rest, False)]
+        if not final and not self._may_end():
+            return []
+        buffer, events, start = self._buffer, [], 0
+        while match := _BLOCK.match(buffer, start + (self._skip or 0)):
+            if not final and match.end() == len(buffer) and buffer[-1] == _CR:
+                break  # a CR at the very end may be the first half of a CRLF
+            events.append(self._event(bytes(buffer[start : match.end()]), terminated=True))
+            start = match.end()
+        del buffer[:start]
+        self._checked = len(buffer)
+        return events
+
+    def _may_end(self) -> bool:
+        """Cheap test that a block may be complete, so a long block fed in small chunks is scanned once."""
+        head = self._skip or 0
+        if len(self._buffer) > head and self._buffer[head] in _LINE_END_BYTES:
+            return True  # a blank line right away
+        found = _TWO_ENDS.search(self._buffer, max(head, self._checked - 2)) is not None
+        self._checked = len(self._buffer)
+        return found
+
+    def _bom_known(self, final: bool) -> bool:
+        if len(self._buffer) < len(_BOM) and _BOM.startswith(self._buffer) and not final:
+            return False  # these bytes may yet become a BOM
+        self._skip = len(_BOM) if self._buffer.startswith(_BOM) else 0
+        return True
+
+    def _event(self, raw: bytes, terminated: bool) -> Event:
+        event, self._last_id = _fields(raw, self._skip or 0, terminated, self._last_id)
+        self._skip = 0  # only the stream's first block can start with a BOM
+        return event
 
 
 def parse(body: bytes | str) -> list[Event]:
@@ -135,25 +171,61 @@ def parse(body: bytes | str) -> list[Event]:
     return parser.feed(data) + parser.close()
 
 
+def count(body: bytes) -> int:
+    """How many events :func:`parse` finds in ``body``, without building them (several times faster)."""
+    start = len(_BOM) if body.startswith(_BOM) else 0
+    blocks = 0
+    while match := _BLOCK.match(body, start):
+        blocks, start = blocks + 1, match.end()
+    return blocks + (start < len(body))
+
+
+def iter_events(chunks: Iterable[bytes]) -> Iterator[Event]:
+    """Events of a stream that arrives as ``chunks``, each yielded as soon as its block is complete."""
+    parser = Parser()
+    for chunk in chunks:
+        yield from parser.feed(chunk)
+    yield from parser.close()
+
+
 def serialize(events: Iterable[Event]) -> bytes:
     """The exact bytes of ``events`` (their ``raw``), in order."""
     return b"".join(event.raw for event in events)
 
 
-def encode(data: str | None = None, event: str | None = None, comments: Iterable[str] = ()) -> Event:
-    """Build a new, canonically framed event (LF line ends, one blank line after it)."""
-    lines: list[str] = [f": {comment}" for comment in comments]
-    if event is not None:
-        lines.append(f"event: {event}")
+def encode(
+    data: str | None = None,
+    event: str | None = None,
+    comments: Iterable[str] = (),
+    *,
+    id: str | None = None,
+    retry: int | None = None,
+) -> Event:
+    """Build a new, canonically framed event (LF line ends, one blank line after it).
+
+    Raises ``ValueError`` for what the format cannot carry: a line break in ``event``, ``id`` or a
+    comment, a CR in ``data`` (LF separates its ``data:`` lines), a NUL in ``id``, a negative ``retry``.
+    """
+    notes = tuple(comments)
+    _check_encodable(data, event, id, notes, retry)
+    lines = [f": {note}" for note in notes]
+    lines += [f"{name}: {value}" for name, value in (("event", event), ("id", id), ("retry", retry))
+              if value is not None]
     if data is not None:
-        lines.extend(f"data: {part}" for part in data.split("\n"))
-    raw = ("\n".join(lines) + "\n\n").encode("utf-8")
-    return _build(raw, True)
+        lines += [f"data: {part}" for part in data.split("\n")]
+    return parse(("\n".join(lines) + "\n\n").encode("utf-8"))[0]
 
 
-def iter_events(chunks: Iterable[bytes]) -> Iterator[Event]:
-    """Events of a stream that arrives as ``chunks``."""
-    parser = Parser()
-    for chunk in chunks:
-        yield from parser.feed(chunk)
-    yield from parser.close()
+def _check_encodable(
+    data: str | None, event: str | None, ident: str | None, comments: tuple[str, ...], retry: int | None
+) -> None:
+    single = [("event", event), ("id", ident), *(("comment", note) for note in comments)]
+    for name, value in single:
+        if value is not None and ("\n" in value or "\r" in value):
+            raise ValueError(f"{name}={value!r} must not contain a line break")
+    if ident is not None and "\0" in ident:
+        raise ValueError(f"id={ident!r} must not contain NUL: a client would ignore it")
+    if data is not None and "\r" in data:
+        raise ValueError(f"data={data[:60]!r} must not contain CR: separate its lines with LF")
+    if retry is not None and retry < 0:
+        raise ValueError(f"retry={retry!r} must not be negative")

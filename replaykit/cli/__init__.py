@@ -23,6 +23,7 @@ EXIT_USAGE = 2
 
 # One module per subcommand under replaykit/cli/; each defines register(subparsers).
 COMMANDS: tuple[str, ...] = (
+    "serve",
     "verify",
 )
 

@@ -1,0 +1,127 @@
+"""Assertions for tests of a harness: what reached the fake provider, and the provenance of an outcome.
+
+::
+
+    assert_no_provider_request(server.journal)            # a local error was terminal: nothing was sent
+    assert_requests(server.journal, 1, route="anthropic.messages")
+    assert_retries(server.journal, "anthropic.messages", 2)   # 1 attempt + exactly 2 retries
+    assert_provenance(outcome, {"status": "error", "code": "LOCAL_REQUEST_ERROR", "phase": "validation"})
+
+A journal is whatever :class:`replaykit.server.FakeProvider` exposes (a ``Journal`` with ``entries()``, a
+list of ``Entry`` objects) or the JSON list of ``GET /__replaykit/journal``. A route is named as the journal
+names it (``anthropic.messages``, ``openai.responses``, ``azure.responses``, ``cloudflare.websearch``) or by
+its provider (``anthropic``…). Failures raise ``AssertionError`` with a message that lists what the journal
+holds, one request a line (``#seq METHOD path -> status [route] faults``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from replaykit.errors import ErrorInfo, classify
+
+__all__ = [
+    "assert_no_provider_request",
+    "assert_provenance",
+    "assert_requests",
+    "assert_retries",
+    "describe_journal",
+    "journal_entries",
+    "outcome_fields",
+]
+
+
+def journal_entries(journal: object) -> list[dict[str, Any]]:
+    """The journal's entries as JSON objects, in arrival order."""
+    method = getattr(journal, "entries", None)
+    entries = method() if callable(method) else journal
+    if not isinstance(entries, Iterable) or isinstance(entries, str | bytes | Mapping):
+        raise TypeError(f"not a journal: {type(journal).__name__} (expected a Journal or a list of entries)")
+    return [_entry_json(entry) for entry in entries]
+
+
+def _entry_json(entry: object) -> dict[str, Any]:
+    to_json = getattr(entry, "to_json", None)
+    if callable(to_json):
+        data = to_json()
+        return dict(data) if isinstance(data, Mapping) else {}
+    if isinstance(entry, Mapping):
+        return dict(entry)
+    raise TypeError(f"not a journal entry: {type(entry).__name__}")
+
+
+def _line(entry: Mapping[str, Any]) -> str:
+    faults = ", ".join(str(f.get("kind", f)) if isinstance(f, Mapping) else str(f)
+                       for f in entry.get("faults") or [])
+    status = entry.get("status") or "-"
+    text = f"#{entry.get('seq', '?')} {entry.get('method', '?')} {entry.get('path', '?')} -> {status}"
+    text += f" [{entry.get('route', '?')}]"
+    return text + (f" faults: {faults}" if faults else "")
+
+
+def describe_journal(journal: object) -> str:
+    """One line per request the fake provider received (``(no requests)`` when empty)."""
+    entries = journal_entries(journal)
+    return "\n".join(f"  {_line(entry)}" for entry in entries) if entries else "  (no requests)"
+
+
+def _on_route(entry: Mapping[str, Any], route: str | None) -> bool:
+    return route is None or entry.get("route") == route or entry.get("provider") == route
+
+
+def assert_requests(journal: object, expected: int, route: str | None = None) -> None:
+    """Exactly ``expected`` requests reached the fake provider (on ``route``, when given)."""
+    found = [entry for entry in journal_entries(journal) if _on_route(entry, route)]
+    if len(found) != expected:
+        where = f" on {route}" if route else ""
+        raise AssertionError(f"expected {expected} provider request(s){where}, the journal holds "
+                             f"{len(found)}:\n{describe_journal(journal)}")
+
+
+def assert_no_provider_request(journal: object) -> None:
+    """Nothing reached the fake provider: the failure was local and terminal."""
+    entries = journal_entries(journal)
+    if entries:
+        raise AssertionError(f"expected no provider request, the journal holds {len(entries)}:\n"
+                             f"{describe_journal(journal)}")
+
+
+def assert_retries(journal: object, route: str, retries: int) -> None:
+    """``route`` was tried once and then retried exactly ``retries`` times (``retries + 1`` requests)."""
+    if retries < 0:
+        raise ValueError(f"retries={retries!r} must not be negative")
+    count = sum(1 for entry in journal_entries(journal) if _on_route(entry, route))
+    if count != retries + 1:
+        told = f"{count - 1} retries" if count else "no request at all"
+        raise AssertionError(f"expected exactly {retries} retries on {route} ({retries + 1} requests), "
+                             f"found {told}:\n{describe_journal(journal)}")
+
+
+def outcome_fields(outcome: object) -> dict[str, Any]:
+    """``status`` plus the error fields of an outcome JSON, an :class:`ErrorInfo` or an exception."""
+    if isinstance(outcome, BaseException):
+        outcome = classify(outcome)
+    if isinstance(outcome, ErrorInfo):
+        return {"status": outcome.outcome, **outcome.to_json()}
+    if not isinstance(outcome, Mapping):
+        raise TypeError(f"not an outcome: {type(outcome).__name__}")
+    error = outcome.get("error")
+    return {"status": outcome.get("status"), **(dict(error) if isinstance(error, Mapping) else {})}
+
+
+def assert_provenance(outcome: object, expected: Mapping[str, Any] | None = None, **fields: Any) -> None:
+    """The outcome's status and error fields are what was expected (``code``, ``phase``, ``provenance``…).
+
+    ``expected`` (or keyword arguments) names only the fields to check, e.g.
+    ``assert_provenance(outcome, status="aborted", provenance="cancelled")``.
+    """
+    wanted = {**(expected or {}), **fields}
+    if not wanted:
+        raise ValueError("assert_provenance needs at least one expected field")
+    actual = outcome_fields(outcome)
+    wrong = {key: value for key, value in wanted.items() if actual.get(key) != value}
+    if wrong:
+        lines = [f"  {key}: expected {value!r}, got {actual.get(key)!r}" for key, value in wrong.items()]
+        raise AssertionError("the outcome's provenance is not what was expected:\n" + "\n".join(lines)
+                             + f"\n  outcome: {actual!r}")

@@ -1,0 +1,116 @@
+"""``replaykit serve CASSETTE...``: the loopback fake provider, for an application in any language.
+
+Prints each provider's base URL (with ``--json``, one JSON line ``{"anthropic": ..., "openai": ...,
+"azure": ..., "cloudflare": ...}``) and serves until SIGINT or SIGTERM; then writes the journal
+(``--journal FILE``, JSON Lines, atomically) and prints a one-line summary on stderr. Faults come from
+``--fault SPEC`` (repeatable, e.g. ``route=anthropic,nth=1,status=429,retry_after=0``) and ``--faults FILE``
+(YAML or JSON, a list of fault objects). Exit 0 after a clean shutdown, 2 on usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+from replaykit.cli import EXIT_OK
+from replaykit.server import FakeProvider, Fault, load_faults
+from replaykit.server.matching import BUILTIN_MATCHERS
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``serve`` subcommand."""
+    parser = subparsers.add_parser(
+        "serve", help="serve cassettes on loopback as a fake Anthropic / OpenAI / Azure / Cloudflare API",
+        description="Replay cassettes from a loopback fake provider until SIGINT or SIGTERM. Prints each "
+                    "provider's base URL; writes the journal on exit.")
+    parser.add_argument("cassettes", nargs="+", metavar="CASSETTE", help="a cassette file or folder")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port to bind (default 0: a free port)")
+    parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
+    parser.add_argument("--faults", metavar="FILE", help="a YAML or JSON list of fault objects")
+    parser.add_argument("--fault", action="append", default=[], metavar="SPEC",
+                        help="a fault, e.g. route=anthropic,nth=1,status=429,retry_after=0 (repeatable)")
+    parser.add_argument("--journal", metavar="FILE", help="write the journal here on exit (JSON Lines)")
+    parser.add_argument("--timing", default="fast", help="fast (default), recorded, or fixed:<ms>")
+    parser.add_argument("--enforce-contracts", action="store_true",
+                        help="answer a request that breaks its contract with the provider's 400")
+    parser.add_argument("--strict", action="store_true", help="a request body must equal the recorded one")
+    parser.add_argument("--match-on", default="", metavar="LIST",
+                        help=f"comma-separated matchers among {', '.join(BUILTIN_MATCHERS)}")
+    parser.add_argument("--repeat", action="store_true", help="serve interactions again once all are used")
+    parser.add_argument("--json", action="store_true", help="print the base URLs as one JSON line")
+    parser.set_defaults(func=run)
+
+
+def _faults(args: argparse.Namespace) -> list[Fault]:
+    faults = load_faults(args.faults) if args.faults else []
+    return faults + [Fault.parse(spec) for spec in args.fault]
+
+
+def build(args: argparse.Namespace) -> FakeProvider:
+    """The fake provider the command line describes (not started)."""
+    match_on = [name.strip() for name in args.match_on.split(",") if name.strip()]
+    return FakeProvider(args.cassettes, host=args.host, port=args.port, timing=args.timing,
+                        strict=args.strict, enforce_contracts=args.enforce_contracts,
+                        allow_remote=args.allow_remote, match_on=match_on, repeat=args.repeat,
+                        faults=_faults(args))
+
+
+def _announce(fake: FakeProvider, as_json: bool) -> None:
+    urls = fake.base_urls()
+    if as_json:
+        print(json.dumps(urls), flush=True)
+        return
+    for provider, url in urls.items():
+        print(f"{provider:<11} {url}")
+    print(f"journal     {fake.url}/__replaykit/journal", flush=True)
+
+
+@contextmanager
+def _until_signalled() -> Iterator[threading.Event]:
+    stop = threading.Event()
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until SIGINT / SIGTERM, then write the journal."""
+    fake = build(args)
+    with _until_signalled() as stop:
+        fake.start()
+        try:
+            _announce(fake, args.json)
+            while not stop.wait(1.0):
+                pass
+        finally:
+            fake.stop()
+            if args.journal:
+                fake.write_journal(args.journal)
+    _summary(fake)
+    fake.check_errors()
+    return EXIT_OK
+
+
+def _summary(fake: FakeProvider) -> None:
+    journal = fake.journal
+    unmatched = sum(entry.verdict == "unmatched" for entry in journal)
+    unused = len(fake.unused())
+    print(f"replaykit serve: {len(journal)} requests, {unmatched} unmatched, "
+          f"{unused} interactions never served", file=sys.stderr)

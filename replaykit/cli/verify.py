@@ -1,0 +1,79 @@
+"""``replaykit verify PATH... [--json]``: parse errors, secrets and SSE framing problems in cassettes.
+
+Prints one line per finding (``file:place: kind: message``), then a table of the files and a summary line;
+with ``--json``, one JSON document (:meth:`replaykit.verify.Report.to_json`). Exit 0 when clean, 1 on
+findings (errors; warnings alone exit 0), 2 on usage errors (a missing path, a folder with no cassettes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK
+from replaykit.verify import FileResult, Report, verify_paths
+
+__all__ = ["register", "render", "run"]
+
+_HEAD = ("result", "interactions", "origin", "fingerprint", "file")
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``verify`` subcommand."""
+    parser = subparsers.add_parser(
+        "verify", help="check cassettes for parse errors, secrets and SSE framing problems",
+        description="Check cassette files (or folders of them) for parse errors, leftover secrets and SSE "
+                    "framing problems. Exit 0 when clean, 1 on findings, 2 on usage errors.")
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="a cassette file or a folder of cassettes")
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Verify ``args.paths`` and print the report."""
+    report = verify_paths(args.paths)
+    print(json.dumps(report.to_json(), indent=2) if args.json else render(report))
+    return EXIT_OK if report.ok else EXIT_FINDINGS
+
+
+def render(report: Report) -> str:
+    """The human report: findings, a table of files, a summary line."""
+    lines = [str(finding) for finding in report.findings]
+    if lines:
+        lines.append("")
+    rows = [_HEAD] + [_row(result) for result in report.files]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEAD) - 1)]
+    lines += [_line(row, widths) for row in rows]
+    lines.append(_summary(report))
+    return "\n".join(lines)
+
+
+def _line(row: tuple[str, ...], widths: list[int]) -> str:
+    cells = [text.rjust(width) if column == 1 else text.ljust(width)
+             for column, (text, width) in enumerate(zip(row, widths, strict=False))]
+    return "  ".join([*cells, row[-1]])
+
+
+def _row(result: FileResult) -> tuple[str, str, str, str, str]:
+    errors = sum(f.severity == "error" for f in result.findings)
+    verdict = "OK" if result.ok else f"FAIL ({errors})"
+    if result.ok and result.findings:
+        verdict = f"OK ({len(result.findings)} warn)"
+    fingerprint = f"{result.fingerprint[:15]}…" if result.fingerprint else "-"
+    return (verdict, str(result.interactions), result.origin or "-", fingerprint, result.path)
+
+
+def _summary(report: Report) -> str:
+    counts = report.summary()
+    files, items, found = counts["files"], counts["interactions"], counts["findings"]
+    text = f"{files} {_plural(files, 'cassette')}, {items} {_plural(items, 'interaction')}, " \
+           f"{found} {_plural(found, 'finding')}"
+    if counts["warnings"]:
+        errors, warnings = counts["errors"], counts["warnings"]
+        text += f" ({errors} {_plural(errors, 'error')}, {warnings} {_plural(warnings, 'warning')})"
+    return text + (": OK" if report.ok else ": FAILED")
+
+
+def _plural(count: int, word: str) -> str:
+    return word if count == 1 else word + "s"

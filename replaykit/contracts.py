@@ -1,0 +1,809 @@
+"""Wire-format contracts: JSON Schema (draft 2020-12) files in ``contracts/``, checked offline.
+
+Every ``*.schema.json`` under ``contracts/`` is loaded into one local :mod:`referencing` registry keyed by its
+``$id`` (``https://replaykit.dev/contracts/...``); a ``$ref`` to any other URI raises
+:class:`~replaykit.errors.ContractError`: nothing is ever fetched. :func:`validate` returns
+:class:`Violation` s (JSON pointer, keyword, message); compiled validators are cached per kind.
+
+Contract kinds (``validate(kind, value)``)::
+
+    anthropic.request                Messages request body (messages and content blocks closed)
+    anthropic.response               a successful non-streaming Messages response
+    anthropic.stream_event           the JSON data of one Messages SSE event
+    anthropic.error                  the HTTP error envelope {type: error, error: {type, message}}
+    anthropic.count_tokens_request   POST /v1/messages/count_tokens body
+    anthropic.count_tokens_response  its response {input_tokens}
+    anthropic.content_block          one response content block
+    anthropic.citation               one text citation
+    anthropic.usage                  a usage object
+    anthropic.tool                   one tool definition (web search / web fetch closed)
+    openai.request                   Responses request body (input items closed)
+    openai.response                  a Response object
+    openai.stream_event              the JSON data of one Responses SSE event
+    openai.error                     the HTTP error envelope {error: {message, type, param, code}}
+    openai.input_item                one item of ``input``
+    openai.output_item               one item of ``output``
+    openai.usage                     a Response usage object
+    openai.tool                      one tool definition
+    cloudflare.request               Web Search REST request body (closed)
+    cloudflare.binding_options       the Worker binding's options (closed)
+    cloudflare.response              {items, metadata}
+    cloudflare.error                 the AI Gateway error object or a v4 envelope
+    replaykit.<stem>                 every other ``contracts/**/<stem>.schema.json`` (replaykit's own formats,
+                                     e.g. replaykit.transcript, replaykit.scenario, replaykit.journal-entry)
+
+Azure OpenAI shares the ``openai.*`` shapes. Cross-field value rules that JSON Schema cannot state (e.g.
+``start_index <= end_index``) are small named Python checks (:data:`RULES`) that a schema object names in
+its ``x-rules`` list; they run inside the same validation and report violations the same way.
+
+:func:`classify` maps a route (method and path or full URI) to its contracts; :func:`check_interaction`
+checks one recorded interaction: the request, and the response body or every stream event (with its
+``event`` index) plus the stream's sequence rules; error statuses are checked against the provider's error
+envelope.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
+from urllib.parse import urlsplit
+
+import referencing.exceptions
+from jsonschema import Draft202012Validator, ValidationError, validators  # type: ignore[import-untyped]
+from jsonschema import _keywords as _stock  # stock keyword functions, for the fallbacks
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from replaykit.cassette import Cassette, Interaction, Response
+from replaykit.errors import ContractError, located
+from replaykit.resources import data_dir
+from replaykit.sse import Event
+
+if TYPE_CHECKING:
+    from replaykit.verify import Finding
+
+__all__ = [
+    "PROVIDER_KINDS",
+    "RULES",
+    "Contracts",
+    "Route",
+    "Violation",
+    "check_events",
+    "check_interaction",
+    "classify",
+    "default",
+    "kinds",
+    "validate",
+    "verify_check",
+]
+
+BASE_URI = "https://replaykit.dev/contracts/"
+
+PROVIDER_KINDS: dict[str, str] = {
+    "anthropic.request": "anthropic/request.schema.json",
+    "anthropic.response": "anthropic/message.schema.json",
+    "anthropic.stream_event": "anthropic/stream-event.schema.json",
+    "anthropic.error": "anthropic/error.schema.json",
+    "anthropic.count_tokens_request": "anthropic/count-tokens.schema.json#/$defs/request",
+    "anthropic.count_tokens_response": "anthropic/count-tokens.schema.json#/$defs/response",
+    "anthropic.content_block": "anthropic/content-blocks.schema.json",
+    "anthropic.citation": "anthropic/citations.schema.json",
+    "anthropic.usage": "anthropic/usage.schema.json",
+    "anthropic.tool": "anthropic/tools.schema.json",
+    "openai.request": "openai/request.schema.json",
+    "openai.response": "openai/response.schema.json",
+    "openai.stream_event": "openai/stream-event.schema.json",
+    "openai.error": "openai/error.schema.json",
+    "openai.input_item": "openai/input-items.schema.json",
+    "openai.output_item": "openai/output-items.schema.json",
+    "openai.usage": "openai/usage.schema.json",
+    "openai.tool": "openai/tools.schema.json",
+    "cloudflare.request": "cloudflare/request.schema.json",
+    "cloudflare.binding_options": "cloudflare/binding-options.schema.json",
+    "cloudflare.response": "cloudflare/response.schema.json",
+    "cloudflare.error": "cloudflare/error.schema.json",
+}
+_PROVIDER_DIRS = ("anthropic", "openai", "cloudflare")
+
+
+# ---------------------------------------------------------------- violations
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One contract violation: where (JSON pointer), which rule (keyword) and what is wrong.
+
+    ``event`` is the index of the SSE event in a stream, ``part`` is ``request`` or ``response`` when the
+    violation comes from :func:`check_interaction` (empty from :func:`validate`).
+    """
+
+    pointer: str
+    keyword: str
+    message: str
+    event: int | None = None
+    part: str = ""
+
+    def __str__(self) -> str:
+        head = f"{self.part} " if self.part else ""
+        at = f"event {self.event} " if self.event is not None else ""
+        return f"{head}{at}{self.pointer or '/'} {self.message}"
+
+
+def _pointer(parts: Iterable[str | int]) -> str:
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number",
+               type(None): "null"}
+_QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
+
+
+def _explain(error: ValidationError) -> list[Violation]:
+    """A jsonschema error as violations with short messages (one per missing or unexpected member)."""
+    at, keyword, instance = list(error.absolute_path), str(error.validator), error.instance
+    if keyword == "required":
+        name = _QUOTED.match(error.message)
+        member = name.group(1) if name else ""
+        return [Violation(_pointer([*at, member]), keyword, f"{member!r} is required")]
+    if keyword in ("additionalProperties", "unevaluatedProperties"):
+        inner = error.message.partition("(")[2]
+        fix = "is not allowed here (a closed object: only the provider's own fields may be sent)"
+        names = _QUOTED.findall(inner)
+        return [Violation(_pointer([*at, name]), keyword, f"{name!r} {fix}") for name in names]
+    return [Violation(_pointer(at), keyword, _message(error, keyword, instance))]
+
+
+def _message(error: ValidationError, keyword: str, instance: Any) -> str:
+    expected = error.validator_value
+    if keyword in ("false", "None"):
+        return "must not be present"
+    if keyword == "type":
+        got = _JSON_TYPES.get(type(instance), "value")
+        return f"expected {_short(expected)}, got {got} {_short(instance)}"
+    if keyword == "const":
+        return f"{_short(instance)} must be {_short(expected)}"
+    if keyword == "enum":
+        shown = expected if len(expected) <= 12 else [*expected[:12], "…"]
+        return f"{_short(instance)} is not one of {', '.join(map(str, shown))}"
+    if keyword == "pattern":
+        return f"{_short(instance)} does not match {expected!r}"
+    text = str(error.message)
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+# ---------------------------------------------------------------- cross-field rules
+
+
+Rule = Callable[[Mapping[str, Any]], Iterator[ValidationError]]
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _span(low: str, high: str) -> Rule:
+    """``instance[low] <= instance[high]`` when both are integers."""
+
+    def check(instance: Mapping[str, Any]) -> Iterator[ValidationError]:
+        start, end = instance.get(low), instance.get(high)
+        if _is_int(start) and _is_int(end) and start > end:
+            message = f"{high} {end} is before {low} {start}; {low} must be <= {high}"
+            yield ValidationError(message, path=[high])
+
+    return check
+
+
+def _total_tokens(instance: Mapping[str, Any]) -> Iterator[ValidationError]:
+    """OpenAI usage: ``total_tokens == input_tokens + output_tokens``."""
+    given, made, total = (instance.get(name) for name in ("input_tokens", "output_tokens", "total_tokens"))
+    if _is_int(given) and _is_int(made) and _is_int(total) and total != given + made:
+        message = f"total_tokens {total} != input_tokens {given} + output_tokens {made}"
+        yield ValidationError(message, path=["total_tokens"])
+
+
+def _one_domain_list(instance: Mapping[str, Any]) -> Iterator[ValidationError]:
+    """Anthropic web search / fetch tools: never both ``allowed_domains`` and ``blocked_domains``."""
+    if instance.get("allowed_domains") is not None and instance.get("blocked_domains") is not None:
+        message = "allowed_domains and blocked_domains are both set (the API answers 400); keep one of them"
+        yield ValidationError(message, path=["blocked_domains"])
+
+
+RULES: dict[str, Rule] = {
+    "index_span": _span("start_index", "end_index"),
+    "char_span": _span("start_char_index", "end_char_index"),
+    "page_span": _span("start_page_number", "end_page_number"),
+    "block_span": _span("start_block_index", "end_block_index"),
+    "total_tokens": _total_tokens,
+    "one_domain_list": _one_domain_list,
+}
+
+
+def _rules_keyword(validator: Any, names: list[str], instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if isinstance(instance, dict):
+        for name in names:
+            yield from RULES[name](instance)
+
+
+# ---------------------------------------------------------------- fast paths over stock keywords
+# Same semantics as jsonschema's own keywords, without rebuilding a validator at every step: the child
+# validator of each (parent validator, subschema) pair and each $ref's resolution are computed once and
+# cached. A discriminated ``allOf`` of ``{"if": {"properties": {P: {"const": V}}, "required": [P]}, "then":
+# ...}`` jumps to the one branch that applies; ``if: {"type": T}`` is a type test; leaf property schemas
+# (type, const, enum, bounds, pattern) run on the parent validator.
+
+_Table = tuple[str, dict[str, int], int | None]
+_TABLES: dict[int, tuple[object, _Table | None]] = {}
+_LEAVES: dict[int, tuple[object, bool]] = {}
+_CHILDREN: dict[tuple[int, int], tuple[object, object, Any]] = {}
+_REFS: dict[int, tuple[object, Any]] = {}
+_LEAF_KEYS = frozenset({"type", "const", "enum", "minimum", "maximum", "minLength", "maxLength", "pattern",
+                        "description", "title"})
+
+
+def _child(validator: Any, schema: Any, resolver: Any = None) -> Any:
+    """The validator for ``schema`` below ``validator`` (cached; ``resolver`` given for $ref targets)."""
+    key = (id(validator), id(schema))
+    cached = _CHILDREN.get(key)
+    if cached is not None and cached[0] is validator and cached[1] is schema:
+        return cached[2]
+    changes = {"schema": schema} if resolver is None else {"schema": schema, "_resolver": resolver}
+    child = validator.evolve(**changes)
+    _CHILDREN[key] = (validator, schema, child)
+    return child
+
+
+def _descend(validator: Any, instance: Any, schema: Any, path: str | int | None = None,
+             schema_path: str | int | None = None, resolver: Any = None) -> Iterator[ValidationError]:
+    if schema is True:
+        return
+    if schema is False:
+        yield _absent(path)
+        return
+    for error in _child(validator, schema, resolver).iter_errors(instance):
+        if path is not None:
+            error.path.appendleft(path)
+        if schema_path is not None:
+            error.schema_path.appendleft(schema_path)
+        yield error
+
+
+def _absent(name: str | int | None) -> ValidationError:
+    path = [] if name is None else [name]
+    error = ValidationError(f"{name!r} must not be present", path=path, validator="false")
+    error.validator_value = False
+    return error
+
+
+def _ref(validator: Any, ref: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    cached = _REFS.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        try:
+            resolved = validator._resolver.lookup(ref)  # what jsonschema's own $ref does, once per site
+        except referencing.exceptions.Unresolvable as exc:
+            raise _Unresolved(ref) from exc
+        cached = _REFS[id(schema)] = (schema, resolved)
+    resolved = cached[1]
+    yield from _descend(validator, instance, resolved.contents, resolver=resolved.resolver)
+
+
+class _Unresolved(Exception):
+    """A $ref that resolves to nothing (turned into a ContractError by :meth:`Contracts.validate`)."""
+
+    def __init__(self, ref: str) -> None:
+        super().__init__(ref)
+        self.ref = ref
+
+
+def _branch(item: Any) -> tuple[str, str | None] | None:
+    """``(property, value)`` of a discriminator branch, ``value`` None for the branch without it."""
+    if not isinstance(item, dict) or set(item) != {"if", "then"} or not isinstance(item["if"], dict):
+        return None
+    cond = item["if"]
+    props, required = cond.get("properties"), cond.get("required")
+    if set(cond) == {"properties", "required"} and isinstance(props, dict) and len(props) == 1:
+        (name, sub), = props.items()
+        if required == [name] and isinstance(sub, dict) and set(sub) == {"const"}:
+            return (name, sub["const"]) if isinstance(sub["const"], str) else None
+    negated = cond.get("not")
+    if set(cond) == {"not"} and isinstance(negated, dict) and set(negated) == {"required"}:
+        names = negated["required"]
+        if isinstance(names, list) and len(names) == 1:
+            return str(names[0]), None
+    return None
+
+
+def _table(all_of: list[Any]) -> _Table | None:
+    cached = _TABLES.get(id(all_of))
+    if cached is not None and cached[0] is all_of:
+        return cached[1]
+    branches = [_branch(item) for item in all_of]
+    result: _Table | None = None
+    names = {b[0] for b in branches if b is not None}
+    if all(b is not None for b in branches) and len(names) == 1:
+        values = {b[1]: i for i, b in enumerate(branches) if b is not None and b[1] is not None}
+        default = next((i for i, b in enumerate(branches) if b is not None and b[1] is None), None)
+        complete = len(values) + (default is not None) == len(all_of)
+        result = (names.pop(), values, default) if complete else None
+    _TABLES[id(all_of)] = (all_of, result)
+    return result
+
+
+def _all_of(validator: Any, all_of: list[Any], instance: Any, schema: Any) -> Iterator[ValidationError]:
+    table = _table(all_of)
+    if table is None:
+        for position, subschema in enumerate(all_of):
+            yield from _descend(validator, instance, subschema, schema_path=position)
+        return
+    if not isinstance(instance, dict):
+        return  # the union's own "type": "object" reports it, once
+    name, values, default = table
+    value = instance.get(name)
+    index: int | None = default
+    if name in instance:
+        index = values.get(value) if isinstance(value, str) else None
+    if index is not None:
+        yield from _descend(validator, instance, all_of[index]["then"], schema_path=index)
+
+
+def _if(validator: Any, if_schema: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if isinstance(if_schema, dict) and set(if_schema) == {"type"} and isinstance(if_schema["type"], str):
+        matched = validator.is_type(instance, if_schema["type"])
+    else:
+        matched = next(_descend(validator, instance, if_schema), None) is None
+    branch = "then" if matched else "else"
+    if branch in schema:
+        yield from _descend(validator, instance, schema[branch], schema_path=branch)
+
+
+def _is_leaf(schema: Any) -> bool:
+    cached = _LEAVES.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    leaf = isinstance(schema, dict) and set(schema) <= _LEAF_KEYS
+    _LEAVES[id(schema)] = (schema, leaf)
+    return leaf
+
+
+def _leaf_errors(validator: Any, schema: dict[str, Any], value: Any, name: str) -> Iterator[ValidationError]:
+    for keyword, expected in schema.items():
+        check = validator.VALIDATORS.get(keyword)
+        for error in (check(validator, expected, value, schema) or ()) if check else ():
+            error.validator, error.validator_value = keyword, expected
+            error.instance, error.schema = value, schema
+            error.schema_path.appendleft(keyword)
+            error.path.appendleft(name)
+            error.schema_path.appendleft(name)
+            yield error
+
+
+def _properties(validator: Any, properties: dict[str, Any], instance: Any,
+                schema: Any) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for name, subschema in properties.items():
+        if name not in instance:
+            continue
+        if _is_leaf(subschema):
+            yield from _leaf_errors(validator, subschema, instance[name], name)
+        else:
+            yield from _descend(validator, instance[name], subschema, path=name, schema_path=name)
+
+
+def _items(validator: Any, items: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if "prefixItems" in schema or items is False or not validator.is_type(instance, "array"):
+        yield from _stock.items(validator, items, instance, schema)
+        return
+    for index, item in enumerate(instance):
+        yield from _descend(validator, item, items, path=index)
+
+
+_Validator = validators.extend(
+    Draft202012Validator,
+    {"x-rules": _rules_keyword, "allOf": _all_of, "if": _if, "properties": _properties, "items": _items,
+     "$ref": _ref},
+)
+
+
+# ---------------------------------------------------------------- the registry
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        contents = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ContractError(located(path, None, f"cannot read: {exc.strerror}")) from exc
+    except ValueError as exc:
+        line = getattr(exc, "lineno", None)
+        raise ContractError(located(path, line, f"not valid JSON: {exc}", "fix the JSON syntax")) from exc
+    if not isinstance(contents, dict) or not isinstance(contents.get("$id"), str):
+        raise ContractError(located(path, "/$id", "a contract needs a string $id",
+                                    f'add "$id": "{BASE_URI}<folder>/<name>.schema.json"'))
+    return contents
+
+
+def _refuse(uri: str) -> Resource[Any]:
+    raise ContractError(f"{uri}: not a replaykit contract and never fetched; "
+                        "refer to a $id of a file under contracts/")
+
+
+def _rule_names(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        yield from node.get("x-rules", ()) if isinstance(node.get("x-rules"), list) else ()
+        for value in node.values():
+            yield from _rule_names(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _rule_names(value)
+
+
+def _kind_of(root: Path, path: Path) -> str:
+    relative = path.relative_to(root)
+    stem = path.name.removesuffix(".schema.json")
+    return f"replaykit.{stem}" if relative.parts[0] not in _PROVIDER_DIRS else ""
+
+
+class Contracts:
+    """The contracts of one ``contracts/`` folder (the bundled one by default), loaded on first use."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root if root is not None else data_dir("contracts")
+        self._files: dict[str, Path] | None = None
+        self._registry: Registry[Any] | None = None
+        self._kinds: dict[str, str] = {}
+        self._validators: dict[str, Any] = {}
+
+    def _load(self) -> Registry[Any]:
+        if self._registry is not None:
+            return self._registry
+        files: dict[str, Path] = {}
+        resources: list[tuple[str, Resource[Any]]] = []
+        for path in sorted(self.root.rglob("*.schema.json")):
+            contents = _read(path)
+            uri = contents["$id"]
+            if uri in files:
+                raise ContractError(located(path, "/$id", f"$id {uri} is also used by {files[uri]}",
+                                            "give every contract its own $id"))
+            self._check_rules(path, contents)
+            files[uri] = path
+            resources.append((uri, DRAFT202012.create_resource(contents)))
+            if kind := _kind_of(self.root, path):
+                self._kinds[kind] = uri
+        self._kinds.update({kind: BASE_URI + target for kind, target in PROVIDER_KINDS.items()})
+        self._files = files
+        self._registry = Registry(retrieve=_refuse).with_resources(resources)  # type: ignore[call-arg]
+        return self._registry
+
+    @staticmethod
+    def _check_rules(path: Path, contents: dict[str, Any]) -> None:
+        for name in _rule_names(contents):
+            if name not in RULES:
+                raise ContractError(located(path, "x-rules", f"unknown rule {name!r}",
+                                            f"use one of {', '.join(sorted(RULES))}"))
+
+    def kinds(self) -> dict[str, str]:
+        """Every contract kind and the URI of its schema."""
+        self._load()
+        return dict(sorted(self._kinds.items()))
+
+    def schema(self, kind: str) -> dict[str, Any]:
+        """The schema of ``kind`` (a whole file or a ``$defs`` entry of one)."""
+        return self._resolve(kind)[1]
+
+    def file(self, kind: str) -> Path:
+        """The file that holds the schema of ``kind``."""
+        self._load()
+        assert self._files is not None
+        return self._files[self._resolve(kind)[0]]
+
+    def _resolve(self, kind: str) -> tuple[str, dict[str, Any]]:
+        self._load()
+        uri = self._kinds.get(kind)
+        if uri is None:
+            raise ContractError(f"unknown contract kind {kind!r}; known kinds: {', '.join(self.kinds())}")
+        return uri.partition("#")[0], self.lookup(uri)
+
+    def lookup(self, uri: str) -> dict[str, Any]:
+        """The schema at ``uri``: a contract's ``$id``, optionally with a ``#/json/pointer`` fragment."""
+        registry = self._load()
+        base, _, fragment = uri.partition("#")
+        try:
+            resource = registry.get_or_retrieve(base).value
+            found = resource.pointer(fragment, registry.resolver(base)).contents if fragment else \
+                resource.contents
+        except (referencing.exceptions.Unresolvable, LookupError, ContractError) as exc:
+            raise ContractError(f"{uri}: no such contract or $defs entry under {self.root}; "
+                                "check the URI against the files' $id") from exc
+        if not isinstance(found, dict):
+            raise ContractError(f"{uri}: not a schema object")
+        return found
+
+    def validator(self, kind: str) -> Any:
+        """The compiled (cached) validator of ``kind``."""
+        cached = self._validators.get(kind)
+        if cached is None:
+            base, contents = self._resolve(kind)
+            registry = self._load()
+            whole = registry.get_or_retrieve(base).value.contents
+            root = _Validator(whole, registry=registry)
+            # evolve() would pick the stock class for a schema with "$schema": keep ours for whole files
+            cached = self._validators[kind] = root if contents is whole else root.evolve(schema=contents)
+        return cached
+
+    def validate(self, kind: str, value: Any) -> list[Violation]:
+        """Every violation of ``value`` against contract ``kind`` (empty when it conforms)."""
+        validator = self.validator(kind)
+        try:
+            found = [v for error in validator.iter_errors(value) for v in _explain(error)]
+        except (referencing.exceptions.Unresolvable, _Unresolved) as exc:
+            raise ContractError(self._unresolvable(kind, exc)) from exc
+        return list(dict.fromkeys(found))
+
+    def _unresolvable(self, kind: str, exc: BaseException) -> str:
+        cause: BaseException | None = exc
+        while cause is not None and not isinstance(cause, ContractError):
+            cause = cause.__cause__ or cause.__context__
+        ref = getattr(exc, "ref", "?")
+        why = str(cause) if cause is not None else f"$ref {ref} resolves to nothing"
+        return located(self.file(kind), ref, f"contract {kind!r} cannot be used: {why}",
+                       "fix the $ref to point at a contract's $id and $defs entry")
+
+
+_DEFAULT: list[Contracts] = []
+
+
+def default() -> Contracts:
+    """The bundled contracts (loaded once)."""
+    if not _DEFAULT:
+        _DEFAULT.append(Contracts())
+    return _DEFAULT[0]
+
+
+def kinds() -> dict[str, str]:
+    """Every contract kind of the bundled contracts and its schema URI."""
+    return default().kinds()
+
+
+def validate(kind: str, value: Any) -> list[Violation]:
+    """Violations of ``value`` against the bundled contract ``kind``."""
+    return default().validate(kind, value)
+
+
+# ---------------------------------------------------------------- routes
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """The contracts of one provider route; ``stream_event`` is None for routes that never stream."""
+
+    provider: str
+    request: str
+    response: str
+    stream_event: str | None
+    error: str
+
+
+_ANTHROPIC = Route("anthropic", "anthropic.request", "anthropic.response", "anthropic.stream_event",
+                   "anthropic.error")
+_COUNT = Route("anthropic", "anthropic.count_tokens_request", "anthropic.count_tokens_response", None,
+               "anthropic.error")
+_OPENAI = Route("openai", "openai.request", "openai.response", "openai.stream_event", "openai.error")
+_AZURE = replace(_OPENAI, provider="azure")
+_CLOUDFLARE = Route("cloudflare", "cloudflare.request", "cloudflare.response", None, "cloudflare.error")
+_ROUTES: tuple[tuple[re.Pattern[str], Route], ...] = (
+    (re.compile(r"/v1/messages"), _ANTHROPIC),
+    (re.compile(r"/v1/messages/count_tokens"), _COUNT),
+    (re.compile(r"/v1/responses"), _OPENAI),
+    (re.compile(r"/openai/v1/responses"), _AZURE),
+    (re.compile(r"/openai/deployments/[^/]+/responses"), _AZURE),
+    (re.compile(r"/client/v4/accounts/[^/]+/ai/websearch/?"), _CLOUDFLARE),
+)
+
+
+def classify(method: str, path: str) -> Route | None:
+    """The contracts for ``method path`` (a path or a full URI, query ignored), or None if none apply."""
+    if method.upper() != "POST":
+        return None
+    bare = urlsplit(path).path
+    return next((route for pattern, route in _ROUTES if pattern.fullmatch(bare)), None)
+
+
+# ---------------------------------------------------------------- streams
+
+
+class _AnthropicStream:
+    """Sequence rules of a Messages stream: message_start first, blocks paired by index, message_stop last."""
+
+    _DELTAS: ClassVar[dict[str, set[str]]] = {
+        "text": {"text_delta", "citations_delta"}, "thinking": {"thinking_delta", "signature_delta"},
+        "tool_use": {"input_json_delta"}, "server_tool_use": {"input_json_delta"}}
+
+    def __init__(self) -> None:
+        self.found: list[Violation] = []
+        self.open: dict[int, str] = {}
+        self.started = 0
+        self.first = True
+        self.ended: str | None = None
+
+    def flag(self, index: int, pointer: str, message: str) -> None:
+        self.found.append(Violation(pointer, "sequence", message, event=index))
+
+    def feed(self, index: int, data: dict[str, Any]) -> None:
+        kind = data.get("type")
+        if self.first and kind != "message_start":
+            self.flag(index, "/type", f"the stream starts with {kind!r}; message_start must come first")
+        elif not self.first and kind == "message_start":
+            self.flag(index, "/type", "a second message_start; a stream carries one message")
+        self.first = False
+        if self.ended is not None and kind != "ping":
+            self.flag(index, "/type", f"{kind!r} after {self.ended}; {self.ended} ends the stream")
+        handler = getattr(self, f"_on_{kind}", None)
+        if handler is not None and isinstance(data.get("index", 0), int):
+            handler(index, data)
+
+    def _on_content_block_start(self, index: int, data: dict[str, Any]) -> None:
+        block, block_type = data.get("index", 0), (data.get("content_block") or {}).get("type", "")
+        if block in self.open or block != self.started:
+            expected = f"the next block is {self.started}"
+            self.flag(index, "/index", f"content_block_start for index {block}; {expected}")
+        self.open[block] = str(block_type)
+        self.started = max(self.started, block + 1)
+
+    def _on_content_block_delta(self, index: int, data: dict[str, Any]) -> None:
+        block = data.get("index", 0)
+        if block not in self.open:
+            self.flag(index, "/index", f"content_block_delta for block {block}, which is not open")
+            return
+        delta = (data.get("delta") or {}).get("type")
+        allowed = self._DELTAS.get(self.open[block])
+        if allowed is not None and delta not in allowed:
+            self.flag(index, "/delta/type", f"{delta!r} cannot extend a {self.open[block]} block")
+
+    def _on_content_block_stop(self, index: int, data: dict[str, Any]) -> None:
+        if self.open.pop(data.get("index", 0), None) is None:
+            self.flag(index, "/index", f"content_block_stop for block {data.get('index')}, which is not open")
+
+    def _on_message_stop(self, index: int, data: dict[str, Any]) -> None:
+        if self.open:
+            self.flag(index, "/type", f"message_stop while blocks {sorted(self.open)} are still open")
+        self.ended = "message_stop"
+
+    def _on_error(self, index: int, data: dict[str, Any]) -> None:
+        self.ended = "an error event"
+
+    def finish(self, last: int) -> list[Violation]:
+        if self.ended is None and not self.first:
+            self.flag(last, "", "the stream ends without message_stop (or an error event)")
+        return self.found
+
+
+_OPENAI_TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete", "error"})
+
+
+def _openai_sequence(events: list[tuple[int, dict[str, Any]]]) -> list[Violation]:
+    """sequence_number strictly increasing; exactly one terminal event, and it is last."""
+    found: list[Violation] = []
+    previous: int | None = None
+    terminal: tuple[int, str] | None = None
+    for index, data in events:
+        number = data.get("sequence_number")
+        if _is_int(number):
+            if previous is not None and number <= previous:
+                found.append(Violation("/sequence_number", "sequence",
+                                       f"{number} does not increase on the previous {previous}", event=index))
+            previous = number
+        if terminal is not None:
+            found.append(Violation("/type", "sequence", f"{data.get('type')!r} after the terminal event "
+                                   f"{terminal[1]!r} (event {terminal[0]})", event=index))
+        if data.get("type") in _OPENAI_TERMINAL and terminal is None:
+            terminal = (index, str(data.get("type")))
+    if terminal is None and events:
+        found.append(Violation("", "sequence", "the stream has no terminal event (response.completed, "
+                               "response.failed, response.incomplete or error)", event=events[-1][0]))
+    return found
+
+
+def _sequence(provider: str, events: list[tuple[int, dict[str, Any]]]) -> list[Violation]:
+    if provider == "anthropic":
+        stream = _AnthropicStream()
+        for index, data in events:
+            stream.feed(index, data)
+        return stream.finish(events[-1][0] if events else 0)
+    return _openai_sequence(events)
+
+
+def check_events(route: Route, events: list[Event], contracts: Contracts | None = None) -> list[Violation]:
+    """Every event of a stream against ``route.stream_event``, then the provider's sequence rules."""
+    if route.stream_event is None:
+        return [Violation("", "stream", f"{route.request.split('.')[0]} does not stream on this route")]
+    chosen = contracts or default()
+    found: list[Violation] = []
+    parsed: list[tuple[int, dict[str, Any]]] = []
+    for index, event in enumerate(events):
+        if event.data is None:
+            continue
+        try:
+            data = event.json()
+        except ValueError:
+            found.append(Violation("", "json", "data is not JSON", event=index))
+            continue
+        found += [replace(v, event=index) for v in chosen.validate(route.stream_event, data)]
+        if isinstance(data, dict):
+            found += _event_name(index, event, data)
+            parsed.append((index, data))
+    return found + _sequence(route.provider, parsed)
+
+
+def _event_name(index: int, event: Event, data: dict[str, Any]) -> list[Violation]:
+    if event.event is None or data.get("type") in (None, event.event):
+        return []
+    return [Violation("/type", "event", f"the SSE event name is {event.event!r} but the data's type is "
+                      f"{data.get('type')!r}", event=index)]
+
+
+# ---------------------------------------------------------------- interactions
+
+
+def check_interaction(interaction: Interaction, contracts: Contracts | None = None) -> list[Violation]:
+    """The request, then the response body or every stream event, against the route's contracts."""
+    chosen = contracts or default()
+    request = interaction.request
+    route = classify(request.method, request.uri)
+    if route is None:
+        path = urlsplit(request.uri).path
+        return [Violation("", "route", f"no contract covers {request.method.upper()} {path}", part="request")]
+    body = request.json()
+    found = [replace(v, part="request") for v in _check_body(chosen, route.request, body, "request")]
+    return found + [replace(v, part="response") for v in _check_response(chosen, route, interaction.response,
+                                                                          _asks_stream(body))]
+
+
+def _check_body(contracts: Contracts, kind: str, body: Any, what: str) -> list[Violation]:
+    if body is None:
+        return [Violation("", "json", f"the {what} body is empty or not JSON")]
+    return contracts.validate(kind, body)
+
+
+def _asks_stream(body: Any) -> bool:
+    return isinstance(body, dict) and body.get("stream") is True
+
+
+def _check_response(contracts: Contracts, route: Route, response: Response,
+                    streamed: bool) -> list[Violation]:
+    if response.status >= 400:
+        return _check_body(contracts, route.error, response.json(), f"HTTP {response.status} error")
+    if response.is_stream:
+        found = [] if streamed else [Violation("", "stream", "an event stream answers a request without "
+                                               "stream: true")]
+        return found + check_events(route, response.events, contracts)
+    if streamed:
+        return [Violation("", "stream", "the request asked for stream: true but the response is not "
+                          "text/event-stream")]
+    return _check_body(contracts, route.response, response.json(), "response")
+
+
+def verify_check(path: Path, cassette: Cassette) -> list[Finding]:
+    """The ``replaykit verify`` check: every interaction against its contracts, one finding per violation.
+
+    A finding's place is ``interactions[i]`` or ``interactions[i]:events[j]``, its message
+    ``request|response /json/pointer message``.
+    """
+    from replaykit.verify import Finding  # verify sits above contracts: imported only when it calls us
+
+    found: list[Finding] = []
+    for index, item in enumerate(cassette.interactions):
+        for violation in check_interaction(item):
+            place = f"interactions[{index}]"
+            if violation.event is not None:
+                place += f":events[{violation.event}]"
+            message = f"{violation.part} {violation.pointer or '/'} {violation.message}"
+            found.append(Finding(str(path), place, "contract", message))
+    return found

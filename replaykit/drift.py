@@ -1,0 +1,369 @@
+"""SDK drift: compare the contracts with the installed SDKs' pydantic models (and request TypedDicts).
+
+A small explicit table (:data:`MAPPING`) pairs SDK types (``anthropic.types.*``,
+``openai.types.responses.*``) with the contract's ``$defs`` entry for them. For every pair the models are
+walked through ``model_fields`` / TypedDict hints, ``Literal`` and ``Union`` annotations, and compared with
+the schema:
+
+========================  =====================================================  ========
+gap                        meaning                                                 verdict
+========================  =====================================================  ========
+``discriminator``          a union member type the SDK has, the contract lacks     blocking
+``enum``                   a Literal value the SDK has, the contract's enum lacks  blocking
+``required``               the contract requires a field the SDK marks optional    blocking
+``closed``                 a closed (request) object lacks a field the SDK sends   blocking
+``contract-only``          a discriminator or enum value only the contract has     info
+``sdk-required``           the SDK requires a field the contract leaves optional   info
+========================  =====================================================  ========
+
+A blocking gap means a payload the SDK accepts would fail the contract; :func:`compare` reports it and
+``replaykit drift`` exits 1, unless the contract explains it: an ``x-drift-ignore`` mapping on the
+``$defs`` entry, from the gap id (``enum:<field>:<value>``, ``required:<field>``,
+``discriminator:<value>``, ``closed:<field>``) to the reason, turns it into ``explained``. For a union the
+members are compared too, each with the branch of its discriminator value.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import types
+import typing
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+from urllib.parse import urldefrag, urljoin
+
+from replaykit.contracts import BASE_URI, Contracts, default
+from replaykit.errors import UsageError
+
+__all__ = ["MAPPING", "SDKS", "Entry", "Gap", "Verdict", "compare", "sdk_version"]
+
+Verdict = Literal["blocking", "info", "explained"]
+SDKS = ("anthropic", "openai")
+_BLOCKING = {"discriminator", "enum", "required", "closed"}
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One SDK type (``module:Name`` or ``module:Name.field`` for a field's annotation) and its contract."""
+
+    sdk: str
+    contract: str
+    discriminator: str = "type"
+
+    @property
+    def package(self) -> str:
+        """The SDK distribution the type comes from."""
+        return self.sdk.split(".", 1)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """One difference between an SDK type and its contract."""
+
+    sdk: str
+    sdk_type: str
+    contract: str
+    gap: str
+    detail: str
+    verdict: Verdict
+    reason: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        """The gap as a JSON object."""
+        return asdict(self)
+
+
+_A, _O = "anthropic.types", "openai.types.responses"
+_ACB = "anthropic/content-blocks.schema.json#/$defs/"
+_OUT = "openai/output-items.schema.json#/$defs/"
+
+MAPPING: tuple[Entry, ...] = (
+    # Anthropic: messages, content blocks (web search, web fetch), citations, usage, stream events, errors
+    Entry(f"{_A}:Message", "anthropic/message.schema.json#/$defs/message"),
+    Entry(f"{_A}:ContentBlock", _ACB + "content_block"),
+    Entry(f"{_A}:WebSearchResultBlock", _ACB + "web_search_result"),
+    Entry(f"{_A}:WebSearchToolResultErrorObject", _ACB + "web_search_tool_result_error"),
+    Entry(f"{_A}:WebFetchToolResultBlock.content", _ACB + "web_fetch_tool_result/properties/content"),
+    Entry(f"{_A}.server_tool_use_block:ServerToolUseBlock.caller", _ACB + "caller"),
+    Entry(f"{_A}:TextCitation", "anthropic/citations.schema.json#/$defs/citation"),
+    Entry(f"{_A}:Usage", "anthropic/usage.schema.json#/$defs/usage"),
+    Entry(f"{_A}:MessageDeltaUsage", "anthropic/usage.schema.json#/$defs/message_delta_usage"),
+    Entry(f"{_A}:ServerToolUsage", "anthropic/usage.schema.json#/$defs/server_tool_usage"),
+    Entry(f"{_A}:RawMessageStreamEvent", "anthropic/stream-event.schema.json#"),
+    Entry(f"{_A}:RawContentBlockDelta", "anthropic/stream-event.schema.json#/$defs/delta"),
+    Entry(f"{_A}.shared:ErrorResponse", "anthropic/error.schema.json#"),
+    Entry(f"{_A}.shared:ErrorObject", "anthropic/error.schema.json#/$defs/error_object"),
+    Entry(f"{_A}.shared:ErrorType", "anthropic/error.schema.json#/$defs/error_object/properties/type"),
+    Entry(f"{_A}:StopReason", "anthropic/message.schema.json#/$defs/message/properties/stop_reason"),
+    Entry(f"{_A}.message_create_params:MessageCreateParamsBase.tools", "anthropic/tools.schema.json#/$defs/tool"),
+    Entry(f"{_A}:UserMessageParam.content", "anthropic/request.schema.json#/$defs/content_block"),
+    Entry(f"{_A}:WebSearchResultBlockParam", "anthropic/request.schema.json#/$defs/web_search_result"),
+    # OpenAI Responses: response, output items, web_search_call and its actions, url_citation, usage, events
+    Entry(f"{_O}:Response", "openai/response.schema.json#/$defs/response"),
+    Entry(f"{_O}:ResponseOutputItem", _OUT + "output_item"),
+    Entry(f"{_O}:ResponseOutputMessage.content", _OUT + "content_part"),
+    Entry(f"{_O}:ResponseOutputText.annotations", _OUT + "annotation"),
+    Entry(f"{_O}:ResponseFunctionWebSearch.action", _OUT + "action"),
+    Entry(f"{_O}.response_function_web_search:ActionSearch.sources", _OUT + "source"),
+    Entry(f"{_O}:ResponseUsage", "openai/usage.schema.json#/$defs/usage"),
+    Entry(f"{_O}:ResponseStreamEvent", "openai/stream-event.schema.json#"),
+    Entry(f"{_O}.response_create_params:ResponseCreateParamsBase.tools", "openai/tools.schema.json#/$defs/tool"),
+    Entry(f"{_O}.response_create_params:ResponseCreateParamsBase.include",
+          "openai/request.schema.json#/properties/include"),
+    Entry(f"{_O}:ResponseFunctionWebSearchParam", "openai/input-items.schema.json#/$defs/web_search_call"),
+    Entry(f"{_O}.response_function_web_search_param:ActionSearch.sources",
+          "openai/input-items.schema.json#/$defs/source"),
+)
+
+
+# ---------------------------------------------------------------- the SDK side
+
+
+def _strip(annotation: Any) -> Any:
+    wrappers = {typing.Annotated, typing.Required, typing.NotRequired, typing.ReadOnly} \
+        if hasattr(typing, "ReadOnly") else {typing.Annotated, typing.Required, typing.NotRequired}
+    while typing.get_origin(annotation) in wrappers or _is_extension_wrapper(annotation):
+        annotation = typing.get_args(annotation)[0]
+    return annotation
+
+
+def _is_extension_wrapper(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    return getattr(origin, "_name", None) in {"Required", "NotRequired", "ReadOnly"} or \
+        str(origin).endswith(("Required", "NotRequired", "ReadOnly"))
+
+
+def _members(annotation: Any) -> list[Any]:
+    """The non-container members of a union (lists, sequences and Optional unwrapped)."""
+    annotation = _strip(annotation)
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        return [m for arg in typing.get_args(annotation) for m in _members(arg)]
+    if origin is not None and getattr(origin, "__name__", "") in {"list", "List", "Iterable", "Sequence"}:
+        return _members(typing.get_args(annotation)[0])
+    return [annotation]
+
+
+def _literals(annotation: Any) -> list[Any]:
+    """Every Literal value an annotation allows (through unions, Optional and lists)."""
+    return [value for member in _members(annotation) if typing.get_origin(member) is Literal
+            for value in typing.get_args(member) if value is not None]
+
+
+def _fields(model: Any) -> dict[str, tuple[bool, Any]]:
+    """``{wire name: (required, annotation)}`` of a pydantic model or a TypedDict; ``{}`` for others."""
+    if hasattr(model, "model_fields"):
+        return {(field.alias or name): (field.is_required(), field.annotation)
+                for name, field in model.model_fields.items()}
+    if typing.is_typeddict(model) or hasattr(model, "__required_keys__"):
+        hints = typing.get_type_hints(model, include_extras=True)
+        return {name: (_required_key(model, hint), hint) for name, hint in hints.items()}
+    return {}
+
+
+def _required_key(model: Any, hint: Any) -> bool:
+    name = getattr(typing.get_origin(hint), "_name", "") or str(typing.get_origin(hint))
+    if name.endswith("NotRequired"):
+        return False
+    if name.endswith("Required"):
+        return True
+    return bool(getattr(model, "__total__", True))
+
+
+def _load(spec: str) -> Any:
+    """``module:Name`` or ``module:Name.field`` (that field's annotation)."""
+    module, _, name = spec.partition(":")
+    target, _, field = name.partition(".")
+    loaded = getattr(importlib.import_module(module), target)
+    return _fields(loaded)[field][1] if field else loaded
+
+
+def _label(annotation: Any) -> str:
+    return getattr(annotation, "__name__", None) or str(annotation)
+
+
+# ---------------------------------------------------------------- the contract side
+
+
+class _Schemas:
+    """Contract lookups by URI, following ``$ref`` and merging ``allOf`` members."""
+
+    def __init__(self, contracts: Contracts) -> None:
+        self.contracts = contracts
+
+    def get(self, uri: str) -> tuple[dict[str, Any], str]:
+        return self.contracts.lookup(uri), urldefrag(uri)[0]
+
+    def deref(self, schema: Any, base: str) -> tuple[dict[str, Any], str]:
+        while isinstance(schema, dict) and "$ref" in schema:
+            schema, base = self.get(urljoin(base, schema["$ref"]))
+        return (schema if isinstance(schema, dict) else {}), base
+
+    def parts(self, schema: Any, base: str) -> Iterator[tuple[dict[str, Any], str]]:
+        """The schema and its allOf members (dereferenced), without the discriminated branches."""
+        schema, base = self.deref(schema, base)
+        yield schema, base
+        for member in schema.get("allOf", ()):
+            if "if" not in member:
+                yield from self.parts(member, base)
+
+    def required(self, schema: Any, base: str) -> set[str]:
+        return {name for part, _ in self.parts(schema, base) for name in part.get("required", ())}
+
+    def properties(self, schema: Any, base: str) -> dict[str, tuple[Any, str]]:
+        found: dict[str, tuple[Any, str]] = {}
+        for part, where in self.parts(schema, base):
+            for name, sub in part.get("properties", {}).items():
+                found.setdefault(name, (sub, where))
+        return found
+
+    def closed(self, schema: Any, base: str) -> bool:
+        return any(part.get("additionalProperties") is False or part.get("unevaluatedProperties") is False
+                   for part, _ in self.parts(schema, base))
+
+    def values(self, schema: Any, base: str) -> set[Any] | None:
+        """The literal values a schema allows (None when it does not restrict them to a set)."""
+        schema, base = self.deref(schema, base)
+        if "const" in schema:
+            return {schema["const"]}
+        if "enum" in schema:
+            return {value for value in schema["enum"] if value is not None}
+        for key in ("else", "items"):
+            if key in schema:
+                return self.values(schema[key], base)
+        if "allOf" in schema:
+            found = [self.values(member, base) for member in schema["allOf"] if "if" not in member]
+            return next((f for f in found if f is not None), None)
+        return None
+
+    def branch(self, schema: Any, base: str, prop: str, value: str) -> tuple[Any, str] | None:
+        """The subschema a discriminated union applies to objects whose ``prop`` is ``value``."""
+        schema, base = self.deref(schema, base)
+        for member in schema.get("allOf", ()):
+            cond = member.get("if", {}) if isinstance(member, dict) else {}
+            if cond.get("properties", {}).get(prop, {}).get("const") == value:
+                return member.get("then"), base
+        return None
+
+
+# ---------------------------------------------------------------- comparing
+
+
+class _Comparison:
+    def __init__(self, entry: Entry, schemas: _Schemas) -> None:
+        self.entry, self.schemas = entry, schemas
+        self.gaps: list[Gap] = []
+
+    def add(self, sdk_type: str, where: str, gap: str, gap_id: str, detail: str, ignore: dict[str, str]) -> None:
+        reason = ignore.get(gap_id, "")
+        verdict: Verdict = "explained" if reason else ("blocking" if gap in _BLOCKING else "info")
+        label = where.removeprefix(BASE_URI)
+        self.gaps.append(Gap(self.entry.package, sdk_type, label, gap, detail, verdict, reason))
+
+    def run(self) -> list[Gap]:
+        annotation = _load(self.entry.sdk)
+        schema, base = self.schemas.get(BASE_URI + self.entry.contract)
+        members = _members(annotation)
+        if len(members) == 1 and _fields(members[0]):
+            self.model(members[0], schema, base, BASE_URI + self.entry.contract)
+        elif all(_fields(m) for m in members):
+            self.union(members, schema, base)
+        else:
+            self.literal(annotation, schema, base)
+        return self.gaps
+
+    def literal(self, annotation: Any, schema: Any, base: str) -> None:
+        where = BASE_URI + self.entry.contract
+        ignore = self.ignore_of(schema, base)
+        self.values(_label(annotation), where, "", set(_literals(annotation)),
+                    self.schemas.values(schema, base), ignore)
+
+    def union(self, members: list[Any], schema: Any, base: str) -> None:
+        prop, where = self.entry.discriminator, BASE_URI + self.entry.contract
+        ignore = self.ignore_of(schema, base)
+        props = self.schemas.properties(schema, base)
+        allowed = self.schemas.values(*props[prop]) if prop in props else None
+        seen: set[Any] = set()
+        for member in members:
+            for value in _literals(_fields(member).get(prop, (False, None))[1]):
+                seen.add(value)
+                self.member(member, value, schema, base, allowed, ignore)
+        for value in sorted(map(str, (allowed or set()) - seen)):
+            self.add(self.entry.sdk, where, "contract-only", f"discriminator:{value}",
+                     f"{prop} {value!r} is in the contract but in no SDK model", ignore)
+
+    def member(self, model: Any, value: Any, schema: Any, base: str, allowed: set[Any] | None,
+               ignore: dict[str, str]) -> None:
+        where = BASE_URI + self.entry.contract
+        if allowed is not None and value not in allowed:
+            self.add(_label(model), where, "discriminator", f"discriminator:{value}",
+                     f"{self.entry.discriminator} {value!r} ({_label(model)}) is missing from the contract", ignore)
+            return
+        branch = self.schemas.branch(schema, base, self.entry.discriminator, str(value))
+        if branch is not None and branch[0] is not None:
+            target, target_base = self.schemas.deref(*branch)
+            self.model(model, target, target_base, f"{where}[{value}]")
+
+    def model(self, model: Any, schema: Any, base: str, where: str) -> None:
+        fields = _fields(model)
+        ignore = self.ignore_of(schema, base)
+        required = self.schemas.required(schema, base)
+        props = self.schemas.properties(schema, base)
+        closed = self.schemas.closed(schema, base)
+        name = _label(model)
+        for field, (sdk_required, annotation) in sorted(fields.items()):
+            self.field(name, where, field, sdk_required, field in required, annotation, props, closed, ignore)
+
+    def field(self, name: str, where: str, field: str, sdk_required: bool, contract_required: bool,
+              annotation: Any, props: dict[str, tuple[Any, str]], closed: bool, ignore: dict[str, str]) -> None:
+        if contract_required and not sdk_required:
+            self.add(name, where, "required", f"required:{field}",
+                     f"{field}: the contract requires it, the SDK marks it optional", ignore)
+        if sdk_required and not contract_required and field in props:
+            self.add(name, where, "sdk-required", f"sdk-required:{field}",
+                     f"{field}: the SDK requires it, the contract leaves it optional", ignore)
+        if field not in props:
+            if closed:
+                self.add(name, where, "closed", f"closed:{field}",
+                         f"{field}: the SDK sends it, the closed contract object rejects it", ignore)
+            return
+        if field != self.entry.discriminator:
+            sdk_values = set(_literals(annotation))
+            self.values(name, where, field, sdk_values, self.schemas.values(*props[field]), ignore)
+
+    def values(self, name: str, where: str, field: str, sdk_values: set[Any], allowed: set[Any] | None,
+               ignore: dict[str, str]) -> None:
+        if not sdk_values or allowed is None:
+            return
+        prefix = f"{field}: " if field else ""
+        for value in sorted(map(str, sdk_values - allowed)):
+            self.add(name, where, "enum", f"enum:{field}:{value}",
+                     f"{prefix}{value!r} is allowed by the SDK, not by the contract", ignore)
+        for value in sorted(map(str, allowed - sdk_values)):
+            self.add(name, where, "contract-only", f"enum:{field}:{value}",
+                     f"{prefix}{value!r} is in the contract only", ignore)
+
+    def ignore_of(self, schema: Any, base: str) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for part, _ in self.schemas.parts(schema, base):
+            found.update(part.get("x-drift-ignore", {}))
+        return found
+
+
+def sdk_version(sdk: str) -> str:
+    """The installed version of ``sdk``; a UsageError when it is not installed."""
+    try:
+        return importlib.metadata.version(sdk)
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise UsageError(f"the {sdk} SDK is not installed; pip install {sdk} to compare its models") from exc
+
+
+def compare(sdks: tuple[str, ...] = SDKS, contracts: Contracts | None = None,
+            mapping: tuple[Entry, ...] = MAPPING) -> list[Gap]:
+    """Every gap between the installed ``sdks`` and the contracts, in mapping order."""
+    for sdk in sdks:
+        sdk_version(sdk)
+    schemas = _Schemas(contracts or default())
+    return [gap for entry in mapping if entry.package in sdks for gap in _Comparison(entry, schemas).run()]

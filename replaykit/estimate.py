@@ -1,0 +1,382 @@
+"""The replay-aware token estimator: counts exactly what :func:`replaykit.replay.project` sends.
+
+The heuristic, applied to the projected request body::
+
+    tokens(text) = ceil(other / 4) + cjk      (cjk: CJK characters, one token each; other: every other one)
+
+The characters are those of every string value under the body's ``system`` / ``instructions``, ``tools``
+and ``messages`` / ``input`` (object keys, numbers, booleans and ``model`` are not counted); an image block
+(Anthropic ``image``, OpenAI ``input_image``) counts as :data:`IMAGE_CHARS` characters, not its base64
+bytes. Characters are Unicode code points. The system, the tools and the messages are each rounded up on
+their own.
+
+Usage anchoring: the last assistant message with valid usage (see :func:`usage_tokens`) whose system and
+tools are still in force contributes its usage once, and only the messages after it are counted (as
+``project`` emits them for those messages alone); the system, the tools and every earlier message are
+covered by that usage. With no such message, everything is counted.
+
+System reconstruction: a transcript may log each (re)build of its system prompt and tool list in the optional
+``systemHistory`` list, ``[{"timestamp", "system", "tools"}, ...]`` in time order. The configuration in force
+when an assistant message was produced is the last entry at or before its timestamp. Rebuilding an unchanged
+system is not a change: the anchor is kept when that configuration equals the transcript's current ``system``
+and ``tools``, whatever the timestamps say. A real instruction or tool change drops it, and so does an anchor
+older than every entry (its configuration cannot be established). Without ``systemHistory`` the transcript's
+one system and tool list are taken to have been in force throughout.
+
+:func:`estimate` with ``exact=True`` counts the same strings with tiktoken's ``o200k_base`` (OpenAI and Azure
+targets only). Its ranks are read offline from the ``o200k_base.tiktoken.gz`` file shipped in the
+``bpe-openai`` package, checked against the SHA-256 that tiktoken itself declares: tiktoken alone would
+download them at first use.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import importlib.util
+import math
+import re
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from replaykit.errors import ReplaykitError, UsageError
+from replaykit.replay import PROVIDERS, Api, Provider, Target, project
+
+if TYPE_CHECKING:
+    import tiktoken
+
+__all__ = [
+    "CJK",
+    "IMAGE_CHARS",
+    "USAGE_FIELDS",
+    "Anchor",
+    "Breakdown",
+    "Budget",
+    "Chars",
+    "Estimate",
+    "ExactModeUnavailable",
+    "body_chars",
+    "budget",
+    "estimate",
+    "estimate_tokens",
+    "find_anchor",
+    "o200k_base",
+    "text_chars",
+    "text_tokens",
+    "to_target",
+    "usage_tokens",
+]
+
+JSON = dict[str, Any]
+
+#: CJK characters: Han (with extensions and compatibility forms), kana, Hangul, CJK punctuation, full width.
+CJK = re.compile(
+    "[\u1100-\u11ff\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u31ff\u3200-\u4dbf\u4e00-\u9fff"
+    "\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003134f]"
+)
+#: Characters an image counts as (1,200 tokens, the figure pi's compaction uses).
+IMAGE_CHARS = 4800
+USAGE_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+_IMAGE_TYPES = ("image", "input_image")
+_PARTS = {"system": ("system", "instructions"), "tools": ("tools",), "messages": ("messages", "input")}
+
+
+@dataclass(frozen=True, slots=True)
+class Chars:
+    """Characters of projected text: ``other`` count a quarter token each, ``cjk`` one token each."""
+
+    other: int = 0
+    cjk: int = 0
+
+    def __add__(self, more: Chars) -> Chars:
+        return Chars(self.other + more.other, self.cjk + more.cjk)
+
+    @property
+    def tokens(self) -> int:
+        """``ceil(other / 4) + cjk``."""
+        return -(-self.other // 4) + self.cjk
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """The assistant message whose usage covers the prefix: its ``index`` and the ``tokens`` it covers."""
+
+    index: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Breakdown:
+    """Where the tokens come from; ``anchor + system + tools + messages == Estimate.tokens``."""
+
+    anchor: int
+    system: int
+    tools: int
+    messages: int
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """An estimate of the input tokens of the request ``project`` builds."""
+
+    tokens: int
+    anchor: Anchor | None
+    breakdown: Breakdown
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Whether to compact before the next request, and how many output tokens still fit."""
+
+    estimate: Estimate
+    compact: bool
+    output_allowance: int
+
+
+class ExactModeUnavailable(ReplaykitError):
+    """Exact counting was asked for, but the ``o200k_base`` ranks cannot be loaded offline."""
+
+
+# ---------------------------------------------------------------- counting text
+
+
+def text_chars(text: str) -> Chars:
+    """The characters of ``text``, CJK counted apart."""
+    if text.isascii():
+        return Chars(len(text), 0)
+    cjk = len(CJK.findall(text))
+    return Chars(len(text) - cjk, cjk)
+
+
+def text_tokens(text: str) -> int:
+    """The heuristic on one string: ``ceil(other / 4) + cjk``."""
+    return text_chars(text).tokens
+
+
+def _strings(value: object) -> Iterator[str | None]:
+    """The counted strings under ``value``; None stands for an image."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        if value.get("type") in _IMAGE_TYPES:
+            yield None
+            return
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _chars(value: object) -> Chars:
+    total = Chars()
+    for text in _strings(value):
+        total += text_chars(text) if text is not None else Chars(IMAGE_CHARS, 0)
+    return total
+
+
+def body_chars(body: Mapping[str, Any]) -> dict[str, Chars]:
+    """The counted characters of a projected body, per part: ``system``, ``tools`` and ``messages``."""
+    return {part: sum((_chars(body.get(key)) for key in keys), Chars()) for part, keys in _PARTS.items()}
+
+
+# ---------------------------------------------------------------- usage anchoring
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
+
+
+def usage_tokens(message: Mapping[str, Any]) -> int | None:
+    """The tokens an assistant message's usage covers, or None when it cannot anchor an estimate.
+
+    Valid: an assistant message, stopReason not ``error`` / ``aborted``, a finite timestamp, all five usage
+    fields finite and non-negative, and ``totalTokens`` (or, when it is 0, the sum of the other four) > 0.
+    """
+    if message.get("role") != "assistant" or message.get("stopReason") in ("error", "aborted"):
+        return None
+    usage = message.get("usage")
+    if _number(message.get("timestamp")) is None or not isinstance(usage, dict):
+        return None
+    counts = [_number(usage.get(field)) for field in USAGE_FIELDS]
+    if any(count is None for count in counts):
+        return None
+    *parts, total = (count or 0.0 for count in counts)
+    covered = total or sum(parts)
+    return math.ceil(covered) if covered > 0 else None
+
+
+def _config(transcript: Mapping[str, Any], timestamp: float) -> tuple[object, object] | None:
+    history = transcript.get("systemHistory")
+    if not isinstance(history, list):
+        return _current(transcript)
+    entries = [entry for entry in history if isinstance(entry, dict)]
+    earlier = [entry for entry in entries if _number(entry.get("timestamp")) is not None
+               and entry["timestamp"] <= timestamp]
+    return _current(earlier[-1]) if earlier else None
+
+
+def _current(holder: Mapping[str, Any]) -> tuple[object, object]:
+    return holder.get("system") or None, holder.get("tools") or []
+
+
+def find_anchor(transcript: Mapping[str, Any]) -> Anchor | None:
+    """The anchor of ``transcript``: the last assistant message with valid usage and unchanged system."""
+    messages = transcript.get("messages")
+    if not isinstance(messages, list):
+        return None
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        tokens = usage_tokens(message) if isinstance(message, dict) else None
+        if tokens is not None:
+            unchanged = _config(transcript, message["timestamp"]) == _current(transcript)
+            return Anchor(index, tokens) if unchanged else None
+    return None
+
+
+# ---------------------------------------------------------------- the estimate
+
+
+def to_target(target: Target | Mapping[str, Any]) -> Target:
+    """A :class:`~replaykit.replay.Target` from itself or from ``{"provider", "api", "model"}``."""
+    if isinstance(target, Target):
+        return target
+    if not isinstance(target, Mapping):
+        raise UsageError(f"target={target!r} must be a Target or a {{provider, api, model}} object")
+    provider = target.get("provider")
+    api = target.get("api") or PROVIDERS.get(str(provider), "")
+    return Target(cast(Provider, provider), cast(Api, api), cast(str, target.get("model")))
+
+
+def _after(transcript: Mapping[str, Any], anchor: Anchor) -> JSON:
+    messages = transcript["messages"][anchor.index + 1:]
+    return {"version": 1, "system": None, "tools": [], "messages": messages}
+
+
+def estimate(transcript: Mapping[str, Any], target: Target | Mapping[str, Any], *,
+             exact: bool = False) -> Estimate:
+    """Estimate the input tokens of ``project(transcript, target)``, anchored on valid usage.
+
+    ``exact=True`` counts with tiktoken's ``o200k_base`` instead of the heuristic (OpenAI and Azure only).
+    Raises :class:`~replaykit.errors.LocalRequestError` (phase ``validation``) when ``project`` does.
+    """
+    goal = to_target(target)
+    count = _exact_counter(goal) if exact else _heuristic
+    body = project(transcript, goal)  # the whole transcript, so that a broken prefix still fails
+    anchor = find_anchor(transcript)
+    if anchor is None:
+        parts = count(body)
+        return _estimate(None, parts["system"], parts["tools"], parts["messages"])
+    later = count(project(_after(transcript, anchor), goal))["messages"]
+    return _estimate(anchor, 0, 0, later)
+
+
+def _estimate(anchor: Anchor | None, system: int, tools: int, messages: int) -> Estimate:
+    used = anchor.tokens if anchor else 0
+    return Estimate(used + system + tools + messages, anchor, Breakdown(used, system, tools, messages))
+
+
+def _heuristic(body: Mapping[str, Any]) -> dict[str, int]:
+    return {part: chars.tokens for part, chars in body_chars(body).items()}
+
+
+def estimate_tokens(transcript: Mapping[str, Any], target: Target | Mapping[str, Any]) -> int:
+    """The reference estimator callable of the property suite: ``estimate(transcript, target).tokens``."""
+    return estimate(transcript, target).tokens
+
+
+def budget(transcript: Mapping[str, Any], target: Target | Mapping[str, Any], context_window: int,
+           reserve: int) -> Budget:
+    """Compact when the estimate exceeds ``context_window - reserve``; allow what is left for output."""
+    _check_window(context_window, reserve)
+    found = estimate(transcript, target)
+    allowance = max(context_window - found.tokens, 0)
+    return Budget(found, found.tokens > context_window - reserve, allowance)
+
+
+def _check_window(context_window: int, reserve: int) -> None:
+    for name, value in (("context_window", context_window), ("reserve", reserve)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise UsageError(f"{name}={value!r} must be an integer number of tokens")
+    if context_window < 1:
+        raise UsageError(f"context_window={context_window!r} must be positive")
+    if not 0 <= reserve < context_window:
+        raise UsageError(f"reserve={reserve!r} must be at least 0 and below context_window={context_window}")
+
+
+# ---------------------------------------------------------------- exact mode (tiktoken o200k_base)
+
+_O200K_FILE = "o200k_base.tiktoken"
+_LOAD_LOCK = threading.Lock()
+
+
+def _exact_counter(target: Target) -> Callable[[Mapping[str, Any]], dict[str, int]]:
+    if target.api != "openai-responses":
+        raise UsageError(f"exact counting uses OpenAI's o200k_base; {target.provider} has no public "
+                         "tokenizer: use the heuristic (exact=False)")
+    encoding = o200k_base()
+
+    def count(body: Mapping[str, Any]) -> dict[str, int]:
+        return {part: _exact(encoding, [body.get(key) for key in keys]) for part, keys in _PARTS.items()}
+
+    return count
+
+
+def _exact(encoding: tiktoken.Encoding, values: list[object]) -> int:
+    texts = [text for value in values for text in _strings(value)]
+    plain = [text for text in texts if text is not None]
+    images = len(texts) - len(plain)
+    counted = sum(len(tokens) for tokens in encoding.encode_ordinary_batch(plain, num_threads=1))
+    return counted + images * (IMAGE_CHARS // 4)
+
+
+@cache
+def o200k_base() -> tiktoken.Encoding:
+    """tiktoken's ``o200k_base``, built offline from the ranks shipped in the ``bpe-openai`` package.
+
+    tiktoken's own constructor supplies the pattern and special tokens; only its download is replaced by
+    the bundled file, which must match the SHA-256 tiktoken declares. Raises :class:`ExactModeUnavailable`.
+    """
+    import tiktoken
+    from tiktoken_ext import openai_public  # type: ignore[import-untyped]
+
+    original = openai_public.load_tiktoken_bpe
+
+    def load(blobpath: str, expected_hash: str | None = None) -> dict[bytes, int]:
+        if not blobpath.endswith("/" + _O200K_FILE):
+            return cast(dict[bytes, int], original(blobpath, expected_hash))
+        return _bundled_ranks(expected_hash)
+
+    with _LOAD_LOCK:
+        openai_public.load_tiktoken_bpe = load
+        try:
+            return tiktoken.Encoding(**openai_public.o200k_base())
+        finally:
+            openai_public.load_tiktoken_bpe = original
+
+
+def _bundled_ranks(expected_hash: str | None) -> dict[bytes, int]:
+    data = gzip.decompress(_bundled_path().read_bytes())
+    if expected_hash and hashlib.sha256(data).hexdigest() != expected_hash:
+        raise ExactModeUnavailable(f"{_bundled_path()}: the o200k_base ranks do not match tiktoken's SHA-256 "
+                                   f"{expected_hash}; reinstall bpe-openai")
+    ranks = (line.split() for line in data.splitlines() if line)
+    return {base64.b64decode(token): int(rank) for token, rank in ranks}
+
+
+def _bundled_path() -> Path:
+    spec = importlib.util.find_spec("bpe_openai")
+    if spec is None or spec.origin is None:
+        raise ExactModeUnavailable("exact counting needs the o200k_base ranks, which replaykit reads offline "
+                                   "from the bpe-openai package: pip install 'bpe-openai>=0.1.4'")
+    path = Path(spec.origin).parent / "data" / (_O200K_FILE + ".gz")
+    if not path.is_file():
+        raise ExactModeUnavailable(f"{path}: missing from the installed bpe-openai; reinstall it")
+    return path

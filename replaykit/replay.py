@@ -1,0 +1,429 @@
+"""Project a neutral transcript onto a target: exactly the request body a correct harness sends.
+
+Anthropic Messages: ``{model, max_tokens?, system?, tools?, messages}``; OpenAI Responses (OpenAI or Azure):
+``{model, instructions?, tools?, input}``. The replay policy:
+
+- same provider and API as the block (or its message): ``hostedSearch`` blocks are replayed from ``raw``,
+  verbatim (encrypted fields intact); so are OpenAI reasoning items and function calls that carry ``raw``,
+  Anthropic thinking with its ``signature`` and text with its ``citations``.
+- another provider or API: a ``hostedSearch`` block becomes a short text (:func:`search_text_projection`:
+  query, titles, URLs); thinking becomes plain text (its signature is meaningless there); citations are
+  dropped.
+- a display-only block (a ``hostedSearch`` block without ``raw``) is never replayed, to any target.
+- an assistant message whose stopReason is ``error`` or ``aborted`` is not replayed (its content may be cut
+  off mid-block); one left with no blocks is omitted. A ``pauseTurn`` message is resent as it is.
+- consecutive tool results become one Anthropic ``user`` message; OpenAI gets ``function_call_output`` items.
+- internal fields (timestamps, usage, stop reasons, response ids, unknown fields) never reach the body: the
+  body is built field by field, never copied from the transcript except for ``raw`` and citations.
+
+Structural faults (``messages`` or a content that is not a list, an unknown role or block type) raise
+:class:`~replaykit.errors.LocalRequestError` with phase ``validation``, the JSON pointer and message index.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from replaykit.errors import LocalRequestError, UsageError
+
+__all__ = ["APIS", "PROVIDERS", "Api", "Provider", "Target", "project", "search_text_projection"]
+
+Provider = Literal["anthropic", "openai", "azure"]
+Api = Literal["anthropic-messages", "openai-responses"]
+PROVIDERS: dict[str, str] = {"anthropic": "anthropic-messages", "openai": "openai-responses",
+                             "azure": "openai-responses"}
+APIS: tuple[Api, ...] = ("anthropic-messages", "openai-responses")
+JSON = dict[str, Any]
+ANTHROPIC_SEARCH_TOOL = "web_search_20250305"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a transcript is replayed: ``provider`` (anthropic | openai | azure), its ``api`` and ``model``.
+
+    ``max_tokens`` is sent to Anthropic when given (the API requires it on a real request).
+    """
+
+    provider: Provider
+    api: Api
+    model: str
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        expected = PROVIDERS.get(self.provider)
+        if expected is None:
+            raise UsageError(f"provider={self.provider!r} must be one of {sorted(PROVIDERS)}")
+        if self.api != expected:
+            raise UsageError(f"api={self.api!r} does not fit provider {self.provider!r}; use {expected!r}")
+        if not isinstance(self.model, str) or not self.model:
+            raise UsageError(f"model={self.model!r} must be a non-empty string")
+        if self.max_tokens is not None and (not isinstance(self.max_tokens, int) or self.max_tokens < 1):
+            raise UsageError(f"max_tokens={self.max_tokens!r} must be a positive integer")
+
+
+# ---------------------------------------------------------------- the cross-provider text
+
+
+def search_text_projection(block: JSON) -> str:
+    """The text a ``hostedSearch`` block becomes for another provider: query, result titles and URLs."""
+    phase = block.get("phase")
+    if phase == "call":
+        query = block.get("query")
+        return f"[web search: {query}]" if isinstance(query, str) and query else "[web search]"
+    if phase == "error":
+        return f"[web search error: {block.get('errorCode')}]"
+    lines = ["[web search results]"]
+    for number, result in enumerate(_results(block), start=1):
+        title = result.get("title")
+        url = str(result.get("url") or "")
+        lines.append(f"{number}. {title} - {url}" if isinstance(title, str) and title else f"{number}. {url}")
+    return "\n".join(lines)
+
+
+def _results(block: JSON) -> list[JSON]:
+    results = block.get("results")
+    if isinstance(results, list):
+        return [item for item in results if isinstance(item, dict)]
+    raw = block.get("raw")
+    content = raw.get("content") if isinstance(raw, dict) else None  # a legacy block: results only in raw
+    return [item for item in content if isinstance(item, dict)] if isinstance(content, list) else []
+
+
+# ---------------------------------------------------------------- walking the transcript
+
+
+class _Walk:
+    """Position in the transcript, for errors that name the JSON pointer and the message index."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.index: int | None = None
+
+    def fail(self, pointer: str, message: str) -> LocalRequestError:
+        return LocalRequestError(message, phase="validation", pointer=pointer, message_index=self.index)
+
+    def blocks(self, message: JSON, key: str = "content") -> list[JSON]:
+        content = message.get(key)
+        pointer = f"/messages/{self.index}/{key}"
+        if not isinstance(content, list):
+            raise self.fail(pointer, f"{key} must be a list of blocks, not {type(content).__name__}")
+        for number, block in enumerate(content):
+            if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+                raise self.fail(f"{pointer}/{number}", "a block must be an object with a string type")
+        return content
+
+    def same(self, message: JSON, block: JSON) -> bool:
+        provider = block.get("provider", message.get("provider"))
+        api = block.get("api", message.get("api"))
+        return provider == self.target.provider and api == self.target.api
+
+
+def _messages(transcript: object, walk: _Walk) -> list[JSON]:
+    if not isinstance(transcript, dict):
+        raise walk.fail("", f"a transcript must be an object, not {type(transcript).__name__}")
+    messages = transcript.get("messages")
+    if not isinstance(messages, list):
+        raise walk.fail("/messages", "messages must be a list of messages")
+    for index, message in enumerate(messages):
+        walk.index = index
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant", "toolResult"):
+            role = message.get("role") if isinstance(message, dict) else message
+            raise walk.fail(f"/messages/{index}/role",
+                            f"unknown role {role!r}; use user, assistant or toolResult")
+    walk.index = None
+    return messages
+
+
+def _replayed(message: JSON) -> bool:
+    return message.get("stopReason") not in ("error", "aborted")
+
+
+def _system(transcript: JSON) -> str | None:
+    system = transcript.get("system")
+    return system if isinstance(system, str) and system else None
+
+
+def _tools(transcript: JSON, walk: _Walk) -> list[JSON]:
+    tools = transcript.get("tools", [])
+    if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
+        raise walk.fail("/tools", "tools must be a list of tool objects")
+    return tools
+
+
+def _text(block: JSON) -> str:
+    return str(block.get("text") or "")
+
+
+def _thinking_text(block: JSON) -> str | None:
+    text = block.get("thinking")
+    return text if isinstance(text, str) and text and not block.get("redacted") else None
+
+
+# ---------------------------------------------------------------- Anthropic Messages
+
+
+def _anthropic_body(transcript: JSON, walk: _Walk) -> JSON:
+    body: JSON = {"model": walk.target.model}
+    if walk.target.max_tokens is not None:
+        body["max_tokens"] = walk.target.max_tokens
+    messages = _messages(transcript, walk)
+    if (system := _system(transcript)) is not None:
+        body["system"] = system
+    if tools := [_anthropic_tool(tool) for tool in _tools(transcript, walk)]:
+        body["tools"] = tools
+    body["messages"] = _anthropic_messages(messages, walk)
+    return body
+
+
+def _anthropic_tool(tool: JSON) -> JSON:
+    if tool.get("type") == "hostedSearch":
+        out: JSON = {"type": ANTHROPIC_SEARCH_TOOL, "name": "web_search"}
+        for key, wire in (("maxUses", "max_uses"), ("allowedDomains", "allowed_domains"),
+                          ("blockedDomains", "blocked_domains")):
+            if key in tool:
+                out[wire] = copy.deepcopy(tool[key])
+        return out
+    out = {"name": str(tool.get("name"))}
+    if isinstance(tool.get("description"), str):
+        out["description"] = tool["description"]
+    out["input_schema"] = copy.deepcopy(tool.get("parameters") or {"type": "object"})
+    return out
+
+
+def _anthropic_messages(messages: list[JSON], walk: _Walk) -> list[JSON]:
+    out: list[JSON] = []
+    for index, message in enumerate(messages):
+        walk.index = index
+        role = message["role"]
+        if role == "user":
+            out.append({"role": "user", "content": _anthropic_user(message, walk)})
+        elif role == "toolResult":
+            _append_tool_result(out, _anthropic_tool_result(message, walk))
+        elif _replayed(message) and (content := _anthropic_assistant(message, walk)):
+            out.append({"role": "assistant", "content": content})
+    return out
+
+
+def _anthropic_user(message: JSON, walk: _Walk) -> str | list[JSON]:
+    if isinstance(message.get("content"), str):
+        return str(message["content"])
+    return [_anthropic_user_block(block, walk) for block in walk.blocks(message)]
+
+
+def _anthropic_user_block(block: JSON, walk: _Walk) -> JSON:
+    if block["type"] == "image":
+        source = {"type": "base64", "media_type": str(block.get("mimeType")), "data": str(block.get("data"))}
+        return {"type": "image", "source": source}
+    if block["type"] == "text":
+        return {"type": "text", "text": _text(block)}
+    raise walk.fail(f"/messages/{walk.index}/content", f"a user block cannot be {block['type']!r}")
+
+
+def _anthropic_tool_result(message: JSON, walk: _Walk) -> JSON:
+    content = message.get("content")
+    blocks = content if isinstance(content, str) else [
+        _anthropic_user_block(block, walk) for block in walk.blocks(message)]
+    return {"type": "tool_result", "tool_use_id": str(message.get("toolCallId")), "content": blocks,
+            "is_error": bool(message.get("isError"))}
+
+
+def _append_tool_result(out: list[JSON], result: JSON) -> None:
+    last = out[-1] if out else None
+    if last and last["role"] == "user" and isinstance(last["content"], list) and all(
+            block.get("type") == "tool_result" for block in last["content"]):
+        last["content"].append(result)
+    else:
+        out.append({"role": "user", "content": [result]})
+
+
+def _anthropic_assistant(message: JSON, walk: _Walk) -> list[JSON]:
+    out: list[JSON] = []
+    for number, block in enumerate(walk.blocks(message)):
+        convert = _ANTHROPIC_BLOCKS.get(block["type"])
+        if convert is None:
+            raise walk.fail(f"/messages/{walk.index}/content/{number}/type",
+                            f"unknown assistant block type {block['type']!r}")
+        projected = convert(block, walk.same(message, block))
+        if projected is not None:
+            out.append(projected)
+    return out
+
+
+def _anthropic_text(block: JSON, same: bool) -> JSON | None:
+    if not _text(block):
+        return None
+    out: JSON = {"type": "text", "text": _text(block)}
+    if same and isinstance(block.get("citations"), list) and block["citations"]:
+        out["citations"] = copy.deepcopy(block["citations"])
+    return out
+
+
+def _anthropic_thinking(block: JSON, same: bool) -> JSON | None:
+    signature = block.get("signature")
+    if same and isinstance(signature, str) and signature:
+        if block.get("redacted"):
+            return {"type": "redacted_thinking", "data": signature}
+        return {"type": "thinking", "thinking": str(block.get("thinking") or ""), "signature": signature}
+    text = _thinking_text(block)
+    return {"type": "text", "text": text} if text else None
+
+
+def _anthropic_tool_call(block: JSON, same: bool) -> JSON:
+    arguments = block.get("arguments")
+    return {"type": "tool_use", "id": str(block.get("id")), "name": str(block.get("name")),
+            "input": copy.deepcopy(arguments) if isinstance(arguments, dict) else {}}
+
+
+def _anthropic_search(block: JSON, same: bool) -> JSON | None:
+    raw = block.get("raw")
+    if not isinstance(raw, dict):
+        return None  # display-only
+    return copy.deepcopy(raw) if same else {"type": "text", "text": search_text_projection(block)}
+
+
+_ANTHROPIC_BLOCKS: dict[str, Callable[[JSON, bool], JSON | None]] = {
+    "text": _anthropic_text, "thinking": _anthropic_thinking, "toolCall": _anthropic_tool_call,
+    "hostedSearch": _anthropic_search,
+}
+
+
+# ---------------------------------------------------------------- OpenAI Responses
+
+
+def _openai_body(transcript: JSON, walk: _Walk) -> JSON:
+    body: JSON = {"model": walk.target.model}
+    messages = _messages(transcript, walk)
+    if (system := _system(transcript)) is not None:
+        body["instructions"] = system
+    if tools := [_openai_tool(tool) for tool in _tools(transcript, walk)]:
+        body["tools"] = tools
+    body["input"] = _openai_input(messages, walk)
+    return body
+
+
+def _openai_tool(tool: JSON) -> JSON:
+    if tool.get("type") == "hostedSearch":
+        out: JSON = {"type": "web_search"}
+        if isinstance(tool.get("allowedDomains"), list):
+            out["filters"] = {"allowed_domains": copy.deepcopy(tool["allowedDomains"])}
+        return out
+    out = {"type": "function", "name": str(tool.get("name"))}
+    if isinstance(tool.get("description"), str):
+        out["description"] = tool["description"]
+    out["parameters"] = copy.deepcopy(tool.get("parameters") or {"type": "object"})
+    out["strict"] = False
+    return out
+
+
+def _openai_input(messages: list[JSON], walk: _Walk) -> list[JSON]:
+    out: list[JSON] = []
+    for index, message in enumerate(messages):
+        walk.index = index
+        role = message["role"]
+        if role == "user":
+            out.append({"role": "user", "content": _openai_user(message, walk)})
+        elif role == "toolResult":
+            out.append({"type": "function_call_output", "call_id": str(message.get("toolCallId")),
+                        "output": _openai_user(message, walk, for_tool=True)})
+        elif _replayed(message):
+            _openai_assistant(message, walk, out)
+    return out
+
+
+def _openai_user(message: JSON, walk: _Walk, for_tool: bool = False) -> str | list[JSON]:
+    if isinstance(message.get("content"), str):
+        return str(message["content"])
+    blocks = [_openai_user_block(block, walk) for block in walk.blocks(message)]
+    if for_tool and all(block["type"] == "input_text" for block in blocks):
+        return "\n".join(block["text"] for block in blocks)
+    return blocks
+
+
+def _openai_user_block(block: JSON, walk: _Walk) -> JSON:
+    if block["type"] == "image":
+        url = f"data:{block.get('mimeType')};base64,{block.get('data')}"
+        return {"type": "input_image", "image_url": url, "detail": "auto"}
+    if block["type"] == "text":
+        return {"type": "input_text", "text": _text(block)}
+    raise walk.fail(f"/messages/{walk.index}/content", f"a user block cannot be {block['type']!r}")
+
+
+def _openai_assistant(message: JSON, walk: _Walk, out: list[JSON]) -> None:
+    for number, block in enumerate(walk.blocks(message)):
+        convert = _OPENAI_BLOCKS.get(block["type"])
+        if convert is None:
+            raise walk.fail(f"/messages/{walk.index}/content/{number}/type",
+                            f"unknown assistant block type {block['type']!r}")
+        convert(block, walk.same(message, block), out)
+
+
+def _assistant_text(text: str, out: list[JSON]) -> None:
+    if text:
+        out.append({"role": "assistant", "content": text})
+
+
+def _openai_text(block: JSON, same: bool, out: list[JSON]) -> None:
+    item_id = block.get("signature")
+    if not (same and isinstance(item_id, str) and item_id):
+        _assistant_text(_text(block), out)
+        return
+    citations = block.get("citations") if isinstance(block.get("citations"), list) else []
+    part = {"type": "output_text", "text": _text(block), "annotations": copy.deepcopy(citations)}
+    last = out[-1] if out else None
+    if last is not None and last.get("type") == "message" and last.get("id") == item_id:
+        last["content"].append(part)
+    else:
+        out.append({"type": "message", "role": "assistant", "id": item_id, "status": "completed",
+                    "content": [part]})
+
+
+def _openai_thinking(block: JSON, same: bool, out: list[JSON]) -> None:
+    if same and isinstance(block.get("raw"), dict):
+        out.append(copy.deepcopy(block["raw"]))
+    else:
+        _assistant_text(_thinking_text(block) or "", out)
+
+
+def _openai_tool_call(block: JSON, same: bool, out: list[JSON]) -> None:
+    if same and isinstance(block.get("raw"), dict):
+        out.append(copy.deepcopy(block["raw"]))
+        return
+    arguments = block.get("arguments") if isinstance(block.get("arguments"), dict) else {}
+    out.append({"type": "function_call", "call_id": str(block.get("id")), "name": str(block.get("name")),
+                "arguments": json.dumps(arguments, ensure_ascii=False)})
+
+
+def _openai_search(block: JSON, same: bool, out: list[JSON]) -> None:
+    raw = block.get("raw")
+    if not isinstance(raw, dict):
+        return  # display-only
+    if same:
+        out.append(copy.deepcopy(raw))
+    else:
+        _assistant_text(search_text_projection(block), out)
+
+
+_OPENAI_BLOCKS: dict[str, Callable[[JSON, bool, list[JSON]], None]] = {
+    "text": _openai_text, "thinking": _openai_thinking, "toolCall": _openai_tool_call,
+    "hostedSearch": _openai_search,
+}
+
+
+# ---------------------------------------------------------------- entry point
+
+
+def project(transcript: object, target: Target) -> JSON:
+    """The request body a correct harness sends to ``target`` for ``transcript`` (see the module doc).
+
+    Raises :class:`LocalRequestError` (phase ``validation``) when the transcript's structure is broken.
+    """
+    walk = _Walk(target)
+    if not isinstance(transcript, dict):
+        raise walk.fail("", f"a transcript must be an object, not {type(transcript).__name__}")
+    if target.api == "anthropic-messages":
+        return _anthropic_body(transcript, walk)
+    return _openai_body(transcript, walk)

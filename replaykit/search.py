@@ -1,0 +1,384 @@
+"""Cloudflare Web Search: request checks, evidence records, dedupe, the model's view and failures.
+
+Four steps, each a small public function::
+
+    check_request(body) -> [Finding]             query 1–1024, provider, limit 1–10, byokAlias, gateway
+    normalize(response, ...) -> [Evidence]        S1…Sn: http(s) only, no fragment, deduped
+    render(query, evidence) -> str                'N results for "q":' then a numbered list
+    error_from_response(status, body, headers)    -> WebSearchError (402/429/5xx/400/401/403); timeout_error()
+
+Sources: WIRE.md §3 (request body, response, error envelopes, the agents SDK's rendering and
+``WebSearchError`` codes) and the evidence-record pattern of the Web Search guide in /work/shared/seeds
+(``safeHttpUrl``, ``dedupeEvidence``). The gateway id limit (1–64 characters) is the AI Gateway API's
+(developers.cloudflare.com/api/resources/ai_gateway/methods/create).
+
+URLs are made safe by :func:`safe_http_url`: only ``http``/``https`` with a host and no credentials; the
+fragment removed; the host lower-cased and IDNA-encoded (``bücher.example`` → ``xn--bcher-kva.example``, with
+the ``idna`` package, UTS #46); spaces, controls and non-ASCII in path and query percent-encoded. Two results
+are duplicates when their :func:`dedupe_key` (host + path + query without ``utm_*`` and ``ref``) is equal;
+every other query parameter is kept, so two pages that differ in one are never merged.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import SplitResult, unquote_plus, urlsplit
+
+import idna
+
+from replaykit.errors import UsageError, WebSearchError
+
+__all__ = [
+    "BYOK_ALIAS",
+    "DEFAULT_MAX_DESCRIPTION_CHARS",
+    "PROVIDERS",
+    "Evidence",
+    "Finding",
+    "Severity",
+    "check_request",
+    "dedupe_key",
+    "error_from_response",
+    "normalize",
+    "render",
+    "safe_http_url",
+    "timeout_error",
+]
+
+PROVIDERS = ("ceramic", "exa", "linkup")
+BYOK_ALIAS = re.compile(r"[A-Za-z0-9_-]{1,64}")
+DEFAULT_MAX_DESCRIPTION_CHARS = 600
+QUERY_CHARS = (1, 1024)
+LIMIT_RANGE = (1, 10)
+GATEWAY_ID_CHARS = (1, 64)
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A problem at a JSON pointer of the checked document; an ``error`` breaks the contract."""
+
+    pointer: str
+    severity: Severity
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.pointer or '/'}: {self.severity}: {self.code}: {self.message}"
+
+    def to_json(self) -> dict[str, str]:
+        """The finding as a JSON object."""
+        return {"pointer": self.pointer, "severity": self.severity, "code": self.code,
+                "message": self.message}
+
+
+# ---------------------------------------------------------------- request checks
+
+_REST_KEYS = frozenset({"query", "provider", "limit", "byokAlias", "options"})
+_BINDING_KEYS = frozenset({"query", "provider", "limit", "byokAlias", "gatewayId"})
+
+
+def check_request(body: object) -> list[Finding]:
+    """Check a search request: the REST body (``options.gateway.id``) or the binding's (``gatewayId``)."""
+    if not isinstance(body, Mapping):
+        return [Finding("", "error", "not-an-object", "the request body must be a JSON object")]
+    binding = "gatewayId" in body and "options" not in body
+    findings = _check_query(body) + _check_provider(body) + _check_limit(body) + _check_byok(body)
+    findings += _check_binding_gateway(body) if binding else _check_rest_gateway(body)
+    known = _BINDING_KEYS if binding else _REST_KEYS
+    findings += [Finding(f"/{_escape(str(k))}", "warning", "unknown-field",
+                         f"{k!r} is not a documented field") for k in body if k not in known]
+    return findings
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def _check_query(body: Mapping[str, Any]) -> list[Finding]:
+    query = body.get("query")
+    low, high = QUERY_CHARS
+    if not isinstance(query, str):
+        return [Finding("/query", "error", "query-missing", "query is required and must be a string")]
+    if not low <= len(query) <= high:
+        return [Finding("/query", "error", "query-length",
+                        f"query has {len(query)} characters; it must have {low} to {high}")]
+    if not query.strip():
+        return [Finding("/query", "warning", "query-blank", "query is only whitespace")]
+    return []
+
+
+def _check_provider(body: Mapping[str, Any]) -> list[Finding]:
+    if "provider" not in body or body["provider"] in PROVIDERS:
+        return []
+    return [Finding("/provider", "error", "provider-unknown",
+                    f"provider {body['provider']!r} must be one of {', '.join(PROVIDERS)}")]
+
+
+def _check_limit(body: Mapping[str, Any]) -> list[Finding]:
+    limit = body.get("limit")
+    low, high = LIMIT_RANGE
+    if "limit" not in body or (type(limit) is int and low <= limit <= high):
+        return []
+    return [Finding("/limit", "error", "limit-range",
+                    f"limit {limit!r} must be an integer from {low} to {high}")]
+
+
+def _check_byok(body: Mapping[str, Any]) -> list[Finding]:
+    alias = body.get("byokAlias")
+    if "byokAlias" not in body or (isinstance(alias, str) and BYOK_ALIAS.fullmatch(alias)):
+        return []
+    return [Finding("/byokAlias", "error", "byok-alias-pattern",
+                    f"byokAlias {alias!r} must match ^[A-Za-z0-9_-]{{1,64}}$")]
+
+
+def _gateway_problem(value: object) -> str | None:
+    low, high = GATEWAY_ID_CHARS
+    if not isinstance(value, str) or not low <= len(value) <= high:
+        return f"gateway id {value!r} must be a string of {low} to {high} characters"
+    return "gateway id must not contain whitespace or '/'" if re.search(r"[\s/]", value) else None
+
+
+def _check_rest_gateway(body: Mapping[str, Any]) -> list[Finding]:
+    options = body.get("options")
+    gateway = options.get("gateway") if isinstance(options, Mapping) else None
+    if not isinstance(gateway, Mapping) or "id" not in gateway:
+        return [Finding("/options/gateway/id", "error", "gateway-missing",
+                        "options.gateway.id is required (the AI Gateway the search runs through)")]
+    problem = _gateway_problem(gateway["id"])
+    return [Finding("/options/gateway/id", "error", "gateway-id", problem)] if problem else []
+
+
+def _check_binding_gateway(body: Mapping[str, Any]) -> list[Finding]:
+    problem = _gateway_problem(body.get("gatewayId"))
+    return [Finding("/gatewayId", "error", "gateway-id", problem)] if problem else []
+
+
+# ---------------------------------------------------------------- URLs
+
+_ENCODE = re.compile(r"[\x00-\x20\x7f-\U0010ffff\"<>`]")
+
+
+def _percent_encode(part: str) -> str:
+    return _ENCODE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode("utf-8")), part)
+
+
+def _ascii_host(host: str) -> str | None:
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        pass
+    try:
+        return idna.encode(host.rstrip("."), uts46=True).decode("ascii")
+    except (idna.IDNAError, UnicodeError):
+        return None
+
+
+def _split(raw: object) -> SplitResult | None:
+    if not isinstance(raw, str):
+        return None
+    try:
+        parts = urlsplit(raw.strip())
+        parts.port  # noqa: B018 - raises ValueError on an invalid port
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return None
+    return None if parts.username is not None or parts.password is not None else parts
+
+
+def safe_http_url(raw: object) -> str | None:
+    """``raw`` as a safe absolute http(s) URL without fragment, or ``None`` when it cannot be one."""
+    parts = _split(raw)
+    host = _ascii_host(parts.hostname) if parts is not None and parts.hostname else None
+    if parts is None or host is None:
+        return None
+    netloc = f"[{host}]" if ":" in host else host
+    netloc += f":{parts.port}" if parts.port is not None else ""
+    query = f"?{_percent_encode(parts.query)}" if parts.query else ""
+    return f"{parts.scheme.lower()}://{netloc}{_percent_encode(parts.path) or '/'}{query}"
+
+
+def _is_tracking(param: str) -> bool:
+    name = unquote_plus(param.partition("=")[0])
+    return name.startswith("utm_") or name == "ref"
+
+
+def dedupe_key(url: str) -> str:
+    """Host + path + query of a safe URL, without ``utm_*`` and ``ref`` parameters (others kept, in order)."""
+    parts = urlsplit(url)
+    kept = [p for p in parts.query.split("&") if p and not _is_tracking(p)]
+    query = "?" + "&".join(kept) if kept else ""
+    return f"{parts.hostname}{parts.path or '/'}{query}"
+
+
+# ---------------------------------------------------------------- evidence
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One normalized search result the model may cite by ``id`` (``S1``, ``S2`` …)."""
+
+    id: str
+    title: str
+    url: str
+    description: str
+    provider: str
+    retrieved_at: str
+
+    def to_json(self) -> dict[str, str]:
+        """The record with the JSON field names (``retrievedAt``)."""
+        return {"id": self.id, "title": self.title, "url": self.url, "description": self.description,
+                "provider": self.provider, "retrievedAt": self.retrieved_at}
+
+
+def _items(response: object) -> list[Any]:
+    """The result items of a response: ``{items}``, or inside the v4 envelope's ``result``."""
+    root = response.get("result", response) if isinstance(response, Mapping) else None
+    items = root if isinstance(root, list) else root.get("items") if isinstance(root, Mapping) else None
+    if not isinstance(items, list):
+        raise WebSearchError("malformed web search response: no `items` list", status=200,
+                             code="web_search_invalid_response", retryable=False)
+    return items
+
+
+def _text(value: object) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _record(item: object, provider: str, retrieved_at: str) -> Evidence | None:
+    if not isinstance(item, Mapping):
+        return None
+    url = safe_http_url(item.get("url"))
+    if url is None:
+        return None
+    title = _text(item.get("title")) or url
+    return Evidence("", title, url, _text(item.get("description")), provider, retrieved_at)
+
+
+def normalize(response: object, *, provider: str, retrieved_at: str) -> list[Evidence]:
+    """Evidence records ``S1…Sn`` from a search response, in the provider's order.
+
+    Items without a safe http(s) URL are dropped; a missing title falls back to the URL; descriptions are
+    stripped of surrounding whitespace (kept whole: trimming is :func:`render`'s job); duplicates by
+    :func:`dedupe_key` keep their first occurrence. ``retrieved_at`` (ISO 8601) is the caller's, never
+    invented.
+    Raises :class:`~replaykit.errors.WebSearchError` (``web_search_invalid_response``) when there is no list.
+    """
+    seen: set[str] = set()
+    records: list[Evidence] = []
+    for item in _items(response):
+        record = _record(item, provider, retrieved_at)
+        if record is None or dedupe_key(record.url) in seen:
+            continue
+        seen.add(dedupe_key(record.url))
+        records.append(_renumber(record, len(records) + 1))
+    return records
+
+
+def _renumber(record: Evidence, number: int) -> Evidence:
+    return Evidence(f"S{number}", record.title, record.url, record.description, record.provider,
+                    record.retrieved_at)
+
+
+# ---------------------------------------------------------------- the model's view
+
+
+def _check_max(max_description_chars: float | None) -> float:
+    value = math.inf if max_description_chars is None else max_description_chars
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value) or value < 0:
+        raise UsageError(f"max_description_chars={max_description_chars!r} must be a non-negative integer "
+                         "(or None / math.inf for whole descriptions)")
+    if value != math.inf and value != int(value):
+        raise UsageError(f"max_description_chars={max_description_chars!r} must be a whole number")
+    return value
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _trim(text: str, limit: float) -> str:
+    if len(text) <= limit:
+        return text
+    return text[: int(limit) - 1].rstrip() + "…" if limit >= 1 else ""
+
+
+def _entry(number: int, record: Evidence, limit: float) -> str:
+    lines = [f"{number}. {_one_line(record.title)}", record.url]
+    description = _trim(_one_line(record.description), limit)
+    return "\n".join([*lines, description] if description else lines)
+
+
+def render(query: str, evidence: Sequence[Evidence],
+           max_description_chars: float | None = DEFAULT_MAX_DESCRIPTION_CHARS) -> str:
+    """The text the model sees: ``N results for "query":`` then a numbered title / URL / description list.
+
+    Descriptions are trimmed to ``max_description_chars`` (the ellipsis included; ``None`` or ``math.inf``:
+    whole). Titles and descriptions are put on one line each, so a result cannot forge the list's structure;
+    the query is quoted as a JSON string. ``results`` is always plural, as the agents SDK prints it.
+    """
+    limit = _check_max(max_description_chars)
+    header = f"{len(evidence)} results for {json.dumps(query, ensure_ascii=False)}:"
+    return "\n\n".join([header, *(_entry(n, r, limit) for n, r in enumerate(evidence, start=1))])
+
+
+# ---------------------------------------------------------------- failures
+
+_BY_STATUS = {400: "web_search_bad_request", 401: "web_search_unauthorized",
+              402: "web_search_payment_required", 403: "web_search_unauthorized",
+              429: "web_search_rate_limited"}
+
+
+def _code_for(status: int) -> str:
+    return "web_search_unavailable" if status >= 500 else _BY_STATUS.get(status, "web_search_failed")
+
+
+def _header(headers: Mapping[str, Any] | None, name: str) -> str | None:
+    for key, value in (headers or {}).items():
+        if key.lower() == name:
+            first = value[0] if isinstance(value, list) and value else value
+            return str(first) if first is not None else None
+    return None
+
+
+def _api_error(body: object) -> tuple[Mapping[str, Any], str]:
+    """The gateway error object and the best message in a Cloudflare error body (either envelope)."""
+    error = body.get("error") if isinstance(body, Mapping) else None
+    if isinstance(error, Mapping):
+        return error, str(error.get("message") or "")
+    errors = body.get("errors") if isinstance(body, Mapping) else None
+    first = errors[0] if isinstance(errors, list) and errors and isinstance(errors[0], Mapping) else {}
+    return {}, str(first.get("message") or "")
+
+
+def error_from_response(status: int, body: object = None,
+                        headers: Mapping[str, Any] | None = None) -> WebSearchError:
+    """The ``WebSearchError`` for a failed search response.
+
+    ``code`` is the API's own when it sends one (``error.code``), else derived from the status: 402 payment
+    required, 429 rate limited, 5xx unavailable, 400 bad request, 401/403 unauthorized. ``retryable`` is the
+    API's own when given, else true for 429 and 5xx. ``request_id`` is ``cf-aig-request-id`` or the body's
+    ``gatewayRequestId``.
+    """
+    error, detail = _api_error(body)
+    code = error.get("code") if isinstance(error.get("code"), str) else _code_for(status)
+    stated = error.get("retryable")
+    retryable = stated if isinstance(stated, bool) else status == 429 or status >= 500
+    request_id = _header(headers, "cf-aig-request-id") or error.get("gatewayRequestId")
+    message = f"web search failed with HTTP {status} ({code})" + (f": {detail}" if detail else "")
+    return WebSearchError(message, status=status, code=str(code), retryable=retryable,
+                          request_id=str(request_id) if request_id else None)
+
+
+def timeout_error(timeout_ms: float, request_id: str | None = None) -> WebSearchError:
+    """The retryable ``web_search_timeout`` failure of a search that outran the client's deadline."""
+    return WebSearchError(f"web search gave no answer within {timeout_ms:g} ms", status=None,
+                          code="web_search_timeout", retryable=True, request_id=request_id)
+

@@ -1,0 +1,74 @@
+"""The loopback fake provider: recorded traffic served to any client, faults on demand, a journal.
+
+Point an application, in any language, at it instead of the real API::
+
+    from replaykit.server import FakeProvider, Fault
+
+    with FakeProvider(["cassettes/anthropic/search.yaml"]) as fake:
+        client = anthropic.Anthropic(base_url=fake.base_url("anthropic"), api_key="x")
+        fake.inject(Fault.parse("route=anthropic,nth=1,status=429,retry_after_ms=1"))
+        message = client.messages.create(...)          # one 429, the SDK retries, gets the recording
+        assert [e.status for e in fake.journal] == [429, 200]
+
+``FakeProvider(cassettes=(), *, host="127.0.0.1", port=0, timing="fast", strict=False,
+enforce_contracts=False, allow_remote=False, match_on=(), volatile=DEFAULT_VOLATILE, repeat=False,
+faults=())`` runs an aiohttp application in a background thread with its own event loop, on loopback and a
+free port by default (a non-loopback ``host`` is refused unless ``allow_remote``). It is a context manager;
+``start()`` / ``stop()`` do the same by hand.
+
+Routes (one server serves every provider): Anthropic ``POST /v1/messages`` and
+``/v1/messages/count_tokens``; OpenAI ``POST /v1/responses``; Azure ``POST /openai/v1/responses``,
+``/openai/responses`` and ``/openai/deployments/{name}/responses``; Cloudflare
+``POST /client/v4/accounts/{id}/ai/websearch[/]``. A recorded interaction on any other path is served on
+that exact path. ``base_url(provider)`` / ``base_urls()`` give what each SDK takes as its base URL
+(``anthropic``: the origin; ``openai``: ``/v1``; ``azure``: ``/openai/v1``; ``cloudflare``: ``/client/v4``),
+and ``env()`` the environment variables of the target protocol (``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``,
+``REPLAYKIT_AZURE_BASE_URL``, ``AZURE_OPENAI_ENDPOINT``, ``REPLAYKIT_WEBSEARCH_BASE_URL`` and dummy keys).
+
+What is served (:mod:`~replaykit.server.matching`): ordered per route by default — the n-th request on a
+route gets the n-th interaction recorded on it; ``match_on`` adds matchers (``method``, ``path``, ``query``,
+``body``, ``model`` or any callable ``(received, recorded_request) -> bool``); ``strict=True`` requires the
+canonical JSON body to equal the recording, ``volatile`` JSON pointers ignored. ``repeat=True`` serves
+interactions again once all are used. ``load(cassettes)`` replaces the cassettes (paths, folders, or
+:class:`~replaykit.cassette.Cassette` objects). An unmatched request gets a 404 in the provider's own error
+envelope with an ``x-replaykit-error`` header, and its journal entry lists the near misses.
+
+How it is served (:mod:`~replaykit.server.streaming`): SSE one write and flush per recorded event, at
+``timing`` ``fast``, ``recorded`` (the cassette's ``event_offsets_ms``) or ``fixed:<ms>``; other bodies with
+their recorded headers minus framing and encoding ones (bodies are held decoded; the server frames them).
+
+Faults (:mod:`~replaykit.server.faults`): ``inject(fault)`` takes a :class:`Fault`, a ``--fault`` spec string
+or a mapping; ``faults`` lists them; see that module for the kinds.
+
+What happened (:mod:`~replaykit.server.journal`): ``journal`` (a list of :class:`Entry`, thread-safe),
+``unmatched()`` (entries no interaction answered), ``unused()`` (interactions never delivered whole),
+``write_journal(path)`` (JSON Lines, atomic), ``reset()`` (journal, counters and faults). Over HTTP:
+``GET /__replaykit/journal``, ``POST /__replaykit/reset``, ``GET /__replaykit/unused``,
+``POST /__replaykit/faults``. Exceptions raised while serving are stored and re-raised in the caller's
+thread by ``check_errors()`` and when the ``with`` block ends; ``check(unused=False)`` also raises
+:class:`~replaykit.errors.MatchError` for unmatched requests, with their near misses.
+"""
+
+from replaykit.server.faults import Fault, load_faults
+from replaykit.server.journal import Entry, Journal
+from replaykit.server.matching import DEFAULT_VOLATILE, Matcher, Received
+from replaykit.server.plan import Timing
+from replaykit.server.routes import PROVIDERS, ROUTES, Route, base_urls
+from replaykit.server.runner import DUMMY_KEY, FakeProvider
+
+__all__ = [
+    "DEFAULT_VOLATILE",
+    "DUMMY_KEY",
+    "PROVIDERS",
+    "ROUTES",
+    "Entry",
+    "FakeProvider",
+    "Fault",
+    "Journal",
+    "Matcher",
+    "Received",
+    "Route",
+    "Timing",
+    "base_urls",
+    "load_faults",
+]

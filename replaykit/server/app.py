@@ -1,0 +1,280 @@
+"""The aiohttp application: every provider route, the admin endpoints, and the request handler.
+
+The handler reads the request, takes the next sequence number, picks the faults that apply, matches an
+interaction (unless a ``status`` fault or ``enforce_contracts`` answers first), builds the :class:`Plan`,
+lets the faults rewrite it, delivers it, and journals the outcome. Admin endpoints (not journaled):
+``GET /__replaykit/journal``, ``POST /__replaykit/reset``, ``GET /__replaykit/unused`` and
+``POST /__replaykit/faults`` (a fault object or a list of them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import parse_qs
+
+from aiohttp import web
+
+from replaykit import sse
+from replaykit.errors import ReplaykitError
+from replaykit.server import envelopes, verdicts
+from replaykit.server.faults import Fault, faults_json
+from replaykit.server.journal import Entry, Journal, redact_headers
+from replaykit.server.matching import Match, Pool, Received, Slot
+from replaykit.server.plan import ORDER, Plan, Timing, apply, error_plan, plan_for, status_plan
+from replaykit.server.routes import classify
+from replaykit.server.streaming import Progress, deliver
+
+__all__ = ["ADMIN_PREFIX", "STATE", "Settings", "State", "make_app"]
+
+ADMIN_PREFIX = "/__replaykit"
+_EVENT_FAULTS = frozenset({"error_event", "drop_terminal"})
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How the server answers: timing of streams and whether invalid requests are refused."""
+
+    timing: Timing = field(default_factory=Timing)
+    enforce_contracts: bool = False
+
+
+@dataclass(slots=True)
+class State:
+    """Everything the handler shares with the caller's thread; mutate only under ``lock``."""
+
+    pool: Pool
+    settings: Settings = Settings()
+    faults: list[Fault] = field(default_factory=list)
+    journal: Journal = field(default_factory=Journal)
+    errors: list[BaseException] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    counts: Counter[str] = field(default_factory=Counter)
+    seq: int = 0
+    closing: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def reset(self) -> None:
+        """Forget the journal, the counters, the faults and which interactions were served."""
+        with self.lock:
+            self.journal.clear()
+            self.counts.clear()
+            self.faults.clear()
+            self.pool.reset()
+            self.seq = 0
+
+
+STATE = web.AppKey("replaykit_state", State)
+
+
+# ---------------------------------------------------------------- reading the request
+
+
+async def _received(request: web.Request) -> Received:
+    body = await request.read()
+    headers: dict[str, str] = {}
+    for name, value in request.headers.items():
+        key = name.lower()
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    route = classify(request.method, request.path)
+    query = parse_qs(request.query_string, keep_blank_values=True)
+    return Received.build(request.method, request.path, query, headers, body, route)
+
+
+def _entry(state: State, received: Received) -> Entry:
+    now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    body: Any = received.json
+    if body is None and received.body:
+        body = received.body.decode("utf-8", "replace")
+    return Entry(
+        state.seq,
+        now,
+        received.route.provider,
+        received.route.name,
+        received.method,
+        received.path,
+        received.query,
+        redact_headers(received.headers),
+        body,
+    )
+
+
+def _admit(state: State, received: Received) -> tuple[Entry, list[Fault]]:
+    with state.lock:
+        state.seq += 1
+        route = received.route
+        keys = {"*", route.name, *([route.provider] if route.provider else [])}
+        state.counts.update(keys)
+        chosen = [
+            f for f in state.faults if f.selects(route.name, route.provider, state.counts[f.route or "*"])
+        ]
+        return _entry(state, received), chosen
+
+
+# ---------------------------------------------------------------- choosing what to serve
+
+
+def _unmatched_plan(received: Received, reason: str) -> Plan:
+    message = f"replaykit: no recorded interaction for {received.method} {received.path}: {reason}"
+    reply = envelopes.error_reply(
+        received.route.provider,
+        404,
+        message=message,
+        headers={"x-replaykit-error": _header_text(message), "x-should-retry": "false"},
+    )
+    return error_plan(reply)
+
+
+def _invalid_plan(received: Received, violations: list[dict[str, Any]]) -> Plan:
+    first = violations[0]
+    message = f"{first.get('pointer') or '/'}: {first.get('message')}"
+    reply = envelopes.error_reply(
+        received.route.provider,
+        400,
+        message=message,
+        headers={"x-replaykit-error": _header_text(f"contract violation at {message}")},
+    )
+    return error_plan(reply)
+
+
+def _header_text(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat.encode("ascii", "replace").decode("ascii")[:500]
+
+
+def _replay_plan(state: State, slot: Slot, faults: list[Fault]) -> Plan:
+    response = slot.interaction.response
+    provider = slot.route.provider
+    if not response.is_stream:
+        return plan_for(response, state.settings.timing, provider)
+    events = sse.parse(response.body) if any(f.kind in _EVENT_FAULTS for f in faults) else []
+    return plan_for(response, state.settings.timing, provider, chunks=slot.chunks(), events=events)
+
+
+def _faulted(plan: Plan, faults: list[Fault], entry: Entry) -> Plan:
+    for fault in sorted(faults, key=lambda f: ORDER.index(f.kind) if f.kind in ORDER else len(ORDER)):
+        applied = fault.kind != "status" and apply(plan, fault)
+        entry.faults.append({**fault.to_json(), "applied": applied})
+    return plan
+
+
+def _choose(state: State, received: Received, entry: Entry, faults: list[Fault]) -> tuple[Plan, Match | None]:
+    status = next((f for f in faults if f.kind == "status"), None)
+    if status is not None:
+        entry.faults.append({**status.to_json(), "applied": True})
+        entry.verdict = "fault"
+        return status_plan(status, received.route.provider), None
+    if state.settings.enforce_contracts and entry.request_violations:
+        entry.verdict = "invalid"
+        return _invalid_plan(received, entry.request_violations), None
+    with state.lock:
+        match = state.pool.match(received)
+    if match.slot is None:
+        entry.verdict, entry.near_misses, entry.error = "unmatched", match.near_misses, match.reason
+        return _unmatched_plan(received, match.reason), match
+    entry.verdict, entry.matched, entry.diff = "served", match.slot.where(), match.diff
+    try:
+        return _faulted(_replay_plan(state, match.slot, faults), faults, entry), match
+    except Exception:
+        with state.lock:
+            state.pool.release(match.slot)
+        raise
+
+
+# ---------------------------------------------------------------- the handler
+
+
+def _settle(state: State, entry: Entry, match: Match | None, plan: Plan | None, progress: Progress) -> None:
+    with state.lock:
+        if match is not None and match.slot is not None:
+            if plan is not None and plan.complete and progress.outcome == "complete":
+                match.slot.served += 1
+            else:
+                state.pool.release(match.slot)
+    if plan is not None:
+        entry.status, entry.stream, entry.notes = plan.status, plan.stream, plan.notes
+    entry.chunks, entry.outcome = progress.chunks, progress.outcome
+    state.journal.append(entry)
+
+
+def _internal_error(state: State, received: Received, exc: Exception, entry: Entry) -> Plan:
+    state.errors.append(exc)
+    message = f"replaykit internal error: {type(exc).__name__}: {exc}"
+    entry.verdict, entry.error = "error", message
+    reply = envelopes.error_reply(
+        received.route.provider,
+        500,
+        message=message,
+        headers={"x-replaykit-error": _header_text(message), "x-should-retry": "false"},
+    )
+    return error_plan(reply)
+
+
+async def handle(request: web.Request) -> web.StreamResponse:
+    """Answer one provider request (see the module docstring)."""
+    state = request.app[STATE]
+    started = time.perf_counter()
+    received = await _received(request)
+    entry, faults = _admit(state, received)
+    progress, plan, match = Progress(), None, None
+    try:
+        try:
+            entry.request_violations = verdicts.request_violations(received)
+            plan, match = _choose(state, received, entry, faults)
+            slot = match.slot if match else None
+            entry.response_violations = verdicts.response_violations(received, slot, plan)
+        except Exception as exc:
+            plan = _internal_error(state, received, exc, entry)
+        return await deliver(request, plan, state.closing, progress)
+    finally:
+        entry.duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        _settle(state, entry, match, plan, progress)
+
+
+# ---------------------------------------------------------------- admin endpoints
+
+
+async def _journal(request: web.Request) -> web.Response:
+    return web.json_response(request.app[STATE].journal.to_json())
+
+
+async def _reset(request: web.Request) -> web.Response:
+    request.app[STATE].reset()
+    return web.json_response({"reset": True})
+
+
+async def _unused(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    with state.lock:
+        rows = [{**slot.where(), "route": slot.route.name} for slot in state.pool.unused()]
+    return web.json_response(rows)
+
+
+async def _add_faults(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    try:
+        raw = json.loads(await request.read())
+        items = raw if isinstance(raw, list) else [raw]
+        faults = [Fault.from_dict(item, where=f"{ADMIN_PREFIX}/faults /{i}") for i, item in enumerate(items)]
+    except (ValueError, TypeError, ReplaykitError) as exc:
+        return web.json_response({"error": str(exc)}, status=400)
+    with state.lock:
+        state.faults.extend(faults)
+        return web.json_response(faults_json(state.faults))
+
+
+def make_app(state: State) -> web.Application:
+    """The application serving ``state``: admin endpoints first, then every other path to :func:`handle`."""
+    app = web.Application(client_max_size=1 << 30)
+    app[STATE] = state
+    app.router.add_get(f"{ADMIN_PREFIX}/journal", _journal)
+    app.router.add_post(f"{ADMIN_PREFIX}/reset", _reset)
+    app.router.add_get(f"{ADMIN_PREFIX}/unused", _unused)
+    app.router.add_post(f"{ADMIN_PREFIX}/faults", _add_faults)
+    app.router.add_route("*", "/{tail:.*}", handle)
+    return app

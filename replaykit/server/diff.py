@@ -1,0 +1,117 @@
+"""A structural diff of two JSON documents, as JSON pointers; volatile fields ignored.
+
+Hand-written rather than ``jsonpatch.make_patch``: a patch says how to turn one document into the other
+(moves, copies, array shifts), which reads badly as a report; this lists each place that differs, with both
+values. Numbers compare by value (``1`` equals ``1.0``, as in JSON); ``true`` never equals ``1``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["MAX_VALUE_CHARS", "Pattern", "compile_patterns", "diff", "escape"]
+
+MAX_VALUE_CHARS = 200
+Pattern = tuple[str, ...]
+
+
+def escape(token: object) -> str:
+    """One JSON pointer reference token (RFC 6901: ``~`` → ``~0``, ``/`` → ``~1``)."""
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def compile_patterns(pointers: Iterable[str]) -> tuple[Pattern, ...]:
+    """JSON pointers to ignore; a ``*`` token matches any one key or index (``/messages/*/cache_control``)."""
+    out: list[Pattern] = []
+    for pointer in pointers:
+        if pointer and not pointer.startswith("/"):
+            raise ValueError(f"volatile field {pointer!r} must be a JSON pointer starting with '/'")
+        out.append(tuple(part.replace("~1", "/").replace("~0", "~") for part in pointer.split("/")[1:]))
+    return tuple(out)
+
+
+def _ignored(path: list[str], patterns: tuple[Pattern, ...]) -> bool:
+    return any(
+        len(p) == len(path) and all(a in ("*", b) for a, b in zip(p, path, strict=True)) for p in patterns
+    )
+
+
+def _shown(value: Any) -> Any:
+    text = json.dumps(value, ensure_ascii=False)
+    return value if len(text) <= MAX_VALUE_CHARS else f"{text[:MAX_VALUE_CHARS]}…({len(text)} chars)"
+
+
+def _pointer(path: list[str]) -> str:
+    return "".join(f"/{escape(token)}" for token in path)
+
+
+def _same_scalar(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    return bool(a == b)
+
+
+class _Differ:
+    def __init__(self, patterns: tuple[Pattern, ...], limit: int) -> None:
+        self.patterns = patterns
+        self.limit = limit
+        self.found: list[dict[str, Any]] = []
+
+    def add(self, path: list[str], change: str, received: Any, recorded: Any) -> None:
+        entry: dict[str, Any] = {"pointer": _pointer(path), "change": change}
+        if change != "removed":
+            entry["received"] = _shown(received)
+        if change != "added":
+            entry["recorded"] = _shown(recorded)
+        self.found.append(entry)
+
+    def walk(self, a: Any, b: Any, path: list[str]) -> None:
+        if len(self.found) >= self.limit or (self.patterns and _ignored(path, self.patterns)):
+            return
+        if type(a) is type(b) and a == b:
+            return
+        if isinstance(a, dict) and isinstance(b, dict):
+            self.walk_dict(a, b, path)
+        elif isinstance(a, list) and isinstance(b, list):
+            self.walk_list(a, b, path)
+        elif isinstance(a, dict | list) or isinstance(b, dict | list) or not _same_scalar(a, b):
+            self.add(path, "changed", a, b)
+
+    def walk_dict(self, a: dict[str, Any], b: dict[str, Any], path: list[str]) -> None:
+        for key in [*a, *(k for k in b if k not in a)]:
+            child = [*path, key]
+            if key not in b:
+                self.leaf(child, "added", a[key], None)
+            elif key not in a:
+                self.leaf(child, "removed", None, b[key])
+            else:
+                self.walk(a[key], b[key], child)
+
+    def walk_list(self, a: list[Any], b: list[Any], path: list[str]) -> None:
+        for index in range(max(len(a), len(b))):
+            child = [*path, str(index)]
+            if index >= len(b):
+                self.leaf(child, "added", a[index], None)
+            elif index >= len(a):
+                self.leaf(child, "removed", None, b[index])
+            else:
+                self.walk(a[index], b[index], child)
+
+    def leaf(self, path: list[str], change: str, received: Any, recorded: Any) -> None:
+        if len(self.found) < self.limit and not (self.patterns and _ignored(path, self.patterns)):
+            self.add(path, change, received, recorded)
+
+
+def diff(
+    received: Any, recorded: Any, ignore: tuple[Pattern, ...] = (), limit: int = 50
+) -> list[dict[str, Any]]:
+    """Places where ``received`` differs from ``recorded``: ``{pointer, change, received?, recorded?}``.
+
+    ``change`` is ``changed``, ``added`` (only in the received document) or ``removed`` (only recorded).
+    At most ``limit`` differences are listed; values longer than ``MAX_VALUE_CHARS`` are abbreviated.
+    """
+    differ = _Differ(ignore, limit)
+    differ.walk(received, recorded, [])
+    return differ.found

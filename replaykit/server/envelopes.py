@@ -1,0 +1,177 @@
+"""Error bodies and headers in each provider's own envelope, so SDKs raise their normal errors.
+
+Shapes (see ``/work/shared/WIRE.md`` and the SDKs' ``_exceptions`` / ``types``):
+
+* Anthropic: ``{"type": "error", "error": {"type", "message"}, "request_id"}`` with a ``request-id`` header;
+  mid-stream ``event: error`` with ``{"type": "error", "error": {"type": "overloaded_error", ...}}``.
+* OpenAI and Azure: ``{"error": {"message", "type", "param", "code"}}`` with ``x-request-id``; mid-stream
+  ``event: error`` with ``{"type": "error", "code", "message", "param", "sequence_number"}``, or
+  ``response.failed`` carrying the response with ``status: failed`` and ``error: {code, message}``.
+* Cloudflare: the v4 envelope ``{"success": false, "errors": [{"code", "message"}], ...}`` for 400 / 401 /
+  403 / 404, the AI Gateway error ``{"ok": false, "error": {"category", "code", "status", "retryable",
+  "gatewayRequestId"}}`` otherwise (UNVERIFIED upstream), with ``cf-aig-request-id``.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from replaykit import sse
+
+__all__ = [
+    "ErrorReply",
+    "error_event",
+    "error_reply",
+    "failed_event",
+    "request_id",
+]
+
+_ANTHROPIC_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+_OPENAI_TYPES = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("invalid_request_error", "unsupported_country_region_territory"),
+    404: ("invalid_request_error", "not_found"),
+    429: ("requests", "rate_limit_exceeded"),
+}
+_CLOUDFLARE_V4 = {
+    400: (7000, "Invalid web search request body"),
+    401: (10000, "Authentication error"),
+    403: (10000, "Authentication error"),
+    404: (7003, "Could not route to the requested path"),
+}
+_CLOUDFLARE_GATEWAY = {402: "web_search_payment_required", 429: "web_search_rate_limited"}
+_REQUEST_ID_HEADER = {
+    "anthropic": "request-id",
+    "openai": "x-request-id",
+    "azure": "x-request-id",
+    "cloudflare": "cf-aig-request-id",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorReply:
+    """An HTTP error to serve: status, JSON body and headers (content-type included)."""
+
+    status: int
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def request_id(provider: str | None) -> str:
+    """A fresh request id in the provider's style (``req_…`` for Anthropic and OpenAI)."""
+    return f"req_{secrets.token_hex(12)}"
+
+
+def _message(status: int) -> str:
+    return f"replaykit fault: HTTP {status}"
+
+
+def _anthropic(status: int, message: str, error_type: str | None, rid: str) -> dict[str, Any]:
+    kind = error_type or _ANTHROPIC_TYPES.get(
+        status, "api_error" if status >= 500 else "invalid_request_error"
+    )
+    return {"type": "error", "error": {"type": kind, "message": message}, "request_id": rid}
+
+
+def _openai(status: int, message: str, error_type: str | None, code: str | None) -> dict[str, Any]:
+    kind, default_code = _OPENAI_TYPES.get(
+        status, ("server_error", None) if status >= 500 else ("invalid_request_error", None)
+    )
+    return {
+        "error": {"message": message, "type": error_type or kind, "param": None, "code": code or default_code}
+    }
+
+
+def _cloudflare(status: int, message: str, code: str | None, rid: str) -> dict[str, Any]:
+    if status in _CLOUDFLARE_V4:
+        number, text = _CLOUDFLARE_V4[status]
+        return {
+            "success": False,
+            "errors": [{"code": number, "message": message or text}],
+            "messages": [],
+            "result": None,
+        }
+    name = code or _CLOUDFLARE_GATEWAY.get(status, "web_search_unavailable")
+    return {
+        "ok": False,
+        "error": {
+            "category": "gateway",
+            "code": name,
+            "status": status,
+            "retryable": status == 429 or status >= 500,
+            "gatewayRequestId": rid,
+            "message": message,
+        },
+    }
+
+
+def error_reply(
+    provider: str | None,
+    status: int,
+    *,
+    message: str = "",
+    error_type: str | None = None,
+    code: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> ErrorReply:
+    """The body and headers ``provider`` answers ``status`` with (``None``: the OpenAI shape)."""
+    rid = request_id(provider)
+    text = message or _message(status)
+    if provider == "anthropic":
+        body = _anthropic(status, text, error_type, rid)
+    elif provider == "cloudflare":
+        body = _cloudflare(status, message, code, rid)
+    else:
+        body = _openai(status, text, error_type, code)
+    head = {"content-type": "application/json", _REQUEST_ID_HEADER.get(provider or "", "x-request-id"): rid}
+    head.update(headers or {})
+    return ErrorReply(status, json.dumps(body).encode(), head)
+
+
+def error_event(provider: str | None, *, error_type: str | None, message: str, sequence_number: int) -> bytes:
+    """A mid-stream ``event: error`` block in the provider's shape."""
+    if provider == "anthropic":
+        data: dict[str, Any] = {
+            "type": "error",
+            "error": {"type": error_type or "overloaded_error", "message": message or "Overloaded"},
+        }
+    else:
+        data = {
+            "type": "error",
+            "code": error_type or "server_error",
+            "message": message or "The server had an error processing your request.",
+            "param": None,
+            "sequence_number": sequence_number,
+        }
+    return sse.encode(json.dumps(data), event="error").raw
+
+
+def failed_event(
+    response: dict[str, Any] | None, *, code: str | None, message: str, sequence_number: int
+) -> bytes:
+    """An OpenAI ``response.failed`` block: the last response object seen, now ``failed`` with ``error``."""
+    failed = dict(response or {"object": "response", "output": []})
+    failed.update(
+        status="failed",
+        error={
+            "code": code or "server_error",
+            "message": message or "The server had an error processing your request.",
+        },
+    )
+    data = {"type": "response.failed", "sequence_number": sequence_number, "response": failed}
+    return sse.encode(json.dumps(data), event="response.failed").raw

@@ -1,0 +1,320 @@
+"""``FakeProvider``: the aiohttp app run in a background thread with its own event loop.
+
+The caller's thread binds the socket (so a busy port fails in ``start()``), the server thread runs the
+loop; every mutation from the caller goes through the state's lock. Exceptions raised while handling a
+request are stored and re-raised in the caller's thread by :meth:`FakeProvider.check_errors` (and on leaving
+the ``with`` block), never swallowed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import socket
+import threading
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from aiohttp import web
+
+from replaykit import cassette as cassette_mod
+from replaykit.cassette import Cassette
+from replaykit.errors import MatchError, UsageError
+from replaykit.server.app import Settings, State, make_app
+from replaykit.server.faults import Fault
+from replaykit.server.journal import Entry
+from replaykit.server.matching import DEFAULT_VOLATILE, Matcher, Pool, Slot, slots_of
+from replaykit.server.plan import Timing
+from replaykit.server.routes import PROVIDERS, base_urls
+
+__all__ = ["DUMMY_KEY", "CassetteSource", "FakeProvider", "check_host"]
+
+CassetteSource = str | os.PathLike[str] | Cassette
+DUMMY_KEY = "replaykit-dummy-key"
+SHUTDOWN_TIMEOUT = 1.0
+
+
+def check_host(host: str, allow_remote: bool) -> None:
+    """Refuse an address that is not loopback unless ``allow_remote``."""
+    if host == "localhost":
+        return
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError as exc:
+        raise UsageError(f"host={host!r} must be an IP address or localhost (e.g. 127.0.0.1)") from exc
+    if not address.is_loopback and not allow_remote:
+        raise UsageError(
+            f"host={host!r} is not a loopback address: the fake provider would be reachable from "
+            "other machines; use 127.0.0.1, or pass --allow-remote (allow_remote=True) on purpose"
+        )
+
+
+def _sources(cassettes: CassetteSource | Iterable[CassetteSource]) -> list[CassetteSource]:
+    if isinstance(cassettes, str | os.PathLike | Cassette):
+        return [cassettes]
+    return list(cassettes)
+
+
+def load_slots(cassettes: CassetteSource | Iterable[CassetteSource]) -> list[Slot]:
+    """Slots for cassette files, folders of them, or loaded :class:`Cassette` objects, in order."""
+    slots: list[Slot] = []
+    for number, source in enumerate(_sources(cassettes)):
+        if isinstance(source, Cassette):
+            label = str(source.path) if source.path else f"<cassette {number}>"
+            slots.extend(slots_of(label, source.interactions))
+            continue
+        if not Path(source).exists():
+            raise UsageError(f"{source}: no such cassette file or folder")
+        for path in cassette_mod.iter_paths([source]):
+            slots.extend(slots_of(str(path), cassette_mod.load(path).interactions))
+    return slots
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port (0 picks a free one)"
+        ) from exc
+
+
+class FakeProvider:
+    """A loopback fake of the Anthropic, OpenAI, Azure and Cloudflare APIs; see :mod:`replaykit.server`."""
+
+    def __init__(
+        self,
+        cassettes: CassetteSource | Iterable[CassetteSource] = (),
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        timing: str | Timing = "fast",
+        strict: bool = False,
+        enforce_contracts: bool = False,
+        allow_remote: bool = False,
+        match_on: Iterable[str | Matcher] = (),
+        volatile: Iterable[str] = DEFAULT_VOLATILE,
+        repeat: bool = False,
+        faults: Iterable[Fault | str | Mapping[str, Any]] = (),
+    ) -> None:
+        check_host(host, allow_remote)
+        self.host, self._port = host, port
+        settings = Settings(timing if isinstance(timing, Timing) else Timing.parse(timing), enforce_contracts)
+        try:
+            pool = Pool((), match_on=list(match_on), volatile=volatile, strict=strict, repeat=repeat)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        self._state = State(pool, settings)
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self.load(cassettes)
+        for fault in faults:
+            self.inject(fault)
+
+    # ------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> FakeProvider:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+        if kind is None:
+            self.check_errors()
+
+    @property
+    def running(self) -> bool:
+        """True between :meth:`start` and :meth:`stop`."""
+        return self._thread is not None
+
+    def start(self) -> FakeProvider:
+        """Bind the socket and start serving in a background thread; returns ``self``."""
+        if self._thread is not None:
+            raise UsageError("the fake provider is already running; call stop() first")
+        sock = _bind(self.host, self._port)
+        self._port = sock.getsockname()[1]
+        ready: Future[None] = Future()
+        self._thread = threading.Thread(
+            target=self._serve, args=(sock, ready), name="replaykit-fake-provider", daemon=True
+        )
+        self._thread.start()
+        try:
+            ready.result()
+        except BaseException:
+            self._thread.join()
+            self._thread = None
+            raise
+        return self
+
+    def _serve(self, sock: socket.socket, ready: Future[None]) -> None:
+        loop = self._loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(self._setup(sock))
+        except BaseException as exc:
+            sock.close()
+            loop.close()
+            ready.set_exception(exc)
+            return
+        ready.set_result(None)
+        loop.run_forever()
+        loop.run_until_complete(self._cleanup())
+        loop.close()
+
+    async def _setup(self, sock: socket.socket) -> None:
+        self._state.closing = asyncio.Event()
+        self._runner = web.AppRunner(
+            make_app(self._state),
+            handle_signals=False,
+            access_log=None,
+            handler_cancellation=True,
+            shutdown_timeout=SHUTDOWN_TIMEOUT,
+        )
+        await self._runner.setup()
+        await web.SockSite(self._runner, sock).start()
+
+    async def _cleanup(self) -> None:
+        self._state.closing.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        current = asyncio.current_task()
+        pending = [task for task in asyncio.all_tasks() if task is not current]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+    def stop(self) -> None:
+        """Stop serving: stalled responses end, in-flight ones get a moment, then the thread exits."""
+        thread, loop = self._thread, self._loop
+        if thread is None or loop is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        self._thread = self._loop = self._runner = None
+
+    # ------------------------------------------------------------ addresses
+
+    @property
+    def port(self) -> int:
+        """The bound port (the one asked for until :meth:`start`)."""
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """``http://host:port`` of the running server."""
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(self.host, self.host)
+        return f"http://[{host}]:{self._port}" if ":" in host else f"http://{host}:{self._port}"
+
+    def base_urls(self) -> dict[str, str]:
+        """Each provider's SDK base URL (see :func:`replaykit.server.routes.base_urls`)."""
+        return base_urls(self.url)
+
+    def base_url(self, provider: str) -> str:
+        """The base URL to give ``provider``'s SDK: anthropic, openai, azure or cloudflare."""
+        urls = self.base_urls()
+        if provider not in urls:
+            raise UsageError(f"provider={provider!r} must be one of {', '.join(PROVIDERS)}")
+        return urls[provider]
+
+    def env(self) -> dict[str, str]:
+        """Environment variables pointing a harness at this server, with dummy keys."""
+        urls = self.base_urls()
+        return {
+            "ANTHROPIC_BASE_URL": urls["anthropic"],
+            "OPENAI_BASE_URL": urls["openai"],
+            "REPLAYKIT_AZURE_BASE_URL": urls["azure"],
+            "AZURE_OPENAI_ENDPOINT": self.url,
+            "REPLAYKIT_WEBSEARCH_BASE_URL": urls["cloudflare"],
+            "ANTHROPIC_API_KEY": DUMMY_KEY,
+            "OPENAI_API_KEY": DUMMY_KEY,
+            "AZURE_OPENAI_API_KEY": DUMMY_KEY,
+        }
+
+    # ------------------------------------------------------------ what is served
+
+    def load(self, cassettes: CassetteSource | Iterable[CassetteSource]) -> None:
+        """Replace the loaded cassettes (paths, folders or :class:`Cassette` objects); usage starts afresh."""
+        slots = load_slots(cassettes)
+        with self._state.lock:
+            self._state.pool.slots = slots
+
+    def inject(self, fault: Fault | str | Mapping[str, Any]) -> Fault:
+        """Add a fault (a :class:`Fault`, a ``--fault`` spec string or a mapping); returns it."""
+        if isinstance(fault, str):
+            fault = Fault.parse(fault)
+        elif not isinstance(fault, Fault):
+            fault = Fault.from_dict(fault)
+        with self._state.lock:
+            self._state.faults.append(fault)
+        return fault
+
+    @property
+    def faults(self) -> list[Fault]:
+        """The faults declared so far."""
+        with self._state.lock:
+            return list(self._state.faults)
+
+    @property
+    def settings(self) -> Settings:
+        """Timing and contract enforcement."""
+        return self._state.settings
+
+    # ------------------------------------------------------------ what happened
+
+    @property
+    def journal(self) -> list[Entry]:
+        """One entry per request received so far, in arrival order."""
+        return self._state.journal.entries()
+
+    def write_journal(self, path: str | os.PathLike[str]) -> None:
+        """Write the journal as JSON Lines, atomically."""
+        self._state.journal.write_jsonl(path)
+
+    def reset(self) -> None:
+        """Forget the journal, the counters, the faults, and which interactions were served."""
+        self._state.reset()
+
+    def unused(self) -> list[dict[str, Any]]:
+        """Interactions never delivered whole: ``{cassette, index, line, route}`` each."""
+        with self._state.lock:
+            return [{**slot.where(), "route": slot.route.name} for slot in self._state.pool.unused()]
+
+    def unmatched(self) -> list[Entry]:
+        """Journal entries of requests no recorded interaction matched (with their near misses)."""
+        return [entry for entry in self.journal if entry.verdict == "unmatched"]
+
+    def check_errors(self) -> None:
+        """Re-raise, in this thread, the first exception raised while serving (and forget them all)."""
+        with self._state.lock:
+            errors, self._state.errors[:] = list(self._state.errors), []
+        if errors:
+            raise errors[0]
+
+    def check(self, *, unused: bool = False) -> None:
+        """Raise the server's errors, then :class:`MatchError` for unmatched requests (and unused ones)."""
+        self.check_errors()
+        problems = [_describe_unmatched(entry) for entry in self.unmatched()]
+        if unused:
+            problems += [
+                f"interaction {u['cassette']}#{u['index']} on {u['route']} was never served"
+                for u in self.unused()
+            ]
+        if problems:
+            raise MatchError("; ".join(problems))
+
+
+def _describe_unmatched(entry: Entry) -> str:
+    near = ", ".join(
+        f"{m['cassette']}#{m['index']} (failed: {', '.join(m['failed']) or 'none'}"
+        f"{'; ' + m['diff'][0]['pointer'] + ' differs' if m['diff'] else ''})"
+        for m in entry.near_misses
+    )
+    return f"request {entry.seq} {entry.method} {entry.path}: {entry.error}" + (
+        f"; near misses: {near}" if near else ""
+    )

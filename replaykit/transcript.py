@@ -1,0 +1,885 @@
+"""The neutral transcript, and converters from Anthropic Messages and OpenAI Responses wire objects.
+
+A transcript is plain JSON (dicts and lists), the same in every language a target is written in::
+
+    {"version": 1, "system": str | null, "tools": [...], "messages": [...]}
+
+Messages are ``user``, ``assistant`` and ``toolResult`` (pi-ai's message model). Assistant content blocks are
+``text``, ``thinking``, ``toolCall`` and ``hostedSearch``, the last a union on ``phase``:
+
+- ``call``   — the provider's search call (``server_tool_use`` / ``web_search_call``): ``id``, ``query?``
+- ``result`` — ``toolUseId``, ``results: [{url, title, pageAge?}]``; never a ``name`` nor ``arguments``
+- ``error``  — ``toolUseId``, ``errorCode``
+
+Each hostedSearch block holds ``raw``: the wire block exactly as received, which is what is replayed to the
+same provider. A block without ``raw`` is display-only: shown, never replayed. OpenAI reasoning items and
+function calls keep their wire item in ``raw`` too (replayed verbatim to the same provider and API).
+
+Mappings (decided here, used by every converter):
+
+- usage: Anthropic ``input_tokens`` → input, ``cache_read_input_tokens`` → cacheRead,
+  ``cache_creation_input_tokens`` → cacheWrite; OpenAI ``input_tokens`` minus its cached and cache-write
+  details → input, ``cached_tokens`` → cacheRead, ``cache_write_tokens`` → cacheWrite.
+  ``totalTokens`` is the sum of the four.
+- stop reasons: ``end_turn`` / ``stop_sequence`` / ``refusal`` → stop (a refusal is a finished turn with
+  valid usage; its text is replayed like any answer), ``max_tokens`` / ``model_context_window_exceeded`` →
+  length, ``tool_use`` → toolUse, ``pause_turn`` → pauseTurn. OpenAI ``completed`` → stop (toolUse when the
+  output holds a ``function_call``), ``incomplete`` → length, ``failed`` → error, ``cancelled`` → aborted.
+  A stream that breaks off (an ``error`` event, or no terminal event) gives stopReason error with
+  ``errorMessage``.
+- timestamps are given by the caller (``timestamp=``): a converter never invents a time.
+
+:func:`restore` validates a stored transcript against ``contracts/replaykit/transcript.schema.json`` and
+raises :class:`~replaykit.errors.LocalRequestError` (phase ``validation``) with the JSON pointer and the
+message index.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping
+from functools import cache
+from typing import Any, Literal, NotRequired, TypedDict, cast
+from urllib.parse import urlsplit
+
+import jsonschema  # type: ignore[import-untyped]
+from jsonschema.exceptions import ValidationError, best_match  # type: ignore[import-untyped]
+
+from replaykit.cassette import Interaction
+from replaykit.errors import LocalRequestError, ReplaykitError
+from replaykit.resources import data_dir
+
+__all__ = [
+    "ROLES",
+    "SCHEMA_ID",
+    "STOP_REASONS",
+    "AssistantBlock",
+    "AssistantMessage",
+    "ConversionError",
+    "FunctionTool",
+    "HostedSearchBlock",
+    "HostedSearchCall",
+    "HostedSearchError",
+    "HostedSearchResult",
+    "HostedSearchTool",
+    "ImageBlock",
+    "Message",
+    "SearchResult",
+    "StopReason",
+    "TextBlock",
+    "ThinkingBlock",
+    "Tool",
+    "ToolCallBlock",
+    "ToolResultMessage",
+    "Transcript",
+    "Usage",
+    "UserBlock",
+    "UserMessage",
+    "anthropic_final_body",
+    "from_anthropic",
+    "from_anthropic_stream",
+    "from_interaction",
+    "from_openai",
+    "from_openai_stream",
+    "openai_final_response",
+    "restore",
+    "schema",
+]
+
+SCHEMA_ID = "https://replaykit.dev/contracts/replaykit/transcript.schema.json"
+StopReason = Literal["stop", "length", "toolUse", "error", "aborted", "pauseTurn"]
+STOP_REASONS: tuple[StopReason, ...] = ("stop", "length", "toolUse", "error", "aborted", "pauseTurn")
+ROLES = ("user", "assistant", "toolResult")
+ANTHROPIC_API = "anthropic-messages"
+OPENAI_API = "openai-responses"
+JSON = dict[str, Any]
+
+
+# ---------------------------------------------------------------- the model
+
+
+class Usage(TypedDict):
+    """Token usage of one assistant turn. Converters write integers; a stored count may be non-finite or
+    null (unknown): restore keeps it, the estimator decides whether to anchor on it."""
+
+    input: float | None
+    output: float | None
+    cacheRead: float | None
+    cacheWrite: float | None
+    totalTokens: float | None
+
+
+class TextBlock(TypedDict):
+    """Text; ``citations`` are the provider's wire citations, kept verbatim (``encrypted_index`` intact).
+
+    ``signature`` is the OpenAI message item id the text came in (``msg_…``), used to replay it.
+    """
+
+    type: Literal["text"]
+    text: str
+    citations: NotRequired[list[JSON]]
+    signature: NotRequired[str]
+
+
+class ImageBlock(TypedDict):
+    """An image in a user or tool-result message: base64 ``data`` and its ``mimeType``."""
+
+    type: Literal["image"]
+    data: str
+    mimeType: str
+
+
+class ThinkingBlock(TypedDict):
+    """Reasoning. Anthropic: ``signature`` (``redacted``: the signature holds the redacted data).
+
+    OpenAI: ``thinking`` is the summary text and ``raw`` the reasoning item (``encrypted_content`` intact).
+    """
+
+    type: Literal["thinking"]
+    thinking: str
+    signature: NotRequired[str]
+    redacted: NotRequired[bool]
+    raw: NotRequired[JSON]
+
+
+class ToolCallBlock(TypedDict):
+    """A call of a harness-side function tool; ``raw`` the OpenAI ``function_call`` item when known."""
+
+    type: Literal["toolCall"]
+    id: str
+    name: str
+    arguments: JSON
+    raw: NotRequired[JSON]
+
+
+class SearchResult(TypedDict):
+    """One search result as shown: ``url``, ``title`` (may be null), ``pageAge`` (may be null or absent)."""
+
+    url: str
+    title: str | None
+    pageAge: NotRequired[str | None]
+
+
+class HostedSearchCall(TypedDict):
+    """A provider-hosted search call (``server_tool_use`` or ``web_search_call``)."""
+
+    type: Literal["hostedSearch"]
+    phase: Literal["call"]
+    id: str
+    query: NotRequired[str]
+    provider: NotRequired[str]
+    api: NotRequired[str]
+    raw: NotRequired[JSON]
+
+
+class HostedSearchResult(TypedDict):
+    """Results of a hosted search: no ``name``, no ``arguments``; ``results`` absent in legacy blocks."""
+
+    type: Literal["hostedSearch"]
+    phase: Literal["result"]
+    toolUseId: str
+    results: NotRequired[list[SearchResult]]
+    provider: NotRequired[str]
+    api: NotRequired[str]
+    raw: NotRequired[JSON]
+
+
+class HostedSearchError(TypedDict):
+    """A hosted search that failed (``web_search_tool_result_error`` or a failed ``web_search_call``)."""
+
+    type: Literal["hostedSearch"]
+    phase: Literal["error"]
+    toolUseId: str
+    errorCode: str
+    provider: NotRequired[str]
+    api: NotRequired[str]
+    raw: NotRequired[JSON]
+
+
+HostedSearchBlock = HostedSearchCall | HostedSearchResult | HostedSearchError
+AssistantBlock = TextBlock | ThinkingBlock | ToolCallBlock | HostedSearchBlock
+UserBlock = TextBlock | ImageBlock
+
+
+class UserMessage(TypedDict):
+    """What the user said; ``timestamp`` in milliseconds since the epoch."""
+
+    role: Literal["user"]
+    content: str | list[UserBlock]
+    timestamp: float
+
+
+class AssistantMessage(TypedDict):
+    """One assistant turn, with the provider, API and model that produced it.
+
+    ``responseId`` (the provider's message / response id) and ``errorMessage`` are for display: never sent.
+    """
+
+    role: Literal["assistant"]
+    content: list[AssistantBlock]
+    provider: str
+    api: str
+    model: str
+    usage: Usage
+    stopReason: StopReason
+    timestamp: float
+    responseId: NotRequired[str]
+    errorMessage: NotRequired[str]
+
+
+class ToolResultMessage(TypedDict):
+    """The harness's answer to a ``toolCall``."""
+
+    role: Literal["toolResult"]
+    toolCallId: str
+    toolName: str
+    content: str | list[UserBlock]
+    isError: bool
+    timestamp: float
+
+
+Message = UserMessage | AssistantMessage | ToolResultMessage
+
+
+class FunctionTool(TypedDict):
+    """A harness-side function tool: ``parameters`` is its JSON Schema."""
+
+    name: str
+    parameters: JSON
+    description: NotRequired[str]
+    type: NotRequired[Literal["function"]]
+
+
+class HostedSearchTool(TypedDict):
+    """The provider's hosted web search, enabled for the conversation."""
+
+    type: Literal["hostedSearch"]
+    maxUses: NotRequired[int]
+    allowedDomains: NotRequired[list[str]]
+    blockedDomains: NotRequired[list[str]]
+
+
+Tool = FunctionTool | HostedSearchTool
+
+
+class Transcript(TypedDict):
+    """A stored conversation."""
+
+    version: Literal[1]
+    messages: list[Message]
+    system: NotRequired[str | None]
+    tools: NotRequired[list[Tool]]
+
+
+class ConversionError(ReplaykitError, ValueError):
+    """A wire object (response body or stream) cannot be converted into an assistant message."""
+
+
+# ---------------------------------------------------------------- restore (validation)
+
+
+@cache
+def schema() -> JSON:
+    """The transcript's JSON Schema (``contracts/replaykit/transcript.schema.json``)."""
+    path = data_dir("contracts") / "replaykit" / "transcript.schema.json"
+    loaded: JSON = json.loads(path.read_text(encoding="utf-8"))
+    return loaded
+
+
+@cache
+def _validator() -> jsonschema.protocols.Validator:
+    cls = jsonschema.validators.validator_for(schema())
+    validator: jsonschema.protocols.Validator = cls(schema())
+    return validator
+
+
+def restore(data: object, *, source: str = "<transcript>") -> Transcript:
+    """Validate a stored transcript and return it unchanged (no migration: legacy blocks load as they are).
+
+    Raises :class:`LocalRequestError` (phase ``validation``) naming ``source``, the JSON pointer of the first
+    violation and the index of the message at fault.
+    """
+    error = best_match(_validator().iter_errors(data), key=_relevance)
+    if error is not None:
+        _raise_violation(error, source)
+    _check_timestamps(cast(JSON, data), source)
+    return cast(Transcript, data)
+
+
+def _relevance(error: ValidationError) -> tuple[int, ...]:
+    key: tuple[int, ...] = jsonschema.exceptions.relevance(error)
+    return (len(error.absolute_path), *key)
+
+
+def _pointer(parts: Iterable[object]) -> str:
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
+
+
+def _message_index(parts: list[object]) -> int | None:
+    if len(parts) > 1 and parts[0] == "messages" and isinstance(parts[1], int):
+        return parts[1]
+    return None
+
+
+def _raise_violation(error: ValidationError, source: str) -> None:
+    parts = list(error.absolute_path)
+    where: JSON = error.schema if isinstance(error.schema, dict) else {}
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = next(name for name in error.validator_value if name not in error.instance)
+        parts.append(missing)
+        where = _resolve(where.get("properties", {}).get(missing, {}))
+    pointer = _pointer(parts)
+    fix = str(where.get("description", ""))
+    raise LocalRequestError(f"{source}: {_explain(error)}{'; ' + fix if fix else ''}",
+                            phase="validation", pointer=pointer, message_index=_message_index(parts))
+
+
+def _resolve(subschema: JSON) -> JSON:
+    ref = subschema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        resolved: JSON = schema()["$defs"][ref.removeprefix("#/$defs/")]
+        return resolved
+    return subschema
+
+
+def _explain(error: ValidationError) -> str:
+    text: str = error.message
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _check_timestamps(data: JSON, source: str) -> None:
+    for index, message in enumerate(data["messages"]):
+        stamp = message["timestamp"]
+        if not math.isfinite(stamp):
+            raise LocalRequestError(
+                f"{source}: timestamp {stamp!r} is not a finite number; store milliseconds since the epoch",
+                phase="validation", pointer=f"/messages/{index}/timestamp", message_index=index)
+
+
+# ---------------------------------------------------------------- shared helpers
+
+
+def _usage(input_: int, output: int, cache_read: int, cache_write: int) -> Usage:
+    total = input_ + output + cache_read + cache_write
+    return {"input": input_, "output": output, "cacheRead": cache_read, "cacheWrite": cache_write,
+            "totalTokens": total}
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _mapping(value: object, what: str) -> JSON:
+    if not isinstance(value, dict):
+        raise ConversionError(f"{what} must be a JSON object, not {type(value).__name__}")
+    return value
+
+
+def _obj(value: object) -> JSON:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _assistant(content: list[AssistantBlock], provider: str, api: str, body: JSON, usage: Usage,
+               stop: StopReason, timestamp: int) -> AssistantMessage:
+    message: AssistantMessage = {
+        "role": "assistant", "content": content, "provider": provider, "api": api,
+        "model": str(body.get("model") or ""), "usage": usage, "stopReason": stop, "timestamp": timestamp,
+    }
+    if isinstance(body.get("id"), str):
+        message["responseId"] = body["id"]
+    return message
+
+
+def _failed(message: AssistantMessage, reason: str) -> AssistantMessage:
+    message["stopReason"] = "error"
+    message["errorMessage"] = reason
+    return message
+
+
+# ---------------------------------------------------------------- Anthropic Messages
+
+_ANTHROPIC_STOPS: dict[str, StopReason] = {
+    "end_turn": "stop", "stop_sequence": "stop", "refusal": "stop",
+    "max_tokens": "length", "model_context_window_exceeded": "length",
+    "tool_use": "toolUse", "pause_turn": "pauseTurn",
+}
+_SEARCH_TOOLS = {"web_search", "web_fetch"}
+
+
+def from_anthropic(message: Mapping[str, Any], *, timestamp: int) -> AssistantMessage:
+    """Convert an Anthropic Messages response body (``type: message``) into an assistant message."""
+    body = _mapping(message, "an Anthropic message")
+    return _anthropic_message(body, _anthropic_stop(body.get("stop_reason")), timestamp)
+
+
+def _anthropic_message(body: JSON, stop: StopReason, timestamp: int) -> AssistantMessage:
+    blocks = body.get("content") or []
+    if not isinstance(blocks, list):
+        raise ConversionError("an Anthropic message's content must be a list of blocks")
+    content = [_anthropic_block(block, index) for index, block in enumerate(blocks)]
+    usage = _anthropic_usage(body.get("usage"))
+    return _assistant(content, "anthropic", ANTHROPIC_API, body, usage, stop, timestamp)
+
+
+def _anthropic_stop(reason: object) -> StopReason:
+    if not isinstance(reason, str) or reason not in _ANTHROPIC_STOPS:
+        raise ConversionError(f"unknown Anthropic stop_reason {reason!r}; known: {sorted(_ANTHROPIC_STOPS)}")
+    return _ANTHROPIC_STOPS[reason]
+
+
+def _anthropic_usage(raw: object) -> Usage:
+    usage = raw if isinstance(raw, dict) else {}
+    return _usage(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")),
+                  _int(usage.get("cache_read_input_tokens")), _int(usage.get("cache_creation_input_tokens")))
+
+
+def _anthropic_block(raw: object, index: int) -> AssistantBlock:
+    block = _mapping(raw, f"content[{index}]")
+    kind = block.get("type")
+    convert = _ANTHROPIC_BLOCKS.get(str(kind))
+    if convert is None:
+        raise ConversionError(f"content[{index}]: unsupported Anthropic content block type {kind!r}")
+    return convert(block)
+
+
+def _anthropic_text(block: JSON) -> TextBlock:
+    text: TextBlock = {"type": "text", "text": str(block.get("text") or "")}
+    citations = block.get("citations")
+    if isinstance(citations, list) and citations:
+        text["citations"] = copy.deepcopy(citations)
+    return text
+
+
+def _anthropic_thinking(block: JSON) -> ThinkingBlock:
+    thinking: ThinkingBlock = {"type": "thinking", "thinking": str(block.get("thinking") or "")}
+    if _str(block.get("signature")):
+        thinking["signature"] = block["signature"]
+    return thinking
+
+
+def _anthropic_redacted(block: JSON) -> ThinkingBlock:
+    return {"type": "thinking", "thinking": "", "redacted": True, "signature": str(block.get("data") or "")}
+
+
+def _anthropic_tool_use(block: JSON) -> ToolCallBlock:
+    arguments = block.get("input")
+    return {"type": "toolCall", "id": str(block.get("id")), "name": str(block.get("name")),
+            "arguments": copy.deepcopy(arguments) if isinstance(arguments, dict) else {}}
+
+
+def _anthropic_server_call(block: JSON) -> HostedSearchCall:
+    if block.get("name") not in _SEARCH_TOOLS:
+        raise ConversionError(f"server_tool_use {block.get('name')!r} is not a search tool "
+                              f"(supported: {sorted(_SEARCH_TOOLS)})")
+    call: HostedSearchCall = {"type": "hostedSearch", "phase": "call", "provider": "anthropic",
+                              "api": ANTHROPIC_API, "id": str(block.get("id")), "raw": copy.deepcopy(block)}
+    arguments = block.get("input")
+    if isinstance(arguments, dict) and isinstance(arguments.get("query"), str):
+        call["query"] = arguments["query"]
+    return call
+
+
+def _anthropic_search_result(block: JSON) -> HostedSearchResult | HostedSearchError:
+    content = block.get("content")
+    if isinstance(content, dict):
+        return _anthropic_search_error(block, content)
+    items = content if isinstance(content, list) else []
+    results = [_search_result(item.get("url"), item.get("title"), item.get("page_age"))
+               for item in items if isinstance(item, dict)]
+    return {"type": "hostedSearch", "phase": "result", "provider": "anthropic", "api": ANTHROPIC_API,
+            "toolUseId": str(block.get("tool_use_id")), "results": results, "raw": copy.deepcopy(block)}
+
+
+def _anthropic_fetch_result(block: JSON) -> HostedSearchResult | HostedSearchError:
+    content = block.get("content")
+    content = content if isinstance(content, dict) else {}
+    if "error_code" in content:
+        return _anthropic_search_error(block, content)
+    document = content.get("content")
+    title = document.get("title") if isinstance(document, dict) else None
+    return {"type": "hostedSearch", "phase": "result", "provider": "anthropic", "api": ANTHROPIC_API,
+            "toolUseId": str(block.get("tool_use_id")),
+            "results": [_search_result(content.get("url"), title)], "raw": copy.deepcopy(block)}
+
+
+def _anthropic_search_error(block: JSON, content: JSON) -> HostedSearchError:
+    return {"type": "hostedSearch", "phase": "error", "provider": "anthropic", "api": ANTHROPIC_API,
+            "toolUseId": str(block.get("tool_use_id")), "errorCode": str(content.get("error_code")),
+            "raw": copy.deepcopy(block)}
+
+
+def _search_result(url: object, title: object, page_age: object = None) -> SearchResult:
+    return {"url": str(url or ""), "title": _str(title), "pageAge": _str(page_age)}
+
+
+_ANTHROPIC_BLOCKS: dict[str, Callable[[JSON], AssistantBlock]] = {
+    "text": _anthropic_text, "thinking": _anthropic_thinking, "redacted_thinking": _anthropic_redacted,
+    "tool_use": _anthropic_tool_use, "server_tool_use": _anthropic_server_call,
+    "web_search_tool_result": _anthropic_search_result, "web_fetch_tool_result": _anthropic_fetch_result,
+}
+
+
+class _AnthropicStream:
+    """Accumulates Anthropic stream events into the final message body (as the SDK's accumulator does)."""
+
+    def __init__(self) -> None:
+        self.body: JSON | None = None
+        self.json_bufs: dict[int, str] = {}
+        self.stopped = False
+        self.error: str | None = None
+
+    def feed(self, event: JSON) -> None:
+        handler = getattr(self, "_on_" + str(event.get("type")), None)
+        if handler is not None:
+            handler(event)
+
+    def _message(self) -> JSON:
+        if self.body is None:
+            raise ConversionError(f"stream event before message_start (got {self.body!r})")
+        return self.body
+
+    def _on_message_start(self, event: JSON) -> None:
+        self.body = copy.deepcopy(_mapping(event.get("message"), "message_start.message"))
+        self.body["content"] = list(self.body.get("content") or [])
+
+    def _on_content_block_start(self, event: JSON) -> None:
+        block = copy.deepcopy(_mapping(event.get("content_block"), "content_block_start.content_block"))
+        self._message()["content"].append(block)
+
+    def _on_content_block_delta(self, event: JSON) -> None:
+        index = event.get("index")
+        content = self._message()["content"]
+        if not isinstance(index, int) or not 0 <= index < len(content):
+            raise ConversionError(f"content_block_delta for unknown block index {index!r}")
+        _apply_delta(content[index], _mapping(event.get("delta"), "content_block_delta.delta"),
+                     self.json_bufs, index)
+
+    def _on_content_block_stop(self, event: JSON) -> None:
+        index = event.get("index")
+        buffer = self.json_bufs.pop(index, "") if isinstance(index, int) else ""
+        if buffer:
+            try:
+                self._message()["content"][index]["input"] = json.loads(buffer)
+            except ValueError as exc:
+                raise ConversionError(f"block {index}: the streamed input is not JSON: {exc}") from exc
+
+    def _on_message_delta(self, event: JSON) -> None:
+        body = self._message()
+        delta = _obj(event.get("delta"))
+        for key in ("stop_reason", "stop_sequence"):
+            if key in delta:
+                body[key] = delta[key]
+        usage = body.setdefault("usage", {})
+        for key, value in _obj(event.get("usage")).items():
+            if value is not None:
+                usage[key] = copy.deepcopy(value)
+
+    def _on_message_stop(self, event: JSON) -> None:
+        self.stopped = True
+
+    def _on_error(self, event: JSON) -> None:
+        error = _obj(event.get("error"))
+        self.error = f"{error.get('type', 'error')}: {error.get('message', '')}"
+
+
+def _apply_delta(block: JSON, delta: JSON, json_bufs: dict[int, str], index: int) -> None:
+    kind = delta.get("type")
+    if kind == "text_delta":
+        block["text"] = block.get("text", "") + str(delta.get("text", ""))
+    elif kind == "input_json_delta":
+        json_bufs[index] = json_bufs.get(index, "") + str(delta.get("partial_json", ""))
+    elif kind == "citations_delta":
+        block["citations"] = [*(block.get("citations") or []), copy.deepcopy(delta.get("citation"))]
+    elif kind == "thinking_delta":
+        block["thinking"] = block.get("thinking", "") + str(delta.get("thinking", ""))
+    elif kind == "signature_delta":
+        block["signature"] = delta.get("signature")
+    else:
+        raise ConversionError(f"block {index}: unknown Anthropic delta type {kind!r}")
+
+
+def _anthropic_accumulate(events: Iterable[Mapping[str, Any]]) -> _AnthropicStream:
+    stream = _AnthropicStream()
+    for event in events:
+        stream.feed(_mapping(event, "a stream event"))
+    if stream.body is None:
+        raise ConversionError("the stream has no message_start event")
+    return stream
+
+
+def anthropic_final_body(events: Iterable[Mapping[str, Any]]) -> JSON:
+    """The final message body an Anthropic stream adds up to (the parsed ``data`` of each event, in order)."""
+    body = _anthropic_accumulate(events).body
+    assert body is not None  # _anthropic_accumulate guarantees it
+    return body
+
+
+def from_anthropic_stream(events: Iterable[Mapping[str, Any]], *, timestamp: int) -> AssistantMessage:
+    """Convert an Anthropic Messages stream (parsed event data, in order) into an assistant message.
+
+    Same result as :func:`from_anthropic` on the final body; a stream broken by an ``error`` event or ending
+    before ``message_stop`` gives stopReason ``error`` with ``errorMessage``, keeping the content received.
+    """
+    stream = _anthropic_accumulate(events)
+    assert stream.body is not None
+    if stream.error is not None or not stream.stopped:
+        message = _anthropic_message(stream.body, "error", timestamp)
+        return _failed(message, stream.error or "the stream ended before message_stop")
+    return from_anthropic(stream.body, timestamp=timestamp)
+
+
+# ---------------------------------------------------------------- OpenAI Responses
+
+_OPENAI_STATUS: dict[str, StopReason] = {
+    "completed": "stop", "incomplete": "length", "failed": "error", "cancelled": "aborted",
+}
+_TERMINAL_EVENTS = {"response.completed", "response.incomplete", "response.failed", "response.cancelled"}
+
+
+def from_openai(response: Mapping[str, Any], *, timestamp: int, provider: str = "openai") -> AssistantMessage:
+    """Convert an OpenAI Responses body (``object: response``) into an assistant message.
+
+    ``provider`` is ``openai`` or ``azure`` (Azure OpenAI serves the same API).
+    """
+    body = _mapping(response, "an OpenAI response")
+    status = body.get("status")
+    if not isinstance(status, str) or status not in _OPENAI_STATUS:
+        raise ConversionError(f"response status {status!r} is not final; "
+                              f"convert a response whose status is one of {sorted(_OPENAI_STATUS)}")
+    message = _openai_message_of(body, _OPENAI_STATUS[status], timestamp, provider)
+    error = body.get("error")
+    if message["stopReason"] == "error" and isinstance(error, dict):
+        message["errorMessage"] = f"{error.get('code') or 'error'}: {error.get('message', '')}"
+    return message
+
+
+def _openai_message_of(body: JSON, stop: StopReason, timestamp: int, provider: str) -> AssistantMessage:
+    output = body.get("output") or []
+    if not isinstance(output, list):
+        raise ConversionError("an OpenAI response's output must be a list of items")
+    content = [block for index, item in enumerate(output) for block in _openai_item(item, index, provider)]
+    if stop == "stop" and any(block["type"] == "toolCall" for block in content):
+        stop = "toolUse"
+    return _assistant(content, provider, OPENAI_API, body, _openai_usage(body.get("usage")), stop, timestamp)
+
+
+def _openai_usage(raw: object) -> Usage:
+    usage = raw if isinstance(raw, dict) else {}
+    details = usage.get("input_tokens_details")
+    details = details if isinstance(details, dict) else {}
+    cached, written = _int(details.get("cached_tokens")), _int(details.get("cache_write_tokens"))
+    fresh = max(_int(usage.get("input_tokens")) - cached - written, 0)
+    return _usage(fresh, _int(usage.get("output_tokens")), cached, written)
+
+
+def _openai_item(raw: object, index: int, provider: str) -> list[AssistantBlock]:
+    item = _mapping(raw, f"output[{index}]")
+    kind = item.get("type")
+    if kind == "message":
+        return list(_openai_message(item))
+    if kind == "reasoning":
+        return [_openai_reasoning(item)]
+    if kind == "function_call":
+        return [_openai_function_call(item)]
+    if kind == "web_search_call":
+        return [_openai_search(item, provider)]
+    raise ConversionError(f"output[{index}]: unsupported OpenAI output item type {kind!r}")
+
+
+def _openai_message(item: JSON) -> list[TextBlock]:
+    blocks: list[TextBlock] = []
+    for part in item.get("content") or []:
+        text: TextBlock = {"type": "text", "text": str(part.get("text") or part.get("refusal") or "")}
+        if isinstance(part.get("annotations"), list) and part["annotations"]:
+            text["citations"] = copy.deepcopy(part["annotations"])
+        if isinstance(item.get("id"), str):
+            text["signature"] = item["id"]
+        blocks.append(text)
+    return blocks
+
+
+def _openai_reasoning(item: JSON) -> ThinkingBlock:
+    summary = [str(part.get("text", "")) for part in item.get("summary") or [] if isinstance(part, dict)]
+    return {"type": "thinking", "thinking": "\n\n".join(summary), "raw": copy.deepcopy(item)}
+
+
+def _openai_function_call(item: JSON) -> ToolCallBlock:
+    try:
+        arguments = json.loads(item.get("arguments") or "{}")
+    except ValueError:
+        arguments = {}
+    return {"type": "toolCall", "id": str(item.get("call_id")), "name": str(item.get("name")),
+            "arguments": arguments if isinstance(arguments, dict) else {}, "raw": copy.deepcopy(item)}
+
+
+def _openai_search(item: JSON, provider: str) -> HostedSearchCall | HostedSearchError:
+    ident = str(item.get("id"))
+    if item.get("status") == "failed":
+        return {"type": "hostedSearch", "phase": "error", "provider": provider, "api": OPENAI_API,
+                "toolUseId": ident, "errorCode": "failed", "raw": copy.deepcopy(item)}
+    call: HostedSearchCall = {"type": "hostedSearch", "phase": "call", "provider": provider,
+                              "api": OPENAI_API, "id": ident, "raw": copy.deepcopy(item)}
+    query = _openai_query(item.get("action"))
+    if query is not None:
+        call["query"] = query
+    return call
+
+
+def _openai_query(action: object) -> str | None:
+    if not isinstance(action, dict):
+        return None
+    if isinstance(action.get("query"), str):
+        return str(action["query"])
+    queries = action.get("queries")
+    if isinstance(queries, list) and queries and isinstance(queries[0], str):
+        return queries[0]
+    return None
+
+
+class _OpenAIStream:
+    """Accumulates OpenAI Responses stream events: items by ``output_index``, the terminal response."""
+
+    def __init__(self) -> None:
+        self.response: JSON | None = None
+        self.items: dict[int, JSON] = {}
+        self.terminal = False
+        self.error: str | None = None
+
+    def feed(self, event: JSON) -> None:
+        kind = str(event.get("type"))
+        if kind in {"response.created", "response.in_progress"} or kind in _TERMINAL_EVENTS:
+            self.response = copy.deepcopy(_mapping(event.get("response"), f"{kind}.response"))
+            self.terminal = self.terminal or kind in _TERMINAL_EVENTS
+        elif kind in {"response.output_item.added", "response.output_item.done"}:
+            self.items[_index(event)] = copy.deepcopy(_mapping(event.get("item"), f"{kind}.item"))
+        elif kind == "response.output_text.delta":
+            self._part(event)["text"] = self._part(event).get("text", "") + str(event.get("delta", ""))
+        elif kind == "response.content_part.added":
+            self.items[_index(event)].setdefault("content", []).append(copy.deepcopy(event.get("part")))
+        elif kind == "error":
+            self.error = f"{event.get('code') or 'error'}: {event.get('message', '')}"
+
+    def _part(self, event: JSON) -> JSON:
+        parts = self.items.get(_index(event), {}).get("content") or []
+        index = event.get("content_index")
+        if not isinstance(index, int) or not 0 <= index < len(parts):
+            raise ConversionError(f"output_text.delta for unknown content part {index!r}")
+        part: JSON = parts[index]
+        return part
+
+    def final(self) -> JSON:
+        if self.response is None:
+            raise ConversionError("the stream has no response.created or terminal response event")
+        body = dict(self.response)
+        if not (self.terminal and isinstance(body.get("output"), list) and body["output"]):
+            body["output"] = [self.items[index] for index in sorted(self.items)]
+        return body
+
+
+def _index(event: JSON) -> int:
+    index = event.get("output_index")
+    if not isinstance(index, int):
+        raise ConversionError(f"{event.get('type')} has no integer output_index")
+    return index
+
+
+def _openai_accumulate(events: Iterable[Mapping[str, Any]]) -> _OpenAIStream:
+    stream = _OpenAIStream()
+    for event in events:
+        stream.feed(_mapping(event, "a stream event"))
+    return stream
+
+
+def openai_final_response(events: Iterable[Mapping[str, Any]]) -> JSON:
+    """The final response an OpenAI Responses stream adds up to.
+
+    The terminal event's response when it carries the output (as the SDK's ``get_final_response``: reasoning
+    items are re-encrypted there, so their ``encrypted_content`` differs from ``output_item.done``); otherwise
+    the last snapshot with the output assembled from the ``output_item`` and text delta events.
+    """
+    return _openai_accumulate(events).final()
+
+
+def from_openai_stream(events: Iterable[Mapping[str, Any]], *, timestamp: int,
+                       provider: str = "openai") -> AssistantMessage:
+    """Convert an OpenAI Responses stream (parsed event data, in order) into an assistant message.
+
+    Same result as :func:`from_openai` on the final response; a stream broken by an ``error`` event or ending
+    without a terminal ``response.*`` event gives stopReason ``error`` with ``errorMessage``.
+    """
+    stream = _openai_accumulate(events)
+    body = stream.final()
+    if stream.error is not None or not stream.terminal:
+        message = _openai_message_of(body, "error", timestamp, provider)
+        return _failed(message, stream.error or "the stream ended before a terminal response event")
+    return from_openai(body, timestamp=timestamp, provider=provider)
+
+
+# ---------------------------------------------------------------- cassette interactions
+
+
+def _route(interaction: Interaction) -> tuple[str, str]:
+    parts = urlsplit(interaction.request.uri)
+    path = parts.path.rstrip("/")
+    if path.endswith("/v1/messages"):
+        return "anthropic", ANTHROPIC_API
+    if path.endswith("/responses"):
+        azure = "azure" in (parts.hostname or "") or path.startswith("/openai/")
+        return ("azure" if azure else "openai"), OPENAI_API
+    raise ConversionError(f"{interaction.request.method} {interaction.request.uri} is neither Anthropic "
+                          "/v1/messages nor OpenAI /responses")
+
+
+def _event_data(interaction: Interaction) -> list[JSON]:
+    data: list[JSON] = []
+    for number, event in enumerate(interaction.response.events):
+        if event.data is None:
+            continue
+        try:
+            data.append(_mapping(event.json(), f"stream event {number}"))
+        except ValueError as exc:
+            raise ConversionError(f"stream event {number}: data is not a JSON object: {exc}") from exc
+    return data
+
+
+def from_interaction(interaction: Interaction, *, timestamp: int) -> AssistantMessage:
+    """Convert a recorded exchange: dispatch on the route (``/v1/messages``, ``/responses``, Azure's
+    ``/openai/…``) and on the response's content type (a stream or a JSON body).
+
+    An HTTP error response gives an assistant message with stopReason ``error``, empty content and zero usage.
+    """
+    provider, api = _route(interaction)
+    response = interaction.response
+    if response.status >= 400:
+        return _http_error(interaction, provider, api, timestamp)
+    if api == ANTHROPIC_API:
+        if response.is_stream:
+            return from_anthropic_stream(_event_data(interaction), timestamp=timestamp)
+        return from_anthropic(_body(interaction), timestamp=timestamp)
+    if response.is_stream:
+        return from_openai_stream(_event_data(interaction), timestamp=timestamp, provider=provider)
+    return from_openai(_body(interaction), timestamp=timestamp, provider=provider)
+
+
+def _body(interaction: Interaction) -> JSON:
+    body = interaction.response.json()
+    if not isinstance(body, dict):
+        raise ConversionError(f"the response to {interaction.request.uri} is not a JSON object")
+    return body
+
+
+def _http_error(interaction: Interaction, provider: str, api: str, timestamp: int) -> AssistantMessage:
+    request = interaction.request.json()
+    body = interaction.response.json()
+    error = body.get("error") if isinstance(body, dict) else None
+    detail = error.get("message", "") if isinstance(error, dict) else interaction.response.body[:200].decode(
+        "utf-8", "replace")
+    model = request.get("model") if isinstance(request, dict) else None
+    message = _assistant([], provider, api, {"model": model}, _usage(0, 0, 0, 0), "error", timestamp)
+    return _failed(message, f"HTTP {interaction.response.status}: {detail}")

@@ -1,0 +1,284 @@
+"""Verify cassettes: parse errors, secrets left behind, SSE framing (the library of ``replaykit verify``).
+
+:func:`verify_paths` loads every cassette named (files, or folders searched for ``*.yaml`` / ``*.yml``) and
+returns a :class:`Report`: one :class:`FileResult` per file, each with its :class:`Finding` list. A file that
+does not parse gets one ``parse`` finding (the :class:`~replaykit.errors.CassetteError` text, with its line)
+and is still searched, as raw text, for keys.
+
+Adding a check (the seam)
+-------------------------
+A check is a small function ``check(path, cassette) -> list[Finding]`` run on every cassette that parsed.
+:data:`CHECKS` lists them in order. To add one (a contract check, say), write the function here, importing
+what it needs from its own module inside the function (``replaykit.contracts`` sits below this module), and
+add ONE line with its name to :data:`CHECKS`. Callers may also pass their own tuple:
+``verify_paths(paths, checks=CHECKS + (my_check,))``. A check reports problems as findings, never raises for
+them; ``severity="warning"`` findings are shown but do not fail the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from replaykit import cassette as cassettes
+from replaykit import redact
+from replaykit.cassette import Cassette, Interaction
+from replaykit.errors import CassetteError, UsageError, located
+
+__all__ = [
+    "CHECKS",
+    "Check",
+    "FileResult",
+    "Finding",
+    "Report",
+    "Severity",
+    "check_fingerprint",
+    "check_secrets",
+    "check_sse_framing",
+    "verify_file",
+    "verify_paths",
+]
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One problem, shown as ``file:place: kind: message``; ``place`` is a line or a pointer into the file."""
+
+    file: str
+    place: str
+    kind: str
+    message: str
+    severity: Severity = "error"
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.place}" if self.place else self.file
+        tail = " (warning)" if self.severity == "warning" else ""
+        return f"{where}: {self.kind}: {self.message}{tail}"
+
+    def to_json(self) -> dict[str, str]:
+        """The finding as a JSON object."""
+        return {"file": self.file, "place": self.place, "kind": self.kind, "message": self.message,
+                "severity": self.severity}
+
+
+@dataclass(slots=True)
+class FileResult:
+    """The verdict on one file (``interactions``, ``fingerprint``, ``origin`` empty when it did not parse)."""
+
+    path: str
+    interactions: int = 0
+    fingerprint: str | None = None
+    origin: str | None = None
+    provider: str | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when no finding is an error."""
+        return not any(f.severity == "error" for f in self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as a JSON object."""
+        return {"path": self.path, "interactions": self.interactions, "fingerprint": self.fingerprint,
+                "origin": self.origin, "provider": self.provider, "ok": self.ok,
+                "findings": [f.to_json() for f in self.findings]}
+
+
+@dataclass(slots=True)
+class Report:
+    """Every file verified, in order."""
+
+    files: list[FileResult] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[Finding]:
+        """All findings of all files."""
+        return [finding for result in self.files for finding in result.findings]
+
+    @property
+    def ok(self) -> bool:
+        """True when every file is ok."""
+        return all(result.ok for result in self.files)
+
+    def summary(self) -> dict[str, Any]:
+        """Counts: files, interactions, findings (errors, warnings, by kind) and the verdict."""
+        found = self.findings
+        errors = sum(f.severity == "error" for f in found)
+        return {"files": len(self.files), "interactions": sum(r.interactions for r in self.files),
+                "findings": len(found), "errors": errors, "warnings": len(found) - errors,
+                "by_kind": dict(sorted(Counter(f.kind for f in found).items())), "ok": self.ok}
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"files": [...], "summary": {...}}``: the document ``replaykit verify --json`` prints."""
+        return {"files": [r.to_json() for r in self.files], "summary": self.summary()}
+
+
+Check = Callable[[Path, Cassette], list[Finding]]
+
+
+# ---------------------------------------------------------------- checks
+
+
+def _place(item: Interaction, index: int) -> str:
+    return str(item.line) if item.line else f"interactions[{index}]"
+
+
+def check_secrets(path: Path, cassette: Cassette) -> list[Finding]:
+    """Keys in the cassette's traffic and metadata (with their field), then any others in the raw text."""
+    in_model = redact.scan(cassette)
+    seen = {_same(f) for f in in_model}
+    in_text = [f for f in _text_secrets(path) if _same(f) not in seen]
+    return [_secret(path, found) for found in in_model + in_text]
+
+
+def _same(found: redact.SecretFinding) -> tuple[str, str]:
+    """What identifies a key across the model and the raw text (where escaping may change its length)."""
+    return found.kind, found.excerpt.partition("…")[0]
+
+
+def _text_secrets(path: Path) -> list[redact.SecretFinding]:
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    return redact.scan_text(text, str(path))
+
+
+def _secret(path: Path, found: redact.SecretFinding) -> Finding:
+    """A secret finding: placed at its line, its field named in the message, the key masked."""
+    index = found.interaction
+    field_name = found.field if index is None else f"interactions[{index}].{found.field}"
+    place = str(found.line) if found.line else field_name
+    where = "" if found.field.startswith("line ") else f"{field_name}: "
+    message = (f"{where}{redact.kind_label(found.kind)} {found.excerpt}; "
+               "remove it (replaykit redact) and rotate the key")
+    return Finding(str(path), place, "secret", message)
+
+
+_STREAMS_JSON = re.compile(r"/v1/messages|/responses|/chat/completions|/openai/")
+_JSON_PROVIDERS = {"anthropic", "openai", "azure"}
+_DONE = "[DONE]"
+
+
+def _streams_json(cassette: Cassette, item: Interaction) -> bool:
+    """True when the provider streams JSON in every ``data:`` (Anthropic, OpenAI, Azure OpenAI)."""
+    if cassette.meta.provider in _JSON_PROVIDERS:
+        return True
+    return bool(_STREAMS_JSON.search(item.request.uri.partition("?")[0]))
+
+
+def check_sse_framing(path: Path, cassette: Cassette) -> list[Finding]:
+    """Streams with no events, a last event lacking its blank line, non-JSON data where JSON is streamed."""
+    found: list[Finding] = []
+    for index, item in enumerate(cassette.interactions):
+        if item.response.is_stream:
+            problems = _framing(item, _streams_json(cassette, item))
+            found += [Finding(str(path), _place(item, index), "sse-framing",
+                              f"interactions[{index}].response.body{message}") for message in problems]
+    return found
+
+
+def _framing(item: Interaction, wants_json: bool) -> list[str]:
+    events = item.response.events
+    if not any(event.data is not None for event in events):
+        return [": a text/event-stream body with no events; record the stream again or fix its content-type"]
+    problems: list[str] = []
+    last = len(events) - 1
+    if not events[last].terminated:
+        problems.append(f"/events[{last}]: the last event lacks its terminating blank line; "
+                        "end the body with an empty line")
+    if wants_json:
+        problems += [f"/events[{n}]: data is not JSON ({_short(e.data or '')!r}); this provider streams JSON"
+                     for n, e in enumerate(events) if e.data is not None and not _is_json(e.data)]
+    return problems
+
+
+def _is_json(data: str) -> bool:
+    if data.strip() == _DONE:
+        return True
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
+
+
+def _short(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def check_fingerprint(path: Path, cassette: Cassette) -> list[Finding]:
+    """A stored ``replaykit.fingerprint`` that no longer matches the traffic (hand-edited): a warning."""
+    stored, actual = cassette.meta.fingerprint, cassette.fingerprint()
+    if stored is None or stored == actual:
+        return []
+    message = (f"stored fingerprint {stored[:19]}… does not match the traffic ({actual[:19]}…); "
+               "the file was edited by hand: load and save it to refresh")
+    return [Finding(str(path), "replaykit.fingerprint", "fingerprint", message, "warning")]
+
+
+# Every check run on a cassette that parsed, in order. Add a check: one line here (see the module docstring).
+CHECKS: tuple[Check, ...] = (
+    check_secrets,
+    check_sse_framing,
+    check_fingerprint,
+)
+
+
+# ---------------------------------------------------------------- running
+
+
+def verify_file(path: str | os.PathLike[str], checks: Iterable[Check] = CHECKS) -> FileResult:
+    """Verify one cassette file: a ``parse`` finding if it does not load, else every check's findings."""
+    target = Path(path)
+    try:
+        loaded = cassettes.load(target)
+    except CassetteError as exc:
+        result = FileResult(str(target), findings=[_parse_finding(target, exc)])
+        result.findings += [_secret(target, found) for found in _text_secrets(target)]
+        return result
+    result = FileResult(str(target), len(loaded.interactions), loaded.fingerprint(), loaded.meta.origin,
+                        loaded.meta.provider)
+    for check in checks:
+        result.findings += check(target, loaded)
+    return result
+
+
+def _parse_finding(path: Path, exc: CassetteError) -> Finding:
+    """Split the ``file:place: message`` text of a CassetteError into a finding."""
+    text, prefix = str(exc), f"{path}:"
+    rest = text[len(prefix):].lstrip() if text.startswith(prefix) else text
+    place, sep, message = rest.partition(": ")
+    if sep and re.fullmatch(r"\d+|interactions\[\d+\]", place):
+        return Finding(str(path), place, "parse", message)
+    return Finding(str(path), "", "parse", rest)
+
+
+def verify_paths(paths: Iterable[str | os.PathLike[str]], checks: Iterable[Check] = CHECKS) -> Report:
+    """Verify every cassette under ``paths``; a missing path or a folder without cassettes is a UsageError."""
+    chosen = tuple(checks)
+    return Report([verify_file(path, chosen) for path in _cassette_paths(paths)])
+
+
+def _cassette_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    found: list[Path] = []
+    for entry in map(Path, paths):
+        if not entry.exists():
+            raise UsageError(located(entry, None, "no such file or directory",
+                                     "name a cassette file or a folder of cassettes"))
+        files = cassettes.iter_paths([entry])
+        if not files:
+            raise UsageError(located(entry, None, "no cassettes (*.yaml, *.yml) in this directory",
+                                     "point at a folder that holds cassettes"))
+        found += files
+    if not found:
+        raise UsageError("no paths given; name cassette files or folders")
+    return found

@@ -1,0 +1,119 @@
+"""``replaykit verify``: every bad input is one clear line, never a traceback; exit codes; ``--json``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_redact import RECORDED, planted
+
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, main
+
+DATA = Path(__file__).resolve().parent / "data" / "verify"
+CONSOLE = Path(sys.executable).parent / "replaykit"
+BAD = {
+    "malformed.yaml": ":6: parse: invalid YAML: ",
+    "wrong_version.yaml": ":2: parse: unsupported cassette version 2; replaykit reads vcrpy version 1",
+    "missing_keys.yaml": ":3: parse: ",
+    "not_utf8.yaml": ":5: parse: not UTF-8 (byte 0xe9); save the file as UTF-8",
+    "unterminated_stream.yaml": ":4: sse-framing: interactions[0].response.body/events[1]: the last event",
+    "empty_stream.yaml": ":4: sse-framing: interactions[0].response.body: a text/event-stream body with no",
+    "non_json_stream.yaml": ":4: sse-framing: interactions[0].response.body/events[1]: data is not JSON",
+}
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["verify", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_each_bad_input_is_one_finding_line_and_exit_1(capsys: pytest.CaptureFixture[str], name: str) -> None:
+    path = str(DATA / name)
+    code, out, err = _run(capsys, path)
+    assert code == EXIT_FINDINGS and err == ""
+    finding_lines = [line for line in out.splitlines() if line.startswith(path + ":")]
+    assert len(finding_lines) == 1
+    assert finding_lines[0].startswith(path + BAD[name])
+    assert out.rstrip().endswith("1 finding: FAILED")
+    assert "Traceback" not in out
+
+
+def test_a_clean_file_exits_0_with_a_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, str(DATA / "clean_stream.yaml"), str(DATA / "cr_only_stream.yaml"))
+    assert code == EXIT_OK
+    lines = out.splitlines()
+    assert lines[0].split() == ["result", "interactions", "origin", "fingerprint", "file"]
+    assert lines[1].split()[:3] == ["OK", "1", "synthesized"]
+    assert lines[1].endswith("clean_stream.yaml") and lines[2].split()[2] == "-"
+    assert lines[-1] == "2 cassettes, 2 interactions, 0 findings: OK"
+
+
+def test_warnings_alone_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, str(DATA / "stale_fingerprint.yaml"))
+    assert code == EXIT_OK
+    assert "fingerprint: stored fingerprint" in out and "(warning)" in out
+    assert out.splitlines()[-1] == "1 cassette, 1 interaction, 1 finding (0 errors, 1 warning): OK"
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["{missing}"], "no such file or directory"),
+    (["{empty}"], "no cassettes (*.yaml, *.yml) in this directory"),
+    ([], "the following arguments are required: PATH"),
+])
+def test_usage_errors_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                           argv: list[str], words: str) -> None:
+    (tmp_path / "empty").mkdir()
+    paths = [a.format(missing=tmp_path / "nope.yaml", empty=tmp_path / "empty") for a in argv]
+    code, out, err = _run(capsys, *paths)
+    assert code == EXIT_USAGE and out == ""
+    assert err.count("\n") == 1 and err.startswith("replaykit: error: ") and words in err
+
+
+def test_json_output_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    key = planted()["anthropic"][0]
+    leaky = tmp_path / "leaky.yaml"
+    leaky.write_text((DATA / "clean_stream.yaml").read_text().replace("[REDACTED]", f"[{key}]"))
+    code, out, _ = _run(capsys, "--json", str(DATA / "clean_stream.yaml"), str(DATA / "malformed.yaml"),
+                        str(leaky))
+    assert code == EXIT_FINDINGS
+    doc = json.loads(out)
+    assert set(doc) == {"files", "summary"}
+    clean, broken, leaked = doc["files"]
+    assert set(clean) == {"path", "interactions", "fingerprint", "origin", "provider", "ok", "findings"}
+    assert (clean["ok"], clean["interactions"], clean["findings"]) == (True, 1, [])
+    assert (clean["origin"], clean["provider"]) == ("synthesized", "anthropic")
+    assert clean["fingerprint"].startswith("sha256:") and len(clean["fingerprint"]) == 71
+    assert (broken["ok"], broken["interactions"], broken["fingerprint"]) == (False, 0, None)
+    assert [f["kind"] for f in broken["findings"]] == ["parse"]
+    (finding,) = leaked["findings"]
+    assert set(finding) == {"file", "place", "kind", "message", "severity"}
+    assert (finding["kind"], finding["place"], finding["severity"]) == ("secret", "5", "error")
+    assert "interactions[0].request.headers.x-api-key: Anthropic API key sk-ant-a" in finding["message"]
+    assert key not in out
+    assert doc["summary"] == {"files": 3, "interactions": 2, "findings": 2, "errors": 2, "warnings": 0,
+                              "by_kind": {"parse": 1, "secret": 1}, "ok": False}
+
+
+@pytest.mark.skipif(not RECORDED.is_dir(), reason="../shared/recorded is not present")
+def test_the_demo_command_passes_on_the_real_recordings(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, str(RECORDED))
+    assert code == EXIT_OK
+    assert out.splitlines()[-1] == "7 cassettes, 11 interactions, 0 findings: OK"
+
+
+@pytest.mark.slow
+def test_the_console_script_never_prints_a_traceback(tmp_path: Path) -> None:
+    bad = [str(DATA / name) for name in sorted(BAD)]
+    proc = subprocess.run([str(CONSOLE), "verify", *bad], capture_output=True, text=True, check=False)
+    assert proc.returncode == EXIT_FINDINGS and proc.stderr == ""
+    assert "Traceback" not in proc.stdout
+    assert f"{len(bad)} cassettes, " in proc.stdout
+    missing = subprocess.run([str(CONSOLE), "verify", str(tmp_path / "nope")], capture_output=True, text=True,
+                             check=False)
+    assert missing.returncode == EXIT_USAGE and missing.stdout == ""
+    assert missing.stderr.count("\n") == 1 and "Traceback" not in missing.stderr

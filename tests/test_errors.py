@@ -1,0 +1,347 @@
+"""The error taxonomy: classify() on local, SDK, httpx, socket and cancellation errors and raw responses."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+from typing import Any
+
+import anthropic
+import httpx
+import httpx2
+import openai
+import pytest
+
+from replaykit import cassette
+from replaykit.errors import (
+    ERROR_CODES,
+    LOCAL_PHASES,
+    ErrorInfo,
+    LocalRequestError,
+    WebSearchError,
+    causes,
+    classify,
+    is_retryable,
+    outcome_json,
+    safe_message,
+    status_retryable,
+)
+
+ANTHROPIC_URL = "http://127.0.0.1:9/v1/messages"
+OPENAI_URL = "http://127.0.0.1:9/v1/responses"
+SECRET_PROMPT = "the user's private question " + "P" * 8
+
+
+def _anthropic_error(status: int, kind: str,
+                     headers: dict[str, str] | None = None) -> anthropic.APIStatusError:
+    body = {"type": "error", "error": {"type": kind, "message": f"{kind} happened"}, "request_id": "req_body"}
+    request = httpx2.Request("POST", ANTHROPIC_URL, json={"messages": [SECRET_PROMPT]})
+    response = httpx2.Response(status, headers={"request-id": "req_011", **(headers or {})}, json=body,
+                               request=request)
+    return anthropic.APIStatusError(f"Error code: {status}", response=response, body=body)
+
+
+def _openai_error(status: int, kind: str, message: str = "oops",
+                  headers: dict[str, str] | None = None) -> openai.APIStatusError:
+    body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    request = httpx2.Request("POST", OPENAI_URL, json={"input": SECRET_PROMPT})
+    response = httpx2.Response(status, headers={"x-request-id": "req_oa", **(headers or {})}, json=body,
+                               request=request)
+    return openai.APIStatusError(f"Error code: {status}", response=response, body=body)
+
+
+def _raise_from(outer: BaseException, inner: BaseException) -> BaseException:
+    try:
+        try:
+            raise inner
+        except BaseException as exc:
+            raise outer from exc
+    except BaseException as caught:
+        return caught
+
+
+# ---------------------------------------------------------------- local errors
+
+
+@pytest.mark.parametrize("phase", LOCAL_PHASES)
+def test_local_error_is_terminal_with_its_phase(phase: Any) -> None:
+    error = LocalRequestError("bad block", phase=phase, pointer="/messages/2/content", message_index=2)
+    info = classify(error)
+    assert (info.code, info.phase, info.provenance) == ("LOCAL_REQUEST_ERROR", phase, "local")
+    assert info.retryable is False
+    assert "/messages/2/content" in info.message
+    assert info.outcome == "error"
+
+
+def test_local_error_wrapped_with_raise_from_keeps_its_provenance() -> None:
+    wrapped = _raise_from(RuntimeError("step failed"), LocalRequestError("x", phase="estimation"))
+    info = classify(wrapped)
+    assert (info.code, info.phase, info.provenance) == ("LOCAL_REQUEST_ERROR", "estimation", "local")
+
+
+def test_local_error_wrapped_implicitly_in_an_except_block_keeps_its_provenance() -> None:
+    def step() -> None:
+        try:
+            raise LocalRequestError("x", phase="preparation")
+        except LocalRequestError:
+            raise ValueError("while preparing")  # noqa: B904 - the implicit __context__ is what is tested
+
+    with pytest.raises(ValueError) as caught:
+        step()
+    assert caught.value.__cause__ is None and caught.value.__context__ is not None
+    assert classify(caught.value).phase == "preparation"
+
+
+def test_raise_from_none_hides_the_context() -> None:
+    try:
+        try:
+            raise LocalRequestError("x", phase="validation")
+        except LocalRequestError:
+            raise KeyError("unrelated") from None
+    except KeyError as exc:
+        info = classify(exc)
+    assert info.code == "INTERNAL_ERROR" and not info.retryable
+
+
+def test_the_outermost_known_error_decides() -> None:
+    provider = _anthropic_error(429, "rate_limit_error")
+    inner = _raise_from(provider, LocalRequestError("y", phase="validation"))
+    wrapped = _raise_from(RuntimeError("x"), inner)
+    assert classify(wrapped).code == "PROVIDER_ERROR"
+
+
+def test_a_cycle_of_causes_terminates() -> None:
+    first, second = RuntimeError("a"), RuntimeError("b")
+    first.__cause__, second.__cause__ = second, first
+    assert [str(e) for e in causes(first)] == ["a", "b"]
+    assert classify(first).code == "INTERNAL_ERROR"
+
+
+def test_local_request_error_rejects_an_unknown_phase() -> None:
+    with pytest.raises(ValueError, match="phase='sending'"):
+        LocalRequestError("x", phase="sending")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- cancellation
+
+
+@pytest.mark.parametrize("cancel", [asyncio.CancelledError(), concurrent.futures.CancelledError()])
+def test_cancellation_is_aborted_never_retried(cancel: BaseException) -> None:
+    info = classify(cancel)
+    assert (info.code, info.provenance, info.outcome) == ("CANCELLED", "cancelled", "aborted")
+    assert info.retryable is False
+    assert outcome_json(cancel)["status"] == "aborted"
+
+
+def test_wrapped_cancellation_is_still_aborted() -> None:
+    wrapped = _raise_from(RuntimeError("subagent stopped"), asyncio.CancelledError())
+    assert classify(wrapped).outcome == "aborted"
+
+
+def test_cancellation_beats_the_transport_error_it_caused() -> None:
+    broken = _raise_from(httpx.ReadError("connection closed"), asyncio.CancelledError())
+    assert classify(broken).code == "CANCELLED"
+
+
+def test_a_real_cancelled_task_is_aborted() -> None:
+    async def main() -> BaseException:
+        task = asyncio.ensure_future(asyncio.sleep(10))
+        await asyncio.sleep(0)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError as exc:
+            return exc
+        raise AssertionError("not cancelled")
+
+    assert classify(asyncio.run(main())).code == "CANCELLED"
+
+
+# ---------------------------------------------------------------- provider errors through the SDKs
+
+STATUS_RULE = [(400, False), (401, False), (402, False), (403, False), (404, False), (413, False),
+               (422, False), (408, True), (409, True), (429, True), (500, True), (502, True), (503, True),
+               (529, True)]
+
+
+@pytest.mark.parametrize(("status", "retryable"), STATUS_RULE)
+def test_anthropic_status_errors_follow_the_sdk_retry_rule(status: int, retryable: bool) -> None:
+    info = classify(_anthropic_error(status, "some_error"))
+    assert (info.code, info.provenance, info.status, info.retryable) == ("PROVIDER_ERROR", "provider", status,
+                                                                         retryable)
+    assert info.request_id == "req_011" and info.provider_type == "some_error"
+
+
+@pytest.mark.parametrize(("status", "retryable"), STATUS_RULE)
+def test_openai_status_errors_follow_the_sdk_retry_rule(status: int, retryable: bool) -> None:
+    info = classify(_openai_error(status, "server_error"))
+    assert (info.status, info.retryable, info.request_id) == (status, retryable, "req_oa")
+
+
+@pytest.mark.parametrize(("status", "header", "retryable"), [(429, "false", False), (503, "false", False),
+                                                              (400, "true", True), (409, "TRUE", True)])
+def test_x_should_retry_overrides_the_status(status: int, header: str, retryable: bool) -> None:
+    assert classify(_anthropic_error(status, "e", {"x-should-retry": header})).retryable is retryable
+    assert is_retryable(_openai_error(status, "e", headers={"x-should-retry": header})) is retryable
+
+
+def test_sdk_subclasses_are_recognised() -> None:
+    error = _anthropic_error(529, "overloaded_error")
+    specific = anthropic.InternalServerError("overloaded", response=error.response, body=error.body)
+    assert classify(specific).provider_type == "overloaded_error"
+
+
+def test_a_mid_stream_error_event_is_retryable_only_when_transient() -> None:
+    assert classify(_anthropic_error(200, "overloaded_error")).retryable
+    assert not classify(_anthropic_error(200, "invalid_request_error")).retryable
+
+
+def test_sdk_connection_errors_are_transport_and_timeouts_are_deadlines() -> None:
+    request = httpx2.Request("POST", ANTHROPIC_URL)
+    refused = _raise_from(anthropic.APIConnectionError(request=request),
+                          httpx2.ConnectError("[Errno 111] Connection refused"))
+    info = classify(refused)
+    assert (info.code, info.provenance, info.retryable) == ("TRANSPORT_ERROR", "transport", True)
+    assert "Connection refused" in info.message
+    timeout = classify(openai.APITimeoutError(request=request))
+    assert (timeout.code, timeout.provenance, timeout.retryable) == ("DEADLINE_EXCEEDED", "deadline", True)
+
+
+# ---------------------------------------------------------------- httpx, sockets
+
+
+@pytest.mark.parametrize("module", [httpx, httpx2])
+@pytest.mark.parametrize(("name", "code", "retryable"), [
+    ("ConnectError", "TRANSPORT_ERROR", True), ("ReadError", "TRANSPORT_ERROR", True),
+    ("RemoteProtocolError", "TRANSPORT_ERROR", True), ("LocalProtocolError", "TRANSPORT_ERROR", False),
+    ("ReadTimeout", "DEADLINE_EXCEEDED", True), ("ConnectTimeout", "DEADLINE_EXCEEDED", True),
+])
+def test_httpx_errors(module: Any, name: str, code: str, retryable: bool) -> None:
+    info = classify(getattr(module, name)("boom"))
+    assert (info.code, info.retryable) == (code, retryable)
+
+
+def test_httpx_status_error_is_a_provider_error() -> None:
+    request = httpx.Request("POST", OPENAI_URL)
+    response = httpx.Response(503, headers={"x-request-id": "req_h"}, request=request,
+                              json={"error": {"message": "busy", "type": "server_error"}})
+    error = httpx.HTTPStatusError("503", request=request, response=response)
+    info = classify(error)
+    assert (info.code, info.status, info.retryable, info.request_id) == ("PROVIDER_ERROR", 503, True, "req_h")
+
+
+@pytest.mark.parametrize(("exc", "code"), [(ConnectionResetError(104, "reset"), "TRANSPORT_ERROR"),
+                                           (ConnectionRefusedError(111, "refused"), "TRANSPORT_ERROR"),
+                                           (BrokenPipeError(), "TRANSPORT_ERROR"),
+                                           (TimeoutError(), "DEADLINE_EXCEEDED")])
+def test_socket_errors(exc: BaseException, code: str) -> None:
+    assert classify(exc).code == code and classify(exc).retryable
+
+
+def test_an_unknown_exception_is_internal_and_terminal() -> None:
+    info = classify(ZeroDivisionError("division by zero"))
+    assert (info.code, info.provenance, info.retryable) == ("INTERNAL_ERROR", "local", False)
+    assert "ZeroDivisionError" in info.message
+
+
+# ---------------------------------------------------------------- raw responses
+
+
+def test_a_cassette_error_response_is_classified() -> None:
+    body = json.dumps({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    headers = {"Request-Id": ["req_529"], "content-type": ["application/json"]}
+    response = cassette.Response(529, headers=headers, body=body.encode())
+    info = classify(response)
+    assert (info.status, info.provider_type, info.request_id, info.retryable) == (529, "overloaded_error",
+                                                                                   "req_529", True)
+
+
+def test_an_httpx_response_is_classified() -> None:
+    response = httpx.Response(400, json={"error": {"message": "bad", "type": "invalid_request_error"}})
+    assert not classify(response).retryable and classify(response).provider_type == "invalid_request_error"
+
+
+def test_a_cloudflare_gateway_error_body_states_its_own_retryability() -> None:
+    body = {"ok": False, "error": {"category": "gateway", "code": "web_search_payment_required",
+                                   "status": 402, "retryable": False, "gatewayRequestId": "gw_1"}}
+    info = classify(httpx.Response(402, json=body))
+    assert (info.provider_type, info.request_id) == ("web_search_payment_required", "gw_1")
+    assert info.retryable is False
+    v4 = {"success": False, "errors": [{"code": 7000, "message": "Invalid web search request body"}]}
+    info = classify(httpx.Response(400, json=v4))
+    assert info.provider_type == "7000" and "Invalid web search request body" in info.message
+    says_no = {"ok": False, "error": {"code": "web_search_unavailable", "retryable": False}}
+    assert classify(httpx.Response(503, json=says_no)).retryable is False
+    assert classify(httpx.Response(503, json=says_no, headers={"x-should-retry": "true"})).retryable is True
+
+
+def test_a_success_response_or_a_stranger_is_refused() -> None:
+    with pytest.raises(ValueError, match="not an error"):
+        classify(httpx.Response(200, json={}))
+    with pytest.raises(TypeError, match="cannot classify"):
+        classify(object())
+
+
+def test_web_search_errors() -> None:
+    failed = WebSearchError("rate limited", status=429, code="web_search_rate_limited", retryable=True,
+                            request_id="cf_1")
+    info = classify(failed)
+    assert (info.code, info.status, info.request_id) == ("PROVIDER_ERROR", 429, "cf_1")
+    assert info.provider_type == "web_search_rate_limited"
+    timeout = classify(WebSearchError("slow", status=None, code="web_search_timeout", retryable=True))
+    assert (timeout.code, timeout.provenance, timeout.retryable) == ("DEADLINE_EXCEEDED", "deadline", True)
+
+
+# ---------------------------------------------------------------- safety and JSON
+
+
+def _keys() -> list[str]:
+    return ["sk-" + "ant-api03-" + "a1B2" * 12, "sk-" + "proj-" + "Zx9_" * 10, "sk-" + "Q" * 40,
+            "AKIA" + "IOSFODNN7EXAMPLE", "ghp_" + "x1" * 18, "github_pat_" + "A1_" * 10]
+
+
+@pytest.mark.parametrize("key", _keys())
+def test_messages_never_hold_a_key(key: str) -> None:
+    error = _openai_error(401, "invalid_request_error", message=f"Incorrect API key provided: {key}.")
+    info = classify(error)
+    assert key not in info.message and key[:12] not in info.message
+    assert "[REDACTED]" in info.message and "401" in info.message
+    assert key not in json.dumps(info.to_json())
+
+
+def test_masked_keys_and_bearer_tokens_are_masked_too() -> None:
+    half_masked = "sk-" + "proj-" + "*" * 20 + "abcd"
+    bearer = "Bearer " + "tok" + "e" * 30
+    text = safe_message(f"Incorrect API key provided: {half_masked}; header {bearer}; api_key=" + "v" * 12)
+    assert half_masked not in text and "tokeeee" not in text and "v" * 12 not in text
+
+
+def test_messages_never_hold_the_request_body() -> None:
+    for error in (_anthropic_error(400, "invalid_request_error"), _openai_error(500, "server_error")):
+        assert SECRET_PROMPT not in classify(error).message
+
+
+def test_messages_are_one_bounded_line() -> None:
+    text = safe_message("line one\nline two " + "x" * 2000)
+    assert "\n" not in text and len(text) <= 500
+
+
+def test_error_info_json_is_the_outcome_error_object() -> None:
+    info = classify(_anthropic_error(429, "rate_limit_error"))
+    assert info.to_json() == {"code": "PROVIDER_ERROR", "phase": "request", "provenance": "provider",
+                              "retryable": True, "message": info.message, "status": 429,
+                              "providerType": "rate_limit_error", "requestId": "req_011"}
+    local = ErrorInfo("LOCAL_REQUEST_ERROR", "validation", "local", False, "m")
+    assert local.to_json() == {"code": "LOCAL_REQUEST_ERROR", "phase": "validation", "provenance": "local",
+                               "retryable": False, "message": "m"}
+    assert set(ERROR_CODES) >= {"LOCAL_REQUEST_ERROR", "PROVIDER_ERROR", "TRANSPORT_ERROR", "CANCELLED",
+                                "DEADLINE_EXCEEDED"}
+
+
+@pytest.mark.parametrize(("status", "hint", "kind", "expected"), [
+    (429, None, None, True), (529, None, None, True), (413, None, None, False), (429, " false ", None, False),
+    (200, None, "rate_limit_error", True), (200, None, None, False), (404, "maybe", None, False),
+])
+def test_status_retryable(status: int, hint: str | None, kind: str | None, expected: bool) -> None:
+    assert status_retryable(status, hint, kind) is expected

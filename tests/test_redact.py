@@ -1,0 +1,414 @@
+"""Redaction and the secret scanner, on keys of every kind planted at run time (never written literally)."""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replaykit import cassette as cassettes
+from replaykit.cassette import Cassette, Interaction, Meta, Request, Response
+from replaykit.redact import (
+    ACCOUNT_PLACEHOLDER,
+    PLACEHOLDER,
+    SECRET_HEADERS,
+    SECRET_KINDS,
+    Rules,
+    SecretFinding,
+    is_secret_field,
+    is_secret_query,
+    redact,
+    scan,
+    scan_text,
+)
+from replaykit.resources import data_dir
+
+RECORDED = Path(__file__).resolve().parents[2] / "shared" / "recorded"
+_ALNUM = string.ascii_letters + string.digits
+_URLSAFE = _ALNUM + "-_"
+
+
+def _random(rng: random.Random, size: int, alphabet: str = _ALNUM) -> str:
+    """``size`` random characters that always mix upper case, lower case and digits."""
+    body = [rng.choice(alphabet) for _ in range(size - 3)]
+    mixed = [rng.choice(chars) for chars in (string.ascii_uppercase, string.ascii_lowercase, string.digits)]
+    return "".join(body + mixed)
+
+
+def planted(seed: int = 7) -> dict[str, list[str]]:
+    """Realistic keys of every kind the scanner knows, assembled from fragments at run time."""
+    rng = random.Random(seed)
+    dash, under = "-", "_"
+    pem_head = "-----BEGIN " + "RSA PRIVATE" + " KEY-----"
+    pem_tail = "-----END " + "RSA PRIVATE" + " KEY-----"
+    pem_body = "\n".join(_random(rng, 64, _ALNUM + "+/") for _ in range(3))
+    return {
+        "anthropic": ["sk" + dash + "ant" + dash + "api03" + dash + _random(rng, 93, _URLSAFE) + "AA"],
+        "openai": ["sk" + dash + "proj" + dash + _random(rng, 156, _URLSAFE),
+                   "sk" + dash + "svcacct" + dash + _random(rng, 74, _URLSAFE),
+                   "sk" + dash + _random(rng, 48)],
+        "cloudflare": ["cf" + kind + under + _random(rng, 40) + f"{rng.getrandbits(32):08x}"
+                       for kind in ("ut", "at", "k")],
+        "aws": ["AK" + "IA" + "".join(rng.choice(string.ascii_uppercase + string.digits) for _ in range(16))],
+        "github": ["gh" + "p" + under + _random(rng, 36),
+                   "github" + under + "pat" + under + _random(rng, 22) + under + _random(rng, 59)],
+        "bearer": [_random(rng, 40, _URLSAFE + ".")],
+        "pem": [f"{pem_head}\n{pem_body}\n{pem_tail}"],
+    }
+
+
+def _in_text(kind: str, key: str) -> str:
+    """How a key of ``kind`` appears in free text (a bearer token with its scheme, as in a pasted header)."""
+    return f"Bearer {key}" if kind == "bearer" else key
+
+
+def _every_key() -> list[tuple[str, str]]:
+    return [(kind, key) for kind, keys in planted().items() for key in keys]
+
+
+def _json_response(doc: object, headers: dict[str, list[str]] | None = None) -> Response:
+    head = {"content-type": ["application/json"], **(headers or {})}
+    return Response(200, "OK", head, json.dumps(doc).encode())
+
+
+def _stream_response(body: str) -> Response:
+    return Response(200, "OK", {"content-type": ["text/event-stream"]}, body.encode())
+
+
+def _one(request: Request, response: Response | None = None) -> Cassette:
+    item = Interaction(request, response or _json_response({"ok": True}), 3)
+    return Cassette([item], Meta(provider="anthropic"))
+
+
+def _dumped(cassette: Cassette) -> str:
+    return cassettes.dumps(cassette)
+
+
+# ---------------------------------------------------------------- what is a secret name
+
+
+@pytest.mark.parametrize("name", [
+    "api_key", "apiKey", "APIKey", "x-api-key", "OPENAI_API_KEY", "secret", "client_secret", "clientSecret",
+    "password", "db_password", "token", "access_token", "accessToken", "refresh_token", "authorization",
+    "private_key", "aws_secret_access_key", "credentials", "webhook_secret", "authorization_token",
+])
+def test_secret_field_names(name: str) -> None:
+    assert is_secret_field(name)
+
+
+@pytest.mark.parametrize("name", [
+    "input_tokens", "output_tokens", "max_tokens", "max_output_tokens", "cache_read_input_tokens",
+    "cache_creation_input_tokens", "reasoning_tokens", "total_tokens", "budget_tokens", "cached_tokens",
+    "encrypted_content", "encrypted_index", "signature", "prompt_cache_key", "token_count", "tokens",
+    "idempotency_key", "key", "eos_token", "author", "next_page_token", "has_refresh_token_flag",
+])
+def test_not_secret_field_names(name: str) -> None:
+    assert not is_secret_field(name)
+
+
+@pytest.mark.parametrize(("name", "secret"), [
+    ("key", True), ("api_key", True), ("apiKey", True), ("access_token", True), ("sig", True),
+    ("X-Amz-Signature", True), ("X-Amz-Credential", True), ("api-version", False), ("limit", False),
+    ("max_tokens", False), ("q", False),
+])
+def test_secret_query_names(name: str, secret: bool) -> None:
+    assert is_secret_query(name) is secret
+
+
+# ---------------------------------------------------------------- redact: headers, URIs, bodies
+
+
+SPEC_HEADERS = ("authorization", "x-api-key", "api-key", "openai-organization", "openai-project",
+                "cf-aig-authorization", "cookie", "set-cookie")  # the issue's list, not the module's
+
+
+def test_the_default_header_list_is_the_specified_one() -> None:
+    assert set(SECRET_HEADERS) == set(SPEC_HEADERS)
+
+
+@pytest.mark.parametrize("header", SPEC_HEADERS)
+def test_every_default_header_is_scrubbed_on_both_sides(header: str) -> None:
+    key = planted()["anthropic"][0]
+    shouted = "-".join(part.capitalize() for part in header.split("-"))
+    request = Request("POST", "https://api.anthropic.com/v1/messages", {shouted: [key], "accept": ["*/*"]})
+    response = _json_response({"ok": True}, {header: [key]})
+    clean = redact(_one(request, response))
+    assert clean.interactions[0].request.headers[shouted] == [PLACEHOLDER]
+    assert clean.interactions[0].response.headers[header] == [PLACEHOLDER]
+    assert clean.interactions[0].request.headers["accept"] == ["*/*"]
+    assert key not in _dumped(clean)
+    assert scan(clean) == []
+
+
+def test_authorization_keeps_its_scheme() -> None:
+    token = planted()["bearer"][0]
+    request = Request("POST", "https://api.openai.com/v1/responses", {"Authorization": [f"Bearer {token}"]})
+    clean = redact(_one(request))
+    assert clean.interactions[0].request.headers["Authorization"] == [f"Bearer {PLACEHOLDER}"]
+
+
+def test_redact_returns_a_new_cassette_and_leaves_the_original_alone() -> None:
+    key = planted()["openai"][0]
+    original = _one(Request("POST", "https://api.openai.com/v1/responses?api_key=" + key, {"api-key": [key]},
+                            json.dumps({"api_key": key}).encode()))
+    before = _dumped(original)
+    clean = redact(original)
+    assert clean is not original and clean.interactions[0] is not original.interactions[0]
+    assert _dumped(original) == before
+    assert key not in _dumped(clean)
+
+
+def test_secret_query_parameters_are_scrubbed_and_the_rest_of_the_uri_kept_byte_for_byte() -> None:
+    keys = planted()
+    uri = ("https://example.openai.azure.com/openai/v1/responses?api-version=2025-04-01%20preview"
+           f"&key={keys['openai'][2]}&X-Amz-Signature={keys['aws'][0]}&q=a+b"
+           f"&access_token={keys['github'][0]}#frag")
+    clean = redact(_one(Request("GET", uri)))
+    assert clean.interactions[0].request.uri == (
+        "https://example.openai.azure.com/openai/v1/responses?api-version=2025-04-01%20preview&key=REDACTED"
+        "&X-Amz-Signature=REDACTED&q=a+b&access_token=REDACTED#frag")
+
+
+def test_a_uri_without_secrets_is_untouched() -> None:
+    uri = "https://api.anthropic.com/v1/messages?beta=true&limit=5&empty=&flag"
+    assert redact(_one(Request("GET", uri))).interactions[0].request.uri == uri
+
+
+def test_cloudflare_account_id_is_replaced_by_the_documented_placeholder() -> None:
+    account = f"{random.Random(3).getrandbits(128):032x}"
+    uri = f"https://api.cloudflare.com/client/v4/accounts/{account}/ai/websearch/?x=1"
+    clean = redact(_one(Request("POST", uri, {}, b'{"query":"q","options":{"gateway":{"id":"g"}}}')))
+    assert clean.interactions[0].request.uri == (
+        f"https://api.cloudflare.com/client/v4/accounts/{ACCOUNT_PLACEHOLDER}/ai/websearch/?x=1")
+
+
+def test_secret_named_json_fields_are_scrubbed_and_usage_and_blobs_kept() -> None:
+    keys = planted()
+    body = {"model": "m", "max_tokens": 1024,
+            "metadata": {"apiKey": keys["anthropic"][0], "password": "hunter2"},
+            "tools": [{"type": "mcp", "authorization": keys["github"][1], "headers": {"X-Api-Key": "abc"}}],
+            "token": 17, "prompt_cache_key": "user-42", "user": "u"}
+    reply = {"usage": {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 0},
+             "content": [{"type": "thinking", "signature": "EqQBCkgIARABGAIiQL"},
+                         {"type": "web_search_result", "encrypted_content": "EpQDCioIBRgCIiQ0"}],
+             "client_secret": {"value": keys["openai"][0], "expires_at": 1}}
+    request = Request("POST", "https://api.anthropic.com/v1/messages", {}, json.dumps(body).encode())
+    clean = redact(_one(request, _json_response(reply)))
+    sent, got = clean.interactions[0].request.json(), clean.interactions[0].response.json()
+    assert sent["metadata"] == {"apiKey": PLACEHOLDER, "password": PLACEHOLDER}
+    assert sent["tools"][0]["authorization"] == PLACEHOLDER
+    assert sent["tools"][0]["headers"] == {"X-Api-Key": PLACEHOLDER}
+    assert (sent["max_tokens"], sent["token"], sent["prompt_cache_key"]) == (1024, 17, "user-42")
+    assert got["usage"] == reply["usage"] and got["content"] == reply["content"]
+    assert got["client_secret"] == {"value": PLACEHOLDER, "expires_at": 1}
+
+
+def test_a_secret_only_inside_a_list_is_scrubbed() -> None:
+    key = planted()["openai"][0]
+    body = json.dumps([{"role": "user"}, {"headers": {"api-key": key}}]).encode()
+    clean = redact(_one(Request("POST", "https://x.test/", {}, body)))
+    assert clean.interactions[0].request.json() == [{"role": "user"}, {"headers": {"api-key": PLACEHOLDER}}]
+
+
+def test_a_key_in_a_binary_body_is_still_found() -> None:
+    key = planted()["github"][0]
+    body = b"\xff\xfe " + key.encode() + b" \x00"
+    found = scan(_one(Request("POST", "https://x.test/", {}, body)))
+    assert [(f.kind, f.field) for f in found] == [("github", "request.body")]
+
+
+def test_a_body_without_secrets_keeps_its_exact_bytes() -> None:
+    body = b'{ "model" : "m",\n  "max_tokens": 5 }'
+    clean = redact(_one(Request("POST", "https://api.anthropic.com/v1/messages", {}, body)))
+    assert clean.interactions[0].request.body == body
+
+
+def test_only_the_sse_events_holding_a_secret_are_rebuilt() -> None:
+    key = planted()["anthropic"][0]
+    events = [
+        'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":3}}}   \n\n',
+        f'event: content_block_start\nid: 7\ndata: {{"type":"content_block_start","api_key":"{key}"}}\n\n',
+        ": a comment\n\n",
+        'event: message_stop\r\ndata: {"type":"message_stop"}\r\n\r\n',
+    ]
+    request = Request("POST", "https://api.anthropic.com/v1/messages")
+    original = _one(request, _stream_response("".join(events)))
+    clean = redact(original).interactions[0].response
+    before = original.interactions[0].response.events
+    assert [e.raw for e in clean.events] == [before[0].raw, clean.events[1].raw, before[2].raw, before[3].raw]
+    rebuilt = clean.events[1]
+    assert (rebuilt.event, rebuilt.id, rebuilt.terminated) == ("content_block_start", "7", True)
+    assert rebuilt.json() == {"type": "content_block_start", "api_key": PLACEHOLDER}
+    assert key.encode() not in clean.body
+
+
+def test_an_unterminated_last_event_stays_unterminated() -> None:
+    key = planted()["openai"][0]
+    body = f'data: {{"type":"ping"}}\n\ndata: {{"token":"{key}"}}\n'
+    clean = redact(_one(Request("POST", "https://api.openai.com/v1/responses"), _stream_response(body)))
+    events = clean.interactions[0].response.events
+    assert events[-1].terminated is False and events[-1].json() == {"token": PLACEHOLDER}
+
+
+def test_a_stream_without_secrets_keeps_its_exact_bytes() -> None:
+    body = "event: ping\rdata: {\"type\": \"ping\"}\r\r: ok\n\n"
+    clean = redact(_one(Request("POST", "https://api.anthropic.com/v1/messages"), _stream_response(body)))
+    assert clean.interactions[0].response.body == body.encode()
+
+
+def test_metadata_and_other_top_level_keys_are_scrubbed_too() -> None:
+    key = planted()["github"][0]
+    original = _one(Request("GET", "https://api.github.com/"))
+    original.meta.extra["recorder"] = {"github_token": key}
+    original.extra["metadata"] = {"password": key}
+    clean = redact(original)
+    assert clean.meta.extra == {"recorder": {"github_token": PLACEHOLDER}}
+    assert clean.extra == {"metadata": {"password": PLACEHOLDER}}
+    assert original.extra == {"metadata": {"password": key}}
+
+
+# ---------------------------------------------------------------- redact: user rules
+
+
+def test_user_rules_add_headers_query_fields_patterns_and_substitutions() -> None:
+    rules = Rules(headers=("X-Internal-Auth",), query=("session",), fields=("customerRef",),
+                  field_pattern=r"^ssn$|_pin$",
+                  substitutions=((r"user-\d+@example\.com", "user@example.invalid"),))
+    body = {"customerRef": "c-123", "ssn": "123-45-6789", "card_pin": "0000",
+            "note": "mail user-42@example.com"}
+    headers = {"x-internal-auth": ["s3cr3t"], "From": ["user-9@example.com"]}
+    request = Request("POST", "https://example.com/v1/x?session=abc&user=user-7@example.com", headers,
+                      json.dumps(body).encode())
+    clean = redact(_one(request, _stream_response("data: to user-1@example.com\n\n")), rules).interactions[0]
+    assert clean.request.uri == "https://example.com/v1/x?session=REDACTED&user=user@example.invalid"
+    assert clean.request.headers == {"x-internal-auth": ["REDACTED"], "From": ["user@example.invalid"]}
+    assert clean.request.json() == {"customerRef": "REDACTED", "ssn": "REDACTED", "card_pin": "REDACTED",
+                                    "note": "mail user@example.invalid"}
+    assert clean.response.body == b"data: to user@example.invalid\n\n"
+
+
+def test_user_rules_keep_the_defaults() -> None:
+    key = planted()["anthropic"][0]
+    dirty = _one(Request("POST", "https://x.test/", {"x-api-key": [key]}))
+    clean = redact(dirty, Rules(headers=("x-other",)))
+    assert clean.interactions[0].request.headers["x-api-key"] == [PLACEHOLDER]
+
+
+# ---------------------------------------------------------------- scan: every kind, every place
+
+
+@pytest.mark.parametrize(("kind", "key"), _every_key(), ids=lambda value: value[:12])
+def test_scan_finds_every_kind_in_every_place_and_never_shows_it(kind: str, key: str) -> None:
+    text = _in_text(kind, key)
+    body = json.dumps({"messages": [{"content": f"use {text} now"}]}).encode()
+    request = Request("POST", "https://api.example.com/v1/x?q=" + (key if kind != "pem" else "1"),
+                      {"x-forwarded-note": [text]}, body)
+    stream = "event: ping\ndata: {}\n\nevent: delta\ndata: " + json.dumps({"delta": {"text": text}}) + "\n\n"
+    plain = Response(200, "OK", {}, f"plain {text}\n".encode())
+    items = [Interaction(request, _stream_response(stream), 4),
+             Interaction(Request("GET", "https://x.test/"), plain, 30)]
+    found = scan(Cassette(items, path=Path("c.yaml")))
+    places = {(f.interaction, f.field) for f in found if f.kind == kind}
+    expected = {(0, "request.headers.x-forwarded-note"), (0, "request.body/messages/0/content"),
+                (0, "response.body/events[1]/data/delta/text"), (1, "response.body")}
+    if kind not in {"pem", "bearer"}:
+        expected.add((0, "request.uri"))
+    assert places == expected
+    assert {f.kind for f in found} == {kind}
+    assert all(f.file == "c.yaml" for f in found)
+    _assert_masked(found, key)
+
+
+def _assert_masked(found: list[SecretFinding], key: str) -> None:
+    for finding in found:
+        shown = finding.excerpt.split("…")[0]
+        assert key not in finding.excerpt
+        assert f"({len(key)} chars)" in finding.excerpt
+        assert len(shown) <= 8 or shown.startswith("-----BEGIN")
+        assert shown == key[: len(shown)] or shown.startswith("-----BEGIN")
+
+
+def test_every_kind_is_covered_by_the_planted_keys() -> None:
+    assert set(planted()) == set(SECRET_KINDS)
+
+
+@pytest.mark.parametrize(("kind", "key"), _every_key(), ids=lambda value: value[:12])
+def test_scan_text_finds_keys_where_the_model_does_not_look(kind: str, key: str) -> None:
+    text = "version: 1\n# note: " + _in_text(kind, key) + "\ninteractions: []\n"
+    found = scan_text(text, "f.yaml")
+    assert [(f.kind, f.line, f.field) for f in found] == [(kind, 2, "line 2")]
+    _assert_masked(found, key)
+
+
+def test_a_pem_excerpt_shows_only_its_label() -> None:
+    key = planted()["pem"][0]
+    (finding,) = scan_text(key)
+    assert finding.excerpt == "-----BEGIN " + "RSA PRIVATE" + f" KEY-----…({len(key)} chars)"
+
+
+def test_redacted_cassette_scans_clean_after_every_kind_is_planted_in_scrubbed_places() -> None:
+    keys = planted()
+    body = {"api_key": keys["anthropic"][0], "secret": keys["cloudflare"][0], "password": keys["openai"][1],
+            "credentials": {"aws_secret_access_key": keys["aws"][0], "private_key": keys["pem"][0],
+                            "github_token": keys["github"][0], "cloudflare_api_token": keys["cloudflare"][1]}}
+    uri = "https://api.cloudflare.com/client/v4/accounts/abc/ai/websearch/?key=" + keys["openai"][2]
+    headers = {"authorization": ["Bearer " + keys["bearer"][0]], "x-api-key": [keys["openai"][0]]}
+    request = Request("POST", uri, headers, json.dumps(body).encode())
+    dirty = _one(request)
+    assert {f.kind for f in scan(dirty)} == set(SECRET_KINDS)
+    assert scan(redact(dirty)) == []
+    assert scan_text(_dumped(redact(dirty))) == []
+
+
+@pytest.mark.parametrize("text", [
+    "sk" + "-learn-is-a-machine-learning-library",           # a slug, not random
+    "Authorization: Bearer " + PLACEHOLDER,                  # the placeholder
+    "Bearer <your-token-goes-here-please>",                  # documentation
+    "gAAAAABo" + "x9Ksk-" + "proj-" + "Ab3dEfGh1jKlMn0pQrStUvWx",  # inside a base64url blob
+    "Eq8BCkYIBRgCKkDghp" + "_" + "Ab3dEfGh1jKlMn0pQrStUvWxYz0123456789",  # inside another blob
+    "ARN AK" + "IA" + "ABCDEFGH12345678XYZ",                 # too long for an access key id
+    "the account " + ACCOUNT_PLACEHOLDER,
+])
+def test_near_misses_are_not_flagged(text: str) -> None:
+    assert scan_text(text) == []
+
+
+def _real_cassettes() -> list[Path]:
+    recorded = cassettes.iter_paths([RECORDED]) if RECORDED.is_dir() else []
+    return recorded + cassettes.iter_paths([data_dir("cassettes")])
+
+
+@pytest.mark.parametrize("path", _real_cassettes(), ids=lambda p: "/".join(p.parts[-3:]))
+def test_no_false_positives_on_real_recordings_and_bundled_cassettes(path: Path) -> None:
+    loaded = cassettes.load(path)
+    assert scan(loaded) == []
+    assert scan_text(path.read_text(encoding="utf-8")) == []
+
+
+@pytest.mark.skipif(not RECORDED.is_dir(), reason="../shared/recorded is not present")
+def test_redacting_a_real_recording_scrubs_its_headers_and_keeps_its_bodies() -> None:
+    loaded = cassettes.load(RECORDED / "pydantic-ai__openai_responses_web_search_tool.yaml")
+    clean = redact(loaded)
+    for before, after in zip(loaded.interactions, clean.interactions, strict=True):
+        assert before.request.json() == after.request.json()
+        assert before.response.json() == after.response.json()
+    first = clean.interactions[0].response.headers
+    assert first["openai-organization"] == first["openai-project"] == [PLACEHOLDER]
+    assert clean.interactions[1].request.headers["cookie"] == [PLACEHOLDER]
+
+
+@settings(max_examples=60, deadline=None)
+@given(kind=st.sampled_from(sorted(planted())), seed=st.integers(0, 10_000),
+       before=st.text(alphabet=" \n\t:=,{}[]\"'", min_size=1, max_size=5),
+       after=st.text(alphabet=" \n\t,;}])\"'", min_size=1, max_size=5))
+def test_scan_text_finds_any_key_between_separators(kind: str, seed: int, before: str, after: str) -> None:
+    key = planted(seed)[kind][0]
+    found = scan_text(f"x{before}{_in_text(kind, key)}{after}y")
+    assert [f.kind for f in found] == [kind]
+    assert key not in found[0].excerpt
+

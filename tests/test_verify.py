@@ -1,0 +1,195 @@
+"""replaykit.verify: parse errors with their line, secrets, SSE framing, the CHECKS seam, the report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_redact import RECORDED, planted
+
+from replaykit.cassette import Cassette
+from replaykit.errors import UsageError
+from replaykit.redact import SECRET_KINDS
+from replaykit.verify import (
+    CHECKS,
+    Finding,
+    check_fingerprint,
+    check_secrets,
+    check_sse_framing,
+    verify_file,
+    verify_paths,
+)
+
+DATA = Path(__file__).resolve().parent / "data" / "verify"
+CLEAN = ("clean_stream.yaml", "cr_only_stream.yaml", "done_stream.yaml", "other_stream.yaml")
+
+
+def _kinds(name: str) -> list[tuple[str, str]]:
+    return [(f.kind, f.place) for f in verify_file(DATA / name).findings]
+
+
+@pytest.mark.parametrize("name", CLEAN)
+def test_well_formed_cassettes_have_no_findings(name: str) -> None:
+    result = verify_file(DATA / name)
+    assert result.findings == [] and result.ok
+    assert result.interactions == 1 and (result.fingerprint or "").startswith("sha256:")
+
+
+@pytest.mark.parametrize(("name", "place", "words"), [
+    ("malformed.yaml", "6", "invalid YAML"),
+    ("wrong_version.yaml", "2", "unsupported cassette version 2"),
+    ("missing_keys.yaml", "3", "response"),
+    ("not_utf8.yaml", "5", "not UTF-8 (byte 0xe9)"),
+])
+def test_parse_errors_are_one_finding_with_their_line(name: str, place: str, words: str) -> None:
+    result = verify_file(DATA / name)
+    (finding,) = result.findings
+    assert (finding.kind, finding.place, finding.file) == ("parse", place, str(DATA / name))
+    assert words in finding.message
+    assert not result.ok and result.interactions == 0 and result.fingerprint is None
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("unterminated_stream.yaml", "interactions[0].response.body/events[1]: the last event lacks its"),
+    ("empty_stream.yaml", "interactions[0].response.body: a text/event-stream body with no events"),
+    ("non_json_stream.yaml", "interactions[0].response.body/events[1]: data is not JSON ('hello there')"),
+])
+def test_sse_framing_problems(name: str, message: str) -> None:
+    (finding,) = verify_file(DATA / name).findings
+    assert (finding.kind, finding.place, finding.severity) == ("sse-framing", "4", "error")
+    assert finding.message.startswith(message)
+
+
+def test_a_comment_only_stream_has_no_events() -> None:
+    text = (DATA / "empty_stream.yaml").read_text().replace('string: ""', 'string: ": ping\\n\\n"')
+    loaded = _loads(text)
+    assert [f.message.split(":")[0] for f in check_sse_framing(Path("s.yaml"), loaded)] == [
+        "interactions[0].response.body"]
+
+
+def _loads(text: str) -> Cassette:
+    from replaykit.cassette import loads
+
+    return loads(text, "s.yaml")
+
+
+def test_provider_from_metadata_decides_that_data_must_be_json() -> None:
+    text = (DATA / "other_stream.yaml").read_text()
+    assert check_sse_framing(Path("s.yaml"), _loads(text)) == []
+    marked = text.replace("version: 1\n", "version: 1\nreplaykit: {provider: openai}\n")
+    assert len(check_sse_framing(Path("s.yaml"), _loads(marked))) == 2
+
+
+def test_a_stale_fingerprint_is_a_warning_that_does_not_fail() -> None:
+    result = verify_file(DATA / "stale_fingerprint.yaml")
+    assert [(f.kind, f.severity) for f in result.findings] == [("fingerprint", "warning")]
+    assert result.ok
+
+
+def test_a_fresh_fingerprint_is_not_reported(tmp_path: Path) -> None:
+    from replaykit.cassette import load, save
+
+    target = tmp_path / "saved.yaml"
+    save(load(DATA / "stale_fingerprint.yaml"), target)
+    assert check_fingerprint(target, load(target)) == []
+
+
+def _with_secret(tmp_path: Path, kind: str, key: str) -> Path:
+    shown = f"Bearer {key}" if kind == "bearer" else key
+    body = json.dumps({"messages": [{"role": "user", "content": f"my key is {shown}"}]})
+    text = (DATA / "clean_stream.yaml").read_text().replace('"content":"hi"', '"content":"see below"')
+    text = text.replace("    body: '{", "    body: " + json.dumps(body) + "\n    old: '{", 1)
+    target = tmp_path / f"{kind}.yaml"
+    target.write_text(text)
+    return target
+
+
+@pytest.mark.parametrize("kind", sorted(SECRET_KINDS))
+def test_secrets_of_every_kind_are_findings_with_field_and_mask(tmp_path: Path, kind: str) -> None:
+    key = planted()[kind][0]
+    path = _with_secret(tmp_path, kind, key)
+    result = verify_file(path)
+    assert [(f.kind, f.place) for f in result.findings] == [("secret", "5")]
+    message = result.findings[0].message
+    assert message.startswith("interactions[0].request.body/messages/0/content: ")
+    assert key not in message and key not in json.dumps(result.to_json())
+    assert not result.ok
+
+
+def test_a_secret_outside_the_traffic_is_found_in_the_raw_text(tmp_path: Path) -> None:
+    key = planted()["aws"][0]
+    target = tmp_path / "c.yaml"
+    text = (DATA / "clean_stream.yaml").read_text()
+    target.write_text(text.replace("provider: anthropic}", f"provider: anthropic}}\n# recorded by {key}"))
+    (finding,) = check_secrets(target, _loads(target.read_text()))
+    assert (finding.place, finding.kind) == ("4", "secret")
+    assert finding.message.startswith("AWS access key id AK")
+
+
+def test_a_secret_in_a_file_that_does_not_parse_is_still_reported(tmp_path: Path) -> None:
+    key = planted()["github"][0]
+    target = tmp_path / "broken.yaml"
+    target.write_text(f"version: 1\ninteractions: [\n# {key}\n")
+    assert [f.kind for f in verify_file(target).findings] == ["parse", "secret"]
+
+
+def test_a_secret_reported_in_the_traffic_is_not_reported_twice(tmp_path: Path) -> None:
+    path = _with_secret(tmp_path, "anthropic", planted()["anthropic"][0])
+    assert len(verify_file(path).findings) == 1
+
+
+def test_checks_is_the_seam_for_more_checks(tmp_path: Path) -> None:
+    seen: list[tuple[Path, int]] = []
+
+    def count_interactions(path: Path, cassette: Cassette) -> list[Finding]:
+        seen.append((path, len(cassette.interactions)))
+        return [Finding(str(path), "1", "contract", "a violation", "error")]
+
+    report = verify_paths([DATA / "clean_stream.yaml"], checks=(*CHECKS, count_interactions))
+    assert seen == [(DATA / "clean_stream.yaml", 1)]
+    assert [f.kind for f in report.findings] == ["contract"] and not report.ok
+    assert check_secrets in CHECKS and check_sse_framing in CHECKS
+
+
+def test_folders_are_searched_and_the_report_counts(tmp_path: Path) -> None:
+    for name in ("clean_stream.yaml", "unterminated_stream.yaml"):
+        (tmp_path / "nested").mkdir(exist_ok=True)
+        (tmp_path / "nested" / name).write_bytes((DATA / name).read_bytes())
+    (tmp_path / "notes.txt").write_text("not a cassette")
+    report = verify_paths([tmp_path])
+    assert [Path(r.path).name for r in report.files] == ["clean_stream.yaml", "unterminated_stream.yaml"]
+    summary = report.summary()
+    assert summary == {"files": 2, "interactions": 2, "findings": 1, "errors": 1, "warnings": 0,
+                       "by_kind": {"sse-framing": 1}, "ok": False}
+
+
+def test_a_missing_path_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no such file or directory"):
+        verify_paths([DATA / "clean_stream.yaml", tmp_path / "nope.yaml"])
+
+
+def test_a_folder_without_cassettes_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("nothing here")
+    with pytest.raises(UsageError, match="no cassettes"):
+        verify_paths([tmp_path])
+
+
+def test_no_paths_is_a_usage_error() -> None:
+    with pytest.raises(UsageError):
+        verify_paths([])
+
+
+def test_finding_text_and_json() -> None:
+    finding = Finding("a.yaml", "12", "secret", "m")
+    assert str(finding) == "a.yaml:12: secret: m"
+    assert str(Finding("a.yaml", "", "parse", "m", "warning")) == "a.yaml: parse: m (warning)"
+    assert finding.to_json() == {"file": "a.yaml", "place": "12", "kind": "secret", "message": "m",
+                                 "severity": "error"}
+
+
+@pytest.mark.skipif(not RECORDED.is_dir(), reason="../shared/recorded is not present")
+def test_every_real_recording_verifies_clean() -> None:
+    report = verify_paths([RECORDED])
+    assert report.findings == []
+    assert len(report.files) == 7 and report.summary()["interactions"] == 11
