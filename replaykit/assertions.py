@@ -5,7 +5,7 @@
     assert_no_provider_request(server.journal)            # a local error was terminal: nothing was sent
     assert_requests(server.journal, 1, route="anthropic.messages")
     assert_retries(server.journal, "anthropic.messages", 2)   # 1 attempt + exactly 2 retries
-    assert_provenance(outcome, {"status": "error", "code": "LOCAL_REQUEST_ERROR", "phase": "validation"})
+    assert_provenance(outcome, {"outcome": "error", "code": "LOCAL_REQUEST_ERROR", "phase": "validation"})
 
 A journal is whatever :class:`replaykit.server.FakeProvider` exposes (a ``Journal`` with ``entries()``, a
 list of ``Entry`` objects) or the JSON list of ``GET /__replaykit/journal``. A route is named as the journal
@@ -51,12 +51,19 @@ def _entry_json(entry: object) -> dict[str, Any]:
     raise TypeError(f"not a journal entry: {type(entry).__name__}")
 
 
+def _fault(fault: object) -> str:
+    if not isinstance(fault, Mapping):
+        return str(fault)
+    kind = str(fault.get("kind", "?"))
+    return f"{kind}={fault['status']}" if fault.get("status") is not None else kind
+
+
 def _line(entry: Mapping[str, Any]) -> str:
-    faults = ", ".join(str(f.get("kind", f)) if isinstance(f, Mapping) else str(f)
-                       for f in entry.get("faults") or [])
-    status = entry.get("status") or "-"
-    text = f"#{entry.get('seq', '?')} {entry.get('method', '?')} {entry.get('path', '?')} -> {status}"
-    text += f" [{entry.get('route', '?')}]"
+    faults = ", ".join(_fault(fault) for fault in entry.get("faults") or [])
+    text = f"#{entry.get('seq', '?')} {entry.get('method', '?')} {entry.get('path', '?')}"
+    text += f" -> {entry.get('status') or '-'} [{entry.get('route', '?')}]"
+    outcome = entry.get("outcome")
+    text += f" {outcome}" if outcome not in (None, "complete") else ""
     return text + (f" faults: {faults}" if faults else "")
 
 
@@ -99,22 +106,26 @@ def assert_retries(journal: object, route: str, retries: int) -> None:
 
 
 def outcome_fields(outcome: object) -> dict[str, Any]:
-    """``status`` plus the error fields of an outcome JSON, an :class:`ErrorInfo` or an exception."""
+    """The error fields of an outcome JSON, an :class:`ErrorInfo` or an exception, plus ``outcome``.
+
+    ``outcome`` is the outcome's own ``status`` (``ok`` / ``error`` / ``aborted``), named as scenario
+    expectations name it; ``status`` is the error's HTTP status.
+    """
     if isinstance(outcome, BaseException):
         outcome = classify(outcome)
     if isinstance(outcome, ErrorInfo):
-        return {"status": outcome.outcome, **outcome.to_json()}
+        return {**outcome.to_json(), "outcome": outcome.outcome}
     if not isinstance(outcome, Mapping):
         raise TypeError(f"not an outcome: {type(outcome).__name__}")
     error = outcome.get("error")
-    return {"status": outcome.get("status"), **(dict(error) if isinstance(error, Mapping) else {})}
+    return {**(dict(error) if isinstance(error, Mapping) else {}), "outcome": outcome.get("status")}
 
 
-def assert_provenance(outcome: object, expected: Mapping[str, Any] | None = None, **fields: Any) -> None:
-    """The outcome's status and error fields are what was expected (``code``, ``phase``, ``provenance``…).
+def assert_provenance(outcome: object, expected: Mapping[str, Any] | None = None, /, **fields: Any) -> None:
+    """The outcome and its error fields are what was expected (``code``, ``phase``, ``provenance``…).
 
-    ``expected`` (or keyword arguments) names only the fields to check, e.g.
-    ``assert_provenance(outcome, status="aborted", provenance="cancelled")``.
+    ``expected`` (or keyword arguments) names only the fields to check, as :func:`outcome_fields` names
+    them, e.g. ``assert_provenance(outcome, outcome="aborted", provenance="cancelled")``.
     """
     wanted = {**(expected or {}), **fields}
     if not wanted:

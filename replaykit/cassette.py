@@ -92,8 +92,13 @@ class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
     the result is exactly ``yaml.safe_load``'s. Aliases share one object, as with PyYAML.
     """
 
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._resolved: dict[str, str] = {}
+        self._built: dict[yaml.Node, Any] = {}
+
     def resolve(self, kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]) -> str:
-        """PyYAML's tag resolution, remembered per plain value (a cassette repeats its keys thousands of times)."""
+        """PyYAML's tag resolution, remembered per plain value (a cassette repeats its keys many times)."""
         if kind is not yaml.ScalarNode or self.yaml_path_resolvers:
             return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
         if not implicit[0]:
@@ -104,11 +109,12 @@ class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
         return tag
 
     def get_single_data(self) -> Any:
-        self._resolved: dict[str, str] = {}
         node = self.get_single_node()
-        self._built: dict[yaml.Node, Any] = {}
         try:
             return None if node is None else self._build(node)
+        except RecursionError:  # very deep nesting: PyYAML's own constructor is not recursive
+            self._built.clear()
+            return self.construct_document(node)
         finally:
             self._built.clear()
             self._resolved.clear()
@@ -285,13 +291,15 @@ _NOT_TRAFFIC = frozenset({"content-length", "content-encoding", "transfer-encodi
 
 
 def canonical_parts(item: Interaction) -> Iterator[bytes]:
-    """The canonical form of an interaction, as the byte strings the fingerprint hashes (length-prefixed).
+    """The canonical form of an interaction, as the byte strings the fingerprint hashes.
 
     In order: request method (upper case), URI, request headers, request body, response status, response
-    headers, response body. Headers: lower-cased names, sorted, values in order, without content-length,
-    content-encoding and transfer-encoding (saving decodes bodies and rewrites the length). Bodies: a JSON
-    body as sorted-key compact JSON (so re-serialising it does not change the fingerprint), any other body
-    as its bytes, no body as empty. The reason phrase, time offsets and metadata are not traffic.
+    headers, response body. Headers: the JSON list of ``[name, values]`` pairs with lower-cased names,
+    sorted, without content-length, content-encoding and transfer-encoding (a save decodes bodies and
+    rewrites the length). Bodies: a JSON body as sorted-key compact JSON (re-serialising it does not change
+    the fingerprint), any other body as its bytes, no body as empty. The reason phrase, time offsets and
+    metadata are not traffic. :meth:`Cassette.fingerprint` hashes every part, each preceded by its length
+    as 8 big-endian bytes, so no two different sequences of parts hash alike.
     """
     req, resp = item.request, item.response
     yield req.method.upper().encode()
@@ -607,6 +615,8 @@ def _parse(data: bytes | str, where: str) -> Cassette:
         doc = yaml.load(source, Loader=_Loader)  # a safe loader: no Python objects
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, source, where) from exc
+    except RecursionError as exc:  # pragma: no cover - libyaml stops at depth 1000 first
+        raise CassetteError(located(where, None, "nested too deeply", "flatten the document")) from exc
     try:
         return _cassette(doc, lambda count: _item_lines(text, count))
     except _Invalid as exc:

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from replaykit.verify import Finding
 
 __all__ = [
+    "EXPECTED_VIOLATIONS",
     "PROVIDER_KINDS",
     "RULES",
     "Contracts",
@@ -82,6 +83,7 @@ __all__ = [
 ]
 
 BASE_URI = "https://replaykit.dev/contracts/"
+EXPECTED_VIOLATIONS = "x-expected-violations"  # cassette metadata: deliberate contract violations
 
 PROVIDER_KINDS: dict[str, str] = {
     "anthropic.request": "anthropic/request.schema.json",
@@ -494,6 +496,10 @@ class Contracts:
         self._load()
         return dict(sorted(self._kinds.items()))
 
+    def rule_names(self, kind: str) -> list[str]:
+        """The cross-field rules (:data:`RULES`) the file of ``kind`` names."""
+        return sorted(set(_rule_names(self.lookup(self._resolve(kind)[0]))))
+
     def schema(self, kind: str) -> dict[str, Any]:
         """The schema of ``kind`` (a whole file or a ``$defs`` entry of one)."""
         return self._resolve(kind)[1]
@@ -794,16 +800,40 @@ def verify_check(path: Path, cassette: Cassette) -> list[Finding]:
     """The ``replaykit verify`` check: every interaction against its contracts, one finding per violation.
 
     A finding's place is ``interactions[i]`` or ``interactions[i]:events[j]``, its message
-    ``request|response /json/pointer message``.
+    ``request|response /json/pointer message``. A deliberately off-contract fixture lists what it breaks
+    under ``replaykit: {x-expected-violations: ["response /items/1/url", ...]}`` (``<part> <pointer>``, or
+    ``<place> <part> <pointer>`` for one interaction or event): those are warnings, and a listed violation
+    that no longer occurs is an error.
     """
     from replaykit.verify import Finding  # verify sits above contracts: imported only when it calls us
 
+    expected = _expected(cassette)
+    unmet = set(expected)
     found: list[Finding] = []
     for index, item in enumerate(cassette.interactions):
         for violation in check_interaction(item):
-            place = f"interactions[{index}]"
-            if violation.event is not None:
-                place += f":events[{violation.event}]"
+            keys = _keys(index, violation)
+            listed = keys & expected
+            unmet -= listed
             message = f"{violation.part} {violation.pointer or '/'} {violation.message}"
-            found.append(Finding(str(path), place, "contract", message))
-    return found
+            found.append(Finding(str(path), _place(index, violation), "contract", message,
+                                 "warning" if listed else "error"))
+    gone = f"is listed in {EXPECTED_VIOLATIONS} but no longer occurs; remove it from the list"
+    return found + [Finding(str(path), f"replaykit.{EXPECTED_VIOLATIONS}", "contract", f"{key} {gone}")
+                    for key in sorted(unmet)]
+
+
+def _place(index: int, violation: Violation) -> str:
+    place = f"interactions[{index}]"
+    return place if violation.event is None else f"{place}:events[{violation.event}]"
+
+
+def _keys(index: int, violation: Violation) -> set[str]:
+    """The ways an ``x-expected-violations`` entry may name ``violation``."""
+    short = f"{violation.part} {violation.pointer or '/'}"
+    return {short, f"{_place(index, violation)} {short}"}
+
+
+def _expected(cassette: Cassette) -> set[str]:
+    listed = cassette.meta.extra.get(EXPECTED_VIOLATIONS) or []
+    return {str(entry) for entry in listed} if isinstance(listed, list) else set()

@@ -30,7 +30,7 @@ import importlib.metadata
 import types
 import typing
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 from urllib.parse import urldefrag, urljoin
 
@@ -97,7 +97,8 @@ MAPPING: tuple[Entry, ...] = (
     Entry(f"{_A}.shared:ErrorObject", "anthropic/error.schema.json#/$defs/error_object"),
     Entry(f"{_A}.shared:ErrorType", "anthropic/error.schema.json#/$defs/error_object/properties/type"),
     Entry(f"{_A}:StopReason", "anthropic/message.schema.json#/$defs/message/properties/stop_reason"),
-    Entry(f"{_A}.message_create_params:MessageCreateParamsBase.tools", "anthropic/tools.schema.json#/$defs/tool"),
+    Entry(f"{_A}.message_create_params:MessageCreateParamsBase.tools",
+          "anthropic/tools.schema.json#/$defs/tool"),
     Entry(f"{_A}:UserMessageParam.content", "anthropic/request.schema.json#/$defs/content_block"),
     Entry(f"{_A}:WebSearchResultBlockParam", "anthropic/request.schema.json#/$defs/web_search_result"),
     # OpenAI Responses: response, output items, web_search_call and its actions, url_citation, usage, events
@@ -109,7 +110,8 @@ MAPPING: tuple[Entry, ...] = (
     Entry(f"{_O}.response_function_web_search:ActionSearch.sources", _OUT + "source"),
     Entry(f"{_O}:ResponseUsage", "openai/usage.schema.json#/$defs/usage"),
     Entry(f"{_O}:ResponseStreamEvent", "openai/stream-event.schema.json#"),
-    Entry(f"{_O}.response_create_params:ResponseCreateParamsBase.tools", "openai/tools.schema.json#/$defs/tool"),
+    Entry(f"{_O}.response_create_params:ResponseCreateParamsBase.tools",
+          "openai/tools.schema.json#/$defs/tool"),
     Entry(f"{_O}.response_create_params:ResponseCreateParamsBase.include",
           "openai/request.schema.json#/properties/include"),
     Entry(f"{_O}:ResponseFunctionWebSearchParam", "openai/input-items.schema.json#/$defs/web_search_call"),
@@ -140,7 +142,7 @@ def _members(annotation: Any) -> list[Any]:
     annotation = _strip(annotation)
     origin = typing.get_origin(annotation)
     if origin is typing.Union or origin is types.UnionType:
-        return [m for arg in typing.get_args(annotation) for m in _members(arg)]
+        return [m for arg in typing.get_args(annotation) if arg is not type(None) for m in _members(arg)]
     if origin is not None and getattr(origin, "__name__", "") in {"list", "List", "Iterable", "Sequence"}:
         return _members(typing.get_args(annotation)[0])
     return [annotation]
@@ -238,6 +240,12 @@ class _Schemas:
             return next((f for f in found if f is not None), None)
         return None
 
+    def is_union(self, schema: Any, base: str, prop: str) -> bool:
+        """True for a discriminated union on ``prop`` (if/then branches on its values)."""
+        schema, base = self.deref(schema, base)
+        branches = [member.get("if", {}).get("properties") or {} for member in schema.get("allOf", ())]
+        return any(prop in branch for branch in branches)
+
     def branch(self, schema: Any, base: str, prop: str, value: str) -> tuple[Any, str] | None:
         """The subschema a discriminated union applies to objects whose ``prop`` is ``value``."""
         schema, base = self.deref(schema, base)
@@ -251,105 +259,107 @@ class _Schemas:
 # ---------------------------------------------------------------- comparing
 
 
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """One contract object an SDK model is compared with."""
+
+    name: str
+    where: str
+    required: set[str]
+    props: dict[str, tuple[Any, str]]
+    closed: bool
+    ignore: dict[str, str]
+
+
 class _Comparison:
     def __init__(self, entry: Entry, schemas: _Schemas) -> None:
         self.entry, self.schemas = entry, schemas
         self.gaps: list[Gap] = []
 
-    def add(self, sdk_type: str, where: str, gap: str, gap_id: str, detail: str, ignore: dict[str, str]) -> None:
-        reason = ignore.get(gap_id, "")
+    def add(self, target: _Target, gap: str, gap_id: str, detail: str) -> None:
+        reason = target.ignore.get(gap_id, "")
         verdict: Verdict = "explained" if reason else ("blocking" if gap in _BLOCKING else "info")
-        label = where.removeprefix(BASE_URI)
-        self.gaps.append(Gap(self.entry.package, sdk_type, label, gap, detail, verdict, reason))
+        label = target.where.removeprefix(BASE_URI)
+        self.gaps.append(Gap(self.entry.package, target.name, label, gap, detail, verdict, reason))
+
+    def target(self, name: str, schema: Any, base: str, where: str) -> _Target:
+        ignore: dict[str, str] = {}
+        for part, _ in self.schemas.parts(schema, base):
+            ignore.update(part.get("x-drift-ignore", {}))
+        found = self.schemas
+        return _Target(name, where, found.required(schema, base), found.properties(schema, base),
+                       found.closed(schema, base), ignore)
 
     def run(self) -> list[Gap]:
         annotation = _load(self.entry.sdk)
-        schema, base = self.schemas.get(BASE_URI + self.entry.contract)
+        where = BASE_URI + self.entry.contract
+        schema, base = self.schemas.get(where)
         members = _members(annotation)
-        if len(members) == 1 and _fields(members[0]):
-            self.model(members[0], schema, base, BASE_URI + self.entry.contract)
-        elif all(_fields(m) for m in members):
+        if not all(_fields(m) for m in members):
+            target = self.target(self.entry.sdk, schema, base, where)
+            self.values(target, "", set(_literals(annotation)), self.schemas.values(schema, base))
+        elif len(members) > 1 or self.schemas.is_union(schema, base, self.entry.discriminator):
             self.union(members, schema, base)
         else:
-            self.literal(annotation, schema, base)
+            self.model(members[0], self.target(_label(members[0]), schema, base, where))
         return self.gaps
 
-    def literal(self, annotation: Any, schema: Any, base: str) -> None:
-        where = BASE_URI + self.entry.contract
-        ignore = self.ignore_of(schema, base)
-        self.values(_label(annotation), where, "", set(_literals(annotation)),
-                    self.schemas.values(schema, base), ignore)
-
     def union(self, members: list[Any], schema: Any, base: str) -> None:
-        prop, where = self.entry.discriminator, BASE_URI + self.entry.contract
-        ignore = self.ignore_of(schema, base)
-        props = self.schemas.properties(schema, base)
-        allowed = self.schemas.values(*props[prop]) if prop in props else None
+        prop = self.entry.discriminator
+        union = self.target(self.entry.sdk, schema, base, BASE_URI + self.entry.contract)
+        allowed = self.schemas.values(*union.props[prop]) if prop in union.props else None
         seen: set[Any] = set()
         for member in members:
             for value in _literals(_fields(member).get(prop, (False, None))[1]):
                 seen.add(value)
-                self.member(member, value, schema, base, allowed, ignore)
+                self.member(member, value, union, (schema, base), allowed)
         for value in sorted(map(str, (allowed or set()) - seen)):
-            self.add(self.entry.sdk, where, "contract-only", f"discriminator:{value}",
-                     f"{prop} {value!r} is in the contract but in no SDK model", ignore)
+            self.add(union, "contract-only", f"discriminator:{value}",
+                     f"{prop} {value!r} is in the contract but in no SDK model")
 
-    def member(self, model: Any, value: Any, schema: Any, base: str, allowed: set[Any] | None,
-               ignore: dict[str, str]) -> None:
-        where = BASE_URI + self.entry.contract
+    def member(self, model: Any, value: Any, union: _Target, located: tuple[Any, str],
+               allowed: set[Any] | None) -> None:
+        prop = self.entry.discriminator
         if allowed is not None and value not in allowed:
-            self.add(_label(model), where, "discriminator", f"discriminator:{value}",
-                     f"{self.entry.discriminator} {value!r} ({_label(model)}) is missing from the contract", ignore)
+            missing = replace(union, name=_label(model))
+            self.add(missing, "discriminator", f"discriminator:{value}",
+                     f"{prop} {value!r} ({_label(model)}) is missing from the contract")
             return
-        branch = self.schemas.branch(schema, base, self.entry.discriminator, str(value))
+        branch = self.schemas.branch(*located, prop, str(value))
         if branch is not None and branch[0] is not None:
-            target, target_base = self.schemas.deref(*branch)
-            self.model(model, target, target_base, f"{where}[{value}]")
+            schema, base = self.schemas.deref(*branch)
+            self.model(model, self.target(_label(model), schema, base, f"{union.where}[{value}]"))
 
-    def model(self, model: Any, schema: Any, base: str, where: str) -> None:
-        fields = _fields(model)
-        ignore = self.ignore_of(schema, base)
-        required = self.schemas.required(schema, base)
-        props = self.schemas.properties(schema, base)
-        closed = self.schemas.closed(schema, base)
-        name = _label(model)
-        for field, (sdk_required, annotation) in sorted(fields.items()):
-            self.field(name, where, field, sdk_required, field in required, annotation, props, closed, ignore)
+    def model(self, model: Any, target: _Target) -> None:
+        for field, (sdk_required, annotation) in sorted(_fields(model).items()):
+            self.required(target, field, sdk_required)
+            if field not in target.props:
+                if target.closed:
+                    self.add(target, "closed", f"closed:{field}",
+                             f"{field}: the SDK sends it, the closed contract object rejects it")
+            elif field != self.entry.discriminator:
+                allowed = self.schemas.values(*target.props[field])
+                self.values(target, field, set(_literals(annotation)), allowed)
 
-    def field(self, name: str, where: str, field: str, sdk_required: bool, contract_required: bool,
-              annotation: Any, props: dict[str, tuple[Any, str]], closed: bool, ignore: dict[str, str]) -> None:
+    def required(self, target: _Target, field: str, sdk_required: bool) -> None:
+        contract_required = field in target.required
         if contract_required and not sdk_required:
-            self.add(name, where, "required", f"required:{field}",
-                     f"{field}: the contract requires it, the SDK marks it optional", ignore)
-        if sdk_required and not contract_required and field in props:
-            self.add(name, where, "sdk-required", f"sdk-required:{field}",
-                     f"{field}: the SDK requires it, the contract leaves it optional", ignore)
-        if field not in props:
-            if closed:
-                self.add(name, where, "closed", f"closed:{field}",
-                         f"{field}: the SDK sends it, the closed contract object rejects it", ignore)
-            return
-        if field != self.entry.discriminator:
-            sdk_values = set(_literals(annotation))
-            self.values(name, where, field, sdk_values, self.schemas.values(*props[field]), ignore)
+            self.add(target, "required", f"required:{field}",
+                     f"{field}: the contract requires it, the SDK marks it optional")
+        if sdk_required and not contract_required and field in target.props:
+            self.add(target, "sdk-required", f"sdk-required:{field}",
+                     f"{field}: the SDK requires it, the contract leaves it optional")
 
-    def values(self, name: str, where: str, field: str, sdk_values: set[Any], allowed: set[Any] | None,
-               ignore: dict[str, str]) -> None:
+    def values(self, target: _Target, field: str, sdk_values: set[Any], allowed: set[Any] | None) -> None:
         if not sdk_values or allowed is None:
             return
         prefix = f"{field}: " if field else ""
         for value in sorted(map(str, sdk_values - allowed)):
-            self.add(name, where, "enum", f"enum:{field}:{value}",
-                     f"{prefix}{value!r} is allowed by the SDK, not by the contract", ignore)
+            self.add(target, "enum", f"enum:{field}:{value}",
+                     f"{prefix}{value!r} is allowed by the SDK, not by the contract")
         for value in sorted(map(str, allowed - sdk_values)):
-            self.add(name, where, "contract-only", f"enum:{field}:{value}",
-                     f"{prefix}{value!r} is in the contract only", ignore)
-
-    def ignore_of(self, schema: Any, base: str) -> dict[str, str]:
-        found: dict[str, str] = {}
-        for part, _ in self.schemas.parts(schema, base):
-            found.update(part.get("x-drift-ignore", {}))
-        return found
+            self.add(target, "contract-only", f"enum:{field}:{value}",
+                     f"{prefix}{value!r} is in the contract only")
 
 
 def sdk_version(sdk: str) -> str:

@@ -48,7 +48,7 @@ import jsonschema  # type: ignore[import-untyped]
 from jsonschema.exceptions import ValidationError, best_match  # type: ignore[import-untyped]
 
 from replaykit.cassette import Interaction
-from replaykit.errors import LocalRequestError, ReplaykitError
+from replaykit.errors import LocalRequestError, ReplaykitError, UsageError
 from replaykit.resources import data_dir
 
 __all__ = [
@@ -387,6 +387,8 @@ def _str(value: object) -> str | None:
 
 def _assistant(content: list[AssistantBlock], provider: str, api: str, body: JSON, usage: Usage,
                stop: StopReason, timestamp: int) -> AssistantMessage:
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int | float) or not math.isfinite(timestamp):
+        raise UsageError(f"timestamp={timestamp!r} must be finite milliseconds since the epoch")
     message: AssistantMessage = {
         "role": "assistant", "content": content, "provider": provider, "api": api,
         "model": str(body.get("model") or ""), "usage": usage, "stopReason": stop, "timestamp": timestamp,
@@ -541,7 +543,7 @@ class _AnthropicStream:
 
     def _message(self) -> JSON:
         if self.body is None:
-            raise ConversionError(f"stream event before message_start (got {self.body!r})")
+            raise ConversionError("a content event arrived before message_start")
         return self.body
 
     def _on_message_start(self, event: JSON) -> None:
@@ -761,12 +763,18 @@ class _OpenAIStream:
         elif kind == "response.output_text.delta":
             self._part(event)["text"] = self._part(event).get("text", "") + str(event.get("delta", ""))
         elif kind == "response.content_part.added":
-            self.items[_index(event)].setdefault("content", []).append(copy.deepcopy(event.get("part")))
+            self._item(event).setdefault("content", []).append(copy.deepcopy(event.get("part")))
         elif kind == "error":
             self.error = f"{event.get('code') or 'error'}: {event.get('message', '')}"
 
+    def _item(self, event: JSON) -> JSON:
+        item = self.items.get(_index(event))
+        if item is None:
+            raise ConversionError(f"{event.get('type')}: no output_item.added at index {_index(event)}")
+        return item
+
     def _part(self, event: JSON) -> JSON:
-        parts = self.items.get(_index(event), {}).get("content") or []
+        parts = self._item(event).get("content") or []
         index = event.get("content_index")
         if not isinstance(index, int) or not 0 <= index < len(parts):
             raise ConversionError(f"output_text.delta for unknown content part {index!r}")

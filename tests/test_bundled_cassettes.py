@@ -14,6 +14,8 @@ import base64
 import copy
 import functools
 import hashlib
+import importlib.machinery
+import importlib.util
 import json
 import re
 import shutil
@@ -28,6 +30,7 @@ from urllib.parse import parse_qs, urlsplit
 import anthropic
 import httpx2
 import openai
+import pydantic
 import pytest
 import yaml
 from anthropic.types import WebSearchToolResultErrorCode
@@ -155,26 +158,54 @@ def tree_differences(expected: Path, actual: Path) -> list[str]:
                        if (expected / name).read_bytes() != (actual / name).read_bytes()]
 
 
-@functools.cache
-def _regenerated(tmp: Path) -> Path:
-    out = tmp / "cassettes"
-    subprocess.run([sys.executable, str(GENERATOR), "--out", str(out)], check=True, capture_output=True,
+@pytest.mark.slow
+def test_generator_output_is_byte_identical_to_the_committed_files(tmp_path: Path) -> None:
+    # the committed files came from an earlier run, so this also shows two runs write the same bytes
+    subprocess.run([sys.executable, str(GENERATOR), "--out", str(tmp_path)], check=True, capture_output=True,
                    timeout=300)
-    return out
+    assert tree_differences(tmp_path, CASSETTES) == [], "rerun scripts/synthesize_cassettes and commit"
 
 
-@pytest.mark.slow
-def test_generator_output_is_byte_identical_to_the_committed_files(
-        tmp_path_factory: pytest.TempPathFactory) -> None:
-    fresh = _regenerated(tmp_path_factory.mktemp("regen"))
-    assert tree_differences(fresh, CASSETTES) == [], "run scripts/synthesize_cassettes and commit the result"
+@functools.cache
+def _generator() -> Any:
+    loader = importlib.machinery.SourceFileLoader("synthesize_cassettes", str(GENERATOR))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    sys.modules[loader.name] = module  # its dataclasses look their module up while being defined
+    loader.exec_module(module)
+    return module
 
 
-@pytest.mark.slow
-def test_generator_is_deterministic(tmp_path_factory: pytest.TempPathFactory) -> None:
-    first = _regenerated(tmp_path_factory.mktemp("first"))
-    second = _regenerated(tmp_path_factory.mktemp("second"))
-    assert tree_differences(first, second) == []
+def test_generator_refuses_bodies_the_sdk_does_not_take_as_they_are() -> None:
+    generator = _generator()
+    good = _load("anthropic/web_search.yaml").interactions[0].response.json()
+    assert generator.checked(anthropic.types.Message, good, "good") == good
+    unknown = copy.deepcopy(good)
+    unknown["content"][3]["citation"] = []  # a typo of "citations"
+    coerced = copy.deepcopy(good)
+    coerced["usage"]["output_tokens"] = "187"  # pydantic would coerce it; the wire must not need that
+    wrong = copy.deepcopy(good)
+    wrong["content"][2]["content"] = {"type": "web_search_tool_result_error", "error_code": "timeout"}
+    with pytest.raises(SystemExit, match="fields the SDK does not know: /content/3/citation"):
+        generator.checked(anthropic.types.Message, unknown, "bad")
+    with pytest.raises(SystemExit, match="round-trip"):
+        generator.checked(anthropic.types.Message, coerced, "bad")
+    with pytest.raises(pydantic.ValidationError):
+        generator.checked(anthropic.types.Message, wrong, "bad")
+
+
+def test_generator_refuses_unknown_request_keys() -> None:
+    generator = _generator()
+    tool = {"type": "web_search_20250305", "name": "web_search", "max_use": 5}
+    with pytest.raises(SystemExit, match="max_use"):
+        generator.checked_params(generator.WebSearchTool20250305Param, tool, "tool")
+
+
+def test_generator_removes_stale_cassettes(tmp_path: Path) -> None:
+    (tmp_path / "openai").mkdir()
+    (tmp_path / "openai" / "renamed_long_ago.yaml").write_text("version: 1\ninteractions: []\n")
+    _generator().write_all([], tmp_path)
+    assert not (tmp_path / "openai" / "renamed_long_ago.yaml").exists()
+    assert (tmp_path / "README.md").exists()
 
 
 def test_tree_comparison_catches_an_edit_a_stale_file_and_a_missing_file(tmp_path: Path) -> None:
@@ -534,6 +565,13 @@ def test_requests_are_what_the_sdk_sends(relative: str, index: int) -> None:
     assert sent == item.request.json()
 
 
+def test_request_check_catches_a_parameter_the_sdk_does_not_have() -> None:
+    item = copy.deepcopy(_load("anthropic/web_search.yaml").interactions[0])
+    item.request.body = json.dumps({**item.request.json(), "max_token": 10}).encode()
+    with pytest.raises(TypeError, match="max_token"):
+        sdk_call("anthropic", item)
+
+
 EXPECTED_ERRORS = {
     "anthropic/error_429_rate_limit.yaml": (anthropic.RateLimitError, "rate_limit_error"),
     "anthropic/error_529_overloaded.yaml": (anthropic.OverloadedError, "overloaded_error"),
@@ -623,16 +661,38 @@ def test_key_scan_catches_a_planted_key(tmp_path: Path) -> None:
 AUTH_HEADERS = ("x-api-key", "authorization", "api-key")
 
 
+def credentials(items: list[Interaction]) -> set[tuple[str, str]]:
+    """Every (auth header, value) the requests carry."""
+    return {(name, value) for item in items for name in AUTH_HEADERS if (value := item.request.header(name))}
+
+
 def test_synthesized_credentials_are_placeholders() -> None:
-    values = {(name, item.request.header(name)) for path in _synthesized_paths()
-              for item in _load(path).interactions for name in AUTH_HEADERS if item.request.header(name)}
-    assert {value for _, value in values} <= {"REDACTED", "Bearer REDACTED"}
-    assert {name for name, _ in values} == set(AUTH_HEADERS)
+    found = credentials([i for path in _synthesized_paths() for i in _load(path).interactions])
+    assert {name for name, _ in found} == set(AUTH_HEADERS)
+    assert {value for _, value in found} <= {"REDACTED", "Bearer REDACTED"}
+
+
+def test_credential_check_sees_a_real_looking_key() -> None:
+    item = copy.deepcopy(_load("anthropic/web_search.yaml").interactions[0])
+    item.request.headers["x-api-key"] = ["test-" + "k" * 20]
+    assert {value for _, value in credentials([item])} - {"REDACTED", "Bearer REDACTED"}
+
+
+def unmarked_opaque_values(text: str) -> tuple[int, list[str]]:
+    """How many ``encrypted_content`` / ``encrypted_index`` values ``text`` holds, and those that do not
+    decode to replaykit's synthetic marker."""
+    values = re.findall(r'"encrypted_(?:content|index)":\s*"([A-Za-z0-9+/=]+)"', text)
+    return len(values), [v for v in values if b"replaykit synthetic" not in base64.b64decode(v)]
 
 
 def test_synthesized_opaque_values_say_they_are_synthetic() -> None:
     text = "".join((CASSETTES / p).read_text(encoding="utf-8") for p in _synthesized_paths()
                    if p.startswith("anthropic/"))
-    opaque = re.findall(r'"encrypted_(?:content|index)":"([A-Za-z0-9+/=]+)"', text)
-    assert len(opaque) > 20
-    assert all(b"replaykit synthetic" in base64.b64decode(value) for value in opaque)
+    count, unmarked = unmarked_opaque_values(text)
+    assert count > 20 and unmarked == []
+
+
+def test_opaque_check_tells_a_real_value_from_a_synthetic_one() -> None:
+    real = (CASSETTES / "recorded/llm-anthropic__web_search_stream.yaml").read_text(encoding="utf-8")
+    count, unmarked = unmarked_opaque_values(real.replace("\\", ""))
+    assert count > 0 and len(unmarked) == count

@@ -25,6 +25,7 @@ EXIT_USAGE = 2
 COMMANDS: tuple[str, ...] = (
     "serve",
     "verify",
+    "drift",
 )
 
 

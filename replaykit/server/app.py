@@ -178,6 +178,7 @@ def _choose(state: State, received: Received, entry: Entry, faults: list[Fault])
         entry.verdict, entry.near_misses, entry.error = "unmatched", match.near_misses, match.reason
         return _unmatched_plan(received, match.reason), match
     entry.verdict, entry.matched, entry.diff = "served", match.slot.where(), match.diff
+    entry.provider = entry.provider or match.slot.route.provider
     try:
         return _faulted(_replay_plan(state, match.slot, faults), faults, entry), match
     except Exception:
@@ -189,17 +190,48 @@ def _choose(state: State, received: Received, entry: Entry, faults: list[Fault])
 # ---------------------------------------------------------------- the handler
 
 
-def _settle(state: State, entry: Entry, match: Match | None, plan: Plan | None, progress: Progress) -> None:
-    with state.lock:
-        if match is not None and match.slot is not None:
-            if plan is not None and plan.complete and progress.outcome == "complete":
-                match.slot.served += 1
-            else:
-                state.pool.release(match.slot)
-    if plan is not None:
-        entry.status, entry.stream, entry.notes = plan.status, plan.stream, plan.notes
-    entry.chunks, entry.outcome = progress.chunks, progress.outcome
-    state.journal.append(entry)
+@dataclass(slots=True)
+class _Exchange:
+    """One request's bookkeeping: journaled when the outcome is known, corrected if delivery then fails."""
+
+    state: State
+    entry: Entry
+    started: float
+    plan: Plan | None = None
+    match: Match | None = None
+    counted: bool = False
+    journaled: bool = False
+
+    @property
+    def slot(self) -> Slot | None:
+        return self.match.slot if self.match is not None else None
+
+    def settle(self, progress: Progress) -> None:
+        """Record the outcome (called before the last bytes are sent, and again at the very end)."""
+        entry, plan, slot = self.entry, self.plan, self.slot
+        whole = plan is not None and plan.complete and progress.outcome == "complete"
+        with self.state.lock:
+            if slot is not None and whole != self.counted:
+                slot.served += 1 if whole else -1
+                self.counted = whole
+        if plan is not None:
+            entry.status, entry.stream, entry.notes = plan.status, plan.stream, plan.notes
+        entry.chunks = len(plan.chunks) if whole and plan is not None else progress.chunks
+        entry.outcome = progress.outcome
+        entry.duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
+        if not self.journaled:
+            self.journaled = True
+            self.state.journal.append(entry)
+
+    def close(self, progress: Progress) -> None:
+        """The final word: settle with what really happened; give back a slot that was not served whole."""
+        self.settle(progress)
+        entry = self.entry
+        entry.chunks = progress.chunks
+        slot = self.slot
+        if slot is not None and not self.counted:
+            with self.state.lock:
+                self.state.pool.release(slot)
 
 
 def _internal_error(state: State, received: Received, exc: Exception, entry: Entry) -> Plan:
@@ -221,19 +253,18 @@ async def handle(request: web.Request) -> web.StreamResponse:
     started = time.perf_counter()
     received = await _received(request)
     entry, faults = _admit(state, received)
-    progress, plan, match = Progress(), None, None
+    exchange = _Exchange(state, entry, started)
+    progress = Progress(on_settle=exchange.settle)
     try:
         try:
             entry.request_violations = verdicts.request_violations(received)
-            plan, match = _choose(state, received, entry, faults)
-            slot = match.slot if match else None
-            entry.response_violations = verdicts.response_violations(received, slot, plan)
+            exchange.plan, exchange.match = _choose(state, received, entry, faults)
+            entry.response_violations = verdicts.response_violations(received, exchange.slot, exchange.plan)
         except Exception as exc:
-            plan = _internal_error(state, received, exc, entry)
-        return await deliver(request, plan, state.closing, progress)
+            exchange.plan = _internal_error(state, received, exc, entry)
+        return await deliver(request, exchange.plan, state.closing, progress)
     finally:
-        entry.duration_ms = round((time.perf_counter() - started) * 1000, 3)
-        _settle(state, entry, match, plan, progress)
+        exchange.close(progress)
 
 
 # ---------------------------------------------------------------- admin endpoints

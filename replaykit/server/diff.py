@@ -47,6 +47,10 @@ def _pointer(path: list[str]) -> str:
     return "".join(f"/{escape(token)}" for token in path)
 
 
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
 def _same_scalar(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
@@ -70,8 +74,8 @@ class _Differ:
     def walk(self, a: Any, b: Any, path: list[str]) -> None:
         if len(self.found) >= self.limit or (self.patterns and _ignored(path, self.patterns)):
             return
-        if type(a) is type(b) and a == b:
-            return
+        if type(a) is type(b) and a == b and (not isinstance(a, dict | list) or _dumps(a) == _dumps(b)):
+            return  # equal (the serialized check tells true from 1 inside containers)
         if isinstance(a, dict) and isinstance(b, dict):
             self.walk_dict(a, b, path)
         elif isinstance(a, list) and isinstance(b, list):

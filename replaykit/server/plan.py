@@ -183,7 +183,7 @@ def _after(plan: Plan, fault: Fault) -> int:
     return min(fault.after or 0, len(plan.chunks))
 
 
-def _stall(plan: Plan, fault: Fault) -> None:
+def _stall(plan: Plan, fault: Fault) -> bool:
     at = _after(plan, fault)
     if fault.ms is None:
         _cut(plan, at)
@@ -191,9 +191,10 @@ def _stall(plan: Plan, fault: Fault) -> None:
     else:
         plan.due[at:] = [due + fault.ms / 1000 for due in plan.due[at:]]
     plan.notes.append(f"stalled after event {at}")
+    return True
 
 
-def _disconnect(plan: Plan, fault: Fault) -> None:
+def _disconnect(plan: Plan, fault: Fault) -> bool:
     if plan.stream:
         at = _cut(plan, _after(plan, fault))
         plan.notes.append(f"disconnected after event {at}")
@@ -202,6 +203,7 @@ def _disconnect(plan: Plan, fault: Fault) -> None:
         plan.chunks = [body[: len(body) // 2]]
         plan.notes.append(f"disconnected after {len(body) // 2} of {len(body)} bytes")
     plan.end, plan.altered = "disconnect", True
+    return True
 
 
 def _next_sequence(events: list[sse.Event]) -> int:
@@ -220,7 +222,7 @@ def _last_response(events: list[sse.Event]) -> dict[str, Any] | None:
     return None
 
 
-def _error_event(plan: Plan, fault: Fault) -> None:
+def _error_event(plan: Plan, fault: Fault) -> bool:
     at = _cut(plan, _after(plan, fault))
     sent = plan.events[:at]
     sequence = _next_sequence(sent)
@@ -236,6 +238,7 @@ def _error_event(plan: Plan, fault: Fault) -> None:
     plan.due.append(plan.due[-1] if plan.due else 0.0)
     plan.notes.append(f"error event after event {at}")
     plan.altered = True
+    return True
 
 
 def corrupt(raw: bytes) -> bytes:
@@ -247,44 +250,49 @@ def corrupt(raw: bytes) -> bytes:
     return raw[: found.start(1)] + payload[: len(payload) // 2] + raw[found.end(1) :]
 
 
-def _corrupt_event(plan: Plan, fault: Fault) -> None:
+def _corrupt_event(plan: Plan, fault: Fault) -> bool:
     index = (fault.event or 1) - 1
     if index >= len(plan.chunks):
         plan.notes.append(f"not applied: the stream has {len(plan.chunks)} events, not {index + 1}")
-        return
+        return False
     plan.chunks[index] = corrupt(bytes(plan.chunks[index]))
     plan.notes.append(f"event {index + 1} corrupted")
     plan.altered = True
+    return True
 
 
-def _drop_terminal(plan: Plan, fault: Fault) -> None:
+def _drop_terminal(plan: Plan, fault: Fault) -> bool:
     for index in range(min(len(plan.events), len(plan.chunks)) - 1, -1, -1):
         event = plan.events[index]
         if _type_of(event) in TERMINAL_EVENTS or (event.data or "").strip() == "[DONE]":
             del plan.chunks[index], plan.due[index]
             plan.notes.append(f"terminal event {index + 1} ({_type_of(event) or event.data}) dropped")
             plan.altered = True
-            return
+            return True
     plan.notes.append("not applied: no terminal event in the stream")
+    return False
 
 
-def _truncate(plan: Plan, fault: Fault) -> None:
+def _truncate(plan: Plan, fault: Fault) -> bool:
     body = b"".join(bytes(c) for c in plan.chunks)
     at = len(body) // 2 if fault.at is None else min(fault.at, len(body))
     plan.chunks, plan.length = [body[:at]], at
     plan.notes.append(f"body truncated to {at} of {len(body)} bytes")
     plan.altered = True
+    return True
 
 
-def _delay_events(plan: Plan, fault: Fault) -> None:
+def _delay_events(plan: Plan, fault: Fault) -> bool:
     step = (fault.ms or 0) / 1000
     plan.due = [due + (i + 1) * step for i, due in enumerate(plan.due)]
     plan.notes.append(f"{fault.ms:g} ms before each event")
+    return True
 
 
-def _delay_headers(plan: Plan, fault: Fault) -> None:
+def _delay_headers(plan: Plan, fault: Fault) -> bool:
     plan.head_delay += (fault.ms or 0) / 1000
     plan.notes.append(f"{fault.ms:g} ms before the headers")
+    return True
 
 
 _STREAM_ONLY = {
@@ -316,14 +324,11 @@ def apply(plan: Plan, fault: Fault) -> bool:
     Apply several faults in :data:`ORDER`.
     """
     if fault.kind in _ANY:
-        _ANY[fault.kind](plan, fault)
-        return True
+        return _ANY[fault.kind](plan, fault)
     if fault.kind == "truncate" and not plan.stream:
-        _truncate(plan, fault)
-        return True
+        return _truncate(plan, fault)
     if fault.kind in _STREAM_ONLY and plan.stream:
-        _STREAM_ONLY[fault.kind](plan, fault)
-        return True
+        return _STREAM_ONLY[fault.kind](plan, fault)
     return False
 
 

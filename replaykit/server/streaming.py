@@ -8,6 +8,7 @@ with ``recorded`` timing, their recorded pacing. A non-stream body goes out with
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -22,10 +23,22 @@ Outcome = Literal["pending", "complete", "disconnected", "hung", "client_closed"
 
 @dataclass(slots=True)
 class Progress:
-    """How far delivery got: chunks written and the outcome (read by the journal, even after a cancel)."""
+    """How far delivery got: chunks written and the outcome (read by the journal, even after a cancel).
+
+    ``on_settle`` is called once, when the outcome is known but *before* the last bytes leave: a client
+    that has its whole response then finds the request in the journal already.
+    """
 
     chunks: int = 0
     outcome: Outcome = "pending"
+    on_settle: Callable[[Progress], None] | None = None
+
+    def settle(self, outcome: Outcome) -> None:
+        """Set the outcome and call ``on_settle`` (the first time only)."""
+        self.outcome = outcome
+        callback, self.on_settle = self.on_settle, None
+        if callback is not None:
+            callback(self)
 
 
 async def _wait_until(loop: asyncio.AbstractEventLoop, when: float) -> None:
@@ -52,9 +65,12 @@ async def _write_all(response: web.StreamResponse, plan: Plan, progress: Progres
     loop = asyncio.get_running_loop()
     start = loop.time()
     timed = plan.timed
+    last = len(plan.chunks) - 1 if plan.end == "eof" else -1
     for index, chunk in enumerate(plan.chunks):
         if timed:
             await _wait_until(loop, start + plan.due[index])
+        if index == last:
+            progress.settle("complete")
         await response.write(chunk)
         progress.chunks += 1
 
@@ -63,14 +79,14 @@ async def _finish(
     request: web.Request, response: web.StreamResponse, plan: Plan, closing: asyncio.Event, progress: Progress
 ) -> None:
     if plan.end == "eof":
+        progress.settle("complete")
         await response.write_eof()
-        progress.outcome = "complete"
     elif plan.end == "disconnect":
-        progress.outcome = "disconnected"
+        progress.settle("disconnected")
         if request.transport is not None:
             request.transport.close()  # flushes what was written, then FIN without the final chunk
     else:
-        progress.outcome = "hung"
+        progress.settle("hung")
         await closing.wait()  # until the client gives up (the handler is cancelled) or the server stops
         if request.transport is not None:
             request.transport.close()

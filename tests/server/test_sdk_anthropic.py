@@ -74,9 +74,8 @@ def _search_facts(message: Json) -> Json:
 def test_create_returns_exactly_the_recorded_messages(serve: Any) -> None:
     path = recorded("pydantic-ai__anthropic_web_search_tool.yaml")
     recorded_messages = [item.response.json() for item in cassette.load(path).interactions]
-    fake = serve(path)
-    client = _client(fake)
-    got = [client.messages.create(**ASK).to_dict() for _ in recorded_messages]
+    with _client(serve(path)) as client:
+        got = [client.messages.create(**ASK).to_dict() for _ in recorded_messages]
     assert got == recorded_messages
     facts = _search_facts(got[0])
     assert facts["calls"] and facts["results"] and facts["citations"]
@@ -86,8 +85,8 @@ def test_create_returns_exactly_the_recorded_messages(serve: Any) -> None:
 
 def test_create_parses_a_search_error_inside_a_200(serve: Any) -> None:
     path = bundled("anthropic/web_search_error_max_uses_exceeded.yaml")
-    fake = serve(path)
-    message = _client(fake).messages.create(**ASK)
+    with _client(serve(path)) as client:
+        message = client.messages.create(**ASK)
     results = [b.content for b in message.content if b.type == "web_search_tool_result"]
     errors = [r for r in results if not isinstance(r, list)]
     assert len(errors) == 1 and errors[0].type == "web_search_tool_result_error"
@@ -97,8 +96,7 @@ def test_create_parses_a_search_error_inside_a_200(serve: Any) -> None:
 
 def test_stream_accumulates_to_what_the_recorded_events_say(serve: Any) -> None:
     path = recorded("llm-anthropic__web_search_stream.yaml")
-    fake = serve(path)
-    with _client(fake).messages.stream(**ASK) as stream:
+    with _client(serve(path)) as client, client.messages.stream(**ASK) as stream:
         final = stream.get_final_message().to_dict()
     expected = _accumulate(_recorded_events(path))
     assert final["content"] == expected["content"]
@@ -108,8 +106,8 @@ def test_stream_accumulates_to_what_the_recorded_events_say(serve: Any) -> None:
 
 def test_raw_stream_events_are_the_recorded_events_in_order(serve: Any) -> None:
     path = recorded("pydantic-ai__anthropic_web_search_tool_stream.yaml")
-    fake = serve(path)
-    events = [event.to_dict() for event in _client(fake).messages.create(**ASK, stream=True)]
+    with _client(serve(path)) as client:
+        events = [event.to_dict() for event in client.messages.create(**ASK, stream=True)]
     assert events == _recorded_events(path)
 
 
@@ -135,7 +133,8 @@ def test_sdk_retries_429_then_529_and_gets_the_recorded_success(serve: Any) -> N
     path = recorded("pydantic-ai__anthropic_web_search_tool.yaml")
     fake = serve(path, faults=[Fault("status", route="anthropic", nth=1, status=429, retry_after_ms=1),
                                Fault("status", route="anthropic", nth=2, status=529, retry_after_ms=1)])
-    message = _client(fake, retries=2).messages.create(**ASK)
+    with _client(fake, retries=2) as client:
+        message = client.messages.create(**ASK)
     assert message.to_dict() == cassette.load(path).interactions[0].response.json()
     journal = fake.journal
     assert [(e.status, e.verdict) for e in journal] == [(429, "fault"), (529, "fault"), (200, "served")]
@@ -146,8 +145,8 @@ def test_sdk_retries_429_then_529_and_gets_the_recorded_success(serve: Any) -> N
 def test_sdk_gives_up_after_its_retries_with_its_own_error(serve: Any) -> None:
     fake = serve(recorded("pydantic-ai__anthropic_web_search_tool.yaml"),
                  faults=["route=anthropic,status=529,retry_after_ms=1,nth=1,times=2"])
-    with pytest.raises(anthropic.InternalServerError) as caught:
-        _client(fake, retries=1).messages.create(**ASK)
+    with _client(fake, retries=1) as client, pytest.raises(anthropic.InternalServerError) as caught:
+        client.messages.create(**ASK)
     assert caught.value.status_code == 529
     assert caught.value.body["error"]["type"] == "overloaded_error"
     assert [e.status for e in fake.journal] == [529, 529]
@@ -156,14 +155,15 @@ def test_sdk_gives_up_after_its_retries_with_its_own_error(serve: Any) -> None:
 
 def test_mid_stream_disconnect_surfaces_as_the_sdk_transport_error(serve: Any) -> None:
     fake = serve(recorded("llm-anthropic__web_search_stream.yaml"), faults=["kind=disconnect,after=10"])
-    with pytest.raises(httpx2.RemoteProtocolError), _client(fake).messages.stream(**ASK) as stream:
-        stream.get_final_message()
+    with _client(fake) as client, pytest.raises(httpx2.RemoteProtocolError), client.messages.stream(**ASK) as s:
+        s.get_final_message()
     entry = fake.journal[0]
     assert (entry.outcome, entry.chunks) == ("disconnected", 10)
 
 
 def test_mid_stream_error_event_raises_the_sdk_api_error(serve: Any) -> None:
     fake = serve(recorded("llm-anthropic__web_search_stream.yaml"), faults=["kind=error_event,after=3"])
-    with pytest.raises(anthropic.APIStatusError) as caught, _client(fake).messages.stream(**ASK) as stream:
-        stream.get_final_message()
+    with _client(fake) as client, pytest.raises(anthropic.APIStatusError) as caught:
+        with client.messages.stream(**ASK) as stream:
+            stream.get_final_message()
     assert caught.value.body == {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}

@@ -1,0 +1,72 @@
+"""``replaykit drift [--sdk anthropic|openai] [--json]``: the contracts against the installed SDKs' models.
+
+Prints a table of gaps (SDK type, contract entry, gap, detail, verdict) and a summary line; with
+``--json``, one JSON document. Exit 1 when a gap is blocking (a payload the SDK accepts would fail a
+contract) and not explained by the contract's ``x-drift-ignore``; 0 otherwise; 2 when the SDK is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from typing import Any
+
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK
+from replaykit.drift import MAPPING, SDKS, Gap, compare, sdk_version
+
+__all__ = ["register", "render", "run"]
+
+_HEAD = ("verdict", "sdk", "sdk type", "contract", "gap", "detail")
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``drift`` subcommand."""
+    parser = subparsers.add_parser(
+        "drift", help="compare the contracts with the installed SDKs' models",
+        description="Compare the wire contracts with the installed anthropic / openai SDK models (enum "
+                    "values, required fields, discriminators). Exit 1 when a payload the SDK accepts would "
+                    "fail a contract and the contract does not explain it (x-drift-ignore).")
+    parser.add_argument("--sdk", choices=SDKS, action="append",
+                        help="only this SDK (repeatable; default: both)")
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of a table")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compare and print; the exit code says whether a blocking gap was found."""
+    sdks = tuple(args.sdk or SDKS)
+    gaps = compare(sdks)
+    versions = {sdk: sdk_version(sdk) for sdk in sdks}
+    entries = sum(entry.package in sdks for entry in MAPPING)
+    text = json.dumps(_document(gaps, versions, entries), indent=2) if args.json else \
+        render(gaps, versions, entries)
+    print(text)
+    return EXIT_FINDINGS if any(gap.verdict == "blocking" for gap in gaps) else EXIT_OK
+
+
+def _summary(gaps: list[Gap], entries: int) -> dict[str, Any]:
+    counts = Counter(gap.verdict for gap in gaps)
+    return {"entries": entries, "gaps": len(gaps), "blocking": counts["blocking"],
+            "explained": counts["explained"], "info": counts["info"], "ok": not counts["blocking"]}
+
+
+def _document(gaps: list[Gap], versions: dict[str, str], entries: int) -> dict[str, Any]:
+    return {"sdks": versions, "gaps": [gap.to_json() for gap in gaps], "summary": _summary(gaps, entries)}
+
+
+def render(gaps: list[Gap], versions: dict[str, str], entries: int) -> str:
+    """The human report: a table of gaps (blocking first), explanations, a summary line."""
+    order = {"blocking": 0, "explained": 1, "info": 2}
+    rows = [_HEAD] + [(g.verdict.upper(), g.sdk, g.sdk_type.rpartition(":")[2], g.contract, g.gap, g.detail)
+                      for g in sorted(gaps, key=lambda gap: order[gap.verdict])]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEAD) - 1)]
+    lines = ["  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]])
+             for row in rows]
+    lines += [f"explained: {g.contract} {g.gap}: {g.reason}" for g in gaps if g.verdict == "explained"]
+    counts = _summary(gaps, entries)
+    sdk_text = ", ".join(f"{sdk} {version}" for sdk, version in versions.items())
+    verdict = "OK" if counts["ok"] else "FAILED (a payload the SDK accepts would fail a contract)"
+    lines.append(f"{sdk_text}: {entries} mappings, {counts['gaps']} gaps ({counts['blocking']} blocking, "
+                 f"{counts['explained']} explained, {counts['info']} info): {verdict}")
+    return "\n".join(lines)

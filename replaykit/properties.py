@@ -1,0 +1,549 @@
+"""The estimator property suite: invariants every replay-aware token estimator must keep.
+
+An estimator is a callable ``(transcript: dict, target: dict) -> int | float`` (``target`` is
+``{"provider", "api", "model"}``), loaded from ``module:function`` by :func:`load_callable`, or a command
+speaking the JSON Lines estimator protocol (:class:`CommandEstimator`; requests and answers follow
+``contracts/replaykit/estimator-request.schema.json`` and ``estimator-response.schema.json``).
+
+:data:`PROPERTIES` holds the suite, each property with a ``name`` and a one-line ``statement``; :func:`run`
+checks them with Hypothesis and returns one :class:`Outcome` each, a failure carrying the shrunk
+transcript. In pytest::
+
+    import pytest
+    from replaykit.properties import PROPERTIES
+
+    @pytest.mark.parametrize("prop", PROPERTIES, ids=lambda prop: prop.name)
+    def test_my_estimator(prop):
+        prop.verify(my_estimator, max_examples=50)   # raises PropertyFailed (an AssertionError)
+
+An estimator that raises, answers ``{"error"}`` or returns something that is not a number fails the
+property it was being checked for (``never_raises`` catches it first). One that turns an exception into 0
+is caught by ``no_decrease_on_append`` and ``search_chars_count`` (a nameless search block appended to a
+non-empty transcript would drop its estimate to 0), and by ``matches_projection``.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import math
+import os
+import re
+import select
+import shlex
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import hypothesis
+from hypothesis import HealthCheck, Verbosity, given, settings
+from hypothesis import strategies as st
+
+from replaykit import strategies as rs
+from replaykit.contracts import validate
+from replaykit.errors import UsageError
+from replaykit.estimate import body_chars, to_target
+from replaykit.replay import project
+
+__all__ = [
+    "PROPERTIES",
+    "CommandEstimator",
+    "Estimator",
+    "EstimatorFailed",
+    "Failure",
+    "Outcome",
+    "Property",
+    "PropertyFailed",
+    "PropertyViolation",
+    "dumps",
+    "load_callable",
+    "run",
+]
+
+JSON = dict[str, Any]
+
+
+class Estimator(Protocol):
+    """An estimator under test: ``(transcript, target) -> tokens``."""
+
+    def __call__(self, transcript: JSON, target: JSON, /) -> int | float: ...
+
+
+class EstimatorFailed(Exception):
+    """The estimator raised, answered ``{"error"}``, broke the protocol or returned a non-number."""
+
+
+class PropertyViolation(Exception):
+    """One example broke a property: ``detail`` says how; ``transcript`` and ``target`` are the input."""
+
+    def __init__(self, detail: str, transcript: JSON, target: JSON) -> None:
+        super().__init__(detail)
+        self.detail, self.transcript, self.target = detail, transcript, target
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A property's failure on its shrunk example."""
+
+    detail: str
+    transcript: JSON
+    target: JSON
+
+
+class PropertyFailed(AssertionError):
+    """Raised by :meth:`Property.verify`: the statement, what went wrong and the shrunk transcript as JSON."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The result of one property: ``failure`` is None when it held on every example."""
+
+    name: str
+    statement: str
+    failure: Failure | None
+
+    @property
+    def passed(self) -> bool:
+        """True when the property held."""
+        return self.failure is None
+
+
+# ---------------------------------------------------------------- calling the estimator
+
+
+def dumps(value: object) -> str:
+    """Strict JSON: NaN becomes null and +-infinity +-1e999 (which JSON parsers read back as infinities)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+    return _NON_FINITE.sub(_finite_token, text)
+
+
+_NON_FINITE = re.compile(r'"(?:[^"\\]|\\.)*"|-?Infinity|NaN')
+
+
+def _finite_token(match: re.Match[str]) -> str:
+    token = match.group(0)
+    return {"NaN": "null", "Infinity": "1e999", "-Infinity": "-1e999"}.get(token, token)
+
+
+def _tokens(estimator: Estimator, transcript: JSON, target: JSON) -> float:
+    try:
+        tokens = estimator(copy.deepcopy(transcript), dict(target))
+    except Exception as exc:  # any exception from the code under test is a finding
+        raise EstimatorFailed(f"the estimator raised {type(exc).__name__}: {exc}") from exc
+    if isinstance(tokens, bool) or not isinstance(tokens, int | float):
+        raise EstimatorFailed(f"the estimator returned {tokens!r:.80}, not a number")
+    return tokens
+
+
+class _Case:
+    """Calls the estimator for one example; an estimator failure becomes a violation of this property."""
+
+    def __init__(self, estimator: Estimator, target: JSON) -> None:
+        self.estimator, self.target = estimator, target
+
+    def tokens(self, transcript: JSON) -> float:
+        try:
+            return _tokens(self.estimator, transcript, self.target)
+        except EstimatorFailed as exc:
+            raise PropertyViolation(str(exc), transcript, self.target) from exc
+
+    def fail(self, detail: str, transcript: JSON) -> PropertyViolation:
+        return PropertyViolation(detail, transcript, self.target)
+
+
+# ---------------------------------------------------------------- building examples
+
+
+def _restamp(messages: list[JSON], start: int = 1_700_000_000_000) -> list[JSON]:
+    for offset, message in enumerate(messages):
+        message["timestamp"] = start + 1000 * offset
+    return messages
+
+
+def _transcript(head: JSON, messages: list[JSON]) -> JSON:
+    return {"version": 1, "system": head.get("system"), "tools": head.get("tools", []),
+            "messages": _restamp(copy.deepcopy(messages))}
+
+
+def _unanchoring() -> st.SearchStrategy[JSON]:
+    """Messages that never anchor: user, tool result, assistant turns with zero or non-finite usage."""
+    kinds = st.sampled_from(["zero", "nan", "infinite"])
+    spoiled = kinds.flatmap(lambda kind: rs.assistant_messages(usage=kind))
+    return st.one_of(rs.user_messages(), rs.tool_result_messages(), spoiled)
+
+
+def _anchor() -> st.SearchStrategy[JSON]:
+    return rs.assistant_messages(usage="valid", stop_reasons=("stop", "length", "toolUse", "pauseTurn"))
+
+
+@st.composite
+def _anchored(draw: st.DrawFn) -> tuple[JSON, int]:
+    """A transcript whose anchor (at the returned index) is followed only by messages that never anchor."""
+    head = draw(rs.transcripts(max_messages=4))
+    after = draw(st.lists(_unanchoring(), max_size=3))
+    messages = [*head["messages"], draw(_anchor()), *after]
+    return _transcript(head, messages), len(head["messages"])
+
+
+def _grow(transcript: JSON, index: int, text: str) -> JSON:
+    """``transcript`` with a user message saying ``text`` inserted at ``index``."""
+    messages = copy.deepcopy(transcript["messages"])
+    stamp = messages[min(index, len(messages) - 1)]["timestamp"] if messages else 1_700_000_000_000
+    messages.insert(index, {"role": "user", "content": text, "timestamp": stamp})
+    return {**transcript, "messages": messages}
+
+
+def _ascii(min_size: int = 4) -> st.SearchStrategy[str]:
+    return st.text("abcdefghijklmnopqrstuvwxyz ", min_size=min_size, max_size=80)
+
+
+def _append(transcript: JSON, *messages: JSON) -> JSON:
+    both = copy.deepcopy([*transcript["messages"], *messages])
+    return {**transcript, "messages": _restamp(both)}
+
+
+def _reference(transcript: JSON, target: JSON) -> int:
+    """The heuristic applied to what ``project`` emits, with no anchoring: system + tools + messages."""
+    return sum(chars.tokens for chars in body_chars(project(transcript, to_target(target))).values())
+
+
+def _chars(transcript: JSON, target: JSON) -> int:
+    parts = body_chars(project(transcript, to_target(target))).values()
+    return sum(chars.other + chars.cjk for chars in parts)
+
+
+# ---------------------------------------------------------------- the properties
+
+
+def _never_raises(case: _Case, data: st.DataObject) -> None:
+    case.tokens(data.draw(rs.transcripts(), label="transcript"))
+
+
+def _finite(case: _Case, data: st.DataObject) -> None:
+    transcript = data.draw(rs.transcripts(), label="transcript")
+    tokens = case.tokens(transcript)
+    if not math.isfinite(tokens) or tokens < 0:
+        raise case.fail(f"the estimate is {tokens!r}", transcript)
+
+
+def _no_decrease(case: _Case, data: st.DataObject) -> None:
+    before = data.draw(rs.transcripts(), label="transcript")
+    after = _append(before, data.draw(_unanchoring(), label="appended"))
+    low, high = case.tokens(before), case.tokens(after)
+    if high < low:
+        raise case.fail(f"appending the last message lowered the estimate from {low} to {high}", after)
+
+
+def _search_chars(case: _Case, data: st.DataObject) -> None:
+    before = data.draw(rs.transcripts(), label="transcript")
+    turn = data.draw(rs.assistant_messages(usage="zero", stop_reasons=("stop", "toolUse"), search=False))
+    search = data.draw(st.lists(rs.hosted_search_blocks(raw=True), min_size=1, max_size=3), label="search")
+    at = data.draw(st.integers(0, len(turn["content"])), label="position")
+    plain = _append(before, turn)
+    searched = _append(before, {**turn, "content": turn["content"][:at] + search + turn["content"][at:]})
+    added = _chars(searched, case.target) - _chars(plain, case.target)
+    gained = case.tokens(searched) - case.tokens(plain)
+    if gained < added // 4:
+        raise case.fail(f"+{added} replayed search characters added {gained} tokens, "
+                        f"expected at least {added // 4}", searched)
+
+
+def _cjk_chars(case: _Case, data: st.DataObject) -> None:
+    before = data.draw(rs.transcripts(), label="transcript")
+    text, cjk = data.draw(rs.mixed_text(), label="text"), data.draw(rs.cjk_text(min_size=1), label="cjk")
+    plain = _append(before, {"role": "user", "content": text})
+    more = _append(before, {"role": "user", "content": text + cjk})
+    gained = case.tokens(more) - case.tokens(plain)
+    if gained < len(cjk):
+        raise case.fail(f"+{len(cjk)} CJK characters added {gained} tokens, expected at least {len(cjk)}",
+                        more)
+
+
+def _anchor_once(case: _Case, data: st.DataObject) -> None:
+    transcript, anchor = data.draw(_anchored(), label="anchored")
+    at, text = data.draw(st.integers(0, anchor), label="at"), data.draw(_ascii(), label="text")
+    grown = _grow(transcript, at, text)
+    base, again = case.tokens(transcript), case.tokens(grown)
+    if again != base:
+        raise case.fail(f"growing the prefix the anchor covers changed the estimate from {base} to {again}",
+                        grown)
+    more = data.draw(st.integers(1, 10_000), label="extra usage")
+    raised = copy.deepcopy(transcript)
+    usage = raised["messages"][anchor]["usage"]
+    usage["input"], usage["totalTokens"] = usage["input"] + more, usage["totalTokens"] + more
+    if (bumped := case.tokens(raised)) != base + more:
+        raise case.fail(f"raising the anchor's usage by {more} moved the estimate from {base} to {bumped}, "
+                        f"not to {base + more}", raised)
+
+
+def _spoil(message: JSON, how: str) -> None:
+    if how in ("error", "aborted"):
+        message["stopReason"] = how
+    else:
+        message["usage"] = {name: {"zero": 0, "nan": math.nan, "infinite": math.inf}[how]
+                            for name in message["usage"]}
+
+
+def _falls_back(case: _Case, data: st.DataObject) -> None:
+    transcript, anchor = data.draw(_anchored(), label="anchored")
+    how = data.draw(st.sampled_from(["zero", "nan", "infinite", "error", "aborted"]), label="spoiled as")
+    for message in transcript["messages"]:
+        if message["role"] == "assistant":
+            _spoil(message, how if message is transcript["messages"][anchor] else "zero")
+    text = data.draw(_ascii(), label="text")
+    grown = _grow(transcript, data.draw(st.integers(0, anchor), label="at"), text)
+    gained = case.tokens(grown) - case.tokens(transcript)
+    if gained < len(text) // 4:
+        raise case.fail(f"with {how} usage, +{len(text)} characters before it added {gained} tokens, "
+                        f"expected at least {len(text) // 4}: the usage still anchors the estimate", grown)
+
+
+def _matches_projection(case: _Case, data: st.DataObject) -> None:
+    kind = data.draw(st.sampled_from(["zero", "nan", "infinite"]), label="usage")
+    transcript = data.draw(rs.transcripts(usage=kind), label="transcript")
+    tokens, expected = case.tokens(transcript), _reference(transcript, case.target)
+    if tokens != expected:
+        raise case.fail(f"the estimate is {tokens}; the heuristic over replay.project(...) gives {expected}",
+                        transcript)
+
+
+def _system_rebuild(case: _Case, data: st.DataObject) -> None:
+    transcript, anchor = data.draw(_anchored(), label="anchored")
+    kind, changed = data.draw(rs.system_changes(transcript), label="change")
+    text = data.draw(_ascii(), label="text")
+    before, after = case.tokens(changed), case.tokens(_grow(changed, anchor, text))
+    if kind == "rebuild" and (after != before or before != case.tokens(transcript)):
+        raise case.fail(f"an unchanged system rebuild dropped the anchor (estimate {case.tokens(transcript)} "
+                        f"before the rebuild, {before} after it, {after} with a longer prefix)", changed)
+    if kind != "rebuild" and after - before < len(text) // 4:
+        raise case.fail(f"after a real {kind} change, +{len(text)} characters before the old anchor added "
+                        f"{after - before} tokens: the stale usage still anchors the estimate", changed)
+
+
+def _first_violation(group: BaseExceptionGroup[BaseException]) -> PropertyViolation | None:
+    for inner in group.exceptions:
+        if isinstance(inner, PropertyViolation):
+            return inner
+        if isinstance(inner, BaseExceptionGroup) and (found := _first_violation(inner)) is not None:
+            return found
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Property:
+    """One invariant: its ``name``, a one-line ``statement`` and the Hypothesis check behind it."""
+
+    name: str
+    statement: str
+    check: Callable[[_Case, st.DataObject], None] = field(repr=False)
+
+    def test(self, estimator: Estimator, max_examples: int = 100,
+             seed: int | None = None) -> Callable[[], None]:
+        """The Hypothesis test of this property against ``estimator`` (raises PropertyViolation)."""
+        config = settings(max_examples=max_examples, deadline=None, database=None, report_multiple_bugs=False,
+                          verbosity=Verbosity.quiet, suppress_health_check=list(HealthCheck))
+
+        @config
+        @given(rs.targets(), st.data())
+        def property_test(target: JSON, data: st.DataObject) -> None:
+            self.check(_Case(estimator, target), data)
+
+        return hypothesis.seed(seed)(property_test) if seed is not None else property_test
+
+    def outcome(self, estimator: Estimator, max_examples: int = 100, seed: int | None = None) -> Outcome:
+        """Run the property; a failure keeps the shrunk example."""
+        try:
+            self.test(estimator, max_examples, seed)()
+        except PropertyViolation as violation:
+            return self._failed(violation, "")
+        except BaseExceptionGroup as group:  # Hypothesis's FlakyFailure: it failed once, then passed
+            first = _first_violation(group)
+            if first is None:
+                raise
+            return self._failed(first, "(not reproducible: the estimator answered differently on a rerun) ")
+        return Outcome(self.name, self.statement, None)
+
+    def _failed(self, found: PropertyViolation, note: str) -> Outcome:
+        failure = Failure(note + found.detail, found.transcript, found.target)
+        return Outcome(self.name, self.statement, failure)
+
+    def verify(self, estimator: Estimator, max_examples: int = 100, seed: int | None = None) -> None:
+        """Run the property in a test: raises :class:`PropertyFailed` with the statement and the example."""
+        failure = self.outcome(estimator, max_examples, seed).failure
+        if failure is not None:
+            raise PropertyFailed(f"{self.name}: {self.statement}\n{failure.detail}\ntarget: "
+                                 f"{dumps(failure.target)}\ntranscript: {dumps(failure.transcript)}")
+
+
+PROPERTIES: tuple[Property, ...] = (
+    Property("never_raises", "never raises on a contract-valid transcript (nameless search blocks included)",
+             _never_raises),
+    Property("finite_non_negative", "the estimate is a finite, non-negative number", _finite),
+    Property("no_decrease_on_append", "appending a message that carries no valid usage never lowers the "
+             "estimate", _no_decrease),
+    Property("search_chars_count", "+N replayed search characters add at least floor(N/4) tokens",
+             _search_chars),
+    Property("cjk_chars_count", "+k CJK characters add at least k tokens", _cjk_chars),
+    Property("anchor_counted_once", "a valid usage anchor is counted once and the prefix it covers never "
+             "again", _anchor_once),
+    Property("invalid_usage_falls_back", "zero, non-finite, error or aborted usage anchors nothing: the "
+             "prefix is estimated in full", _falls_back),
+    Property("matches_projection", "without an anchor the estimate is ceil(chars/4) + CJK over exactly what "
+             "replay.project emits, system and tools included", _matches_projection),
+    Property("system_rebuild", "an unchanged system rebuild keeps the anchor; a real instruction or tool "
+             "change drops it", _system_rebuild),
+)
+
+
+def run(estimator: Estimator, *, max_examples: int = 100, seed: int | None = None,
+        names: Iterable[str] | None = None) -> list[Outcome]:
+    """Check every property (or those ``names``) against ``estimator``; one :class:`Outcome` each.
+
+    ``seed`` makes the run repeatable (None: Hypothesis draws a random one).
+    """
+    return [prop.outcome(estimator, max_examples, seed) for prop in _select(names)]
+
+
+def _select(names: Iterable[str] | None) -> list[Property]:
+    if names is None:
+        return list(PROPERTIES)
+    known = {prop.name: prop for prop in PROPERTIES}
+    wanted = list(names)
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise UsageError(f"unknown property {unknown[0]!r}; known: {', '.join(known)}")
+    return [known[name] for name in wanted]
+
+
+# ---------------------------------------------------------------- loading estimators
+
+
+def load_callable(spec: str) -> Estimator:
+    """The callable named by ``module:function`` (the function may be a dotted attribute path)."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise UsageError(f"--estimator {spec!r} must be module:function, "
+                         "e.g. replaykit.estimate:estimate_tokens")
+    try:
+        found: object = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"--estimator {spec!r}: cannot import module {module_name!r} ({exc})") from exc
+    for part in attribute.split("."):
+        if not hasattr(found, part):
+            raise UsageError(f"--estimator {spec!r}: {module_name!r} has no attribute {attribute!r}")
+        found = getattr(found, part)
+    if not callable(found):
+        raise UsageError(f"--estimator {spec!r}: {attribute!r} is a {type(found).__name__}, not a function")
+    estimator: Estimator = found
+    return estimator
+
+
+class CommandEstimator:
+    """An estimator in another process, speaking JSON Lines on stdin / stdout (one request at a time).
+
+    A process that exits or stays silent for ``timeout`` seconds fails the call and is restarted for the
+    next one. Use as a context manager (or call :meth:`close`).
+    """
+
+    def __init__(self, command: str | Sequence[str], timeout: float = 10.0) -> None:
+        self.argv = shlex.split(command) if isinstance(command, str) else list(command)
+        if not self.argv:
+            raise UsageError("--estimator-cmd must name a command")
+        self.timeout, self.next_id = timeout, 0
+        self.process: subprocess.Popen[bytes] | None = None
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - kept open for the process's life
+        self.pending = b""
+
+    def __enter__(self) -> CommandEstimator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __call__(self, transcript: JSON, target: JSON) -> float:
+        """Send one request and wait for its answer."""
+        self.next_id += 1
+        line = dumps({"id": self.next_id, "transcript": transcript, "target": target}) + "\n"
+        answer = self._exchange(line.encode("utf-8"))
+        return self._tokens(answer, self.next_id)
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self.process is None or self.process.poll() is not None:
+            try:
+                self.process = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                stderr=self.stderr)
+            except OSError as exc:
+                raise UsageError(f"--estimator-cmd {shlex.join(self.argv)!r} cannot start: {exc}") from exc
+            self.pending = b""
+        return self.process
+
+    def _exchange(self, line: bytes) -> bytes:
+        process = self._start()
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(line)
+            process.stdin.flush()
+        except BrokenPipeError:
+            raise EstimatorFailed(self._died(process)) from None
+        return self._read_line(process)
+
+    def _read_line(self, process: subprocess.Popen[bytes]) -> bytes:
+        assert process.stdout is not None
+        fd = process.stdout.fileno()
+        while b"\n" not in self.pending:
+            ready, _, _ = select.select([fd], [], [], self.timeout)
+            if not ready:
+                self._stop()
+                raise EstimatorFailed(f"the estimator command gave no answer within {self.timeout} s")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise EstimatorFailed(self._died(process))
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line
+
+    def _died(self, process: subprocess.Popen[bytes]) -> str:
+        code = process.wait()
+        self.stderr.seek(0)
+        tail = self.stderr.read()[-400:].decode("utf-8", "replace").strip()
+        self.stderr.seek(0)
+        self.stderr.truncate()
+        return f"the estimator command exited with code {code}" + (f": {tail}" if tail else "")
+
+    def _tokens(self, line: bytes, ident: int) -> float:
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            raise EstimatorFailed(f"the estimator answered {line[:80]!r}, not a JSON line") from None
+        violations = validate("replaykit.estimator-response", answer)
+        if violations:
+            raise EstimatorFailed(f"the estimator's answer {line[:80]!r} breaks the protocol: "
+                                  f"{violations[0]}")
+        if answer["id"] != ident:
+            raise EstimatorFailed(f"the estimator answered id {answer['id']!r} to request {ident}")
+        if "error" in answer:
+            raise EstimatorFailed(f"the estimator answered error: {answer['error']}")
+        tokens: float = answer["tokens"]
+        return tokens
+
+    def _stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+    def close(self) -> None:
+        """Close the estimator's stdin, let it exit (or kill it after ``timeout``), drop the stderr file."""
+        if self.process is not None and self.process.poll() is None:
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+            try:
+                self.process.wait(self.timeout)
+            except subprocess.TimeoutExpired:
+                self._stop()
+        if self.process is not None and self.process.stdout is not None:
+            self.process.stdout.close()
+        self.stderr.close()

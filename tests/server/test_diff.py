@@ -1,0 +1,57 @@
+"""The structural JSON diff behind strict matching and near misses."""
+
+from __future__ import annotations
+
+import pytest
+
+from replaykit.server.diff import MAX_VALUE_CHARS, compile_patterns, diff
+
+
+def test_equal_documents_have_no_diff() -> None:
+    doc = {"a": [1, {"b": None}], "c": "x"}
+    assert diff(doc, {"a": [1, {"b": None}], "c": "x"}) == []
+
+
+def test_changed_added_removed_with_pointers() -> None:
+    got = diff({"a": 1, "list": [1, 2, 3], "new": True}, {"a": 2, "list": [1, 5], "old": "x"})
+    assert got == [
+        {"pointer": "/a", "change": "changed", "received": 1, "recorded": 2},
+        {"pointer": "/list/1", "change": "changed", "received": 2, "recorded": 5},
+        {"pointer": "/list/2", "change": "added", "received": 3},
+        {"pointer": "/new", "change": "added", "received": True},
+        {"pointer": "/old", "change": "removed", "recorded": "x"},
+    ]
+
+
+def test_numbers_compare_by_value_but_booleans_are_not_numbers() -> None:
+    assert diff({"t": 1.0}, {"t": 1}) == []
+    assert diff({"t": True}, {"t": 1}) == [{"pointer": "/t", "change": "changed", "received": True, "recorded": 1}]
+    assert diff([0], [False]) != []
+
+
+def test_type_changes_are_changes() -> None:
+    assert diff({"c": "text"}, {"c": [{"type": "text"}]})[0]["pointer"] == "/c"
+    assert diff({"c": {}}, {"c": []})[0]["change"] == "changed"
+
+
+def test_pointer_tokens_are_escaped() -> None:
+    assert diff({"a/b": {"~": 1}}, {"a/b": {"~": 2}})[0]["pointer"] == "/a~1b/~0"
+
+
+def test_ignored_pointers_and_wildcards() -> None:
+    ignore = compile_patterns(["/metadata/user_id", "/messages/*/cache_control", "/a~1b"])
+    received = {"metadata": {"user_id": "1"}, "messages": [{"cache_control": 1}, {}], "a/b": 1}
+    recorded = {"metadata": {"user_id": "2"}, "messages": [{}, {"cache_control": 2}], "a/b": 2}
+    assert diff(received, recorded, ignore) == []
+    assert diff({"messages": [{"x": 1}]}, {"messages": [{"x": 2}]}, ignore) != []
+
+
+def test_bad_volatile_pointer() -> None:
+    with pytest.raises(ValueError, match="must be a JSON pointer"):
+        compile_patterns(["metadata"])
+
+
+def test_limit_and_long_values() -> None:
+    assert len(diff(list(range(100)), list(range(1, 101)), limit=7)) == 7
+    long = diff({"x": "y" * 1000}, {"x": ""})[0]["received"]
+    assert isinstance(long, str) and long.endswith("…(1002 chars)") and len(long) < MAX_VALUE_CHARS + 20

@@ -1,0 +1,184 @@
+"""Matching: ordered per route by default, matchers, strict body diffs, near misses, unused interactions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+import httpx
+import pytest
+from server_support import (
+    ANTHROPIC,
+    CLOUDFLARE,
+    OPENAI,
+    anthropic_message,
+    anthropic_request,
+    cassette_of,
+    json_interaction,
+    message_cassette,
+)
+
+from replaykit import contracts
+from replaykit.cassette import Request
+from replaykit.errors import MatchError, UsageError
+from replaykit.server import FakeProvider, Received
+
+
+def _text(response: httpx.Response) -> str:
+    return str(response.json()["content"][0]["text"])
+
+
+def _post(fake: FakeProvider, body: Any = None, path: str = "/v1/messages") -> httpx.Response:
+    return httpx.post(f"{fake.url}{path}", json=body if body is not None else anthropic_request())
+
+
+def _openai(text: str) -> Any:
+    return json_interaction(OPENAI, {"model": "gpt-5", "input": text}, {"id": text, "object": "response"})
+
+
+def test_ordered_per_route(serve: Any) -> None:
+    fake = serve(cassette_of(json_interaction(ANTHROPIC, anthropic_request("1"), anthropic_message("a1")),
+                             _openai("o1"),
+                             json_interaction(ANTHROPIC, anthropic_request("2"), anthropic_message("a2")),
+                             _openai("o2")))
+    assert httpx.post(f"{fake.url}/v1/responses", json={}).json()["id"] == "o1"
+    assert _text(_post(fake)) == "a1"
+    assert _text(_post(fake)) == "a2"
+    assert httpx.post(f"{fake.url}/v1/responses", json={}).json()["id"] == "o2"
+    assert fake.unused() == []
+
+
+def test_cassettes_are_queued_in_the_order_loaded(serve: Any) -> None:
+    fake = serve(message_cassette("first"), message_cassette("second"))
+    assert [_text(_post(fake)) for _ in range(2)] == ["first", "second"]
+    assert [e.matched["cassette"] for e in fake.journal if e.matched] == ["<cassette 0>", "<cassette 1>"]
+
+
+def test_an_exhausted_route_answers_in_the_provider_envelope(serve: Any) -> None:
+    fake = serve(message_cassette("only"))
+    _post(fake)
+    with anthropic.Anthropic(base_url=fake.url, api_key="dummy", max_retries=3) as client:
+        with pytest.raises(anthropic.NotFoundError) as caught:
+            client.messages.create(**anthropic_request())
+    assert caught.value.body["error"]["type"] == "not_found_error"
+    assert "already served" in caught.value.response.headers["x-replaykit-error"]
+    assert contracts.validate("anthropic.error", caught.value.body) == []
+    entry = fake.unmatched()[0]
+    assert entry.verdict == "unmatched" and entry.near_misses[0]["failed"] == ["already served"]
+    assert len(fake.journal) == 2  # x-should-retry: false, so the SDK did not retry
+
+
+def test_a_route_with_nothing_recorded(serve: Any) -> None:
+    fake = serve(message_cassette("a"))
+    response = httpx.post(f"{fake.url}/client/v4/accounts/x/ai/websearch", json={"query": "q"})
+    assert response.status_code == 404
+    assert response.json()["success"] is False  # the Cloudflare v4 envelope
+    assert "no interaction is recorded on route cloudflare.websearch" in response.headers["x-replaykit-error"]
+    other = httpx.get(f"{fake.url}/v1/models")
+    assert other.status_code == 404 and other.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_an_unknown_path_recorded_in_a_cassette_is_served(serve: Any) -> None:
+    item = json_interaction("https://api.openai.com/v1/models", None, {"data": []})
+    item.request.method = "GET"
+    fake = serve(cassette_of(item))
+    assert httpx.get(f"{fake.url}/v1/models").json() == {"data": []}
+    assert fake.journal[0].route == "GET /v1/models" and fake.journal[0].provider == "openai"
+
+
+def test_body_matcher_picks_the_matching_interaction(serve: Any) -> None:
+    fake = serve(message_cassette("a", "b", "c"), match_on=["body"])
+    assert _text(_post(fake, anthropic_request("c"))) == "c"
+    assert _text(_post(fake, anthropic_request("a"))) == "a"
+    assert [u["index"] for u in fake.unused()] == [1]
+
+
+def test_strict_reports_a_json_pointer_diff(serve: Any) -> None:
+    fake = serve(message_cassette("a", "b"), strict=True)
+    sent = anthropic_request("z")
+    sent["max_tokens"] = 99
+    sent["stream"] = False
+    response = _post(fake, sent)
+    assert response.status_code == 404
+    entry = fake.unmatched()[0]
+    assert [m["index"] for m in entry.near_misses] == [0, 1]
+    assert entry.near_misses[0]["failed"] == ["body"]
+    assert entry.near_misses[0]["diff"] == [
+        {"pointer": "/max_tokens", "change": "changed", "received": 99, "recorded": 64},
+        {"pointer": "/messages/0/content", "change": "changed", "received": "z", "recorded": "a"},
+        {"pointer": "/stream", "change": "added", "received": False},
+    ]
+    with pytest.raises(MatchError, match=r"request 1 POST /v1/messages: .*near misses: <cassette 0>#0"):
+        fake.check()
+
+
+def test_strict_ignores_volatile_fields(serve: Any) -> None:
+    recorded = {**anthropic_request("a"), "metadata": {"user_id": "u-1"}}
+    fake = serve(cassette_of(json_interaction(ANTHROPIC, recorded, anthropic_message("a"))), strict=True,
+                 volatile=["/metadata/user_id", "/messages/*/cache_control"])
+    sent = {**anthropic_request("a"), "metadata": {"user_id": "u-2"}}
+    sent["messages"][0]["cache_control"] = {"type": "ephemeral"}
+    assert _post(fake, sent).status_code == 200
+    assert fake.journal[0].diff == []
+
+
+def test_default_volatile_fields(serve: Any) -> None:
+    recorded = {**anthropic_request("a"), "metadata": {"user_id": "one"}}
+    fake = serve(cassette_of(json_interaction(ANTHROPIC, recorded, anthropic_message("a"))), strict=True)
+    assert _post(fake, {**anthropic_request("a"), "metadata": {"user_id": "two"}}).status_code == 200
+
+
+def test_without_strict_the_diff_is_still_journaled(serve: Any) -> None:
+    fake = serve(message_cassette("a"))
+    assert _post(fake, anthropic_request("different")).status_code == 200
+    assert fake.journal[0].diff == [{"pointer": "/messages/0/content", "change": "changed",
+                                     "received": "different", "recorded": "a"}]
+
+
+def test_model_matcher_reads_the_body_or_the_azure_deployment(serve: Any) -> None:
+    azure = "https://x.openai.azure.com/openai/deployments/dep-b/responses?api-version=1"
+    fake = serve(cassette_of(json_interaction(azure.replace("dep-b", "dep-a"), {"input": "q"}, {"id": "A"}),
+                             json_interaction(azure, {"input": "q"}, {"id": "B"})), match_on=["model"])
+    assert httpx.post(f"{fake.url}/openai/deployments/dep-b/responses", json={}).json()["id"] == "B"
+    assert httpx.post(f"{fake.url}/openai/v1/responses", json={"model": "dep-a"}).json()["id"] == "A"
+
+
+def test_query_path_and_method_matchers(serve: Any) -> None:
+    uri = CLOUDFLARE + "?mode=a"
+    fake = serve(cassette_of(json_interaction(uri, {"query": "q"}, {"n": 1}),
+                             json_interaction(uri.replace("mode=a", "mode=b"), {"query": "q"}, {"n": 2})),
+                 match_on=["method", "path", "query"])
+    base = f"{fake.url}/client/v4/accounts/0123456789abcdef0123456789abcdef/ai/websearch"
+    assert httpx.post(base + "?mode=b", json={}).json() == {"n": 2}
+    assert httpx.post(base + "/?mode=a", json={}).status_code == 404  # the path differs by its slash
+    assert fake.unmatched()[0].near_misses[0]["failed"] == ["path"]
+    assert httpx.post(base + "?mode=a", json={}).json() == {"n": 1}
+
+
+def test_user_matcher(serve: Any) -> None:
+    def same_user_text(received: Received, recorded: Request) -> bool:
+        return bool(received.json["messages"][0]["content"] == recorded.json()["messages"][0]["content"])
+
+    fake = serve(message_cassette("x", "y"), match_on=[same_user_text])
+    assert _text(_post(fake, anthropic_request("y"))) == "y"
+    _post(fake, anthropic_request("nope"))
+    assert fake.unmatched()[0].near_misses[0]["failed"] == ["same_user_text"]
+
+
+def test_unknown_matcher_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="unknown matcher 'colour'"):
+        FakeProvider(match_on=["colour"])
+
+
+def test_repeat_serves_again_once_all_are_used(serve: Any) -> None:
+    fake = serve(message_cassette("a", "b"), repeat=True)
+    assert [_text(_post(fake)) for _ in range(5)] == ["a", "b", "a", "b", "a"]
+
+
+def test_unused_and_check(serve: Any) -> None:
+    fake = serve(message_cassette("a", "b"))
+    _post(fake)
+    assert [(u["index"], u["route"]) for u in fake.unused()] == [(1, "anthropic.messages")]
+    fake.check()
+    with pytest.raises(MatchError, match=r"interaction <cassette 0>#1 on anthropic.messages was never served"):
+        fake.check(unused=True)

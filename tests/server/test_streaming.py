@@ -1,0 +1,132 @@
+"""Streaming: one HTTP chunk per recorded SSE event, at the chosen timing; bodies framed by the server."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+from typing import Any
+
+import httpx
+import pytest
+from server_support import (
+    ANTHROPIC,
+    anthropic_message,
+    anthropic_request,
+    cassette_of,
+    json_interaction,
+    recorded,
+    stream_cassette,
+)
+
+from replaykit import cassette, sse
+from replaykit.cassette import Interaction, Response
+from replaykit.errors import UsageError
+from replaykit.server import FakeProvider, Timing
+
+
+def _raw_chunks(fake: FakeProvider) -> list[bytes]:
+    with httpx.Client() as client, client.stream("POST", f"{fake.url}/v1/messages", json={}) as response:
+        return list(response.iter_raw())
+
+
+def test_iter_raw_gets_one_chunk_per_recorded_event(serve: Any) -> None:
+    path = recorded("llm-anthropic__web_search_stream.yaml")
+    events = cassette.load(path).interactions[0].response.events
+    chunks = _raw_chunks(serve(path))
+    assert len(chunks) == len(events) == 120
+    assert chunks == [event.raw for event in events]  # padding spaces of the real recording kept
+
+
+def test_chunks_keep_event_boundaries_of_a_synthesized_stream(serve: Any) -> None:
+    body = stream_cassette(text_deltas=40)
+    chunks = _raw_chunks(serve(body))
+    assert chunks == [event.raw for event in body.interactions[0].response.events]
+    assert all(len(sse.parse(chunk)) == 1 for chunk in chunks)
+
+
+def test_a_long_stream_arrives_whole(serve: Any) -> None:
+    body = stream_cassette(text_deltas=5000)
+    with httpx.Client() as client, client.stream("POST", f"{serve(body).url}/v1/messages") as response:
+        received = b"".join(response.iter_bytes())
+    assert received == body.interactions[0].response.body
+
+
+def _arrival_times(fake: FakeProvider) -> list[float]:
+    times: list[float] = []
+    with httpx.Client() as client, client.stream("POST", f"{fake.url}/v1/messages") as response:
+        start = time.perf_counter()
+        for _ in response.iter_raw():
+            times.append(time.perf_counter() - start)
+    return times
+
+
+def test_fixed_timing_spaces_the_events(serve: Any) -> None:
+    times = _arrival_times(serve(stream_cassette(text_deltas=2), timing="fixed:30"))
+    assert len(times) == 7
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert min(gaps) >= 0.025  # never earlier than asked (a lower bound: not a speed assertion)
+
+
+def test_recorded_timing_replays_the_offsets(serve: Any) -> None:
+    offsets = [0, 0, 120, 120, 120, 240]
+    times = _arrival_times(serve(stream_cassette(text_deltas=1, offsets=offsets), timing="recorded"))
+    assert times[2] - times[1] >= 0.1
+    assert times[5] - times[4] >= 0.1
+    assert times[5] >= 0.23
+
+
+def test_fast_timing_ignores_the_offsets(serve: Any) -> None:
+    times = _arrival_times(serve(stream_cassette(text_deltas=1, offsets=[0, 0, 5000, 5000, 5000, 9000])))
+    assert times[-1] < 5  # the recorded offsets would take 9 s
+
+
+@pytest.mark.parametrize("text", ["slow", "fixed", "fixed:", "fixed:-1", "fixed:nan", "recorded:5"])
+def test_timing_syntax_is_checked(text: str) -> None:
+    with pytest.raises(UsageError, match="fast, recorded or fixed:<ms>"):
+        Timing.parse(text)
+
+
+def test_timing_offsets() -> None:
+    assert Timing.parse("fixed:10").offsets(3, None) == [0.0, 0.01, 0.02]
+    assert Timing.parse("recorded").offsets(3, [5, 10]) == [0.005, 0.01, 0.01]
+    assert Timing.parse("recorded").offsets(2, None) == [0.0, 0.0]
+    assert Timing.parse("fast").offsets(2, [100, 200]) == [0.0, 0.0]
+
+
+def test_non_stream_body_is_served_decoded_with_its_recorded_headers(serve: Any) -> None:
+    body = json.dumps(anthropic_message("zipped")).encode()
+    headers = {"content-type": ["application/json"], "content-encoding": ["gzip"],
+               "content-length": [str(len(gzip.compress(body)))], "request-id": ["req_recorded"],
+               "transfer-encoding": ["chunked"], "x-custom": ["a", "b"]}
+    item = Interaction(json_interaction(ANTHROPIC, anthropic_request(), {}).request,
+                       Response(200, "OK", headers, body))
+    fake = serve(cassette_of(item))
+    raw = httpx.post(f"{fake.url}/v1/messages", headers={"accept-encoding": "gzip"})
+    assert raw.headers.get("content-encoding") is None
+    assert raw.headers["content-length"] == str(len(body))
+    assert raw.headers["request-id"] == "req_recorded"
+    assert raw.headers.get_list("x-custom") == ["a", "b"]
+    assert raw.content == body
+
+
+def test_a_recorded_gzip_cassette_is_served_as_plain_json(serve: Any, tmp_path: Any) -> None:
+    payload = json.dumps(anthropic_message("from gzip")).encode()
+    item = json_interaction(ANTHROPIC, anthropic_request(), {})
+    item.response = Response(200, "OK", {"content-type": ["application/json"], "content-encoding": ["gzip"]},
+                             gzip.compress(payload))
+    path = tmp_path / "gz.yaml"
+    path.write_text(_vcr_yaml(item), encoding="utf-8")
+    served = httpx.post(f"{serve(path).url}/v1/messages")
+    assert served.json() == json.loads(payload)
+    assert "content-encoding" not in served.headers
+
+
+def _vcr_yaml(item: Interaction) -> str:
+    import yaml
+
+    doc = {"version": 1, "interactions": [{
+        "request": {"method": "POST", "uri": item.request.uri, "headers": {}, "body": "{}"},
+        "response": {"status": {"code": 200, "message": "OK"}, "headers": item.response.headers,
+                     "body": {"string": item.response.body}}}]}
+    return yaml.safe_dump(doc)

@@ -1,0 +1,586 @@
+"""replaykit.cassette: layouts read, bodies exposed, fingerprint, atomic saves, the cache and every bad input."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import zlib
+from pathlib import Path
+from typing import Any
+
+import brotli  # type: ignore[import-untyped]
+import pytest
+import yaml
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from replaykit import cassette, sse
+from replaykit.cassette import Cassette, Interaction, Meta, Request, Response
+from replaykit.errors import CassetteError
+
+RECORDED = Path(__file__).resolve().parents[2] / "shared" / "recorded"
+DATA = Path(__file__).resolve().parent / "data" / "cassette"
+
+JSON_BODY = {"type": "message", "content": [{"type": "text", "text": "héllo"}]}
+STREAM = (b"event: message_start\ndata: {\"type\":\"message_start\"}   \n\n"
+          b": ping\n\n"
+          b"event: message_stop\r\ndata: {\"type\":\"message_stop\"}\r\n\r\n")
+
+
+def write(folder: Path, text: str | bytes, name: str = "c.yaml") -> Path:
+    path = folder / name
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+def one(response: str, request: str = "    method: POST\n    uri: http://127.0.0.1:9/v1/messages\n") -> str:
+    """A version-1 cassette with one interaction; ``response`` is the indented body of ``response:``."""
+    return f"version: 1\ninteractions:\n- request:\n{request}  response:\n{response}"
+
+
+def stream_cassette() -> Cassette:
+    request = Request("POST", "http://127.0.0.1:9/v1/messages", {"content-type": ["application/json"]},
+                      json.dumps({"stream": True}).encode())
+    response = Response(200, "OK", {"content-type": ["text/event-stream"]}, STREAM, [0.0, 12.5, 30])
+    return Cassette([Interaction(request, response)], Meta(origin="synthesized", provider="anthropic"))
+
+
+# ---------------------------------------------------------------- layouts
+
+
+def test_stock_vcrpy_text_bodies(tmp_path: Path) -> None:
+    text = one("    status: {code: 200, message: OK}\n    headers: {Content-Type: [application/json]}\n"
+               f"    body: {{string: '{json.dumps(JSON_BODY)}'}}\n",
+               "    method: POST\n    uri: http://127.0.0.1:9/v1/messages\n    body: '{\"a\": 1}'\n"
+               "    headers: {content-type: [application/json]}\n")
+    loaded = cassette.load(write(tmp_path, text))
+    [item] = loaded.interactions
+    assert item.request.json() == {"a": 1} and item.request.body == b'{"a": 1}'
+    assert item.response.json() == JSON_BODY
+    assert (item.response.status, item.response.reason, item.response.header("content-type")) == (
+        200, "OK", "application/json")
+    assert item.line == 3 and loaded.path == tmp_path / "c.yaml"
+
+
+@pytest.mark.parametrize(("encoding", "encode"), [
+    ("gzip", gzip.compress),
+    ("deflate", zlib.compress),
+    ("deflate", lambda b: zlib.compress(b)[2:-4]),  # raw deflate, as some servers send it
+    ("br", brotli.compress),
+    ("gzip, br", lambda b: brotli.compress(gzip.compress(b))),
+])
+def test_binary_bodies_with_content_encoding_are_decoded(tmp_path: Path, encoding: str, encode: Any) -> None:
+    raw = json.dumps(JSON_BODY).encode()
+    blob = base64.encodebytes(encode(raw)).decode().replace("\n", "")
+    text = one(f"    status: {{code: 200, message: OK}}\n    headers:\n      Content-Encoding: ['{encoding}']\n"
+               f"      content-type: [application/json]\n    body:\n      string: !!binary |\n        {blob}\n")
+    [item] = cassette.load(write(tmp_path, text)).interactions
+    assert item.response.body == raw
+    assert item.response.json() == JSON_BODY
+
+
+def test_text_body_that_is_compressed_bytes() -> None:
+    """vcrpy stores compressed bytes as text when they happen to be UTF-8 (br of an empty body is ";")."""
+    raw = b""
+    compressed = brotli.compress(raw)
+    assert compressed.decode("utf-8") == ";"  # the premise: these bytes are valid UTF-8
+    doc = {"version": 1, "interactions": [{
+        "request": {"method": "GET", "uri": "http://127.0.0.1:9/", "body": None, "headers": {}},
+        "response": {"status": {"code": 200, "message": "OK"}, "headers": {"content-encoding": ["br"]},
+                     "body": {"string": compressed.decode()}}}]}
+    [item] = cassette.loads(yaml.safe_dump(doc)).interactions
+    assert item.response.body == raw
+
+
+def test_pydantic_ai_parsed_body_layout(tmp_path: Path) -> None:
+    text = one("    status:\n      code: 200\n      message: OK\n    headers:\n      content-type:\n"
+               "      - application/json\n    parsed_body:\n      type: message\n      text: “quoted”\n",
+               "    method: POST\n    uri: http://127.0.0.1:9/v1/messages\n    parsed_body:\n      model: m\n"
+               "      temperature: 1.0\n")
+    [item] = cassette.load(write(tmp_path, text)).interactions
+    assert item.request.body == b'{"model": "m", "temperature": 1.0}'  # what pydantic-ai's own replay sends
+    assert item.response.json() == {"type": "message", "text": "“quoted”"}
+
+
+def test_old_httpx_layout_and_python_tags(tmp_path: Path) -> None:
+    text = ("version: 1\ninteractions:\n- request:\n    method: !!python/unicode GET\n"
+            "    uri: !!python/str http://127.0.0.1:9/\n    body: null\n    headers: {accept: !!python/tuple [a, b]}\n"
+            "  response:\n    status_code: 201\n    headers: {}\n    content: done\n")
+    [item] = cassette.load(write(tmp_path, text)).interactions
+    assert (item.request.method, item.request.headers) == ("GET", {"accept": ["a", "b"]})
+    assert (item.response.status, item.response.body) == (201, b"done")
+
+
+def test_other_top_level_keys_are_kept(tmp_path: Path) -> None:
+    text = one("    status: {code: 204, message: No Content}\n    headers: {}\n    body: {string: ''}\n")
+    text += "metadata: {recorded_at: 2026-01-01}\n"
+    loaded = cassette.load(write(tmp_path, text))
+    assert list(loaded.extra) == ["metadata"]
+    again = cassette.loads(cassette.dumps(loaded))
+    assert again.extra == loaded.extra
+
+
+def test_crlf_file(tmp_path: Path) -> None:
+    text = one("    status: {code: 200, message: OK}\n    headers: {}\n    body: {string: hi}\n")
+    [item] = cassette.load(write(tmp_path, text.replace("\n", "\r\n"))).interactions
+    assert (item.response.body, item.line) == (b"hi", 3)
+
+
+def test_every_recorded_file_loads() -> None:
+    if not RECORDED.is_dir():
+        pytest.skip(f"{RECORDED} is absent")
+    paths = cassette.iter_paths([RECORDED])
+    assert len(paths) >= 7
+    for path in paths:
+        loaded = cassette.load(path)
+        assert loaded.interactions, path
+        for item in loaded.interactions:
+            assert item.line is not None and item.request.method == "POST"
+            if item.response.is_stream:
+                assert sse.serialize(item.response.events) == item.response.body
+                assert item.response.events[-1].terminated
+            else:
+                assert isinstance(item.response.json(), dict)
+            assert isinstance(item.request.json(), dict)
+
+
+def test_recorded_line_numbers_point_at_interactions() -> None:
+    if not RECORDED.is_dir():
+        pytest.skip(f"{RECORDED} is absent")
+    path = RECORDED / "pydantic-ai__anthropic_web_search_tool.yaml"
+    lines = path.read_text().splitlines()
+    starts = [item.line for item in cassette.load(path).interactions]
+    assert len(starts) == 2 and all(lines[n - 1].startswith("- request:") for n in starts if n)
+
+
+def test_vcrpy_written_gzip_fixture_loads() -> None:
+    """A cassette vcrpy 9 recorded from httpx against a loopback server (gzip, deflate, br, SSE, plain)."""
+    loaded = cassette.load(DATA / "vcrpy_httpx_encodings.yaml")
+    bodies = {item.request.uri.rsplit("/", 1)[-1]: item.response for item in loaded.interactions}
+    assert set(bodies) == {"gzip", "deflate", "br", "stream", "plain"}
+    for name in ("gzip", "deflate", "br"):
+        assert bodies[name].json() == {"encoding": name, "text": "héllo " * 20}
+    assert [e.json()["n"] for e in bodies["stream"].events if e.dispatched] == [0, 1, 2]
+    assert bodies["plain"].body == b"plain text"
+    raw = yaml.safe_load((DATA / "vcrpy_httpx_encodings.yaml").read_text())
+    assert isinstance(raw["interactions"][0]["response"]["body"]["string"], bytes)  # the premise: !!binary
+
+
+# ---------------------------------------------------------------- bodies, events, offsets
+
+
+def test_stream_events_keep_their_bytes() -> None:
+    response = stream_cassette().interactions[0].response
+    events = response.events
+    ping = STREAM.index(b": ping")
+    assert [e.raw for e in events] == [STREAM[:ping], b": ping\n\n", STREAM[ping + 8 :]]
+    assert [e.type for e in events if e.dispatched] == ["message_start", "message_stop"]
+    assert response.json() is None and response.is_stream
+
+
+def test_events_follow_a_new_body_and_cannot_be_corrupted() -> None:
+    response = stream_cassette().interactions[0].response
+    response.events.clear()
+    assert len(response.events) == 3
+    response.body = b"data: x\n\n"
+    assert [e.data for e in response.events] == ["x"]
+    response.headers = {"content-type": ["application/json"]}
+    assert response.events == []
+
+
+def test_json_accessors() -> None:
+    assert Request("GET", "u").json() is None
+    assert Request("POST", "u", body=b"not json").json() is None
+    body = Response(200, body=b'{"a": [1]}')
+    body.json()["a"].append(2)
+    assert body.json() == {"a": [1]}
+    assert cassette.header({"X-A": ["1", "2"], "x-b": []}, "x-a") == "1"
+    assert cassette.header({"x-b": []}, "x-b") is None
+
+
+def test_offsets_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    cassette.save(stream_cassette(), path)
+    assert cassette.load(path).interactions[0].response.event_offsets_ms == [0.0, 12.5, 30.0]
+    assert yaml.safe_load(path.read_text())["interactions"][0]["replaykit"] == {"event_offsets_ms": [0.0, 12.5, 30.0]}
+
+
+# ---------------------------------------------------------------- saving
+
+
+def test_save_writes_vcrpy_yaml_with_metadata(tmp_path: Path) -> None:
+    item = Interaction(Request("POST", "http://127.0.0.1:9/x", {"Content-Length": ["3"]}, b'{"a":1}'),
+                       Response(200, "OK", {"content-encoding": ["gzip"], "content-length": ["10"]}, b"\xff\x00raw"))
+    path = tmp_path / "deep" / "out.yaml"
+    cassette.save(Cassette([item], Meta(origin="recorded", recorded_with="test", extra={"note": "n"})), path)
+    doc = yaml.safe_load(path.read_text())
+    assert list(doc) == ["version", "replaykit", "interactions"]
+    assert doc["replaykit"] == {"origin": "recorded", "recorded_with": "test",
+                                "fingerprint": cassette.load(path).fingerprint(), "note": "n"}
+    response = doc["interactions"][0]["response"]
+    assert response["body"]["string"] == b"\xff\x00raw"  # not UTF-8: !!binary
+    assert response["headers"] == {"content-length": ["5"]}  # decoded body: no encoding, true length
+    assert doc["interactions"][0]["request"]["headers"] == {"content-length": ["7"]}
+    assert oct(path.stat().st_mode & 0o777) == "0o644"
+
+
+def test_save_keeps_the_mode_of_the_file_it_replaces(tmp_path: Path) -> None:
+    path = write(tmp_path, "old")
+    path.chmod(0o600)
+    cassette.save(stream_cassette(), path)
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_failed_save_leaves_the_old_file_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, "old contents")
+
+    def broken_fsync(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", broken_fsync)
+    with pytest.raises(CassetteError, match=r"c\.yaml: cannot be written: Input/output error; check"):
+        cassette.save(stream_cassette(), path)
+    assert path.read_text() == "old contents"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
+
+
+def test_save_refuses_metadata_yaml_cannot_hold(tmp_path: Path) -> None:
+    bad = stream_cassette()
+    bad.meta.extra["when"] = object()
+    with pytest.raises(CassetteError, match="cannot be written.*plain YAML types"):
+        cassette.save(bad, tmp_path / "x.yaml")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_save_into_a_file_is_a_cassette_error(tmp_path: Path) -> None:
+    blocker = write(tmp_path, "", "file")
+    with pytest.raises(CassetteError, match="cannot be written"):
+        cassette.save(stream_cassette(), blocker / "x.yaml")
+
+
+# ---------------------------------------------------------------- fingerprint
+
+
+def test_fingerprint_ignores_what_is_not_traffic() -> None:
+    base = stream_cassette()
+    before = base.fingerprint()
+    item = base.interactions[0]
+    item.response.reason, item.response.event_offsets_ms = "Fine", None
+    item.request.body = b'{ "stream" : true }'
+    item.request.headers["Content-Length"] = ["99"]
+    base.meta = Meta(origin="recorded")
+    assert base.fingerprint() == before
+
+
+@pytest.mark.parametrize("change", [
+    lambda i: setattr(i.request, "method", "GET"),
+    lambda i: setattr(i.request, "uri", i.request.uri + "?x=1"),
+    lambda i: i.request.headers.update({"x-a": ["1"]}),
+    lambda i: setattr(i.request, "body", b'{"stream": false}'),
+    lambda i: setattr(i.response, "status", 500),
+    lambda i: i.response.headers.update({"retry-after": ["1"]}),
+    lambda i: setattr(i.response, "body", i.response.body.replace(b"   \n", b"\n")),
+])
+def test_fingerprint_changes_with_the_traffic(change: Any) -> None:
+    changed = stream_cassette()
+    change(changed.interactions[0])
+    assert changed.fingerprint() != stream_cassette().fingerprint()
+
+
+def test_fingerprint_parts_are_framed() -> None:
+    """Moving bytes between adjacent parts changes the fingerprint (each part is length-prefixed)."""
+    a, b = stream_cassette(), stream_cassette()
+    a.interactions[0].request.method, a.interactions[0].request.uri = "POST", "xy"
+    b.interactions[0].request.method, b.interactions[0].request.uri = "POSTX", "y"
+    assert a.fingerprint() != b.fingerprint()
+
+
+def test_recorded_fingerprints_survive_save(tmp_path: Path) -> None:
+    if not RECORDED.is_dir():
+        pytest.skip(f"{RECORDED} is absent")
+    for path in cassette.iter_paths([RECORDED]):
+        loaded = cassette.load(path)
+        cassette.save(loaded, tmp_path / path.name)
+        again = cassette.load(tmp_path / path.name)
+        assert again.fingerprint() == loaded.fingerprint() == again.meta.fingerprint
+        assert [i.response.body for i in again.interactions] == [i.response.body for i in loaded.interactions]
+
+
+texts = st.text(max_size=30)
+names = st.text(st.characters(min_codepoint=33, max_codepoint=126, blacklist_characters=":"), min_size=1,
+                max_size=12)
+headers = st.dictionaries(names, st.lists(texts, min_size=1, max_size=2), max_size=4)
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | texts,
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+                           max_leaves=8)
+plain_bodies = (st.none() | st.binary(max_size=40) | texts.map(str.encode)
+                | json_values.map(lambda v: json.dumps(v).encode()))
+
+
+@st.composite
+def responses(draw: st.DrawFn) -> Response:
+    if draw(st.booleans()):
+        events = draw(st.lists(st.builds(sse.encode, texts.map(lambda t: t.replace("\r", "")),
+                                         st.none() | st.sampled_from(["delta", "ping"])), max_size=4))
+        offsets = draw(st.none() | st.lists(st.floats(0, 1e6), min_size=len(events), max_size=len(events)).map(sorted))
+        return Response(200, "OK", {"content-type": ["text/event-stream"]}, sse.serialize(events), offsets)
+    body = draw(plain_bodies) or b""
+    return Response(draw(st.integers(100, 599)), draw(texts), draw(headers), body)
+
+
+interactions = st.builds(Interaction, st.builds(Request, st.sampled_from(["GET", "POST", "delete"]), texts, headers,
+                                                plain_bodies), responses())
+cassettes = st.builds(Cassette, st.lists(interactions, max_size=3),
+                      st.builds(Meta, st.none() | st.sampled_from(cassette.ORIGINS), st.none() | texts))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cassettes)
+@example(Cassette([Interaction(Request("POST", "u", {}, "\r\n\x85\u2028 \t".encode()),
+                               Response(200, body=b"\xef\xbb\xbfx"))]))
+def test_load_save_load_keeps_fingerprint_and_bytes(original: Cassette) -> None:
+    first = cassette.loads(cassette.dumps(original), cache=False)
+    second = cassette.loads(cassette.dumps(first), cache=False)
+    assert first.fingerprint() == second.fingerprint() == original.fingerprint() == second.meta.fingerprint
+    for before, after in zip(original.interactions, second.interactions, strict=True):
+        assert (after.request.method, after.request.uri) == (before.request.method, before.request.uri)
+        assert after.request.body == before.request.body
+        assert after.response.body == before.response.body
+        assert (after.response.status, after.response.reason) == (before.response.status, before.response.reason)
+        assert after.response.event_offsets_ms == before.response.event_offsets_ms
+    assert (second.meta.origin, second.meta.provider) == (original.meta.origin, original.meta.provider)
+
+
+# ---------------------------------------------------------------- the cache
+
+
+def test_repeated_loads_are_equal_copies(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    cassette.save(stream_cassette(), path)
+    first = cassette.load(path)
+    first.interactions[0].response.headers["content-type"].append("x")
+    first.interactions[0].request.headers.clear()
+    first.interactions.append(first.interactions[0])
+    first.meta.extra["x"] = 1
+    second = cassette.load(path)
+    assert len(second.interactions) == 1 and second.meta.extra == {}
+    assert second.interactions[0].response.headers["content-type"] == ["text/event-stream"]
+    assert second.interactions[0].request.headers == {"content-type": ["application/json"]}
+
+
+def test_a_changed_file_is_parsed_again_even_with_the_same_size_and_mtime(tmp_path: Path) -> None:
+    text = one("    status: {code: 200, message: OK}\n    headers: {}\n    body: {string: aaaa}\n")
+    path = write(tmp_path, text)
+    stat = path.stat()
+    assert cassette.load(path).interactions[0].response.body == b"aaaa"
+    write(tmp_path, text.replace("aaaa", "bbbb"))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_size == stat.st_size and path.stat().st_mtime_ns == stat.st_mtime_ns
+    assert cassette.load(path).interactions[0].response.body == b"bbbb"
+
+
+def test_cache_is_shared_by_content_and_can_be_cleared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = one("    status: {code: 200, message: OK}\n    headers: {}\n    body: {string: hi}\n")
+    a, b = write(tmp_path, text, "a.yaml"), write(tmp_path, text, "b.yaml")
+    cassette.load(a)
+    calls: list[str] = []
+    real = cassette._parse
+    monkeypatch.setattr(cassette, "_parse", lambda data, where: calls.append(where) or real(data, where))
+    assert cassette.load(b).path == b and calls == []
+    cassette.load(b, cache=False)
+    cassette.clear_cache()
+    cassette.load(a)
+    assert calls == [str(b), str(a)]
+
+
+# ---------------------------------------------------------------- the fast YAML loader
+
+
+yaml_docs = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8) | st.binary(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6) | st.integers(), inner,
+                                                                 max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=150, deadline=None)
+@given(yaml_docs, st.sampled_from([None, False, True]))
+def test_fast_loader_builds_what_safe_load_builds(value: Any, flow: bool | None) -> None:
+    text = yaml.safe_dump(value, default_flow_style=flow, allow_unicode=True)
+    assert _same(yaml.load(text, Loader=cassette._Loader), yaml.safe_load(text))
+
+
+TRICKY = """\
+base: &base {a: 1, b: [x, y]}
+merged: {<<: *base, c: 2}
+alias: *base
+octal: 012
+hex: 0x1F
+under: 1_000
+sexa: 1:30
+float_sexa: 1:30.5
+floats: [1.5, -0.0, .inf, -.INF, .nan, 1e3, 6.8523015e+5, 1_0.5]
+ints: [0, -7, +7, 0b101]
+bools: [yes, No, on, OFF, true]
+nulls: [~, null, ]
+stamp: 2026-01-01 10:00:00
+date: 2026-01-01
+binary: !!binary aGk=
+set: !!set {a, b}
+omap: !!omap [{a: 1}, {b: 2}]
+pairs: !!pairs [{a: 1}, {a: 2}]
+quoted: ['1', "true", "null"]
+literal: |
+  line
+folded: >
+  a
+  b
+"""
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return True  # NaN
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def test_fast_loader_on_every_yaml_feature() -> None:
+    ours, theirs = yaml.load(TRICKY, Loader=cassette._Loader), yaml.safe_load(TRICKY)
+    assert _same(ours, theirs)
+    assert ours["alias"] is ours["base"]
+    recursive = yaml.load("a: &x [1, *x]", Loader=cassette._Loader)
+    assert recursive["a"][1] is recursive["a"]
+
+
+def test_fast_loader_refuses_unhashable_keys() -> None:
+    with pytest.raises(yaml.constructor.ConstructorError, match="unhashable key"):
+        yaml.load("? [a]\n: 1\n", Loader=cassette._Loader)
+
+
+# ---------------------------------------------------------------- iter_paths
+
+
+def test_iter_paths(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    for name in ("sub/b.yml", "a.yaml", "notes.txt"):
+        (tmp_path / name).write_text("")
+    assert cassette.iter_paths([tmp_path, tmp_path / "notes.txt"]) == [
+        tmp_path / "a.yaml", tmp_path / "sub" / "b.yml", tmp_path / "notes.txt"]
+
+
+# ---------------------------------------------------------------- every bad input
+
+OK_RESPONSE = "    status: {code: 200, message: OK}\n    headers: {}\n    body: {string: ok}\n"
+BAD = [
+    ("malformed", "version: 1\ninteractions:\n- request: {method: GET\n", 4, "invalid YAML", "fix the YAML syntax"),
+    ("tab", "version: 1\ninteractions: [\n\t- x: 1: 2\n", 3, "invalid YAML", "fix the YAML syntax"),
+    ("control", "version: 1\ninteractions: []\nx: \"a\x07b\"\n", 3, "is not allowed in YAML", "!!binary"),
+    ("object tag", "version: 1\ninteractions: !!python/object/apply:os.system [ls]\n", 2,
+     "could not determine a constructor", "remove Python object tags"),
+    ("empty", "", 1, "the file is empty", "record the cassette again"),
+    ("list", "- 1\n- 2\n", 1, "must be a mapping, not list", "version: 1"),
+    ("no version", "interactions: []\n", 1, "has no `version:`", "add `version: 1`"),
+    ("version 2", "interactions: []\nversion: 2\n", 2, "unsupported cassette version 2", "version: 1"),
+    ("version text", "version: '1'\ninteractions: []\n", 1, "unsupported cassette version '1'", "version: 1"),
+    ("no interactions", "version: 1\n", 1, "has no `interactions:`", "add `interactions: []`"),
+    ("interactions map", "version: 1\ninteractions: {a: 1}\n", 2, "interactions must be a list, not dict", "version"),
+    ("interaction scalar", "version: 1\ninteractions:\n- 7\n", 3, "interactions[0] must be a mapping, not int",
+     "request:"),
+    ("no response", "version: 1\ninteractions:\n- request: {method: GET, uri: u}\n", 3,
+     "interactions[0] has no `response:`", "needs `request:` and `response:`"),
+    ("no method", one(OK_RESPONSE, "    uri: u\n"), 4, "interactions[0].request has no `method:`", "`method:`"),
+    ("no status", one("    headers: {}\n", "    method: GET\n    uri: u\n"), 7,
+     "interactions[0].response has no `status:`", "status: {code: 200"),
+    ("bad status", one("    status: {code: two}\n", "    method: GET\n    uri: u\n"), 7,
+     "has no integer code", "status: {code: 200"),
+    ("headers list", one(OK_RESPONSE, "    method: GET\n    uri: u\n    headers: [a]\n"), 6,
+     "interactions[0].request.headers must be a mapping, not list", "name: [value"),
+    ("header mapping", one(OK_RESPONSE, "    method: GET\n    uri: u\n    headers:\n      a: {b: c}\n"), 7,
+     "request.headers.a must hold text values", "name: [value"),
+    ("body number", one(OK_RESPONSE, "    method: GET\n    uri: u\n    body: 12\n"), 6,
+     "request.body must be text or !!binary, not int", "!!binary"),
+    ("bad gzip", one("    status: {code: 200}\n    headers: {content-encoding: [gzip]}\n    body: {string: plain}\n",
+                     "    method: GET\n    uri: u\n"), 9, "response.body is not valid gzip data",
+     "remove content-encoding"),
+    ("unknown encoding", one("    status: {code: 200}\n    headers: {content-encoding: [zstd]}\n    body: {string: x}\n",
+                             "    method: GET\n    uri: u\n"), 8, "unsupported content-encoding 'zstd'",
+     "decode the body yourself"),
+    ("bad origin", "version: 1\nreplaykit:\n  origin: guessed\ninteractions: []\n", 3,
+     "replaykit.origin is 'guessed'", "origin: synthesized"),
+    ("meta list", "version: 1\nreplaykit: [a]\ninteractions: []\n", 2, "replaykit must be a mapping", "origin"),
+    ("meta number", "version: 1\nreplaykit: {provider: 7}\ninteractions: []\n", 2, "replaykit.provider must be text",
+     "quote"),
+]
+
+
+def offsets_case(offsets: str, line: int, message: str) -> tuple[str, str, int, str, str]:
+    response = ("    status: {code: 200}\n    headers: {content-type: [text/event-stream]}\n"
+                "    body: {string: \"data: a\\n\\ndata: b\\n\\n\"}\n")
+    text = one(response, "    method: GET\n    uri: u\n") + f"  replaykit:\n    event_offsets_ms: {offsets}\n"
+    return (f"offsets {offsets}", text, line, message, "one non-decreasing number")
+
+
+BAD += [offsets_case("[1, 0]", 11, "must not decrease"),
+        offsets_case("[1]", 11, "has 1 offsets for 2 events"),
+        offsets_case("[1, x]", 11, "list of finite numbers >= 0"),
+        offsets_case("[-1, 2]", 11, "list of finite numbers >= 0"),
+        offsets_case("[.nan, 2]", 11, "list of finite numbers >= 0")]
+
+
+@pytest.mark.parametrize(("name", "text", "line", "message", "fix"), BAD, ids=[case[0] for case in BAD])
+def test_bad_input_names_file_line_and_fix(tmp_path: Path, name: str, text: str, line: int, message: str,
+                                           fix: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(CassetteError) as caught:
+        cassette.load(path)
+    error = str(caught.value)
+    assert error.startswith(f"{path}:{line}: "), error
+    assert message in error and fix in error.partition("; ")[2], error
+
+
+def test_non_utf8_bytes(tmp_path: Path) -> None:
+    path = write(tmp_path, b"version: 1\ninteractions:\n- request: {method: GET, uri: \xff}\n")
+    with pytest.raises(CassetteError, match=r"c\.yaml:3: not UTF-8 \(byte 0xff\); save the file as UTF-8"):
+        cassette.load(path)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(CassetteError, match=r"nope\.yaml: cannot read: No such file.*; check the path"):
+        cassette.load(tmp_path / "nope.yaml")
+
+
+def test_a_string_source_is_named(tmp_path: Path) -> None:
+    with pytest.raises(CassetteError, match=r"^<string>:1: .*has no `version:`"):
+        cassette.loads("interactions: []\n")
+
+
+def test_errors_are_not_cached(tmp_path: Path) -> None:
+    path = write(tmp_path, "version: 2\ninteractions: []\n")
+    for _ in range(2):
+        with pytest.raises(CassetteError, match="version 2"):
+            cassette.load(path)
+    write(tmp_path, "version: 1\ninteractions: []\n")
+    assert cassette.load(path).interactions == []
+
+
+def test_deep_nesting_loads_up_to_libyaml_limit_then_is_a_cassette_error() -> None:
+    deep = "version: 1\ninteractions: []\nx: " + "[" * 990 + "]" * 990 + "\n"
+    value, depth = yaml.load(deep, Loader=cassette._Loader)["x"], 1  # deeper than the fast path recurses
+    while value:
+        [value], depth = value, depth + 1
+    assert (value, depth) == ([], 990)
+    with pytest.raises(CassetteError, match=r"^<string>:3: invalid YAML: .*nesting depth; fix the YAML"):
+        cassette.loads(deep.replace("[" * 990, "[" * 5000).replace("]" * 990, "]" * 5000))
+
+
+def test_flow_style_cassette_gets_lines_by_composing() -> None:
+    text = ('{"version": 1, "interactions": [\n {"request": {"method": "GET", "uri": "u"},\n'
+            '  "response": {"status": {"code": 200}, "body": {"string": "x"}}},\n'
+            ' {"request": {"method": "GET", "uri": "v"}, "response": {"status": {"code": 201}}}]}\n')
+    assert [item.line for item in cassette.loads(text).interactions] == [2, 4]

@@ -1,0 +1,227 @@
+"""The contract registry: kinds, loading errors, never fetching, routes, and faithful fast paths."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
+
+from replaykit import contracts
+from replaykit.contracts import Contracts, classify
+from replaykit.errors import ContractError
+from replaykit.resources import data_dir
+from tests.test_contracts_negative import VALID
+
+CONTRACTS = data_dir("contracts")
+
+
+def _write(root: Path, relative: str, schema: Any) -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(schema if isinstance(schema, str) else json.dumps(schema), encoding="utf-8")
+    return path
+
+
+def _schema(name: str, **body: Any) -> dict[str, Any]:
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": f"https://replaykit.dev/contracts/replaykit/{name}.schema.json", **body}
+
+
+# ---------------------------------------------------------------- the bundled files
+
+
+@pytest.mark.parametrize("path", sorted(CONTRACTS.rglob("*.schema.json")), ids=lambda p: str(p.name))
+def test_every_contract_is_a_valid_2020_12_schema_with_its_id(path: Path) -> None:
+    schema = json.loads(path.read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(schema)
+    relative = path.relative_to(CONTRACTS).as_posix()
+    assert schema["$id"] == f"https://replaykit.dev/contracts/{relative}"
+    assert schema.get("description"), "every contract says what it covers"
+
+
+def test_kinds_cover_providers_and_replaykit_schemas() -> None:
+    known = contracts.kinds()
+    assert set(contracts.PROVIDER_KINDS) <= set(known)
+    for path in CONTRACTS.rglob("*.schema.json"):
+        if path.relative_to(CONTRACTS).parts[0] not in {"anthropic", "openai", "cloudflare"}:
+            assert f"replaykit.{path.name.removesuffix('.schema.json')}" in known
+
+
+def test_unresolved_markers_stay_open_and_say_so() -> None:
+    for relative in ("cloudflare/error.schema.json", "openai/error.schema.json"):
+        text = (CONTRACTS / relative).read_text(encoding="utf-8")
+        assert "UNVERIFIED" in text
+        assert '"additionalProperties": false' not in text
+
+
+def test_unknown_kind_names_the_known_kinds() -> None:
+    with pytest.raises(ContractError, match=r"unknown contract kind 'anthropic\.nope'.*anthropic\.request"):
+        contracts.validate("anthropic.nope", {})
+
+
+def test_validators_are_compiled_once() -> None:
+    bundled = contracts.default()
+    assert bundled.validator("openai.stream_event") is bundled.validator("openai.stream_event")
+
+
+# ---------------------------------------------------------------- loading errors
+
+
+def test_replaykit_kinds_are_found_anywhere_under_contracts(tmp_path: Path) -> None:
+    _write(tmp_path, "replaykit/journal-entry.schema.json", _schema("journal-entry", type="object"))
+    root_level = _schema("scenario", type="object", required=["name"])
+    root_level["$id"] = "https://replaykit.dev/contracts/scenario.schema.json"
+    _write(tmp_path, "scenario.schema.json", root_level)
+    local = Contracts(tmp_path)
+    assert {"replaykit.journal-entry", "replaykit.scenario"} <= set(local.kinds())
+    assert [v.pointer for v in local.validate("replaykit.scenario", {})] == ["/name"]
+
+
+def test_a_ref_outside_the_registry_is_refused_not_fetched(tmp_path: Path) -> None:
+    _write(tmp_path, "replaykit/remote.schema.json",
+           _schema("remote", properties={"a": {"$ref": "https://example.com/schemas/a.json"}}))
+    with pytest.raises(ContractError, match=r"remote\.schema\.json.*never fetched"):
+        Contracts(tmp_path).validate("replaykit.remote", {"a": 1})
+
+
+def test_invalid_json_names_the_file_and_line(tmp_path: Path) -> None:
+    _write(tmp_path, "replaykit/broken.schema.json", '{\n  "$id": "x",\n  "type": \n}')
+    with pytest.raises(ContractError, match=r"broken\.schema\.json:4: not valid JSON"):
+        Contracts(tmp_path).kinds()
+
+
+def test_a_contract_without_id_is_refused(tmp_path: Path) -> None:
+    _write(tmp_path, "replaykit/anon.schema.json", {"type": "object"})
+    with pytest.raises(ContractError, match=r"anon\.schema\.json:/\$id: a contract needs a string \$id"):
+        Contracts(tmp_path).kinds()
+
+
+def test_duplicate_ids_are_refused(tmp_path: Path) -> None:
+    _write(tmp_path, "replaykit/one.schema.json", _schema("same"))
+    _write(tmp_path, "replaykit/two.schema.json", _schema("same"))
+    with pytest.raises(ContractError, match=r"two\.schema\.json:/\$id: .* also used by"):
+        Contracts(tmp_path).kinds()
+
+
+def test_an_unknown_rule_is_refused(tmp_path: Path) -> None:
+    _write(tmp_path, "replaykit/rules.schema.json", _schema("rules", **{"x-rules": ["start_before_end"]}))
+    with pytest.raises(ContractError, match=r"unknown rule 'start_before_end'; use one of .*index_span"):
+        Contracts(tmp_path).kinds()
+
+
+def test_a_missing_kind_target_is_a_contract_error(tmp_path: Path) -> None:
+    with pytest.raises(ContractError, match=r"anthropic/request\.schema\.json: no such contract"):
+        Contracts(tmp_path).validate("anthropic.request", {})
+
+
+# ---------------------------------------------------------------- routes
+
+
+@pytest.mark.parametrize(("method", "path", "request_kind", "provider"), [
+    ("POST", "/v1/messages", "anthropic.request", "anthropic"),
+    ("post", "https://api.anthropic.com/v1/messages?beta=true", "anthropic.request", "anthropic"),
+    ("POST", "/v1/messages/count_tokens", "anthropic.count_tokens_request", "anthropic"),
+    ("POST", "http://127.0.0.1:8080/v1/messages/count_tokens?beta=true", "anthropic.count_tokens_request",
+     "anthropic"),
+    ("POST", "/v1/responses", "openai.request", "openai"),
+    ("POST", "https://api.openai.com/v1/responses", "openai.request", "openai"),
+    ("POST", "https://res.openai.azure.com/openai/v1/responses?api-version=preview", "openai.request",
+     "azure"),
+    ("POST", "/openai/deployments/gpt-5-prod/responses?api-version=2025-04-01-preview", "openai.request",
+     "azure"),
+    ("POST", "/client/v4/accounts/0123abcd/ai/websearch", "cloudflare.request", "cloudflare"),
+    ("POST", "https://api.cloudflare.com/client/v4/accounts/0123abcd/ai/websearch/", "cloudflare.request",
+     "cloudflare"),
+])
+def test_classify_known_routes(method: str, path: str, request_kind: str, provider: str) -> None:
+    route = classify(method, path)
+    assert route is not None
+    assert (route.request, route.provider) == (request_kind, provider)
+    assert route.error.split(".")[0] == request_kind.split(".")[0]
+
+
+@pytest.mark.parametrize(("method", "path"), [
+    ("GET", "/v1/messages"),
+    ("POST", "/v1/messages/"),
+    ("POST", "/v1/models"),
+    ("POST", "/v1/chat/completions"),
+    ("POST", "/openai/deployments/a/b/responses"),
+    ("POST", "/client/v4/accounts/x/ai/websearch//"),
+    ("POST", "/prefix/v1/messages"),
+])
+def test_classify_unknown_routes(method: str, path: str) -> None:
+    assert classify(method, path) is None
+
+
+def test_streaming_routes_name_their_event_contract() -> None:
+    streaming = classify("POST", "/v1/responses")
+    counting = classify("POST", "/v1/messages/count_tokens")
+    assert streaming is not None and streaming.stream_event == "openai.stream_event"
+    assert counting is not None and counting.stream_event is None
+
+
+# ---------------------------------------------------------------- fast paths keep jsonschema's verdicts
+
+
+def _stock_validator(kind: str) -> Any:
+    resources = []
+    for path in CONTRACTS.rglob("*.schema.json"):
+        schema = json.loads(path.read_text(encoding="utf-8"))
+        resources.append((schema["$id"], DRAFT202012.create_resource(schema)))
+    registry: Registry[Any] = Registry().with_resources(resources)
+    return Draft202012Validator({"$ref": contracts.kinds()[kind]}, registry=registry)
+
+
+_STOCK: dict[str, Any] = {}
+_WORDS = ["", "x", "text", "web_search", "https://example.com/a", "srvtoolu_1", "ws_1", "completed",
+          "url_citation"]
+_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(_WORDS))
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found += _paths(value, (*prefix, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found += _paths(value, (*prefix, index))
+    return found
+
+
+@st.composite
+def _mutants(draw: st.DrawFn) -> tuple[str, Any]:
+    """A valid example with one value replaced or one member removed."""
+    kind = draw(st.sampled_from(sorted(VALID)))
+    document = copy.deepcopy(VALID[kind])
+    path = draw(st.sampled_from(_paths(document)[1:]))
+    parent = document
+    for part in path[:-1]:
+        parent = parent[part]
+    if isinstance(parent, dict) and draw(st.booleans()):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = draw(_LEAVES)
+    return kind, document
+
+
+@settings(max_examples=150, deadline=None)
+@given(_mutants())
+def test_replaykit_and_stock_jsonschema_agree(mutant: tuple[str, Any]) -> None:
+    kind, document = mutant
+    stock = _STOCK.get(kind) or _STOCK.setdefault(kind, _stock_validator(kind))
+    ours = [v for v in contracts.validate(kind, document) if v.keyword != "x-rules"]  # rules: ours only
+    assert (ours == []) == stock.is_valid(document)
+    parent_keywords = {"required", "additionalProperties", "unevaluatedProperties", "false"}
+    ours_places = {v.pointer.rsplit("/", 1)[0] if v.keyword in parent_keywords else v.pointer for v in ours}
+    stock_errors = stock.iter_errors(document)
+    stock_places = {"".join(f"/{part}" for part in error.absolute_path) for error in stock_errors}
+    assert ours_places == stock_places

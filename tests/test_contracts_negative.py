@@ -1,0 +1,289 @@
+"""Table-driven negative examples: for each contract, a valid document and edits that must fail at a pointer.
+
+Each valid document conforms (checked first), so every failure below is caused by its one edit.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from replaykit import contracts
+
+DELETE = object()
+
+WEB_RESULT = {"type": "web_search_result", "url": "https://example.com/a", "title": "A",
+              "encrypted_content": "Eq1", "page_age": None}
+WEB_CITATION = {"type": "web_search_result_location", "url": "https://example.com/a", "title": "A",
+                "encrypted_index": "Eo1", "cited_text": "quoted"}
+ANTHROPIC_MESSAGE = {
+    "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+    "stop_reason": "end_turn", "stop_sequence": None,
+    "content": [
+        {"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {"query": "q"}},
+        {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01", "content": [WEB_RESULT]},
+        {"type": "text", "text": "It changed.", "citations": [WEB_CITATION]},
+    ],
+    "usage": {"input_tokens": 10, "output_tokens": 5, "server_tool_use": {"web_search_requests": 1}},
+}
+ANTHROPIC_REQUEST = {
+    "model": "claude-sonnet-4-5", "max_tokens": 1024,
+    "tools": [{"type": "web_search_20250305", "name": "web_search", "max_uses": 3,
+               "allowed_domains": ["example.com"], "blocked_domains": None,
+               "user_location": {"type": "approximate", "country": "US", "timezone": "America/New_York"}}],
+    "messages": [
+        {"role": "user", "content": "What changed?"},
+        {"role": "assistant", "content": copy.deepcopy(ANTHROPIC_MESSAGE["content"])},
+        {"role": "user", "content": [{"type": "text", "text": "More?"}]},
+    ],
+}
+URL_CITATION = {"type": "url_citation", "start_index": 0, "end_index": 4, "title": "A",
+                "url": "https://example.com/a"}
+OPENAI_USAGE = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
+                "output_tokens_details": {"reasoning_tokens": 2}, "total_tokens": 15}
+OPENAI_RESPONSE = {
+    "id": "resp_01", "object": "response", "created_at": 1764662400, "model": "gpt-5", "status": "completed",
+    "error": None, "incomplete_details": None, "usage": OPENAI_USAGE,
+    "output": [
+        {"type": "reasoning", "id": "rs_01", "summary": [], "encrypted_content": "gA1"},
+        {"type": "web_search_call", "id": "ws_01", "status": "completed",
+         "action": {"type": "search", "query": "q", "sources": [{"type": "url",
+                    "url": "https://example.com/a"}]}},
+        {"type": "web_search_call", "id": "ws_02", "status": "completed",
+         "action": {"type": "find_in_page", "pattern": "p", "url": "https://example.com/a"}},
+        {"type": "message", "id": "msg_01", "role": "assistant", "status": "completed",
+         "content": [{"type": "output_text", "text": "Text", "annotations": [URL_CITATION]}]},
+    ],
+}
+OPENAI_REQUEST = {
+    "model": "gpt-5", "include": ["web_search_call.action.sources"], "store": False,
+    "tools": [{"type": "web_search", "filters": {"allowed_domains": ["example.com"]},
+               "search_context_size": "low"}],
+    "input": [
+        {"role": "user", "content": "What changed?"},
+        {"type": "web_search_call", "id": "ws_01", "status": "completed",
+         "action": {"type": "search", "query": "q"}},
+        {"type": "message", "id": "msg_01", "role": "assistant", "status": "completed",
+         "content": [{"type": "output_text", "text": "Text", "annotations": [URL_CITATION]}]},
+    ],
+}
+VALID: dict[str, Any] = {
+    "anthropic.request": ANTHROPIC_REQUEST,
+    "anthropic.response": ANTHROPIC_MESSAGE,
+    "anthropic.stream_event": {"type": "content_block_delta", "index": 2,
+                               "delta": {"type": "citations_delta", "citation": WEB_CITATION}},
+    "anthropic.error": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"},
+                        "request_id": "req_01"},
+    "anthropic.count_tokens_request": {"model": "claude-sonnet-4-5", "messages": [{"role": "user",
+                                       "content": "x"}]},
+    "anthropic.count_tokens_response": {"input_tokens": 12},
+    "anthropic.content_block": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01",
+                                "content": {"type": "web_search_tool_result_error",
+                                            "error_code": "unavailable"}},
+    "anthropic.citation": {"type": "char_location", "cited_text": "x", "document_index": 0,
+                           "start_char_index": 1, "end_char_index": 3},
+    "anthropic.usage": {"input_tokens": 1, "output_tokens": 2, "service_tier": "standard"},
+    "anthropic.tool": {"type": "web_fetch_20250910", "name": "web_fetch", "max_uses": 2},
+    "openai.request": OPENAI_REQUEST,
+    "openai.response": OPENAI_RESPONSE,
+    "openai.stream_event": {"type": "response.output_text.annotation.added", "sequence_number": 7,
+                            "item_id": "msg_01", "output_index": 3, "content_index": 0, "annotation_index": 0,
+                            "annotation": URL_CITATION},
+    "openai.error": {"error": {"message": "Rate limit reached", "type": "requests", "param": None,
+                               "code": "rate_limit_exceeded"}},
+    "openai.input_item": {"type": "reasoning", "id": "rs_01", "summary": [], "encrypted_content": "gA1"},
+    "openai.output_item": {"type": "web_search_call", "id": "ws_03", "status": "completed",
+                           "action": {"type": "open_page", "url": "https://example.com/a"}},
+    "openai.usage": OPENAI_USAGE,
+    "openai.tool": {"type": "web_search_preview", "search_context_size": "high"},
+    "cloudflare.request": {"query": "bike lanes", "provider": "exa", "limit": 5, "byokAlias": "team_key-1",
+                           "options": {"gateway": {"id": "default"}}},
+    "cloudflare.binding_options": {"gatewayId": "default", "query": "bike lanes", "limit": 3},
+    "cloudflare.response": {"items": [{"url": "https://example.com/a", "title": "A", "description": "d"}],
+                            "metadata": {"query": "bike lanes", "requestId": "r1", "latencyMs": 120}},
+    "cloudflare.error": {"success": False, "errors": [{"code": 7000,
+                         "message": "Invalid web search request body"}],
+                         "messages": [], "result": None},
+}
+
+# (kind, {pointer: new value or DELETE}, expected pointer, expected keyword)
+NEGATIVE: list[tuple[str, dict[str, Any], str, str]] = [
+    # Anthropic request: closed messages and blocks, tool definitions, replayed results
+    ("anthropic.request", {"/messages/0/timestamp": 1764662400000},
+     "/messages/0/timestamp", "additionalProperties"),
+    ("anthropic.request", {"/messages/2/content/0/display_id": "x"}, "/messages/2/content/0/display_id",
+     "unevaluatedProperties"),
+    ("anthropic.request", {"/messages/1/content/1/content/0/encrypted_content": DELETE},
+     "/messages/1/content/1/content/0/encrypted_content", "required"),
+    ("anthropic.request", {"/messages/1/content/1/content/0/replaykit": {}},
+     "/messages/1/content/1/content/0/replaykit", "unevaluatedProperties"),
+    ("anthropic.request", {"/messages/1/content/2/citations/0/encrypted_index": DELETE},
+     "/messages/1/content/2/citations/0/encrypted_index", "required"),
+    ("anthropic.request", {"/tools/0/blocked_domains": ["spam.example"]},
+     "/tools/0/blocked_domains", "x-rules"),
+    ("anthropic.request", {"/tools/0/type": "web_search_20990101"}, "/tools/0/type", "enum"),
+    ("anthropic.request", {"/tools/0/name": "search"}, "/tools/0/name", "const"),
+    ("anthropic.request", {"/tools/0/response_inclusion": "full"}, "/tools/0/response_inclusion",
+     "additionalProperties"),
+    ("anthropic.request", {"/tools/0/user_location/country": "USA"},
+     "/tools/0/user_location/country", "pattern"),
+    ("anthropic.request", {"/max_tokens": DELETE}, "/max_tokens", "required"),
+    ("anthropic.request", {"/messages/1/content/1/name": "web_search"},
+     "/messages/1/content/1/name", "false"),
+    # Anthropic response and content blocks
+    ("anthropic.response", {"/content/1/name": "web_search"}, "/content/1/name", "false"),
+    ("anthropic.response", {"/content/1/input": {}}, "/content/1/input", "false"),
+    ("anthropic.response", {"/content/1/content/0/url": "javascript:alert(1)"}, "/content/1/content/0/url",
+     "pattern"),
+    ("anthropic.response", {"/content/1/content/0/title": DELETE}, "/content/1/content/0/title", "required"),
+    ("anthropic.response", {"/content/0/id": "toolu_01"}, "/content/0/id", "pattern"),
+    ("anthropic.response", {"/content/0/name": "web_browse"}, "/content/0/name", "enum"),
+    ("anthropic.response", {"/content/2/citations/0/url": "ftp://example.com"}, "/content/2/citations/0/url",
+     "pattern"),
+    ("anthropic.response", {"/content/2/type": "markdown"}, "/content/2/type", "enum"),
+    ("anthropic.response", {"/stop_reason": "finished"}, "/stop_reason", "enum"),
+    ("anthropic.response", {"/stop_reason": None}, "/stop_reason", "enum"),
+    ("anthropic.response", {"/usage/output_tokens": -1}, "/usage/output_tokens", "minimum"),
+    ("anthropic.response", {"/usage/input_tokens": DELETE}, "/usage/input_tokens", "required"),
+    ("anthropic.response", {"/role": "user"}, "/role", "const"),
+    ("anthropic.content_block", {"/content/error_code": "timeout"}, "/content/error_code", "enum"),
+    ("anthropic.content_block", {"/content": "no results"}, "/content", "type"),
+    ("anthropic.citation", {"/start_char_index": 5}, "/end_char_index", "x-rules"),
+    ("anthropic.citation", {"/type": "web_location"}, "/type", "enum"),
+    ("anthropic.usage", {"/service_tier": "premium"}, "/service_tier", "enum"),
+    ("anthropic.tool", {"/allowed_domains": ["a.example"], "/blocked_domains": ["b.example"]},
+     "/blocked_domains",
+     "x-rules"),
+    ("anthropic.stream_event", {"/delta/citation/encrypted_index": DELETE}, "/delta/citation/encrypted_index",
+     "required"),
+    ("anthropic.stream_event", {"/delta/type": "html_delta"}, "/delta/type", "enum"),
+    ("anthropic.stream_event", {"/index": -1}, "/index", "minimum"),
+    ("anthropic.error", {"/error/type": "teapot_error"}, "/error/type", "enum"),
+    ("anthropic.error", {"/type": "failure"}, "/type", "const"),
+    ("anthropic.error", {"/error/message": DELETE}, "/error/message", "required"),
+    ("anthropic.count_tokens_request", {"/messages": []}, "/messages", "minItems"),
+    ("anthropic.count_tokens_response", {"/input_tokens": "12"}, "/input_tokens", "type"),
+    # OpenAI request: closed input items, replayed web_search_call, tools, include
+    ("openai.request", {"/input/0/timestamp": 1}, "/input/0/timestamp", "additionalProperties"),
+    ("openai.request", {"/input/1/action": DELETE}, "/input/1/action", "required"),
+    ("openai.request", {"/input/1/query": "q"}, "/input/1/query", "additionalProperties"),
+    ("openai.request", {"/input/1/action/type": "find"}, "/input/1/action/type", "enum"),
+    ("openai.request", {"/input/2/content/0/annotations/0/start_index": 9},
+     "/input/2/content/0/annotations/0/end_index", "x-rules"),
+    ("openai.request", {"/tools/0/search_context_size": "huge"}, "/tools/0/search_context_size", "enum"),
+    ("openai.request", {"/tools/0/filters/blocked_domains": ["x"]}, "/tools/0/filters/blocked_domains",
+     "additionalProperties"),
+    ("openai.request", {"/include/0": "web_search_call.everything"}, "/include/0", "enum"),
+    ("openai.request", {"/model": DELETE}, "/model", "required"),
+    # OpenAI response and output items
+    ("openai.response", {"/output/1/action/type": "browse"}, "/output/1/action/type", "enum"),
+    ("openai.response", {"/output/1/status": "done"}, "/output/1/status", "enum"),
+    ("openai.response", {"/output/1/action": DELETE}, "/output/1/action", "required"),
+    ("openai.response", {"/output/1/id": "call_01"}, "/output/1/id", "pattern"),
+    ("openai.response", {"/output/1/action/sources/0/url": "javascript:x"}, "/output/1/action/sources/0/url",
+     "pattern"),
+    ("openai.response", {"/output/2/action/pattern": DELETE}, "/output/2/action/pattern", "required"),
+    ("openai.response", {"/output/3/content/0/annotations/0/start_index": 5},
+     "/output/3/content/0/annotations/0/end_index", "x-rules"),
+    ("openai.response", {"/output/3/content/0/annotations/0/url": "mailto:a@b"},
+     "/output/3/content/0/annotations/0/url", "pattern"),
+    ("openai.response", {"/output/3/content/0/annotations/0/title": DELETE},
+     "/output/3/content/0/annotations/0/title", "required"),
+    ("openai.response", {"/output/4": {"type": "hologram"}}, "/output/4/type", "enum"),
+    ("openai.response", {"/object": "chat.completion"}, "/object", "const"),
+    ("openai.response", {"/status": "failed"}, "/error", "type"),
+    ("openai.response", {"/usage/total_tokens": 16}, "/usage/total_tokens", "x-rules"),
+    ("openai.usage", {"/input_tokens_details/cached_tokens": DELETE}, "/input_tokens_details/cached_tokens",
+     "required"),
+    ("openai.output_item", {"/action/url": "file:///etc/passwd"}, "/action/url", "pattern"),
+    ("openai.input_item", {"/encrypted_content": 5}, "/encrypted_content", "type"),
+    ("openai.tool", {"/type": "web_search_preview_2099"}, "/type", "enum"),
+    ("openai.stream_event", {"/sequence_number": DELETE}, "/sequence_number", "required"),
+    ("openai.stream_event", {"/annotation/type": "footnote"}, "/annotation/type", "enum"),
+    ("openai.stream_event", {"/type": "response.output_text.annotation.removed"}, "/type", "enum"),
+    ("openai.error", {"/error/message": DELETE}, "/error/message", "required"),
+    ("openai.error", {"/error": "boom"}, "/error", "type"),
+    # Cloudflare
+    ("cloudflare.request", {"/query": ""}, "/query", "minLength"),
+    ("cloudflare.request", {"/query": "q" * 1025}, "/query", "maxLength"),
+    ("cloudflare.request", {"/limit": 11}, "/limit", "maximum"),
+    ("cloudflare.request", {"/limit": 0}, "/limit", "minimum"),
+    ("cloudflare.request", {"/provider": "bing"}, "/provider", "enum"),
+    ("cloudflare.request", {"/byokAlias": "has space"}, "/byokAlias", "pattern"),
+    ("cloudflare.request", {"/options": DELETE}, "/options", "required"),
+    ("cloudflare.request", {"/options/gateway/id": DELETE}, "/options/gateway/id", "required"),
+    ("cloudflare.request", {"/gatewayId": "x"}, "/gatewayId", "additionalProperties"),
+    ("cloudflare.binding_options", {"/gatewayId": DELETE}, "/gatewayId", "required"),
+    ("cloudflare.binding_options", {"/options": {}}, "/options", "additionalProperties"),
+    ("cloudflare.response", {"/items/0/url": "javascript:alert(1)"}, "/items/0/url", "pattern"),
+    ("cloudflare.response", {"/items/0/url": DELETE}, "/items/0/url", "required"),
+    ("cloudflare.response", {"/metadata/requestId": DELETE}, "/metadata/requestId", "required"),
+    ("cloudflare.response", {"/items": {}}, "/items", "type"),
+    ("cloudflare.error", {"/success": True}, "/success", "const"),
+    ("cloudflare.error", {"/errors/0/code": "7000"}, "/errors/0/code", "type"),
+]
+
+
+def patched(document: Any, edits: dict[str, Any]) -> Any:
+    """A deep copy of ``document`` with each JSON pointer set to its value (or deleted)."""
+    result = copy.deepcopy(document)
+    for pointer, value in edits.items():
+        *parents, last = [part.replace("~1", "/").replace("~0", "~") for part in pointer.split("/")[1:]]
+        node = result
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        key: Any = int(last) if isinstance(node, list) else last
+        if value is DELETE:
+            del node[key]
+        elif isinstance(node, list) and key == len(node):
+            node.append(value)
+        else:
+            node[key] = value
+    return result
+
+
+def test_every_provider_kind_has_a_valid_example() -> None:
+    assert set(VALID) == set(contracts.PROVIDER_KINDS)
+
+
+@pytest.mark.parametrize("kind", sorted(VALID))
+def test_valid_example_conforms(kind: str) -> None:
+    assert contracts.validate(kind, VALID[kind]) == []
+
+
+@pytest.mark.parametrize(("kind", "edits", "pointer", "keyword"), NEGATIVE,
+                         ids=[f"{kind}:{next(iter(edits))}" for kind, edits, _, _ in NEGATIVE])
+def test_negative_example_fails_at_its_pointer(kind: str, edits: dict[str, Any], pointer: str,
+                                               keyword: str) -> None:
+    found = contracts.validate(kind, patched(VALID[kind], edits))
+    assert (pointer, keyword) in [(v.pointer, v.keyword) for v in found], found
+
+
+def test_every_kind_has_negative_examples() -> None:
+    assert {kind for kind, *_ in NEGATIVE} == set(contracts.PROVIDER_KINDS)
+
+
+@pytest.mark.parametrize(("rule", "instance", "pointer", "fixed"), [
+    ("index_span", {"start_index": 3, "end_index": 2}, "end_index", {"end_index": 3}),
+    ("char_span", {"start_char_index": 3, "end_char_index": 2}, "end_char_index", {"end_char_index": 4}),
+    ("page_span", {"start_page_number": 3, "end_page_number": 2}, "end_page_number", {"end_page_number": 3}),
+    ("block_span", {"start_block_index": 3, "end_block_index": 2},
+     "end_block_index", {"start_block_index": 0}),
+    ("total_tokens", {"input_tokens": 1, "output_tokens": 1, "total_tokens": 3}, "total_tokens",
+     {"total_tokens": 2}),
+    ("one_domain_list", {"allowed_domains": ["a"], "blocked_domains": []}, "blocked_domains",
+     {"blocked_domains": None}),
+])
+def test_each_rule_flags_its_defect_and_passes_the_fix(rule: str, instance: dict[str, Any], pointer: str,
+                                                        fixed: dict[str, Any]) -> None:
+    assert [list(error.path) for error in contracts.RULES[rule](instance)] == [[pointer]]
+    assert list(contracts.RULES[rule]({**instance, **fixed})) == []
+
+
+def test_every_rule_is_named_by_a_contract() -> None:
+    named: set[str] = set()
+    for kind in contracts.kinds():
+        named |= set(contracts.default().rule_names(kind))
+    assert named == set(contracts.RULES)
