@@ -32,6 +32,12 @@ Contract kinds (``validate(kind, value)``)::
     replaykit.<stem>                 every other ``contracts/**/<stem>.schema.json`` (replaykit's own formats,
                                      e.g. replaykit.transcript, replaykit.scenario, replaykit.journal-entry)
 
+Validation is jsonschema's (``Draft202012Validator`` extended with :func:`jsonschema.validators.extend`)
+over a :mod:`referencing` registry, not hand-written checks. The extension adds the ``x-rules`` keyword and
+keeps jsonschema's semantics while caching what it would rebuild per instance: the child validator of each
+subschema, each ``$ref`` resolution, and a direct jump to the branch of a discriminated union (an ``allOf``
+of ``if: {properties: {type: {const: X}}} / then``), which is what makes stream events cheap to check.
+
 Azure OpenAI shares the ``openai.*`` shapes. Cross-field value rules that JSON Schema cannot state (e.g.
 ``start_index <= end_index``) are small named Python checks (:data:`RULES`) that a schema object names in
 its ``x-rules`` list; they run inside the same validation and report violations the same way.
@@ -39,7 +45,8 @@ its ``x-rules`` list; they run inside the same validation and report violations 
 :func:`classify` maps a route (method and path or full URI) to its contracts; :func:`check_interaction`
 checks one recorded interaction: the request, and the response body or every stream event (with its
 ``event`` index) plus the stream's sequence rules; error statuses are checked against the provider's error
-envelope.
+envelope. :func:`verify_check` is the ``replaykit verify`` check built on it; a cassette that is off-contract
+on purpose lists its violations under ``replaykit: {x-expected-violations: [...]}``.
 """
 
 from __future__ import annotations
@@ -54,7 +61,6 @@ from urllib.parse import urlsplit
 
 import referencing.exceptions
 from jsonschema import Draft202012Validator, ValidationError, validators  # type: ignore[import-untyped]
-from jsonschema import _keywords as _stock  # stock keyword functions, for the fallbacks
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
@@ -257,6 +263,8 @@ def _child(validator: Any, schema: Any, resolver: Any = None) -> Any:
     cached = _CHILDREN.get(key)
     if cached is not None and cached[0] is validator and cached[1] is schema:
         return cached[2]
+    if resolver is None and isinstance(schema, dict) and "$id" in schema:  # a nested resource: its own base
+        resolver = validator._resolver.in_subresource(DRAFT202012.create_resource(schema))
     changes = {"schema": schema} if resolver is None else {"schema": schema, "_resolver": resolver}
     child = validator.evolve(**changes)
     _CHILDREN[key] = (validator, schema, child)
@@ -401,11 +409,14 @@ def _properties(validator: Any, properties: dict[str, Any], instance: Any,
 
 
 def _items(validator: Any, items: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
-    if "prefixItems" in schema or items is False or not validator.is_type(instance, "array"):
-        yield from _stock.items(validator, items, instance, schema)
+    if not validator.is_type(instance, "array"):
         return
-    for index, item in enumerate(instance):
-        yield from _descend(validator, item, items, path=index)
+    prefix = len(schema.get("prefixItems", []))
+    if items is False and len(instance) > prefix:
+        yield ValidationError(f"expected at most {prefix} items, found {len(instance)}")
+        return
+    for index in range(prefix, len(instance)):
+        yield from _descend(validator, instance[index], items, path=index)
 
 
 _Validator = validators.extend(

@@ -184,13 +184,13 @@ def located(path: object, place: object, message: str, fix: str = "") -> str:
 class ErrorInfo:
     """A classified failure: the ``error`` object of a target outcome (DESIGN.md, "Protocols").
 
-    ``phase`` is the local phase for ``LOCAL_REQUEST_ERROR`` and ``"request"`` for everything that happened
-    while talking to a provider. ``status``, ``provider_type`` (the provider's error type or code) and
+    ``phase`` is the local phase that failed, set for ``LOCAL_REQUEST_ERROR`` only (the outcome contract
+    allows no phase on the others). ``status``, ``provider_type`` (the provider's error type or code) and
     ``request_id`` are known only for provider errors.
     """
 
     code: ErrorCode
-    phase: str
+    phase: LocalPhase | None
     provenance: Provenance
     retryable: bool
     message: str
@@ -204,12 +204,11 @@ class ErrorInfo:
         return "aborted" if self.code == "CANCELLED" else "error"
 
     def to_json(self) -> dict[str, Any]:
-        """The outcome's ``error`` object (camelCase keys, absent optional fields left out)."""
-        out: dict[str, Any] = {"code": self.code, "phase": self.phase, "provenance": self.provenance,
-                               "retryable": self.retryable, "message": self.message}
-        extra = {"status": self.status, "providerType": self.provider_type, "requestId": self.request_id}
-        out.update({key: value for key, value in extra.items() if value is not None})
-        return out
+        """The outcome's ``error`` object (camelCase keys; fields that do not apply are left out)."""
+        fields = {"code": self.code, "phase": self.phase, "provenance": self.provenance,
+                  "retryable": self.retryable, "message": self.message, "status": self.status,
+                  "providerType": self.provider_type, "requestId": self.request_id}
+        return {key: value for key, value in fields.items() if value is not None}
 
 
 _MASK = "[REDACTED]"
@@ -274,12 +273,12 @@ def classify(failure: BaseException | object) -> ErrorInfo:
     for exc in chain:
         if _is_cancelled(exc):
             message = safe_message(_describe(exc, "cancelled"))
-            return ErrorInfo("CANCELLED", "request", "cancelled", False, message)
+            return ErrorInfo("CANCELLED", None, "cancelled", False, message)
     for exc in chain:
         info = _classify_one(exc)
         if info is not None:
             return info
-    return ErrorInfo("INTERNAL_ERROR", "internal", "local", False, safe_message(_describe(failure, "")))
+    return ErrorInfo("INTERNAL_ERROR", None, "local", False, safe_message(_describe(failure, "")))
 
 
 def is_retryable(failure: BaseException | object) -> bool:
@@ -330,7 +329,7 @@ def _web_search(exc: BaseException) -> ErrorInfo | None:
         return None
     if exc.status is None:
         return _deadline(f"web search {exc.code}: {exc}", exc.retryable)
-    return ErrorInfo("PROVIDER_ERROR", "request", "provider", exc.retryable,
+    return ErrorInfo("PROVIDER_ERROR", None, "provider", exc.retryable,
                      safe_message(f"web search {exc.status} {exc.code}: {exc}"), exc.status, exc.code,
                      exc.request_id)
 
@@ -385,11 +384,11 @@ def _builtin(exc: BaseException) -> ErrorInfo | None:
 
 
 def _deadline(message: str, retryable: bool) -> ErrorInfo:
-    return ErrorInfo("DEADLINE_EXCEEDED", "request", "deadline", retryable, safe_message(message))
+    return ErrorInfo("DEADLINE_EXCEEDED", None, "deadline", retryable, safe_message(message))
 
 
 def _transport(message: str, retryable: bool) -> ErrorInfo:
-    return ErrorInfo("TRANSPORT_ERROR", "request", "transport", retryable, safe_message(message))
+    return ErrorInfo("TRANSPORT_ERROR", None, "transport", retryable, safe_message(message))
 
 
 # ---------------------------------------------------------------- provider responses
@@ -462,5 +461,5 @@ def _provider(status: int, headers: Any, body: Any, source: str = "") -> ErrorIn
     prefix = f"{source}: " if source else ""
     label = " ".join(part for part in (str(status), kind or "") if part)
     message = f"{prefix}provider error {label}" + (f": {text}" if text else "")
-    return ErrorInfo("PROVIDER_ERROR", "request", "provider", retryable, safe_message(message), status, kind,
+    return ErrorInfo("PROVIDER_ERROR", None, "provider", retryable, safe_message(message), status, kind,
                      request_id)

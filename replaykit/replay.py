@@ -16,6 +16,15 @@ Anthropic Messages: ``{model, max_tokens?, system?, tools?, messages}``; OpenAI 
 - internal fields (timestamps, usage, stop reasons, response ids, unknown fields) never reach the body: the
   body is built field by field, never copied from the transcript except for ``raw`` and citations.
 
+Tools: a function tool becomes ``{name, description?, input_schema}`` / ``{type: function, name,
+description?, parameters, strict: false}``; the ``hostedSearch`` tool becomes ``web_search_20250305`` (with
+``max_uses``, ``allowed_domains``, ``blocked_domains``) / ``web_search`` (``filters.allowed_domains``; OpenAI
+has no blocked list and no per-request use limit, so those are not sent). The system prompt goes to
+``system`` / ``instructions``; an empty one is omitted.
+
+A transcript with nothing to replay gives an empty ``messages`` / ``input`` list: returned as it is (the
+estimator counts it), though Anthropic refuses such a request.
+
 Structural faults (``messages`` or a content that is not a list, an unknown role or block type) raise
 :class:`~replaykit.errors.LocalRequestError` with phase ``validation``, the JSON pointer and message index.
 """
@@ -24,7 +33,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -68,7 +77,7 @@ class Target:
 # ---------------------------------------------------------------- the cross-provider text
 
 
-def search_text_projection(block: JSON) -> str:
+def search_text_projection(block: Mapping[str, Any]) -> str:
     """The text a ``hostedSearch`` block becomes for another provider: query, result titles and URLs."""
     phase = block.get("phase")
     if phase == "call":
@@ -84,7 +93,7 @@ def search_text_projection(block: JSON) -> str:
     return "\n".join(lines)
 
 
-def _results(block: JSON) -> list[JSON]:
+def _results(block: Mapping[str, Any]) -> list[JSON]:
     results = block.get("results")
     if isinstance(results, list):
         return [item for item in results if isinstance(item, dict)]

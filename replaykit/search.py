@@ -92,8 +92,9 @@ def check_request(body: object) -> list[Finding]:
     findings = _check_query(body) + _check_provider(body) + _check_limit(body) + _check_byok(body)
     findings += _check_binding_gateway(body) if binding else _check_rest_gateway(body)
     known = _BINDING_KEYS if binding else _REST_KEYS
-    findings += [Finding(f"/{_escape(str(k))}", "warning", "unknown-field",
-                         f"{k!r} is not a documented field") for k in body if k not in known]
+    findings += [Finding(f"/{_escape(str(k))}", "error", "unknown-field",
+                         f"{k!r} is not a documented field; check its spelling")
+                 for k in body if k not in known]
     return findings
 
 
@@ -124,10 +125,18 @@ def _check_provider(body: Mapping[str, Any]) -> list[Finding]:
 def _check_limit(body: Mapping[str, Any]) -> list[Finding]:
     limit = body.get("limit")
     low, high = LIMIT_RANGE
-    if "limit" not in body or (type(limit) is int and low <= limit <= high):
+    whole = _whole(limit)
+    if "limit" not in body or (whole is not None and low <= whole <= high):
         return []
     return [Finding("/limit", "error", "limit-range",
                     f"limit {limit!r} must be an integer from {low} to {high}")]
+
+
+def _whole(value: object) -> int | None:
+    """``value`` as an int when it is a whole JSON number (``5`` or ``5.0``, not ``True``), else ``None``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value // 1:
+        return None
+    return int(value)
 
 
 def _check_byok(body: Mapping[str, Any]) -> list[Finding]:
@@ -138,11 +147,20 @@ def _check_byok(body: Mapping[str, Any]) -> list[Finding]:
                     f"byokAlias {alias!r} must match ^[A-Za-z0-9_-]{{1,64}}$")]
 
 
-def _gateway_problem(value: object) -> str | None:
+def _gateway_id(pointer: str, value: object) -> list[Finding]:
     low, high = GATEWAY_ID_CHARS
     if not isinstance(value, str) or not low <= len(value) <= high:
-        return f"gateway id {value!r} must be a string of {low} to {high} characters"
-    return "gateway id must not contain whitespace or '/'" if re.search(r"[\s/]", value) else None
+        return [Finding(pointer, "error", "gateway-id",
+                        f"gateway id {_short(value)} must be a string of {low} to {high} characters")]
+    if re.search(r"[\s/]", value):
+        return [Finding(pointer, "warning", "gateway-id-characters",
+                        "a gateway id with whitespace or '/' is unlikely to name a gateway")]
+    return []
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def _check_rest_gateway(body: Mapping[str, Any]) -> list[Finding]:
@@ -151,13 +169,11 @@ def _check_rest_gateway(body: Mapping[str, Any]) -> list[Finding]:
     if not isinstance(gateway, Mapping) or "id" not in gateway:
         return [Finding("/options/gateway/id", "error", "gateway-missing",
                         "options.gateway.id is required (the AI Gateway the search runs through)")]
-    problem = _gateway_problem(gateway["id"])
-    return [Finding("/options/gateway/id", "error", "gateway-id", problem)] if problem else []
+    return _gateway_id("/options/gateway/id", gateway["id"])
 
 
 def _check_binding_gateway(body: Mapping[str, Any]) -> list[Finding]:
-    problem = _gateway_problem(body.get("gatewayId"))
-    return [Finding("/gatewayId", "error", "gateway-id", problem)] if problem else []
+    return _gateway_id("/gatewayId", body.get("gatewayId"))
 
 
 # ---------------------------------------------------------------- URLs

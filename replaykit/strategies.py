@@ -35,6 +35,7 @@ import json
 import math
 import string
 from collections.abc import Callable, Sequence
+from functools import cache
 from typing import Any, cast
 
 from hypothesis import strategies as st
@@ -68,6 +69,7 @@ PROVIDERS: dict[str, str] = {"anthropic": "anthropic-messages", "openai": "opena
 STOP_REASONS = ("stop", "length", "toolUse", "error", "aborted", "pauseTurn")
 USAGE_KINDS = ("valid", "zero", "nan", "infinite")
 SYSTEM_CHANGES = ("rebuild", "instruction", "tools")
+USAGE_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 #: Code point ranges :func:`cjk_text` draws from: Han, Hiragana, Katakana, Hangul syllables, CJK punctuation.
 CJK_RANGES = ((0x4E00, 0x9FFF), (0x3041, 0x3096), (0x30A1, 0x30FA), (0xAC00, 0xD7A3), (0x3001, 0x3003))
 _MODELS = {"anthropic": ("claude-sonnet-4-5", "claude-opus-4-1"), "openai": ("gpt-5", "gpt-4.1-mini"),
@@ -116,51 +118,74 @@ def _check_flag(name: str, value: object) -> None:
 
 
 # ---------------------------------------------------------------- text, ids, targets
+# Strategies are built once (functools.cache) and drawn from many times: building a nested strategy anew
+# for every example (flatmap) costs more than drawing from it.
 
 
 def targets(providers: Sequence[str] | None = None) -> st.SearchStrategy[JSON]:
     """``{"provider", "api", "model"}`` targets, for ``providers`` (default: anthropic, openai, azure)."""
-    chosen = _check_providers(providers)
-    return st.sampled_from(chosen).flatmap(
-        lambda provider: st.builds(lambda model: {"provider": provider, "api": PROVIDERS[provider],
-                                                  "model": model}, st.sampled_from(_MODELS[provider])))
+    return _targets(_check_providers(providers))
+
+
+@cache
+def _targets(providers: tuple[str, ...]) -> st.SearchStrategy[JSON]:
+    pairs = [(provider, model) for provider in providers for model in _MODELS[provider]]
+    return st.sampled_from(pairs).map(lambda pair: {"provider": pair[0], "api": PROVIDERS[pair[0]],
+                                                    "model": pair[1]})
 
 
 def cjk_text(min_size: int = 0, max_size: int = 40) -> st.SearchStrategy[str]:
     """Text made of CJK characters only (each one counts as a token in replaykit's estimate)."""
-    low, high = _check_range("min_size", min_size, "max_size", max_size)
-    alphabet = st.one_of([st.characters(min_codepoint=a, max_codepoint=b) for a, b in CJK_RANGES])
-    return st.text(alphabet, min_size=low, max_size=high)
+    return _cjk_text(*_check_range("min_size", min_size, "max_size", max_size))
+
+
+@cache
+def _cjk_alphabet() -> st.SearchStrategy[str]:
+    return st.one_of([st.characters(min_codepoint=a, max_codepoint=b) for a, b in CJK_RANGES])
+
+
+@cache
+def _cjk_text(low: int, high: int) -> st.SearchStrategy[str]:
+    return st.text(_cjk_alphabet(), min_size=low, max_size=high)
 
 
 def mixed_text(min_size: int = 0, max_size: int = 40) -> st.SearchStrategy[str]:
     """Text mixing printable ASCII, CJK and any other character (never a lone surrogate)."""
-    low, high = _check_range("min_size", min_size, "max_size", max_size)
-    cjk = st.one_of([st.characters(min_codepoint=a, max_codepoint=b) for a, b in CJK_RANGES])
-    alphabet = st.one_of(st.sampled_from(string.printable), cjk, st.characters(exclude_categories=["Cs"]))
+    return _mixed_text(*_check_range("min_size", min_size, "max_size", max_size))
+
+
+@cache
+def _mixed_text(low: int, high: int) -> st.SearchStrategy[str]:
+    alphabet = st.one_of(st.sampled_from(string.printable), _cjk_alphabet(),
+                         st.characters(exclude_categories=["Cs"]))
     return st.text(alphabet, min_size=low, max_size=high)
 
 
+@cache
 def _words(max_size: int = 20) -> st.SearchStrategy[str]:
     return st.text(string.ascii_letters + string.digits + " -_.", min_size=1, max_size=max_size)
 
 
+@cache
 def _names() -> st.SearchStrategy[str]:
     """Tool names as both APIs accept them: ``^[a-zA-Z0-9_-]{1,64}$``."""
     return st.text(string.ascii_letters + string.digits + "_-", min_size=1, max_size=24)
 
 
+@cache
 def _ids(prefix: str) -> st.SearchStrategy[str]:
     tails = st.text(string.ascii_letters + string.digits, min_size=6, max_size=12)
     return tails.map(lambda tail: prefix + tail)
 
 
+@cache
 def _urls() -> st.SearchStrategy[str]:
     return st.builds(lambda host, path: f"https://{host}.example/{path}",
                      st.text(string.ascii_lowercase, min_size=1, max_size=10),
                      st.text(string.ascii_lowercase + string.digits + "-/", max_size=20))
 
 
+@cache
 def _opaque() -> st.SearchStrategy[str]:
     """Encrypted fields: base64 text, never read, always replayed verbatim."""
     return st.text(string.ascii_letters + string.digits + "+/=", min_size=4, max_size=60)
@@ -176,40 +201,26 @@ def usages(kind: str | None = None) -> st.SearchStrategy[JSON]:
     ``infinite``: one to five fields NaN / +-infinity, the rest valid-looking integers.
     """
     _check_choice("kind", kind, USAGE_KINDS)
+    return _usages(kind)
+
+
+@cache
+def _usages(kind: str | None) -> st.SearchStrategy[JSON]:
     if kind is None:
-        return st.sampled_from(USAGE_KINDS).flatmap(usages)
-    return _USAGES[kind]()
-
-
-def _valid_usage() -> st.SearchStrategy[JSON]:
-    counts = st.integers(0, 200_000)
-    return st.tuples(counts, counts, counts, counts).filter(lambda parts: sum(parts) > 0).map(_usage_of)
+        return st.one_of([_usages(each) for each in USAGE_KINDS])
+    if kind == "valid":
+        counts = st.integers(0, 200_000)
+        return st.tuples(counts, counts, counts, counts).filter(lambda parts: sum(parts) > 0).map(_usage_of)
+    if kind == "zero":
+        return st.builds(lambda: _usage_of((0, 0, 0, 0)))
+    bad = st.just(math.nan) if kind == "nan" else st.sampled_from([math.inf, -math.inf])
+    spoiled = st.sets(st.sampled_from(USAGE_FIELDS), min_size=1)
+    return st.builds(lambda usage, names, value: {**usage, **{name: value for name in names}},
+                     _usages("valid"), spoiled, bad)
 
 
 def _usage_of(parts: tuple[float, ...]) -> JSON:
-    names = ("input", "output", "cacheRead", "cacheWrite")
-    return {**dict(zip(names, parts, strict=True)), "totalTokens": sum(parts)}
-
-
-def _zero_usage() -> st.SearchStrategy[JSON]:
-    return st.builds(lambda: _usage_of((0, 0, 0, 0)))
-
-
-def _spoiled_usage(values: st.SearchStrategy[float]) -> Callable[[], st.SearchStrategy[JSON]]:
-    fields = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
-
-    def build() -> st.SearchStrategy[JSON]:
-        spoiled = st.sets(st.sampled_from(fields), min_size=1)
-        return st.builds(lambda usage, names, bad: {**usage, **{name: bad for name in names}},
-                         _valid_usage(), spoiled, values)
-
-    return build
-
-
-_USAGES: dict[str, Callable[[], st.SearchStrategy[JSON]]] = {
-    "valid": _valid_usage, "zero": _zero_usage, "nan": _spoiled_usage(st.just(math.nan)),
-    "infinite": _spoiled_usage(st.sampled_from([math.inf, -math.inf])),
-}
+    return {**dict(zip(USAGE_FIELDS[:4], parts, strict=True)), "totalTokens": sum(parts)}
 
 
 # ---------------------------------------------------------------- citations and search blocks
@@ -222,11 +233,15 @@ def citations(provider: str, text_length: int = 40) -> st.SearchStrategy[JSON]:
     with ``0 <= start_index <= end_index <= text_length``.
     """
     _check_choice("provider", provider, tuple(PROVIDERS))
-    length = _check_size("text_length", text_length)
+    return _citations(provider, _check_size("text_length", text_length))
+
+
+@cache
+def _citations(provider: str, length: int) -> st.SearchStrategy[JSON]:
     if provider == "anthropic":
         return st.builds(lambda url, title, index, cited: {
             "type": "web_search_result_location", "url": url, "title": title, "encrypted_index": index,
-            "cited_text": cited}, _urls(), st.none() | _words(), _opaque(), mixed_text(max_size=150))
+            "cited_text": cited}, _urls(), st.none() | _words(), _opaque(), _mixed_text(0, 150))
     span = st.tuples(st.integers(0, length), st.integers(0, length)).map(sorted)
     return st.builds(lambda url, title, bounds: {
         "type": "url_citation", "start_index": bounds[0], "end_index": bounds[1], "title": title, "url": url},
@@ -250,7 +265,7 @@ def hosted_search_blocks(provider: str | None = None, phase: str | None = None, 
     if not options:
         raise InvalidArgument(f"no hostedSearch block is provider={provider!r}, phase={phase!r}, "
                               f"raw={raw!r}, named={named!r}: named blocks are Anthropic calls with raw.")
-    return st.sampled_from(options).flatmap(lambda option: _search_block(*option))
+    return _search_blocks(tuple(options))
 
 
 def _search_options(provider: str | None, phase: str | None, raw: bool | None,
@@ -267,18 +282,31 @@ def _search_options(provider: str | None, phase: str | None, raw: bool | None,
     return options
 
 
+@cache
+def _search_blocks(options: tuple[tuple[str, str, bool], ...]) -> st.SearchStrategy[JSON]:
+    return st.one_of([_search_block(*option) for option in options])
+
+
+@cache
 def _search_block(provider: str, phase: str, replayable: bool) -> st.SearchStrategy[JSON]:
-    ident = _ids("srvtoolu_" if provider == "anthropic" else "ws_")
-    return ident.flatmap(lambda ident: _SEARCH[phase](provider, ident)).map(
-        lambda block: block if replayable else {key: value for key, value in block.items() if key != "raw"})
+    strategy = _SEARCH[phase](provider)
+    return strategy if replayable else strategy.map(_display_only)
+
+
+def _display_only(block: JSON) -> JSON:
+    return {key: value for key, value in block.items() if key != "raw"}
 
 
 def _head(provider: str, phase: str) -> JSON:
     return {"type": "hostedSearch", "phase": phase, "provider": provider, "api": PROVIDERS[provider]}
 
 
-def _search_call(provider: str, ident: str) -> st.SearchStrategy[JSON]:
-    def build(query: str) -> JSON:
+def _search_id(provider: str) -> st.SearchStrategy[str]:
+    return _ids("srvtoolu_" if provider == "anthropic" else "ws_")
+
+
+def _search_call(provider: str) -> st.SearchStrategy[JSON]:
+    def build(ident: str, query: str) -> JSON:
         if provider == "anthropic":
             raw = {"type": "server_tool_use", "id": ident, "name": "web_search", "input": {"query": query}}
         else:
@@ -286,86 +314,98 @@ def _search_call(provider: str, ident: str) -> st.SearchStrategy[JSON]:
                    "action": {"type": "search", "query": query}}
         return {**_head(provider, "call"), "id": ident, "query": query, "raw": raw}
 
-    return st.builds(build, mixed_text(min_size=1, max_size=30))
+    return st.builds(build, _search_id(provider), _mixed_text(1, 30))
 
 
-def _search_result(provider: str, ident: str) -> st.SearchStrategy[JSON]:
-    result = st.fixed_dictionaries({"url": _urls(), "title": st.none() | mixed_text(max_size=30),
-                                     "pageAge": st.none() | _words()})
+def _search_result(provider: str) -> st.SearchStrategy[JSON]:
+    result = st.fixed_dictionaries({"url": _urls(), "title": _mixed_text(0, 30),
+                                    "pageAge": st.none() | _words()})
 
-    def build(results: list[JSON], secrets: list[str], legacy: bool) -> JSON:
+    def build(ident: str, results: list[JSON], secrets: list[str], legacy: bool) -> JSON:
         wire = [{"type": "web_search_result", "url": item["url"], "title": item["title"],
                  "encrypted_content": secret, "page_age": item["pageAge"]}
                 for item, secret in zip(results, secrets, strict=False)]
         raw = {"type": "web_search_tool_result", "tool_use_id": ident, "content": wire}
         block = {**_head(provider, "result"), "toolUseId": ident, "raw": raw}
-        return block if legacy else {**block, "results": results[:len(wire)]}
+        return block if legacy else {**block, "results": results}
 
-    return st.builds(build, st.lists(result, max_size=3), st.lists(_opaque(), min_size=3, max_size=3),
-                     st.booleans())
-
-
-def _search_error(provider: str, ident: str) -> st.SearchStrategy[JSON]:
-    if provider == "anthropic":
-        return st.sampled_from(_ANTHROPIC_ERRORS).map(lambda code: {
-            **_head(provider, "error"), "toolUseId": ident, "errorCode": code,
-            "raw": {"type": "web_search_tool_result", "tool_use_id": ident,
-                    "content": {"type": "web_search_tool_result_error", "error_code": code}}})
-    return st.builds(lambda: {**_head(provider, "error"), "toolUseId": ident, "errorCode": "failed",
-                              "raw": {"id": ident, "type": "web_search_call", "status": "failed",
-                                      "action": {"type": "search"}}})
+    return st.builds(build, _search_id(provider), st.lists(result, max_size=3),
+                     st.lists(_opaque(), min_size=3, max_size=3), st.booleans())
 
 
-_SEARCH: dict[str, Callable[[str, str], st.SearchStrategy[JSON]]] = {
+def _search_error(provider: str) -> st.SearchStrategy[JSON]:
+    def build(ident: str, code: str) -> JSON:
+        if provider == "anthropic":
+            raw = {"type": "web_search_tool_result", "tool_use_id": ident,
+                   "content": {"type": "web_search_tool_result_error", "error_code": code}}
+        else:
+            raw = {"id": ident, "type": "web_search_call", "status": "failed", "action": {"type": "search"}}
+        return {**_head(provider, "error"), "toolUseId": ident, "errorCode": code, "raw": raw}
+
+    codes = _ANTHROPIC_ERRORS if provider == "anthropic" else ("failed",)
+    return st.builds(build, _search_id(provider), st.sampled_from(codes))
+
+
+_SEARCH: dict[str, Callable[[str], st.SearchStrategy[JSON]]] = {
     "call": _search_call, "result": _search_result, "error": _search_error,
 }
 
 
+@cache
 def _search_round(provider: str) -> st.SearchStrategy[list[JSON]]:
     """A call followed by its outcome (Anthropic: a result or an error block; OpenAI: the call only)."""
     if provider != "anthropic":
-        return _ids("ws_").flatmap(lambda ident: st.one_of(_search_call(provider, ident),
-                                                           _search_error(provider, ident)).map(lambda b: [b]))
-    return _ids("srvtoolu_").flatmap(lambda ident: st.tuples(
-        _search_call(provider, ident),
-        st.one_of(_search_result(provider, ident), _search_error(provider, ident))).map(list))
+        return st.one_of(_search_block(provider, "call", True), _search_block(provider, "error", True)).map(
+            lambda block: [block])
+    outcome = st.one_of(_search_block(provider, "result", True), _search_block(provider, "error", True))
+    return st.tuples(_search_block(provider, "call", True), outcome).map(_pair)
+
+
+def _pair(blocks: tuple[JSON, JSON]) -> list[JSON]:
+    call, outcome = blocks
+    raw = {**outcome["raw"], "tool_use_id": call["id"]}
+    return [call, {**outcome, "toolUseId": call["id"], "raw": raw}]
 
 
 # ---------------------------------------------------------------- blocks and messages
 
 
+@cache
 def _json_values() -> st.SearchStrategy[Any]:
-    scalars = st.none() | st.booleans() | st.integers(-10**6, 10**6) | mixed_text(max_size=20)
+    scalars = st.none() | st.booleans() | st.integers(-10**6, 10**6) | _mixed_text(0, 20)
     return st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
                         | st.dictionaries(_words(10), inner, max_size=3), max_leaves=6)
-
-
-def _arguments() -> st.SearchStrategy[JSON]:
-    return st.dictionaries(_words(10), _json_values(), max_size=3)
 
 
 def _text_block(provider: str) -> st.SearchStrategy[JSON]:
     def build(text: str, cites: list[JSON], signature: str | None) -> JSON:
         block: JSON = {"type": "text", "text": text}
         if cites:
-            block["citations"] = cites
+            block["citations"] = [_fit(cite, len(text)) for cite in cites]
         if signature is not None and provider != "anthropic":
             block["signature"] = signature
         return block
 
-    return mixed_text(max_size=60).flatmap(lambda text: st.builds(
-        build, st.just(text), st.lists(citations(provider, len(text)), max_size=2), st.none() | _ids("msg_")))
+    return st.builds(build, _mixed_text(0, 60), st.lists(_citations(provider, 60), max_size=2),
+                     st.none() | _ids("msg_"))
+
+
+def _fit(citation: JSON, length: int) -> JSON:
+    if "start_index" not in citation:
+        return citation
+    return {**citation, "start_index": min(citation["start_index"], length),
+            "end_index": min(citation["end_index"], length)}
 
 
 def _thinking_block(provider: str) -> st.SearchStrategy[JSON]:
     if provider == "anthropic":
         return st.builds(lambda text, signature, redacted: {
             "type": "thinking", "thinking": "" if redacted else text, "signature": signature,
-            **({"redacted": True} if redacted else {})}, mixed_text(max_size=40), _opaque(), st.booleans())
+            **({"redacted": True} if redacted else {})}, _mixed_text(0, 40), _opaque(), st.booleans())
     return st.builds(lambda text, ident, secret: {
         "type": "thinking", "thinking": text,
         "raw": {"type": "reasoning", "id": ident, "summary": [{"type": "summary_text", "text": text}],
-                "encrypted_content": secret}}, mixed_text(max_size=40), _ids("rs_"), _opaque())
+                "encrypted_content": secret}}, _mixed_text(0, 40), _ids("rs_"), _opaque())
 
 
 def _tool_call_block(provider: str) -> st.SearchStrategy[JSON]:
@@ -376,20 +416,19 @@ def _tool_call_block(provider: str) -> st.SearchStrategy[JSON]:
                             "arguments": json.dumps(arguments, ensure_ascii=False), "status": "completed"}
         return block
 
-    return st.builds(build, _ids("call_"), _names(), _arguments(), st.booleans())
+    arguments = st.dictionaries(_words(10), _json_values(), max_size=3)
+    return st.builds(build, _ids("call_"), _names(), arguments, st.booleans())
 
 
+@cache
 def _assistant_blocks(provider: str, search: bool) -> st.SearchStrategy[list[JSON]]:
     single = st.one_of(_text_block(provider), _thinking_block(provider), _tool_call_block(provider))
-    pieces = st.lists(single.map(lambda block: [block]), max_size=3)
+    group = single.map(lambda block: [block])
     if search:
-        loose = st.one_of(hosted_search_blocks(provider), _search_round(provider))
-        pieces = st.lists(st.one_of(single.map(lambda block: [block]), loose.map(_as_list)), max_size=4)
-    return pieces.map(lambda groups: [block for group in groups for block in group])
-
-
-def _as_list(value: JSON | list[JSON]) -> list[JSON]:
-    return value if isinstance(value, list) else [value]
+        loose = _search_blocks(tuple(_search_options(provider, None, None, None))).map(lambda block: [block])
+        group = st.one_of(group, loose, _search_round(provider))
+    return st.lists(group, max_size=4 if search else 3).map(
+        lambda groups: [block for each in groups for block in each])
 
 
 def assistant_messages(provider: str | None = None, *, usage: str | None = None,
@@ -402,15 +441,26 @@ def assistant_messages(provider: str | None = None, *, usage: str | None = None,
     """
     _check_choice("provider", provider, tuple(PROVIDERS))
     _check_choice("usage", usage, USAGE_KINDS)
-    reasons = _check_stop_reasons(stop_reasons)
-    when = _timestamp_strategy(timestamp)
-    providers = st.sampled_from([provider] if provider else list(PROVIDERS))
-    return providers.flatmap(lambda each: st.builds(
+    _check_flag("search", search)
+    providers = (provider,) if provider else tuple(PROVIDERS)
+    return _assistants(providers, usage, _check_stop_reasons(stop_reasons), bool(search),
+                       _check_timestamp(timestamp))
+
+
+@cache
+def _assistants(providers: tuple[str, ...], usage: str | None, reasons: tuple[str, ...], search: bool,
+                timestamp: int | None) -> st.SearchStrategy[JSON]:
+    return st.one_of([_assistant(each, usage, reasons, search, timestamp) for each in providers])
+
+
+def _assistant(provider: str, usage: str | None, reasons: tuple[str, ...], search: bool,
+               timestamp: int | None) -> st.SearchStrategy[JSON]:
+    return st.builds(
         lambda content, model, used, stop, stamp: {
-            "role": "assistant", "content": content, "provider": each, "api": PROVIDERS[each], "model": model,
-            "usage": used, "stopReason": stop, "timestamp": stamp},
-        _assistant_blocks(each, search), st.sampled_from(_MODELS[each]), usages(usage),
-        st.sampled_from(reasons), when))
+            "role": "assistant", "content": content, "provider": provider, "api": PROVIDERS[provider],
+            "model": model, "usage": used, "stopReason": stop, "timestamp": stamp},
+        _assistant_blocks(provider, search), st.sampled_from(_MODELS[provider]), _usages(usage),
+        st.sampled_from(reasons), _stamps(timestamp))
 
 
 def _check_stop_reasons(stop_reasons: Sequence[str] | None) -> tuple[str, ...]:
@@ -423,42 +473,55 @@ def _check_stop_reasons(stop_reasons: Sequence[str] | None) -> tuple[str, ...]:
     return tuple(stop_reasons)
 
 
-def _timestamp_strategy(timestamp: int | None) -> st.SearchStrategy[int]:
-    if timestamp is None:
-        return st.integers(*_EPOCH_MS)
-    if isinstance(timestamp, bool) or not isinstance(timestamp, int):
+def _check_timestamp(timestamp: int | None) -> int | None:
+    if timestamp is not None and (isinstance(timestamp, bool) or not isinstance(timestamp, int)):
         raise InvalidArgument(f"timestamp={timestamp!r} must be an integer number of milliseconds.")
-    return st.just(timestamp)
+    return timestamp
 
 
+def _stamps(timestamp: int | None) -> st.SearchStrategy[int]:
+    return st.integers(*_EPOCH_MS) if timestamp is None else st.just(timestamp)
+
+
+@cache
 def _user_content() -> st.SearchStrategy[str | list[JSON]]:
-    text = mixed_text(max_size=60).map(lambda text: {"type": "text", "text": text})
+    text = _mixed_text(0, 60).map(lambda text: {"type": "text", "text": text})
     image = st.builds(lambda data, mime: {"type": "image", "data": data, "mimeType": mime},
                       _opaque(), st.sampled_from(["image/png", "image/jpeg"]))
-    return st.one_of(mixed_text(max_size=80), st.lists(st.one_of(text, image), min_size=1, max_size=3))
+    return st.one_of(_mixed_text(0, 80), st.lists(st.one_of(text, image), min_size=1, max_size=3))
 
 
 def user_messages(timestamp: int | None = None) -> st.SearchStrategy[JSON]:
     """User messages: a string or a list of text and image blocks."""
+    return _users(_check_timestamp(timestamp))
+
+
+@cache
+def _users(timestamp: int | None) -> st.SearchStrategy[JSON]:
     return st.builds(lambda content, stamp: {"role": "user", "content": content, "timestamp": stamp},
-                     _user_content(), _timestamp_strategy(timestamp))
+                     _user_content(), _stamps(timestamp))
 
 
 def tool_result_messages(timestamp: int | None = None) -> st.SearchStrategy[JSON]:
     """Tool results: the answer to a ``toolCall``, possibly an error."""
+    return _tool_results(_check_timestamp(timestamp))
+
+
+@cache
+def _tool_results(timestamp: int | None) -> st.SearchStrategy[JSON]:
     return st.builds(lambda ident, name, content, failed, stamp: {
         "role": "toolResult", "toolCallId": ident, "toolName": name, "content": content, "isError": failed,
-        "timestamp": stamp}, _ids("call_"), _names(), _user_content(), st.booleans(),
-        _timestamp_strategy(timestamp))
+        "timestamp": stamp}, _ids("call_"), _names(), _user_content(), st.booleans(), _stamps(timestamp))
 
 
+@cache
 def tools() -> st.SearchStrategy[JSON]:
     """A tool definition: a function tool with a JSON Schema, or the hosted search tool."""
     kinds = st.dictionaries(_words(10), st.sampled_from(["string", "integer", "boolean"]), max_size=3)
     schema = kinds.map(lambda props: {"type": "object",
                                       "properties": {name: {"type": kind} for name, kind in props.items()}})
     function = st.builds(lambda name, text, params: {"name": name, "description": text, "parameters": params},
-                         _names(), mixed_text(max_size=40), schema)
+                         _names(), _mixed_text(0, 40), schema)
     search = st.builds(lambda uses: {"type": "hostedSearch", **({"maxUses": uses} if uses else {})},
                        st.none() | st.integers(1, 5))
     return st.one_of(function, search)
@@ -475,12 +538,16 @@ def transcripts(min_messages: int = 0, max_messages: int = 8, *, providers: Sequ
     stamps increase. ``search=False`` leaves out hosted search blocks.
     """
     low, high = _check_range("min_messages", min_messages, "max_messages", max_messages)
-    chosen = _check_providers(providers)
     _check_choice("usage", usage, USAGE_KINDS)
-    message = st.one_of(user_messages(0), tool_result_messages(0),
-                        st.sampled_from(chosen).flatmap(
-                            lambda each: assistant_messages(each, usage=usage, search=search, timestamp=0)))
-    return st.builds(_transcript, st.none() | mixed_text(max_size=80), st.lists(tools(), max_size=3),
+    _check_flag("search", search)
+    return _transcripts(low, high, _check_providers(providers), usage, bool(search))
+
+
+@cache
+def _transcripts(low: int, high: int, providers: tuple[str, ...], usage: str | None,
+                 search: bool) -> st.SearchStrategy[JSON]:
+    message = st.one_of(_users(0), _tool_results(0), _assistants(providers, usage, STOP_REASONS, search, 0))
+    return st.builds(_transcript, st.none() | _mixed_text(0, 80), st.lists(tools(), max_size=3),
                      st.lists(message, min_size=low, max_size=high), st.integers(*_EPOCH_MS),
                      st.lists(st.integers(1, 120_000), min_size=high, max_size=high))
 
@@ -508,8 +575,27 @@ def system_changes(transcript: JSON,
         raise InvalidArgument(f"kinds={kinds!r} must be a non-empty list of {SYSTEM_CHANGES!r}.")
     for kind in kinds:
         _check_choice("kinds[]", kind, SYSTEM_CHANGES)
-    return st.sampled_from(tuple(kinds)).flatmap(
-        lambda kind: _CHANGES[kind](transcript).map(lambda changed: (kind, changed)))
+    return _changes(st.sampled_from(tuple(kinds)), transcript)
+
+
+@st.composite
+def _changes(draw: st.DrawFn, kinds: st.SearchStrategy[str], transcript: JSON) -> tuple[str, JSON]:
+    kind = draw(kinds)
+    system, tool_list = transcript.get("system"), list(transcript.get("tools") or [])
+    if kind == "instruction":
+        system = (system or "") + draw(_mixed_text(1, 40))
+    elif kind == "tools":
+        tool_list = _changed_tools(draw, tool_list)
+    return kind, _log(transcript, system, tool_list)
+
+
+def _changed_tools(draw: st.DrawFn, current: list[JSON]) -> list[JSON]:
+    remove: bool = draw(st.booleans()) if current else False
+    if remove:
+        index: int = draw(st.integers(0, len(current) - 1))
+        return current[:index] + current[index + 1:]
+    added: JSON = draw(tools().filter(lambda tool: tool not in current))
+    return [*current, added]
 
 
 def _log(transcript: JSON, system: object, tool_list: object) -> JSON:
@@ -523,29 +609,6 @@ def _log(transcript: JSON, system: object, tool_list: object) -> JSON:
     history.append({"timestamp": when, "system": system, "tools": copy.deepcopy(tool_list)})
     changed["system"], changed["tools"] = system, copy.deepcopy(tool_list)
     return changed
-
-
-def _rebuild(transcript: JSON) -> st.SearchStrategy[JSON]:
-    return st.just(transcript).map(lambda t: _log(t, t.get("system"), t.get("tools", [])))
-
-
-def _instruction(transcript: JSON) -> st.SearchStrategy[JSON]:
-    old = transcript.get("system") or ""
-    return mixed_text(min_size=1, max_size=40).map(
-        lambda extra: _log(transcript, old + extra, transcript.get("tools", [])))
-
-
-def _tool_change(transcript: JSON) -> st.SearchStrategy[JSON]:
-    current = list(transcript.get("tools") or [])
-    added = tools().filter(lambda tool: tool not in current).map(lambda tool: [*current, tool])
-    options = [added] + ([st.integers(0, len(current) - 1).map(
-        lambda index: current[:index] + current[index + 1:])] if current else [])
-    return st.one_of(options).map(lambda tool_list: _log(transcript, transcript.get("system"), tool_list))
-
-
-_CHANGES: dict[str, Callable[[JSON], st.SearchStrategy[JSON]]] = {
-    "rebuild": _rebuild, "instruction": _instruction, "tools": _tool_change,
-}
 
 
 # ---------------------------------------------------------------- byte streams

@@ -45,13 +45,13 @@ from typing import Any, Literal, NotRequired, TypedDict, cast
 from urllib.parse import urlsplit
 
 import jsonschema  # type: ignore[import-untyped]
-from jsonschema.exceptions import ValidationError, best_match  # type: ignore[import-untyped]
 
+from replaykit import contracts
 from replaykit.cassette import Interaction
 from replaykit.errors import LocalRequestError, ReplaykitError, UsageError
-from replaykit.resources import data_dir
 
 __all__ = [
+    "CONTRACT",
     "ROLES",
     "SCHEMA_ID",
     "STOP_REASONS",
@@ -89,6 +89,7 @@ __all__ = [
 ]
 
 SCHEMA_ID = "https://replaykit.dev/contracts/replaykit/transcript.schema.json"
+CONTRACT = "replaykit.transcript"
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted", "pauseTurn"]
 STOP_REASONS: tuple[StopReason, ...] = ("stop", "length", "toolUse", "error", "aborted", "pauseTurn")
 ROLES = ("user", "assistant", "toolResult")
@@ -280,12 +281,9 @@ class ConversionError(ReplaykitError, ValueError):
 # ---------------------------------------------------------------- restore (validation)
 
 
-@cache
 def schema() -> JSON:
     """The transcript's JSON Schema (``contracts/replaykit/transcript.schema.json``)."""
-    path = data_dir("contracts") / "replaykit" / "transcript.schema.json"
-    loaded: JSON = json.loads(path.read_text(encoding="utf-8"))
-    return loaded
+    return contracts.default().schema(CONTRACT)
 
 
 @cache
@@ -298,42 +296,41 @@ def _validator() -> jsonschema.protocols.Validator:
 def restore(data: object, *, source: str = "<transcript>") -> Transcript:
     """Validate a stored transcript and return it unchanged (no migration: legacy blocks load as they are).
 
-    Raises :class:`LocalRequestError` (phase ``validation``) naming ``source``, the JSON pointer of the first
-    violation and the index of the message at fault.
+    The structure is checked with ``replaykit.contracts.validate("replaykit.transcript", data)``; the first
+    violation raises :class:`LocalRequestError` (phase ``validation``) naming ``source``, its JSON pointer,
+    the index of the message at fault and the fix (the schema's description of the value).
     """
-    error = best_match(_validator().iter_errors(data), key=_relevance)
-    if error is not None:
-        _raise_violation(error, source)
+    violations = contracts.validate(CONTRACT, data)
+    if violations:
+        first = violations[0]
+        fix = _fix(data, first.pointer)
+        raise LocalRequestError(f"{source}: {first.message}{'; ' + fix if fix else ''}", phase="validation",
+                                pointer=first.pointer, message_index=_message_index(first.pointer))
     _check_timestamps(cast(JSON, data), source)
     return cast(Transcript, data)
-
-
-def _relevance(error: ValidationError) -> tuple[int, ...]:
-    key: tuple[int, ...] = jsonschema.exceptions.relevance(error)
-    return (len(error.absolute_path), *key)
 
 
 def _pointer(parts: Iterable[object]) -> str:
     return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
 
 
-def _message_index(parts: list[object]) -> int | None:
-    if len(parts) > 1 and parts[0] == "messages" and isinstance(parts[1], int):
-        return parts[1]
+def _message_index(pointer: str) -> int | None:
+    parts = pointer.split("/")
+    if len(parts) > 2 and parts[1] == "messages" and parts[2].isdigit():
+        return int(parts[2])
     return None
 
 
-def _raise_violation(error: ValidationError, source: str) -> None:
-    parts = list(error.absolute_path)
-    where: JSON = error.schema if isinstance(error.schema, dict) else {}
-    if error.validator == "required" and isinstance(error.instance, dict):
-        missing = next(name for name in error.validator_value if name not in error.instance)
-        parts.append(missing)
-        where = _resolve(where.get("properties", {}).get(missing, {}))
-    pointer = _pointer(parts)
-    fix = str(where.get("description", ""))
-    raise LocalRequestError(f"{source}: {_explain(error)}{'; ' + fix if fix else ''}",
-                            phase="validation", pointer=pointer, message_index=_message_index(parts))
+def _fix(data: object, pointer: str) -> str:
+    """The schema's description of the value at ``pointer``: what a valid value looks like."""
+    for error in _validator().iter_errors(data):
+        parts, where = list(error.absolute_path), error.schema if isinstance(error.schema, dict) else {}
+        if error.validator == "required" and isinstance(error.instance, dict):
+            missing = next(name for name in error.validator_value if name not in error.instance)
+            parts, where = [*parts, missing], _resolve(where.get("properties", {}).get(missing, {}))
+        if _pointer(parts) == pointer and isinstance(where.get("description"), str):
+            return str(where["description"])
+    return ""
 
 
 def _resolve(subschema: JSON) -> JSON:
@@ -342,11 +339,6 @@ def _resolve(subschema: JSON) -> JSON:
         resolved: JSON = schema()["$defs"][ref.removeprefix("#/$defs/")]
         return resolved
     return subschema
-
-
-def _explain(error: ValidationError) -> str:
-    text: str = error.message
-    return text if len(text) <= 160 else text[:157] + "..."
 
 
 def _check_timestamps(data: JSON, source: str) -> None:

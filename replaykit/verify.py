@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from replaykit import cassette as cassettes
-from replaykit import redact
+from replaykit import contracts, redact
 from replaykit.cassette import Cassette, Interaction
 from replaykit.errors import CassetteError, UsageError, located
 
@@ -230,6 +230,7 @@ CHECKS: tuple[Check, ...] = (
     check_secrets,
     check_sse_framing,
     check_fingerprint,
+    contracts.verify_check,
 )
 
 

@@ -1,4 +1,4 @@
-"""replaykit.cassette: layouts read, bodies exposed, fingerprint, atomic saves, the cache and every bad input."""
+"""replaykit.cassette: layouts read, bodies exposed, fingerprint, atomic saves, the cache, every bad input."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 import brotli  # type: ignore[import-untyped]
 import pytest
 import yaml
+from _pytest.monkeypatch import MonkeyPatch
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -74,8 +75,9 @@ def test_stock_vcrpy_text_bodies(tmp_path: Path) -> None:
 def test_binary_bodies_with_content_encoding_are_decoded(tmp_path: Path, encoding: str, encode: Any) -> None:
     raw = json.dumps(JSON_BODY).encode()
     blob = base64.encodebytes(encode(raw)).decode().replace("\n", "")
-    text = one(f"    status: {{code: 200, message: OK}}\n    headers:\n      Content-Encoding: ['{encoding}']\n"
-               f"      content-type: [application/json]\n    body:\n      string: !!binary |\n        {blob}\n")
+    text = one("    status: {code: 200, message: OK}\n    headers:\n"
+               f"      Content-Encoding: ['{encoding}']\n      content-type: [application/json]\n"
+               f"    body:\n      string: !!binary |\n        {blob}\n")
     [item] = cassette.load(write(tmp_path, text)).interactions
     assert item.response.body == raw
     assert item.response.json() == JSON_BODY
@@ -106,7 +108,8 @@ def test_pydantic_ai_parsed_body_layout(tmp_path: Path) -> None:
 
 def test_old_httpx_layout_and_python_tags(tmp_path: Path) -> None:
     text = ("version: 1\ninteractions:\n- request:\n    method: !!python/unicode GET\n"
-            "    uri: !!python/str http://127.0.0.1:9/\n    body: null\n    headers: {accept: !!python/tuple [a, b]}\n"
+            "    uri: !!python/str http://127.0.0.1:9/\n    body: null\n"
+            "    headers: {accept: !!python/tuple [a, b]}\n"
             "  response:\n    status_code: 201\n    headers: {}\n    content: done\n")
     [item] = cassette.load(write(tmp_path, text)).interactions
     assert (item.request.method, item.request.headers) == ("GET", {"accept": ["a", "b"]})
@@ -204,15 +207,17 @@ def test_offsets_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     cassette.save(stream_cassette(), path)
     assert cassette.load(path).interactions[0].response.event_offsets_ms == [0.0, 12.5, 30.0]
-    assert yaml.safe_load(path.read_text())["interactions"][0]["replaykit"] == {"event_offsets_ms": [0.0, 12.5, 30.0]}
+    stored = yaml.safe_load(path.read_text())["interactions"][0]["replaykit"]
+    assert stored == {"event_offsets_ms": [0.0, 12.5, 30.0]}
 
 
 # ---------------------------------------------------------------- saving
 
 
 def test_save_writes_vcrpy_yaml_with_metadata(tmp_path: Path) -> None:
-    item = Interaction(Request("POST", "http://127.0.0.1:9/x", {"Content-Length": ["3"]}, b'{"a":1}'),
-                       Response(200, "OK", {"content-encoding": ["gzip"], "content-length": ["10"]}, b"\xff\x00raw"))
+    response = Response(200, "OK", {"content-encoding": ["gzip"], "content-length": ["10"]}, b"\xff\x00raw")
+    request = Request("POST", "http://127.0.0.1:9/x", {"Content-Length": ["3"]}, b'{"a":1}')
+    item = Interaction(request, response)
     path = tmp_path / "deep" / "out.yaml"
     cassette.save(Cassette([item], Meta(origin="recorded", recorded_with="test", extra={"note": "n"})), path)
     doc = yaml.safe_load(path.read_text())
@@ -233,7 +238,7 @@ def test_save_keeps_the_mode_of_the_file_it_replaces(tmp_path: Path) -> None:
     assert path.stat().st_mode & 0o777 == 0o600
 
 
-def test_a_failed_save_leaves_the_old_file_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_save_leaves_the_old_file_and_no_temp(tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
     path = write(tmp_path, "old contents")
 
     def broken_fsync(fd: int) -> None:
@@ -249,7 +254,7 @@ def test_a_failed_save_leaves_the_old_file_and_no_temp(tmp_path: Path, monkeypat
 def test_save_refuses_metadata_yaml_cannot_hold(tmp_path: Path) -> None:
     bad = stream_cassette()
     bad.meta.extra["when"] = object()
-    with pytest.raises(CassetteError, match="cannot be written.*plain YAML types"):
+    with pytest.raises(CassetteError, match=r"cannot be written.*plain YAML types"):
         cassette.save(bad, tmp_path / "x.yaml")
     assert list(tmp_path.iterdir()) == []
 
@@ -312,9 +317,10 @@ texts = st.text(max_size=30)
 names = st.text(st.characters(min_codepoint=33, max_codepoint=126, blacklist_characters=":"), min_size=1,
                 max_size=12)
 headers = st.dictionaries(names, st.lists(texts, min_size=1, max_size=2), max_size=4)
-json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | texts,
-                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
-                           max_leaves=8)
+scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | texts
+json_values = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=8)
 plain_bodies = (st.none() | st.binary(max_size=40) | texts.map(str.encode)
                 | json_values.map(lambda v: json.dumps(v).encode()))
 
@@ -324,14 +330,15 @@ def responses(draw: st.DrawFn) -> Response:
     if draw(st.booleans()):
         events = draw(st.lists(st.builds(sse.encode, texts.map(lambda t: t.replace("\r", "")),
                                          st.none() | st.sampled_from(["delta", "ping"])), max_size=4))
-        offsets = draw(st.none() | st.lists(st.floats(0, 1e6), min_size=len(events), max_size=len(events)).map(sorted))
+        sized = st.lists(st.floats(0, 1e6), min_size=len(events), max_size=len(events))
+        offsets = draw(st.none() | sized.map(sorted))
         return Response(200, "OK", {"content-type": ["text/event-stream"]}, sse.serialize(events), offsets)
     body = draw(plain_bodies) or b""
     return Response(draw(st.integers(100, 599)), draw(texts), draw(headers), body)
 
 
-interactions = st.builds(Interaction, st.builds(Request, st.sampled_from(["GET", "POST", "delete"]), texts, headers,
-                                                plain_bodies), responses())
+requests = st.builds(Request, st.sampled_from(["GET", "POST", "delete"]), texts, headers, plain_bodies)
+interactions = st.builds(Interaction, requests, responses())
 cassettes = st.builds(Cassette, st.lists(interactions, max_size=3),
                       st.builds(Meta, st.none() | st.sampled_from(cassette.ORIGINS), st.none() | texts))
 
@@ -348,7 +355,8 @@ def test_load_save_load_keeps_fingerprint_and_bytes(original: Cassette) -> None:
         assert (after.request.method, after.request.uri) == (before.request.method, before.request.uri)
         assert after.request.body == before.request.body
         assert after.response.body == before.response.body
-        assert (after.response.status, after.response.reason) == (before.response.status, before.response.reason)
+        assert after.response.status == before.response.status
+        assert after.response.reason == before.response.reason
         assert after.response.event_offsets_ms == before.response.event_offsets_ms
     assert (second.meta.origin, second.meta.provider) == (original.meta.origin, original.meta.provider)
 
@@ -381,13 +389,17 @@ def test_a_changed_file_is_parsed_again_even_with_the_same_size_and_mtime(tmp_pa
     assert cassette.load(path).interactions[0].response.body == b"bbbb"
 
 
-def test_cache_is_shared_by_content_and_can_be_cleared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cache_is_shared_by_content_and_can_be_cleared(tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
     text = one("    status: {code: 200, message: OK}\n    headers: {}\n    body: {string: hi}\n")
     a, b = write(tmp_path, text, "a.yaml"), write(tmp_path, text, "b.yaml")
     cassette.load(a)
     calls: list[str] = []
     real = cassette._parse
-    monkeypatch.setattr(cassette, "_parse", lambda data, where: calls.append(where) or real(data, where))
+    def counting(data: bytes | str, where: str) -> Cassette:
+        calls.append(where)
+        return real(data, where)
+
+    monkeypatch.setattr(cassette, "_parse", counting)
     assert cassette.load(b).path == b and calls == []
     cassette.load(b, cache=False)
     cassette.clear_cache()
@@ -478,7 +490,7 @@ def test_iter_paths(tmp_path: Path) -> None:
 
 OK_RESPONSE = "    status: {code: 200, message: OK}\n    headers: {}\n    body: {string: ok}\n"
 BAD = [
-    ("malformed", "version: 1\ninteractions:\n- request: {method: GET\n", 4, "invalid YAML", "fix the YAML syntax"),
+    ("malformed", "version: 1\ninteractions:\n- request: {method: GET\n", 4, "invalid YAML", "fix the YAML"),
     ("tab", "version: 1\ninteractions: [\n\t- x: 1: 2\n", 3, "invalid YAML", "fix the YAML syntax"),
     ("control", "version: 1\ninteractions: []\nx: \"a\x07b\"\n", 3, "is not allowed in YAML", "!!binary"),
     ("object tag", "version: 1\ninteractions: !!python/object/apply:os.system [ls]\n", 2,
@@ -488,13 +500,16 @@ BAD = [
     ("no version", "interactions: []\n", 1, "has no `version:`", "add `version: 1`"),
     ("version 2", "interactions: []\nversion: 2\n", 2, "unsupported cassette version 2", "version: 1"),
     ("version text", "version: '1'\ninteractions: []\n", 1, "unsupported cassette version '1'", "version: 1"),
+    ("version bool", "version: true\ninteractions: []\n", 1, "unsupported cassette version True", "version: 1"),
     ("no interactions", "version: 1\n", 1, "has no `interactions:`", "add `interactions: []`"),
-    ("interactions map", "version: 1\ninteractions: {a: 1}\n", 2, "interactions must be a list, not dict", "version"),
-    ("interaction scalar", "version: 1\ninteractions:\n- 7\n", 3, "interactions[0] must be a mapping, not int",
-     "request:"),
+    ("interactions map", "version: 1\ninteractions: {a: 1}\n", 2, "interactions must be a list, not dict",
+     "version"),
+    ("interaction scalar", "version: 1\ninteractions:\n- 7\n", 3,
+     "interactions[0] must be a mapping, not int", "request:"),
     ("no response", "version: 1\ninteractions:\n- request: {method: GET, uri: u}\n", 3,
      "interactions[0] has no `response:`", "needs `request:` and `response:`"),
-    ("no method", one(OK_RESPONSE, "    uri: u\n"), 4, "interactions[0].request has no `method:`", "`method:`"),
+    ("no method", one(OK_RESPONSE, "    uri: u\n"), 4, "interactions[0].request has no `method:`",
+     "`method:`"),
     ("no status", one("    headers: {}\n", "    method: GET\n    uri: u\n"), 7,
      "interactions[0].response has no `status:`", "status: {code: 200"),
     ("bad status", one("    status: {code: two}\n", "    method: GET\n    uri: u\n"), 7,
@@ -505,17 +520,18 @@ BAD = [
      "request.headers.a must hold text values", "name: [value"),
     ("body number", one(OK_RESPONSE, "    method: GET\n    uri: u\n    body: 12\n"), 6,
      "request.body must be text or !!binary, not int", "!!binary"),
-    ("bad gzip", one("    status: {code: 200}\n    headers: {content-encoding: [gzip]}\n    body: {string: plain}\n",
-                     "    method: GET\n    uri: u\n"), 9, "response.body is not valid gzip data",
-     "remove content-encoding"),
-    ("unknown encoding", one("    status: {code: 200}\n    headers: {content-encoding: [zstd]}\n    body: {string: x}\n",
-                             "    method: GET\n    uri: u\n"), 8, "unsupported content-encoding 'zstd'",
-     "decode the body yourself"),
+    ("bad gzip", one("    status: {code: 200}\n    headers: {content-encoding: [gzip]}\n"
+                     "    body: {string: plain}\n", "    method: GET\n    uri: u\n"), 9,
+     "response.body is not valid gzip data", "remove content-encoding"),
+    ("unknown encoding", one("    status: {code: 200}\n    headers: {content-encoding: [zstd]}\n"
+                             "    body: {string: x}\n", "    method: GET\n    uri: u\n"), 8,
+     "unsupported content-encoding 'zstd'", "decode the body yourself"),
     ("bad origin", "version: 1\nreplaykit:\n  origin: guessed\ninteractions: []\n", 3,
      "replaykit.origin is 'guessed'", "origin: synthesized"),
-    ("meta list", "version: 1\nreplaykit: [a]\ninteractions: []\n", 2, "replaykit must be a mapping", "origin"),
-    ("meta number", "version: 1\nreplaykit: {provider: 7}\ninteractions: []\n", 2, "replaykit.provider must be text",
-     "quote"),
+    ("meta list", "version: 1\nreplaykit: [a]\ninteractions: []\n", 2, "replaykit must be a mapping",
+     "origin"),
+    ("meta number", "version: 1\nreplaykit: {provider: 7}\ninteractions: []\n", 2,
+     "replaykit.provider must be text", "quote"),
 ]
 
 

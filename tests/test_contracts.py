@@ -18,9 +18,10 @@ from replaykit import contracts
 from replaykit.contracts import Contracts, classify
 from replaykit.errors import ContractError
 from replaykit.resources import data_dir
-from tests.test_contracts_negative import VALID
 
 CONTRACTS = data_dir("contracts")
+VALID: dict[str, Any] = json.loads((Path(__file__).parent / "data" / "contracts" / "valid-examples.json")
+                                   .read_text(encoding="utf-8"))
 
 
 def _write(root: Path, relative: str, schema: Any) -> Path:
@@ -115,6 +116,14 @@ def test_an_unknown_rule_is_refused(tmp_path: Path) -> None:
     _write(tmp_path, "replaykit/rules.schema.json", _schema("rules", **{"x-rules": ["start_before_end"]}))
     with pytest.raises(ContractError, match=r"unknown rule 'start_before_end'; use one of .*index_span"):
         Contracts(tmp_path).kinds()
+
+
+def test_nested_ids_resolve_relative_refs_against_their_own_base(tmp_path: Path) -> None:
+    inner = {"$id": "https://replaykit.dev/contracts/replaykit/inner/", "$defs": {"n": {"type": "integer"}},
+             "properties": {"value": {"$ref": "#/$defs/n"}}}
+    _write(tmp_path, "replaykit/outer.schema.json", _schema("outer", properties={"box": inner}))
+    found = Contracts(tmp_path).validate("replaykit.outer", {"box": {"value": "x"}})
+    assert [(v.pointer, v.keyword) for v in found] == [("/box/value", "type")]
 
 
 def test_a_missing_kind_target_is_a_contract_error(tmp_path: Path) -> None:

@@ -6,6 +6,8 @@ Each valid document conforms (checked first), so every failure below is caused b
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,99 +16,9 @@ from replaykit import contracts
 
 DELETE = object()
 
-WEB_RESULT = {"type": "web_search_result", "url": "https://example.com/a", "title": "A",
-              "encrypted_content": "Eq1", "page_age": None}
-WEB_CITATION = {"type": "web_search_result_location", "url": "https://example.com/a", "title": "A",
-                "encrypted_index": "Eo1", "cited_text": "quoted"}
-ANTHROPIC_MESSAGE = {
-    "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-    "stop_reason": "end_turn", "stop_sequence": None,
-    "content": [
-        {"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {"query": "q"}},
-        {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01", "content": [WEB_RESULT]},
-        {"type": "text", "text": "It changed.", "citations": [WEB_CITATION]},
-    ],
-    "usage": {"input_tokens": 10, "output_tokens": 5, "server_tool_use": {"web_search_requests": 1}},
-}
-ANTHROPIC_REQUEST = {
-    "model": "claude-sonnet-4-5", "max_tokens": 1024,
-    "tools": [{"type": "web_search_20250305", "name": "web_search", "max_uses": 3,
-               "allowed_domains": ["example.com"], "blocked_domains": None,
-               "user_location": {"type": "approximate", "country": "US", "timezone": "America/New_York"}}],
-    "messages": [
-        {"role": "user", "content": "What changed?"},
-        {"role": "assistant", "content": copy.deepcopy(ANTHROPIC_MESSAGE["content"])},
-        {"role": "user", "content": [{"type": "text", "text": "More?"}]},
-    ],
-}
-URL_CITATION = {"type": "url_citation", "start_index": 0, "end_index": 4, "title": "A",
-                "url": "https://example.com/a"}
-OPENAI_USAGE = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
-                "output_tokens_details": {"reasoning_tokens": 2}, "total_tokens": 15}
-OPENAI_RESPONSE = {
-    "id": "resp_01", "object": "response", "created_at": 1764662400, "model": "gpt-5", "status": "completed",
-    "error": None, "incomplete_details": None, "usage": OPENAI_USAGE,
-    "output": [
-        {"type": "reasoning", "id": "rs_01", "summary": [], "encrypted_content": "gA1"},
-        {"type": "web_search_call", "id": "ws_01", "status": "completed",
-         "action": {"type": "search", "query": "q", "sources": [{"type": "url",
-                    "url": "https://example.com/a"}]}},
-        {"type": "web_search_call", "id": "ws_02", "status": "completed",
-         "action": {"type": "find_in_page", "pattern": "p", "url": "https://example.com/a"}},
-        {"type": "message", "id": "msg_01", "role": "assistant", "status": "completed",
-         "content": [{"type": "output_text", "text": "Text", "annotations": [URL_CITATION]}]},
-    ],
-}
-OPENAI_REQUEST = {
-    "model": "gpt-5", "include": ["web_search_call.action.sources"], "store": False,
-    "tools": [{"type": "web_search", "filters": {"allowed_domains": ["example.com"]},
-               "search_context_size": "low"}],
-    "input": [
-        {"role": "user", "content": "What changed?"},
-        {"type": "web_search_call", "id": "ws_01", "status": "completed",
-         "action": {"type": "search", "query": "q"}},
-        {"type": "message", "id": "msg_01", "role": "assistant", "status": "completed",
-         "content": [{"type": "output_text", "text": "Text", "annotations": [URL_CITATION]}]},
-    ],
-}
-VALID: dict[str, Any] = {
-    "anthropic.request": ANTHROPIC_REQUEST,
-    "anthropic.response": ANTHROPIC_MESSAGE,
-    "anthropic.stream_event": {"type": "content_block_delta", "index": 2,
-                               "delta": {"type": "citations_delta", "citation": WEB_CITATION}},
-    "anthropic.error": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"},
-                        "request_id": "req_01"},
-    "anthropic.count_tokens_request": {"model": "claude-sonnet-4-5", "messages": [{"role": "user",
-                                       "content": "x"}]},
-    "anthropic.count_tokens_response": {"input_tokens": 12},
-    "anthropic.content_block": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01",
-                                "content": {"type": "web_search_tool_result_error",
-                                            "error_code": "unavailable"}},
-    "anthropic.citation": {"type": "char_location", "cited_text": "x", "document_index": 0,
-                           "start_char_index": 1, "end_char_index": 3},
-    "anthropic.usage": {"input_tokens": 1, "output_tokens": 2, "service_tier": "standard"},
-    "anthropic.tool": {"type": "web_fetch_20250910", "name": "web_fetch", "max_uses": 2},
-    "openai.request": OPENAI_REQUEST,
-    "openai.response": OPENAI_RESPONSE,
-    "openai.stream_event": {"type": "response.output_text.annotation.added", "sequence_number": 7,
-                            "item_id": "msg_01", "output_index": 3, "content_index": 0, "annotation_index": 0,
-                            "annotation": URL_CITATION},
-    "openai.error": {"error": {"message": "Rate limit reached", "type": "requests", "param": None,
-                               "code": "rate_limit_exceeded"}},
-    "openai.input_item": {"type": "reasoning", "id": "rs_01", "summary": [], "encrypted_content": "gA1"},
-    "openai.output_item": {"type": "web_search_call", "id": "ws_03", "status": "completed",
-                           "action": {"type": "open_page", "url": "https://example.com/a"}},
-    "openai.usage": OPENAI_USAGE,
-    "openai.tool": {"type": "web_search_preview", "search_context_size": "high"},
-    "cloudflare.request": {"query": "bike lanes", "provider": "exa", "limit": 5, "byokAlias": "team_key-1",
-                           "options": {"gateway": {"id": "default"}}},
-    "cloudflare.binding_options": {"gatewayId": "default", "query": "bike lanes", "limit": 3},
-    "cloudflare.response": {"items": [{"url": "https://example.com/a", "title": "A", "description": "d"}],
-                            "metadata": {"query": "bike lanes", "requestId": "r1", "latencyMs": 120}},
-    "cloudflare.error": {"success": False, "errors": [{"code": 7000,
-                         "message": "Invalid web search request body"}],
-                         "messages": [], "result": None},
-}
+# One conforming document per provider kind (shared with test_contracts.py).
+VALID: dict[str, Any] = json.loads((Path(__file__).parent / "data" / "contracts" / "valid-examples.json")
+                                   .read_text(encoding="utf-8"))
 
 # (kind, {pointer: new value or DELETE}, expected pointer, expected keyword)
 NEGATIVE: list[tuple[str, dict[str, Any], str, str]] = [

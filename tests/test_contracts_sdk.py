@@ -23,8 +23,9 @@ from replaykit import contracts
 
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
 IDS = st.text("abcdefXYZ0123456789", min_size=4, max_size=12)
-URLS = st.builds(lambda scheme, host, path: f"{scheme}://{host}.example/{path}", st.sampled_from(["http", "https"]),
-                 st.from_regex(r"[a-z]{1,10}", fullmatch=True), st.from_regex(r"[a-z0-9/]{0,12}", fullmatch=True))
+URLS = st.builds(lambda scheme, host, path: f"{scheme}://{host}.example/{path}",
+                 st.sampled_from(["http", "https"]), st.from_regex(r"[a-z]{1,10}", fullmatch=True),
+                 st.from_regex(r"[a-z0-9/]{0,12}", fullmatch=True))
 COUNTS = st.integers(0, 10**6)
 
 
@@ -47,17 +48,19 @@ def _dump(model: BaseModel, drop_none: bool) -> Any:
 
 web_result = st.builds(at.WebSearchResultBlock, type=st.just("web_search_result"), url=URLS, title=TEXT,
                        encrypted_content=IDS, page_age=st.none() | TEXT)
+ERROR_CODES = _literal(at.WebSearchToolResultErrorObject, "error_code")
 search_error = st.builds(at.WebSearchToolResultErrorObject, type=st.just("web_search_tool_result_error"),
-                         error_code=st.sampled_from(_literal(at.WebSearchToolResultErrorObject, "error_code")))
-web_citation = st.builds(at.CitationsWebSearchResultLocation, type=st.just("web_search_result_location"), url=URLS,
-                         title=st.none() | TEXT, encrypted_index=IDS, cited_text=TEXT)
+                         error_code=st.sampled_from(ERROR_CODES))
+web_citation = st.builds(at.CitationsWebSearchResultLocation, type=st.just("web_search_result_location"),
+                         url=URLS, title=st.none() | TEXT, encrypted_index=IDS, cited_text=TEXT)
 
 
 @st.composite
 def char_citation(draw: st.DrawFn) -> at.CitationCharLocation:
     start, end = sorted(draw(st.lists(st.integers(0, 500), min_size=2, max_size=2)))
-    return at.CitationCharLocation(type="char_location", cited_text=draw(TEXT), document_index=draw(st.integers(0, 5)),
-                                   start_char_index=start, end_char_index=end, document_title=draw(st.none() | TEXT))
+    return at.CitationCharLocation(type="char_location", cited_text=draw(TEXT),
+                                   document_index=draw(st.integers(0, 5)), start_char_index=start,
+                                   end_char_index=end, document_title=draw(st.none() | TEXT))
 
 
 caller = st.none() | st.just(stu.DirectCaller(type="direct")) | st.builds(
@@ -70,7 +73,8 @@ def search_pair(draw: st.DrawFn) -> list[BaseModel]:
     call = at.ServerToolUseBlock(type="server_tool_use", id=ident, name="web_search",
                                  input={"query": draw(TEXT)}, caller=draw(caller))
     content = draw(st.lists(web_result, max_size=4) | search_error)
-    return [call, at.WebSearchToolResultBlock(type="web_search_tool_result", tool_use_id=ident, content=content)]
+    result = at.WebSearchToolResultBlock(type="web_search_tool_result", tool_use_id=ident, content=content)
+    return [call, result]
 
 
 text_block = st.builds(at.TextBlock, type=st.just("text"), text=TEXT,
@@ -96,16 +100,19 @@ def anthropic_message(draw: st.DrawFn) -> at.Message:
 
 @settings(max_examples=100, deadline=None)
 @given(anthropic_message(), st.booleans())
-def test_sdk_built_anthropic_messages_meet_the_response_contract(message: at.Message, drop_none: bool) -> None:
+def test_sdk_built_anthropic_messages_meet_the_response_contract(message: at.Message,
+                                                                  drop_none: bool) -> None:
     assert contracts.validate("anthropic.response", _dump(message, drop_none)) == []
 
 
 @settings(max_examples=60, deadline=None)
 @given(anthropic_message(), st.booleans())
-def test_sdk_built_anthropic_stream_events_meet_the_event_contract(message: at.Message, drop_none: bool) -> None:
+def test_sdk_built_anthropic_stream_events_meet_the_event_contract(message: at.Message,
+                                                                   drop_none: bool) -> None:
     events: list[BaseModel] = [at.RawMessageStartEvent(type="message_start", message=message)]
     for index, block in enumerate(message.content):
-        events.append(at.RawContentBlockStartEvent(type="content_block_start", index=index, content_block=block))
+        events.append(at.RawContentBlockStartEvent(type="content_block_start", index=index,
+                                                   content_block=block))
         events.append(at.RawContentBlockStopEvent(type="content_block_stop", index=index))
     events.append(at.RawMessageStopEvent(type="message_stop"))
     for event in events:
@@ -115,7 +122,8 @@ def test_sdk_built_anthropic_stream_events_meet_the_event_contract(message: at.M
 def test_an_sdk_built_block_with_a_defect_is_caught() -> None:
     result = at.WebSearchResultBlock(type="web_search_result", url="javascript:alert(1)", title="t",
                                      encrypted_content="e")
-    block = at.WebSearchToolResultBlock(type="web_search_tool_result", tool_use_id="srvtoolu_1", content=[result])
+    block = at.WebSearchToolResultBlock(type="web_search_tool_result", tool_use_id="srvtoolu_1",
+                                        content=[result])
     found = contracts.validate("anthropic.content_block", _dump(block, True))
     assert [v.pointer for v in found] == ["/content/0/url"]
 
@@ -126,8 +134,11 @@ def test_an_sdk_built_block_with_a_defect_is_caught() -> None:
 @st.composite
 def url_citation(draw: st.DrawFn, text: str) -> otext.AnnotationURLCitation:
     start, end = sorted(draw(st.lists(st.integers(0, len(text)), min_size=2, max_size=2)))
-    return otext.AnnotationURLCitation(type="url_citation", start_index=start, end_index=end, title=draw(TEXT),
-                                       url=draw(URLS))
+    return otext.AnnotationURLCitation(type="url_citation", start_index=start, end_index=end,
+                                       title=draw(TEXT), url=draw(URLS))
+
+
+ITEM_STATUS = _literal(ot.ResponseOutputMessage, "status")
 
 
 @st.composite
@@ -136,11 +147,12 @@ def output_message(draw: st.DrawFn) -> ot.ResponseOutputMessage:
     part = ot.ResponseOutputText(type="output_text", text=text, annotations=draw(st.lists(url_citation(text),
                                                                                           max_size=3)))
     return ot.ResponseOutputMessage(id="msg_" + draw(IDS), type="message", role="assistant", content=[part],
-                                    status=draw(st.sampled_from(_literal(ot.ResponseOutputMessage, "status"))))
+                                    status=draw(st.sampled_from(ITEM_STATUS)))
 
 
 action = st.one_of(
-    st.builds(ws.ActionSearch, type=st.just("search"), query=st.none() | TEXT, queries=st.none() | st.lists(TEXT),
+    st.builds(ws.ActionSearch, type=st.just("search"), query=st.none() | TEXT,
+              queries=st.none() | st.lists(TEXT),
               sources=st.none() | st.lists(st.builds(ws.ActionSearchSource, type=st.just("url"), url=URLS))),
     st.builds(ws.ActionOpenPage, type=st.just("open_page"), url=st.none() | URLS),
     st.builds(ws.ActionFind, type=st.just("find_in_page"), pattern=TEXT, url=URLS),
@@ -174,18 +186,22 @@ def openai_response(draw: st.DrawFn) -> ot.Response:
 
 @settings(max_examples=100, deadline=None)
 @given(openai_response(), st.booleans())
-def test_sdk_built_openai_responses_meet_the_response_contract(response: ot.Response, drop_none: bool) -> None:
+def test_sdk_built_openai_responses_meet_the_response_contract(response: ot.Response,
+                                                                drop_none: bool) -> None:
     assert contracts.validate("openai.response", _dump(response, drop_none)) == []
 
 
 @settings(max_examples=60, deadline=None)
 @given(openai_response(), st.booleans())
-def test_sdk_built_openai_stream_events_meet_the_event_contract(response: ot.Response, drop_none: bool) -> None:
+def test_sdk_built_openai_stream_events_meet_the_event_contract(response: ot.Response,
+                                                                 drop_none: bool) -> None:
+    started = response.model_copy(update={"status": "in_progress"})
     events: list[BaseModel] = [ot.ResponseCreatedEvent(type="response.created", sequence_number=0,
-                                                       response=response.model_copy(update={"status": "in_progress"}))]
+                                                       response=started)]
     for index, item in enumerate(response.output):
-        events.append(ot.ResponseOutputItemDoneEvent(type="response.output_item.done", sequence_number=index + 1,
-                                                     output_index=index, item=item))
+        done = ot.ResponseOutputItemDoneEvent(type="response.output_item.done", sequence_number=index + 1,
+                                              output_index=index, item=item)
+        events.append(done)
     events.append(ot.ResponseCompletedEvent(type="response.completed", sequence_number=len(events),
                                             response=response))
     for event in events:
@@ -196,6 +212,7 @@ def test_an_sdk_built_citation_with_a_defect_is_caught() -> None:
     citation = otext.AnnotationURLCitation(type="url_citation", start_index=9, end_index=2, title="t",
                                            url="https://example.com")
     text = ot.ResponseOutputText(type="output_text", text="0123456789", annotations=[citation])
-    item = ot.ResponseOutputMessage(id="msg_1", type="message", role="assistant", content=[text], status="completed")
+    item = ot.ResponseOutputMessage(id="msg_1", type="message", role="assistant", content=[text],
+                                    status="completed")
     found = contracts.validate("openai.output_item", _dump(item, True))
     assert [(v.pointer, v.keyword) for v in found] == [("/content/0/annotations/0/end_index", "x-rules")]

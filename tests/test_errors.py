@@ -329,7 +329,7 @@ def test_messages_are_one_bounded_line() -> None:
 
 def test_error_info_json_is_the_outcome_error_object() -> None:
     info = classify(_anthropic_error(429, "rate_limit_error"))
-    assert info.to_json() == {"code": "PROVIDER_ERROR", "phase": "request", "provenance": "provider",
+    assert info.to_json() == {"code": "PROVIDER_ERROR", "provenance": "provider",
                               "retryable": True, "message": info.message, "status": 429,
                               "providerType": "rate_limit_error", "requestId": "req_011"}
     local = ErrorInfo("LOCAL_REQUEST_ERROR", "validation", "local", False, "m")

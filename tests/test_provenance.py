@@ -98,24 +98,30 @@ class Harness:
     timeout: float = 5.0
     window: int = 200_000
     failures: list[ErrorInfo] = field(default_factory=list)
+    transcript: Json | None = None
+    estimates: list[Json] = field(default_factory=list)
 
     async def run(self, data: object, step: Step) -> Json:
-        """The target's top level: the step's outcome, whatever happened."""
+        """The target's top level: the step's outcome (target-outcome contract), whatever happened."""
         try:
-            return await self.step(data, step)
+            final = await self.step(data, step)
+            return {"status": "ok", "transcript": final, "persistWrites": 0, "estimates": self.estimates}
         except (Exception, asyncio.CancelledError) as exc:
-            return outcome_json(exc)
+            return {**outcome_json(exc), "transcript": self.transcript, "persistWrites": 0,
+                    "estimates": self.estimates}
 
     async def step(self, data: object, step: Step) -> Json:
-        """Validate, estimate, prepare (all local), then send with retries."""
+        """Validate, estimate, prepare (all local), then send with retries; the new transcript."""
         try:
-            restored = transcript_module.restore(data)
-            tokens = self._estimate(restored)
-            body = self._prepare(restored, step)
+            self.transcript = dict(transcript_module.restore(data))
+            self.estimates.append({"step": 0, "tokens": self._estimate(self.transcript)})
+            prompt = {"role": "user", "content": step.prompt, "timestamp": NOW}
+            asked = {**self.transcript, "messages": [*self.transcript["messages"], prompt]}
+            body = self._prepare(asked, step)
         except LocalRequestError as exc:
             raise StepError("the step failed before any request was made") from exc
-        await self._send_with_retries(step, body)
-        return {"status": "ok", "estimates": [{"step": 0, "tokens": tokens}]}
+        answer = await self._send_with_retries(step, body)
+        return {**asked, "messages": [*asked["messages"], answer]}
 
     def _estimate(self, restored: Json) -> int:
         try:
@@ -128,21 +134,19 @@ class Harness:
             raise LocalRequestError(message, phase="estimation")
         return tokens
 
-    def _prepare(self, restored: Json, step: Step) -> Json:
+    def _prepare(self, asked: Json, step: Step) -> Json:
         try:
             api = replay.PROVIDERS.get(step.provider, "unknown")
             max_tokens = 1024 if step.provider == "anthropic" else None
             target = replay.Target(step.provider, api, step.model, max_tokens)
         except UsageError as exc:
             raise LocalRequestError(str(exc), phase="preparation", pointer="/steps/0/provider") from exc
-        prompt = {"role": "user", "content": step.prompt, "timestamp": NOW}
-        return dict(replay.project({**restored, "messages": [*restored["messages"], prompt]}, target))
+        return dict(replay.project(asked, target))
 
-    async def _send_with_retries(self, step: Step, body: Json) -> None:
+    async def _send_with_retries(self, step: Step, body: Json) -> Json:
         for attempt in range(1, self.attempts + 1):
             try:
-                await self._send(step, body)
-                return
+                return await self._send(step, body)
             except asyncio.CancelledError as exc:
                 raise StepError("the step was cancelled") from exc
             except Exception as exc:
@@ -150,16 +154,18 @@ class Harness:
                 self.failures.append(info)
                 if not info.retryable or attempt == self.attempts:
                     raise StepError(f"the step failed after {attempt} attempt(s)") from exc
+        raise AssertionError("unreachable: attempts must be >= 1")
 
-    async def _send(self, step: Step, body: Json) -> None:
+    async def _send(self, step: Step, body: Json) -> Json:
         options = {"api_key": "dummy", "max_retries": 0, "timeout": self.timeout,
                    "base_url": self.fake.base_url(step.provider)}
         if step.provider == "anthropic":
             async with anthropic.AsyncAnthropic(**options) as client:
-                await client.messages.create(**body)
-        else:
-            async with openai.AsyncOpenAI(**options) as client:
-                await client.responses.create(**body)
+                message = await client.messages.create(**body)
+            return dict(transcript_module.from_anthropic(message.to_dict(), timestamp=NOW + 1))
+        async with openai.AsyncOpenAI(**options) as client:
+            response = await client.responses.create(**body)
+        return dict(transcript_module.from_openai(response.to_dict(), timestamp=NOW + 1))
 
 
 # ---------------------------------------------------------------- fixtures
@@ -180,9 +186,26 @@ def fake(shared_fake: Any) -> Iterator[Any]:
     shared_fake.check_errors()
 
 
+DETAILS = ("status", "providerType", "requestId")
+
+
+def _valid(outcome: Json, details: bool = False) -> Json:
+    """``outcome`` after checking it against contracts/replaykit/target-outcome.schema.json.
+
+    ``details=False`` leaves out the provider details (HTTP status, provider error type, request id) that the
+    contract does not admit yet.
+    """
+    contracts = pytest.importorskip("replaykit.contracts")
+    checked = copy.deepcopy(outcome)
+    for key in () if details else DETAILS:
+        (checked.get("error") or {}).pop(key, None)
+    assert contracts.validate("replaykit.target-outcome", checked) == []
+    return outcome
+
+
 def _run(fake: Any, data: object, step: Step, **options: Any) -> tuple[Json, Harness]:
     harness = Harness(fake, **options)
-    return asyncio.run(harness.run(data, step)), harness
+    return _valid(asyncio.run(harness.run(data, step))), harness
 
 
 def _fault(provider: str, **fields: Any) -> Any:
@@ -220,9 +243,12 @@ def test_each_local_phase_is_terminal_with_no_provider_request(fake: Any, phase:
 
 
 def test_the_local_error_message_is_safe_and_points_at_the_fault(fake: Any) -> None:
-    outcome, _ = _run(fake, _broken_container(), PROVIDERS[0])
+    key = "sk-" + "ant-api03-" + "k3Y" * 16
+    data = _broken_container()
+    data["messages"][1]["content"]["text"] = key
+    outcome, _ = _run(fake, data, PROVIDERS[0])
     assert "/messages/1/content" in outcome["error"]["message"]
-    assert "not a list" in json.dumps(_broken_container()) and "Changelog" not in outcome["error"]["message"]
+    assert key[:16] not in json.dumps(outcome)
 
 
 def test_the_careful_estimator_passes_where_the_naive_one_failed(fake: Any) -> None:
@@ -317,7 +343,7 @@ def test_a_cancelled_request_is_aborted_not_an_error_and_not_retried(fake: Any, 
         task.cancel()
         return await task
 
-    outcome = asyncio.run(main())
+    outcome = _valid(asyncio.run(main()))
     assert_provenance(outcome, outcome="aborted", code="CANCELLED", provenance="cancelled", retryable=False)
     assert harness.failures == []
     _wait_for_entries(fake, 1)
@@ -345,6 +371,16 @@ def test_a_local_error_wrapped_in_a_generic_exception_keeps_its_provenance() -> 
     wrapped = asyncio.run(main())
     assert isinstance(wrapped.__cause__, LocalRequestError)
     assert_provenance(wrapped, code="LOCAL_REQUEST_ERROR", phase="validation", provenance="local")
+
+
+@pytest.mark.xfail(reason="target-outcome.schema.json does not admit error.status / providerType / requestId "
+                          "yet (asked of its owner); remove this marker when it does", strict=True)
+def test_provider_details_are_admitted_by_the_outcome_contract(fake: Any) -> None:
+    fake.inject(_fault("anthropic", kind="status", status=400))
+    harness = Harness(fake)
+    outcome = asyncio.run(harness.run(copy.deepcopy(STORED), PROVIDERS[0]))
+    assert outcome["error"]["status"] == 400
+    _valid(outcome, details=True)
 
 
 # ---------------------------------------------------------------- the assertion helpers themselves
@@ -393,8 +429,8 @@ def test_assert_requests_and_describe() -> None:
 
 
 def test_assert_provenance_reports_each_wrong_field() -> None:
-    error = {"code": "PROVIDER_ERROR", "phase": "request", "provenance": "provider", "retryable": True,
-             "message": "m", "status": 429}
+    error = {"code": "PROVIDER_ERROR", "provenance": "provider", "retryable": True, "message": "m",
+             "status": 429}
     outcome = {"status": "error", "error": error}
     assert_provenance(outcome, {"code": "PROVIDER_ERROR"}, status=429, outcome="error")
     assert outcome_fields(outcome)["outcome"] == "error" and outcome_fields(outcome)["status"] == 429
@@ -403,7 +439,7 @@ def test_assert_provenance_reports_each_wrong_field() -> None:
     assert str(caught.value).splitlines()[:3] == [
         "the outcome's provenance is not what was expected:",
         "  provenance: expected 'local', got 'provider'",
-        "  phase: expected 'validation', got 'request'"]
+        "  phase: expected 'validation', got None"]
     assert_provenance(classify(asyncio.CancelledError()), outcome="aborted")
     assert_provenance(asyncio.CancelledError(), provenance="cancelled")
     with pytest.raises(ValueError, match="at least one"):

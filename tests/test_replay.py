@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 from pydantic_core import ValidationError
 
-from replaykit import cassette
+from replaykit import cassette, contracts
 from replaykit.cassette import Interaction
 from replaykit.errors import LocalRequestError, UsageError
 from replaykit.replay import Target, project, search_text_projection
@@ -38,22 +39,21 @@ def _legacy() -> JSON:
 # ---------------------------------------------------------------- the request contract
 
 
-@pytest.fixture(scope="module")
-def request_contract() -> Callable[[JSON], None]:
-    """Check a body against the installed SDK's request param types (every nested item validated)."""
+@cache
+def _adapters() -> dict[str, TypeAdapter[Any]]:
     from anthropic.types import message_create_params
     from openai.types.responses import response_create_params
 
-    adapters = {
+    return {
         "messages": TypeAdapter(message_create_params.MessageCreateParamsNonStreaming),
         "input": TypeAdapter(response_create_params.ResponseCreateParamsNonStreaming),
     }
 
-    def check(body: JSON) -> None:
-        adapter = adapters["messages" if "messages" in body else "input"]
-        _materialize(adapter.validate_python(body))  # Iterable fields validate lazily: consume them
 
-    return check
+def sdk_check(body: JSON) -> None:
+    """The installed SDK's request param types accept ``body`` (pydantic; raises ValidationError)."""
+    adapter = _adapters()["messages" if "messages" in body else "input"]
+    _materialize(adapter.validate_python(body))  # Iterable fields validate lazily: consume them
 
 
 def _materialize(value: Any) -> None:
@@ -65,19 +65,34 @@ def _materialize(value: Any) -> None:
             _materialize(item)
 
 
-def test_the_request_contract_check_can_fail(request_contract: Callable[[JSON], None]) -> None:
+def contract_check(body: JSON) -> None:
+    """replaykit's request contract accepts ``body``."""
+    kind = "anthropic.request" if "messages" in body else "openai.request"
+    violations = contracts.validate(kind, body)
+    assert not violations, [str(violation) for violation in violations]
+
+
+@pytest.fixture(scope="module")
+def request_contract() -> Callable[[JSON], None]:
+    """Check a body against the request contract and the installed SDK's request param types."""
+
+    def check(body: JSON) -> None:
+        contract_check(body)
+        sdk_check(body)
+
+    return check
+
+
+@pytest.mark.parametrize("check", [contract_check, sdk_check])
+def test_the_request_checks_can_fail(check: Callable[[JSON], None]) -> None:
     good = project(_legacy(), ANTHROPIC)
-    request_contract(good)
+    check(good)
     broken = copy.deepcopy(good)
-    del broken["messages"][1]["content"][1]["content"][0][
-        "encrypted_content"
-    ]  # a result lost its opaque part
-    with pytest.raises(ValidationError):
-        request_contract(broken)
-    with pytest.raises(ValidationError):
-        request_contract(
-            {"model": "m", "input": [{"type": "web_search_call", "id": "ws_1", "status": "completed"}]}
-        )
+    del broken["messages"][1]["content"][1]["content"][0]["encrypted_content"]  # the opaque part is lost
+    with pytest.raises((AssertionError, ValidationError)):
+        check(broken)
+    with pytest.raises((AssertionError, ValidationError)):
+        check({"model": "m", "input": [{"type": "web_search_call", "id": "ws_1", "status": "completed"}]})
 
 
 # ---------------------------------------------------------------- replay on real follow-up requests
@@ -173,9 +188,7 @@ LOSSY: dict[str, Callable[[JSON], JSON]] = {
 
 
 @pytest.mark.parametrize(("name", "items"), FOLLOW_UPS, ids=[name for name, _ in FOLLOW_UPS])
-def test_project_rebuilds_the_recorded_follow_up(
-    name: str, items: list[Interaction], request_contract: Callable[[JSON], None]
-) -> None:
+def test_project_rebuilds_the_recorded_follow_up(name: str, items: list[Interaction]) -> None:
     last = items[-1].request.json()
     transcript = restore(_transcript_of(items[:-1], last))
     provider = from_interaction(items[0], timestamp=2)["provider"]
@@ -187,7 +200,8 @@ def test_project_rebuilds_the_recorded_follow_up(
     )
     body = project(transcript, target)
     normalize = LOSSY.get(Path(name).name, lambda body: body)
-    request_contract(normalize(body))  # real sources of type "api" are unknown to the SDK's param types
+    contract_check(body)
+    sdk_check(normalize(body))  # real sources of type "api" are unknown to the SDK's param types
     key = "messages" if provider == "anthropic" else "input"
     assert normalize(body)[key] == normalize(last)[key]
     assert body.get("system", body.get("instructions")) == last.get("system", last.get("instructions"))
@@ -304,7 +318,12 @@ def test_system_and_tools_are_placed_per_api() -> None:
     assert list(anthropic) == ["model", "max_tokens", "system", "tools", "messages"]
     assert anthropic["system"] == "You are a research assistant."
     assert anthropic["tools"] == [
-        {"type": "web_search_20250305", "name": "web_search", "max_uses": 3},
+        {
+            "type": "web_search_20250305",
+            "name": "web_search",
+            "max_uses": 3,
+            "allowed_domains": ["example.com"],
+        },
         {
             "name": "get_time",
             "description": "The current time",
@@ -313,7 +332,7 @@ def test_system_and_tools_are_placed_per_api() -> None:
     ]
     openai = project(_legacy(), OPENAI)
     assert list(openai) == ["model", "instructions", "tools", "input"]
-    assert openai["tools"][0] == {"type": "web_search"}
+    assert openai["tools"][0] == {"type": "web_search", "filters": {"allowed_domains": ["example.com"]}}
     assert openai["tools"][1]["type"] == "function" and openai["tools"][1]["parameters"]["properties"]
     bare = project({"version": 1, "system": "", "messages": [_user("hi")]}, OPENAI)
     assert bare == {"model": "gpt-5", "input": [{"role": "user", "content": "hi"}]}

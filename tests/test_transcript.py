@@ -721,6 +721,7 @@ _DELETE = object()
         (["messages", 1, "usage", "totalTokens"], _DELETE, "/messages/1/usage/totalTokens", 1),
         (["messages"], {"0": {}}, "/messages", None),
         (["version"], 2, "/version", None),
+        (["tools", 0, "blockedDomains"], ["a.example"], "/tools/0", None),
     ],
 )
 def test_restore_names_the_pointer_and_the_message(

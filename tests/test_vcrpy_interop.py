@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import sys
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +21,7 @@ import anthropic
 import brotli  # type: ignore[import-untyped]
 import httpx
 import pytest
-import vcr
+import vcr  # type: ignore[import-untyped]
 import yaml
 from pytest_httpserver import HTTPServer
 
@@ -39,6 +38,10 @@ STREAM = (b'event: message_start\ndata: {"n": 0}   \n\n: ping\n\n'
           b'data: {"n": 2}\n\n')
 
 
+def name_of(uri: str) -> str:
+    return uri.rsplit("/", 1)[1]
+
+
 def payload(name: str) -> bytes:
     return json.dumps({"encoding": name, "text": "héllo " * 20}).encode()
 
@@ -48,7 +51,8 @@ def serve(server: HTTPServer) -> None:
     for name, encode in ENCODERS.items():
         server.expect_request(f"/v1/{name}").respond_with_data(
             encode(payload(name)), headers={"content-encoding": name}, content_type="application/json")
-    server.expect_request("/v1/stream", method="POST").respond_with_data(STREAM, content_type="text/event-stream")
+    stream = server.expect_request("/v1/stream", method="POST")
+    stream.respond_with_data(STREAM, content_type="text/event-stream")
     server.expect_request("/v1/plain").respond_with_data(b"plain text", content_type="text/plain")
 
 
@@ -77,9 +81,9 @@ def test_vcrpy_recording_loads_decoded(httpserver: HTTPServer, tmp_path: Path) -
     path = tmp_path / "vcr.yaml"
     live = record(httpserver, path)
     raw = yaml.safe_load(path.read_text())
-    stored = {i["request"]["uri"].rsplit("/", 1)[1]: i["response"]["body"]["string"] for i in raw["interactions"]}
+    stored = {name_of(i["request"]["uri"]): i["response"]["body"]["string"] for i in raw["interactions"]}
     assert all(isinstance(stored[name], bytes) for name in ENCODERS)  # the premise: !!binary, still encoded
-    loaded = {i.request.uri.rsplit("/", 1)[1]: i for i in cassette.load(path).interactions}
+    loaded = {name_of(i.request.uri): i for i in cassette.load(path).interactions}
     for name in ENCODERS:
         assert loaded[name].response.body == payload(name) == live[name].content
         assert loaded[name].response.json() == live[name].json()
@@ -89,14 +93,16 @@ def test_vcrpy_recording_loads_decoded(httpserver: HTTPServer, tmp_path: Path) -
     assert loaded["plain"].response.body == b"plain text"
 
 
-def test_the_committed_vcrpy_fixture_matches_a_fresh_recording(httpserver: HTTPServer, tmp_path: Path) -> None:
+def bodies(path: Path) -> dict[str, bytes]:
+    return {name_of(item.request.uri): item.response.body for item in cassette.load(path).interactions}
+
+
+def test_the_committed_vcrpy_fixture_matches_a_new_recording(httpserver: HTTPServer, tmp_path: Path) -> None:
     record(httpserver, tmp_path / "fresh.yaml")
-    fresh = {i.request.uri.rsplit("/", 1)[1]: i.response.body for i in cassette.load(tmp_path / "fresh.yaml").interactions}
-    committed = {i.request.uri.rsplit("/", 1)[1]: i.response.body for i in cassette.load(FIXTURE).interactions}
-    assert committed == fresh
+    assert bodies(FIXTURE) == bodies(tmp_path / "fresh.yaml")
 
 
-def test_vcrpy_recording_resaved_by_replaykit_replays_the_same(httpserver: HTTPServer, tmp_path: Path) -> None:
+def test_vcrpy_recording_resaved_by_replaykit_replays_alike(httpserver: HTTPServer, tmp_path: Path) -> None:
     live = record(httpserver, tmp_path / "vcr.yaml")
     resaved = cassette.load(tmp_path / "vcr.yaml")
     for item in resaved.interactions:
@@ -104,7 +110,8 @@ def test_vcrpy_recording_resaved_by_replaykit_replays_the_same(httpserver: HTTPS
     cassette.save(resaved, tmp_path / "ours.yaml")
     replayed = replay(tmp_path / "ours.yaml", NOWHERE)
     for name, response in live.items():
-        assert (replayed[name].status_code, replayed[name].content) == (response.status_code, response.content)
+        assert replayed[name].status_code == response.status_code
+        assert replayed[name].content == response.content
         assert replayed[name].headers.get("content-type") == response.headers.get("content-type")
         assert "content-encoding" not in replayed[name].headers
 
@@ -114,13 +121,16 @@ def test_vcrpy_recording_resaved_by_replaykit_replays_the_same(httpserver: HTTPS
 
 def ours() -> Cassette:
     message = {"type": "message", "content": [{"type": "text", "text": "héllo"}]}
+    def typed(kind: str) -> dict[str, list[str]]:
+        return {"content-type": [kind]}
+
     items = [
-        Interaction(Request("GET", f"{NOWHERE}/v1/plain"), Response(200, "OK", {"content-type": ["text/plain"]},
-                                                                     b"plain text")),
+        Interaction(Request("GET", f"{NOWHERE}/v1/plain"),
+                    Response(200, "OK", typed("text/plain"), b"plain text")),
         Interaction(Request("GET", f"{NOWHERE}/v1/gzip"),
-                    Response(200, "OK", {"content-type": ["application/json"]}, json.dumps(message).encode())),
-        Interaction(Request("POST", f"{NOWHERE}/v1/stream", {"content-type": ["application/json"]}, b'{"stream": true}'),
-                    Response(200, "OK", {"content-type": ["text/event-stream"]}, STREAM, [0.0, 5.0, 9.0, 20.0])),
+                    Response(200, "OK", typed("application/json"), json.dumps(message).encode())),
+        Interaction(Request("POST", f"{NOWHERE}/v1/stream", typed("application/json"), b'{"stream": true}'),
+                    Response(200, "OK", typed("text/event-stream"), STREAM, [0.0, 5.0, 9.0, 20.0])),
     ]
     return Cassette(items, Meta(origin="synthesized", provider="anthropic"))
 
@@ -128,7 +138,8 @@ def ours() -> Cassette:
 def test_replaykit_cassette_replays_under_vcrpy_with_httpx(tmp_path: Path) -> None:
     path = tmp_path / "ours.yaml"
     cassette.save(ours(), path)
-    with vcr.VCR(record_mode="none").use_cassette(str(path)) as played, httpx.Client(base_url=NOWHERE) as client:
+    player = vcr.VCR(record_mode="none")
+    with player.use_cassette(str(path)) as played, httpx.Client(base_url=NOWHERE) as client:
         plain = client.get("/v1/plain")
         json_response = client.get("/v1/gzip")
         with client.stream("POST", "/v1/stream", json={"stream": True}) as streamed:
@@ -169,4 +180,4 @@ def _write_fixture() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(_write_fixture())
+    _write_fixture()

@@ -42,15 +42,17 @@ def request(uri: str = ANTHROPIC, body: Any = None, method: str = "POST") -> Req
     return Request(method, uri, {"content-type": ["application/json"]}, raw)
 
 
-def json_interaction(uri: str, body: Any, answer: Any, *, status: int = 200,
-                     headers: dict[str, list[str]] | None = None) -> Interaction:
+def json_interaction(
+    uri: str, body: Any, answer: Any, *, status: int = 200, headers: dict[str, list[str]] | None = None
+) -> Interaction:
     """A non-stream JSON interaction."""
     head = {"content-type": ["application/json"], **(headers or {})}
     return Interaction(request(uri, body), Response(status, "", head, json.dumps(answer).encode()))
 
 
-def stream_interaction(uri: str, body: Any, events: Iterable[tuple[str, Any]],
-                       offsets: list[float] | None = None) -> Interaction:
+def stream_interaction(
+    uri: str, body: Any, events: Iterable[tuple[str, Any]], offsets: list[float] | None = None
+) -> Interaction:
     """A streaming interaction: ``events`` are ``(event name, data)`` pairs."""
     raw = b"".join(sse.encode(json.dumps(data), event=name).raw for name, data in events)
     response = Response(200, "", {"content-type": [SSE_TYPE], "request-id": ["req_stream"]}, raw, offsets)
@@ -59,20 +61,42 @@ def stream_interaction(uri: str, body: Any, events: Iterable[tuple[str, Any]],
 
 def anthropic_events(text_deltas: int = 3) -> list[tuple[str, Any]]:
     """A small, valid Anthropic Messages stream with ``text_deltas`` text deltas."""
-    start = {"type": "message_start", "message": {
-        "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [],
-        "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}}}
-    deltas = [("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                       "delta": {"type": "text_delta", "text": f"word{i} "}})
-              for i in range(text_deltas)]
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_01",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 1},
+        },
+    }
+    deltas = [
+        (
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": f"word{i} "}},
+        )
+        for i in range(text_deltas)
+    ]
     return [
         ("message_start", start),
-        ("content_block_start", {"type": "content_block_start", "index": 0,
-                                 "content_block": {"type": "text", "text": ""}}),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ),
         *deltas,
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                           "usage": {"output_tokens": text_deltas}}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": text_deltas},
+            },
+        ),
         ("message_stop", {"type": "message_stop"}),
     ]
 
@@ -84,9 +108,16 @@ def anthropic_request(text: str = "hi", model: str = "claude-sonnet-4-5") -> dic
 
 def anthropic_message(text: str = "hello", model: str = "claude-sonnet-4-5") -> dict[str, Any]:
     """A minimal valid Messages response body."""
-    return {"id": "msg_01", "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 5, "output_tokens": 1}}
+    return {
+        "id": "msg_01",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 5, "output_tokens": 1},
+    }
 
 
 def cassette_of(*items: Interaction) -> Cassette:
@@ -96,9 +127,13 @@ def cassette_of(*items: Interaction) -> Cassette:
 
 def stream_cassette(text_deltas: int = 3, offsets: list[float] | None = None) -> Cassette:
     """One Anthropic streaming interaction."""
-    return cassette_of(stream_interaction(ANTHROPIC, anthropic_request(), anthropic_events(text_deltas), offsets))
+    return cassette_of(
+        stream_interaction(ANTHROPIC, anthropic_request(), anthropic_events(text_deltas), offsets)
+    )
 
 
 def message_cassette(*texts: str) -> Cassette:
     """Anthropic non-stream interactions, one per text, each request saying the same text."""
-    return cassette_of(*(json_interaction(ANTHROPIC, anthropic_request(t), anthropic_message(t)) for t in texts))
+    return cassette_of(
+        *(json_interaction(ANTHROPIC, anthropic_request(t), anthropic_message(t)) for t in texts)
+    )

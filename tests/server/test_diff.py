@@ -25,7 +25,9 @@ def test_changed_added_removed_with_pointers() -> None:
 
 def test_numbers_compare_by_value_but_booleans_are_not_numbers() -> None:
     assert diff({"t": 1.0}, {"t": 1}) == []
-    assert diff({"t": True}, {"t": 1}) == [{"pointer": "/t", "change": "changed", "received": True, "recorded": 1}]
+    assert diff({"t": True}, {"t": 1}) == [
+        {"pointer": "/t", "change": "changed", "received": True, "recorded": 1}
+    ]
     assert diff([0], [False]) != []
 
 

@@ -10,7 +10,14 @@ from typing import Any
 import anthropic
 import httpx
 import pytest
-from server_support import CLOUDFLARE, OPENAI, cassette_of, json_interaction, message_cassette, stream_cassette
+from server_support import (
+    CLOUDFLARE,
+    OPENAI,
+    cassette_of,
+    json_interaction,
+    message_cassette,
+    stream_cassette,
+)
 
 from replaykit import contracts, sse
 from replaykit.errors import UsageError
@@ -22,7 +29,10 @@ STREAM_EVENTS = 8  # stream_cassette(text_deltas=3)
 def _stream(fake: FakeProvider, timeout: float = 5.0) -> tuple[list[bytes], Exception | None]:
     chunks: list[bytes] = []
     try:
-        with httpx.Client(timeout=timeout) as client, client.stream("POST", f"{fake.url}/v1/messages") as resp:
+        with (
+            httpx.Client(timeout=timeout) as client,
+            client.stream("POST", f"{fake.url}/v1/messages") as resp,
+        ):
             for chunk in resp.iter_raw():
                 chunks.append(chunk)
     except httpx.HTTPError as exc:
@@ -37,19 +47,22 @@ def _types(chunks: list[bytes]) -> list[str]:
 # ---------------------------------------------------------------- status faults
 
 
-@pytest.mark.parametrize(("status", "kind", "error"), [
-    (400, "invalid_request_error", anthropic.BadRequestError),
-    (401, "authentication_error", anthropic.AuthenticationError),
-    (429, "rate_limit_error", anthropic.RateLimitError),
-    (500, "api_error", anthropic.InternalServerError),
-    (503, "api_error", anthropic.InternalServerError),
-    (529, "overloaded_error", anthropic.InternalServerError),
-])
+@pytest.mark.parametrize(
+    ("status", "kind", "error"),
+    [
+        (400, "invalid_request_error", anthropic.BadRequestError),
+        (401, "authentication_error", anthropic.AuthenticationError),
+        (429, "rate_limit_error", anthropic.RateLimitError),
+        (500, "api_error", anthropic.InternalServerError),
+        (503, "api_error", anthropic.InternalServerError),
+        (529, "overloaded_error", anthropic.InternalServerError),
+    ],
+)
 def test_status_fault_in_the_anthropic_envelope(serve: Any, status: int, kind: str, error: type) -> None:
     fake = serve(message_cassette("a"), faults=[Fault("status", status=status)])
-    with anthropic.Anthropic(base_url=fake.url, api_key="dummy", max_retries=0) as client:
-        with pytest.raises(error) as caught:
-            client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "a"}])
+    client = anthropic.Anthropic(base_url=fake.url, api_key="dummy", max_retries=0)
+    with client, pytest.raises(error) as caught:
+        client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "a"}])
     assert caught.value.status_code == status
     assert caught.value.body["error"]["type"] == kind
     assert caught.value.request_id == caught.value.body["request_id"]
@@ -58,7 +71,9 @@ def test_status_fault_in_the_anthropic_envelope(serve: Any, status: int, kind: s
 
 
 def test_429_carries_retry_after_headers(serve: Any) -> None:
-    fake = serve(message_cassette("a"), faults=["status=429,nth=1,retry_after=2,retry_after_ms=5,should_retry=false"])
+    fake = serve(
+        message_cassette("a"), faults=["status=429,nth=1,retry_after=2,retry_after_ms=5,should_retry=false"]
+    )
     response = httpx.post(f"{fake.url}/v1/messages")
     assert response.status_code == 429
     assert (response.headers["retry-after"], response.headers["retry-after-ms"]) == ("2", "5")
@@ -68,8 +83,11 @@ def test_429_carries_retry_after_headers(serve: Any) -> None:
 
 @pytest.mark.parametrize(("status", "shape"), [(400, "v4"), (401, "v4"), (429, "gateway"), (503, "gateway")])
 def test_status_fault_in_the_cloudflare_envelope(serve: Any, status: int, shape: str) -> None:
-    item = json_interaction(CLOUDFLARE, {"query": "q", "options": {"gateway": {"id": "g"}}},
-                            {"items": [], "metadata": {"query": "q", "requestId": "r", "latencyMs": 1}})
+    item = json_interaction(
+        CLOUDFLARE,
+        {"query": "q", "options": {"gateway": {"id": "g"}}},
+        {"items": [], "metadata": {"query": "q", "requestId": "r", "latencyMs": 1}},
+    )
     fake = serve(cassette_of(item), faults=[Fault("status", route="cloudflare", status=status)])
     response = httpx.post(f"{fake.url}/client/v4/accounts/abc/ai/websearch/", json={})
     body = response.json()
@@ -93,7 +111,9 @@ def test_status_fault_in_the_openai_envelope(serve: Any) -> None:
 
 
 def test_nth_and_times_select_consecutive_requests_on_their_route(serve: Any) -> None:
-    fake = serve(message_cassette("a", "b", "c", "d"), faults=["route=anthropic.messages,nth=2,times=2,status=503"])
+    fake = serve(
+        message_cassette("a", "b", "c", "d"), faults=["route=anthropic.messages,nth=2,times=2,status=503"]
+    )
     statuses = [httpx.post(f"{fake.url}/v1/messages").status_code for _ in range(4)]
     assert statuses == [200, 503, 503, 200]
     assert [e.matched["index"] if e.matched else None for e in fake.journal] == [0, None, None, 1]
@@ -208,8 +228,10 @@ def test_drop_terminal_event(serve: Any) -> None:
 
 
 def test_drop_terminal_in_openai_stream(serve: Any) -> None:
-    events = [{"type": "response.created", "sequence_number": 0, "response": {"id": "resp_1"}},
-              {"type": "response.completed", "sequence_number": 1, "response": {"id": "resp_1"}}]
+    events = [
+        {"type": "response.created", "sequence_number": 0, "response": {"id": "resp_1"}},
+        {"type": "response.completed", "sequence_number": 1, "response": {"id": "resp_1"}},
+    ]
     raw = b"".join(sse.encode(json.dumps(e), event=e["type"]).raw for e in events)
     item = json_interaction(OPENAI, {"model": "m", "input": "q"}, {})
     item.response.headers["content-type"] = ["text/event-stream"]
@@ -251,22 +273,31 @@ def test_parse_the_cli_syntax() -> None:
     assert fault == Fault("status", route="anthropic", nth=1, status=429, retry_after=0.0)
     assert Fault.parse("kind=stall, after=3, ms=none") == Fault("stall", after=3)
     assert Fault.parse("kind=error_event,after=1,as_failed=yes").as_failed is True
-    assert fault.to_json() == {"kind": "status", "route": "anthropic", "nth": 1, "status": 429, "retry_after": 0.0}
+    assert fault.to_json() == {
+        "kind": "status",
+        "route": "anthropic",
+        "nth": 1,
+        "status": 429,
+        "retry_after": 0.0,
+    }
 
 
-@pytest.mark.parametrize(("spec", "message"), [
-    ("status=299", "must be an HTTP error status"),
-    ("kind=explode", "kind='explode' must be one of"),
-    ("kind=stall", "needs after="),
-    ("kind=stall,after=-1", "must be a number >= 0"),
-    ("status=500,nth=0", "must be a whole number >= 1"),
-    ("status=500,after=3", "after= does not apply to a status fault"),
-    ("status=500,route=antropic", "route='antropic' is not a provider or route"),
-    ("status=500,colour=red", "unknown key 'colour'"),
-    ("status=abc", "status='abc' must be a number"),
-    ("kind=error_event,after=1,as_failed=maybe", "must be true or false"),
-    ("status", "is not key=value"),
-])
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("status=299", "must be an HTTP error status"),
+        ("kind=explode", "kind='explode' must be one of"),
+        ("kind=stall", "needs after="),
+        ("kind=stall,after=-1", "must be a number >= 0"),
+        ("status=500,nth=0", "must be a whole number >= 1"),
+        ("status=500,after=3", "after= does not apply to a status fault"),
+        ("status=500,route=antropic", "route='antropic' is not a provider or route"),
+        ("status=500,colour=red", "unknown key 'colour'"),
+        ("status=abc", "status='abc' must be a number"),
+        ("kind=error_event,after=1,as_failed=maybe", "must be true or false"),
+        ("status", "is not key=value"),
+    ],
+)
 def test_bad_specs_are_usage_errors(spec: str, message: str) -> None:
     with pytest.raises(UsageError, match=message) as caught:
         Fault.parse(spec)
@@ -275,22 +306,30 @@ def test_bad_specs_are_usage_errors(spec: str, message: str) -> None:
 
 def test_load_a_faults_file(tmp_path: Path) -> None:
     path = tmp_path / "faults.yaml"
-    path.write_text("- {kind: status, route: anthropic, nth: 1, status: 429, retry_after_ms: 1}\n"
-                    "- {kind: disconnect, after: 5}\n", encoding="utf-8")
-    assert load_faults(path) == [Fault("status", route="anthropic", nth=1, status=429, retry_after_ms=1),
-                                 Fault("disconnect", after=5)]
+    path.write_text(
+        "- {kind: status, route: anthropic, nth: 1, status: 429, retry_after_ms: 1}\n"
+        "- {kind: disconnect, after: 5}\n",
+        encoding="utf-8",
+    )
+    assert load_faults(path) == [
+        Fault("status", route="anthropic", nth=1, status=429, retry_after_ms=1),
+        Fault("disconnect", after=5),
+    ]
     json_path = tmp_path / "faults.json"
     json_path.write_text(json.dumps({"faults": [{"kind": "drop_terminal"}]}), encoding="utf-8")
     assert load_faults(json_path) == [Fault("drop_terminal")]
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("kind: status", "must hold a list of fault objects"),
-    ("- [1, 2]", ":/0: a fault must be an object"),
-    ("- {kind: status, status: 429}\n- {kind: stall}", ":/1: a stall fault needs after="),
-    ("- {kind: status, status: 429, colour: red}", ":/0: unknown key 'colour'"),
-    ("- {kind: status\n", ":2: invalid YAML/JSON"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("kind: status", "must hold a list of fault objects"),
+        ("- [1, 2]", ":/0: a fault must be an object"),
+        ("- {kind: status, status: 429}\n- {kind: stall}", ":/1: a stall fault needs after="),
+        ("- {kind: status, status: 429, colour: red}", ":/0: unknown key 'colour'"),
+        ("- {kind: status\n", ":2: invalid YAML/JSON"),
+    ],
+)
 def test_bad_faults_files_name_the_file_and_place(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "faults.yaml"
     path.write_text(text, encoding="utf-8")

@@ -37,10 +37,14 @@ def _openai(text: str) -> Any:
 
 
 def test_ordered_per_route(serve: Any) -> None:
-    fake = serve(cassette_of(json_interaction(ANTHROPIC, anthropic_request("1"), anthropic_message("a1")),
-                             _openai("o1"),
-                             json_interaction(ANTHROPIC, anthropic_request("2"), anthropic_message("a2")),
-                             _openai("o2")))
+    fake = serve(
+        cassette_of(
+            json_interaction(ANTHROPIC, anthropic_request("1"), anthropic_message("a1")),
+            _openai("o1"),
+            json_interaction(ANTHROPIC, anthropic_request("2"), anthropic_message("a2")),
+            _openai("o2"),
+        )
+    )
     assert httpx.post(f"{fake.url}/v1/responses", json={}).json()["id"] == "o1"
     assert _text(_post(fake)) == "a1"
     assert _text(_post(fake)) == "a2"
@@ -57,9 +61,9 @@ def test_cassettes_are_queued_in_the_order_loaded(serve: Any) -> None:
 def test_an_exhausted_route_answers_in_the_provider_envelope(serve: Any) -> None:
     fake = serve(message_cassette("only"))
     _post(fake)
-    with anthropic.Anthropic(base_url=fake.url, api_key="dummy", max_retries=3) as client:
-        with pytest.raises(anthropic.NotFoundError) as caught:
-            client.messages.create(**anthropic_request())
+    client = anthropic.Anthropic(base_url=fake.url, api_key="dummy", max_retries=3)
+    with client, pytest.raises(anthropic.NotFoundError) as caught:
+        client.messages.create(**anthropic_request())
     assert caught.value.body["error"]["type"] == "not_found_error"
     assert "already served" in caught.value.response.headers["x-replaykit-error"]
     assert contracts.validate("anthropic.error", caught.value.body) == []
@@ -114,8 +118,11 @@ def test_strict_reports_a_json_pointer_diff(serve: Any) -> None:
 
 def test_strict_ignores_volatile_fields(serve: Any) -> None:
     recorded = {**anthropic_request("a"), "metadata": {"user_id": "u-1"}}
-    fake = serve(cassette_of(json_interaction(ANTHROPIC, recorded, anthropic_message("a"))), strict=True,
-                 volatile=["/metadata/user_id", "/messages/*/cache_control"])
+    fake = serve(
+        cassette_of(json_interaction(ANTHROPIC, recorded, anthropic_message("a"))),
+        strict=True,
+        volatile=["/metadata/user_id", "/messages/*/cache_control"],
+    )
     sent = {**anthropic_request("a"), "metadata": {"user_id": "u-2"}}
     sent["messages"][0]["cache_control"] = {"type": "ephemeral"}
     assert _post(fake, sent).status_code == 200
@@ -131,23 +138,33 @@ def test_default_volatile_fields(serve: Any) -> None:
 def test_without_strict_the_diff_is_still_journaled(serve: Any) -> None:
     fake = serve(message_cassette("a"))
     assert _post(fake, anthropic_request("different")).status_code == 200
-    assert fake.journal[0].diff == [{"pointer": "/messages/0/content", "change": "changed",
-                                     "received": "different", "recorded": "a"}]
+    assert fake.journal[0].diff == [
+        {"pointer": "/messages/0/content", "change": "changed", "received": "different", "recorded": "a"}
+    ]
 
 
 def test_model_matcher_reads_the_body_or_the_azure_deployment(serve: Any) -> None:
     azure = "https://x.openai.azure.com/openai/deployments/dep-b/responses?api-version=1"
-    fake = serve(cassette_of(json_interaction(azure.replace("dep-b", "dep-a"), {"input": "q"}, {"id": "A"}),
-                             json_interaction(azure, {"input": "q"}, {"id": "B"})), match_on=["model"])
+    fake = serve(
+        cassette_of(
+            json_interaction(azure.replace("dep-b", "dep-a"), {"input": "q"}, {"id": "A"}),
+            json_interaction(azure, {"input": "q"}, {"id": "B"}),
+        ),
+        match_on=["model"],
+    )
     assert httpx.post(f"{fake.url}/openai/deployments/dep-b/responses", json={}).json()["id"] == "B"
     assert httpx.post(f"{fake.url}/openai/v1/responses", json={"model": "dep-a"}).json()["id"] == "A"
 
 
 def test_query_path_and_method_matchers(serve: Any) -> None:
     uri = CLOUDFLARE + "?mode=a"
-    fake = serve(cassette_of(json_interaction(uri, {"query": "q"}, {"n": 1}),
-                             json_interaction(uri.replace("mode=a", "mode=b"), {"query": "q"}, {"n": 2})),
-                 match_on=["method", "path", "query"])
+    fake = serve(
+        cassette_of(
+            json_interaction(uri, {"query": "q"}, {"n": 1}),
+            json_interaction(uri.replace("mode=a", "mode=b"), {"query": "q"}, {"n": 2}),
+        ),
+        match_on=["method", "path", "query"],
+    )
     base = f"{fake.url}/client/v4/accounts/0123456789abcdef0123456789abcdef/ai/websearch"
     assert httpx.post(base + "?mode=b", json={}).json() == {"n": 2}
     assert httpx.post(base + "/?mode=a", json={}).status_code == 404  # the path differs by its slash
@@ -180,5 +197,7 @@ def test_unused_and_check(serve: Any) -> None:
     _post(fake)
     assert [(u["index"], u["route"]) for u in fake.unused()] == [(1, "anthropic.messages")]
     fake.check()
-    with pytest.raises(MatchError, match=r"interaction <cassette 0>#1 on anthropic.messages was never served"):
+    with pytest.raises(
+        MatchError, match=r"interaction <cassette 0>#1 on anthropic.messages was never served"
+    ):
         fake.check(unused=True)

@@ -21,8 +21,12 @@ from replaykit.server import FakeProvider, Fault
 
 Json = dict[str, Any]
 SEARCH_TOOL = [{"type": "web_search_20250305", "name": "web_search"}]
-ASK: Json = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "tools": SEARCH_TOOL,
-             "messages": [{"role": "user", "content": "What is new in web search?"}]}
+ASK: Json = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 1024,
+    "tools": SEARCH_TOOL,
+    "messages": [{"role": "user", "content": "What is new in web search?"}],
+}
 
 
 def _client(fake: FakeProvider, retries: int = 0) -> anthropic.Anthropic:
@@ -65,7 +69,9 @@ def _search_facts(message: Json) -> Json:
     blocks = message["content"]
     return {
         "calls": [(b["id"], b["name"], b["input"]) for b in blocks if b["type"] == "server_tool_use"],
-        "results": [(b["tool_use_id"], b["content"]) for b in blocks if b["type"] == "web_search_tool_result"],
+        "results": [
+            (b["tool_use_id"], b["content"]) for b in blocks if b["type"] == "web_search_tool_result"
+        ],
         "citations": [c for b in blocks if b["type"] == "text" for c in b.get("citations") or []],
         "server_tool_use": message["usage"].get("server_tool_use"),
     }
@@ -117,8 +123,9 @@ def test_async_client_create_and_stream(serve: Any) -> None:
     fake = serve(path, plain)
 
     async def run() -> tuple[Json, Json]:
-        async with anthropic.AsyncAnthropic(base_url=fake.base_url("anthropic"), api_key="dummy",
-                                            max_retries=0) as client:
+        async with anthropic.AsyncAnthropic(
+            base_url=fake.base_url("anthropic"), api_key="dummy", max_retries=0
+        ) as client:
             async with client.messages.stream(**ASK) as stream:
                 streamed = (await stream.get_final_message()).to_dict()
             created = (await client.messages.create(**ASK)).to_dict()
@@ -131,8 +138,13 @@ def test_async_client_create_and_stream(serve: Any) -> None:
 
 def test_sdk_retries_429_then_529_and_gets_the_recorded_success(serve: Any) -> None:
     path = recorded("pydantic-ai__anthropic_web_search_tool.yaml")
-    fake = serve(path, faults=[Fault("status", route="anthropic", nth=1, status=429, retry_after_ms=1),
-                               Fault("status", route="anthropic", nth=2, status=529, retry_after_ms=1)])
+    fake = serve(
+        path,
+        faults=[
+            Fault("status", route="anthropic", nth=1, status=429, retry_after_ms=1),
+            Fault("status", route="anthropic", nth=2, status=529, retry_after_ms=1),
+        ],
+    )
     with _client(fake, retries=2) as client:
         message = client.messages.create(**ASK)
     assert message.to_dict() == cassette.load(path).interactions[0].response.json()
@@ -143,8 +155,10 @@ def test_sdk_retries_429_then_529_and_gets_the_recorded_success(serve: Any) -> N
 
 
 def test_sdk_gives_up_after_its_retries_with_its_own_error(serve: Any) -> None:
-    fake = serve(recorded("pydantic-ai__anthropic_web_search_tool.yaml"),
-                 faults=["route=anthropic,status=529,retry_after_ms=1,nth=1,times=2"])
+    fake = serve(
+        recorded("pydantic-ai__anthropic_web_search_tool.yaml"),
+        faults=["route=anthropic,status=529,retry_after_ms=1,nth=1,times=2"],
+    )
     with _client(fake, retries=1) as client, pytest.raises(anthropic.InternalServerError) as caught:
         client.messages.create(**ASK)
     assert caught.value.status_code == 529
@@ -155,7 +169,11 @@ def test_sdk_gives_up_after_its_retries_with_its_own_error(serve: Any) -> None:
 
 def test_mid_stream_disconnect_surfaces_as_the_sdk_transport_error(serve: Any) -> None:
     fake = serve(recorded("llm-anthropic__web_search_stream.yaml"), faults=["kind=disconnect,after=10"])
-    with _client(fake) as client, pytest.raises(httpx2.RemoteProtocolError), client.messages.stream(**ASK) as s:
+    with (
+        _client(fake) as client,
+        pytest.raises(httpx2.RemoteProtocolError),
+        client.messages.stream(**ASK) as s,
+    ):
         s.get_final_message()
     entry = fake.journal[0]
     assert (entry.outcome, entry.chunks) == ("disconnected", 10)
@@ -163,7 +181,10 @@ def test_mid_stream_disconnect_surfaces_as_the_sdk_transport_error(serve: Any) -
 
 def test_mid_stream_error_event_raises_the_sdk_api_error(serve: Any) -> None:
     fake = serve(recorded("llm-anthropic__web_search_stream.yaml"), faults=["kind=error_event,after=3"])
-    with _client(fake) as client, pytest.raises(anthropic.APIStatusError) as caught:
-        with client.messages.stream(**ASK) as stream:
-            stream.get_final_message()
-    assert caught.value.body == {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    client = _client(fake)
+    with client, pytest.raises(anthropic.APIStatusError) as caught, client.messages.stream(**ASK) as stream:
+        stream.get_final_message()
+    assert caught.value.body == {
+        "type": "error",
+        "error": {"type": "overloaded_error", "message": "Overloaded"},
+    }

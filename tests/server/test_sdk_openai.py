@@ -34,8 +34,14 @@ def _actions(response: Json) -> list[Json]:
 
 
 def _citations(response: Json) -> list[Json]:
-    return [a for item in response["output"] if item["type"] == "message" for part in item["content"]
-            for a in part.get("annotations") or [] if a["type"] == "url_citation"]
+    return [
+        a
+        for item in response["output"]
+        if item["type"] == "message"
+        for part in item["content"]
+        for a in part.get("annotations") or []
+        if a["type"] == "url_citation"
+    ]
 
 
 def test_create_returns_exactly_the_recorded_responses(serve: Any) -> None:
@@ -50,8 +56,10 @@ def test_create_returns_exactly_the_recorded_responses(serve: Any) -> None:
 def test_streamed_events_are_the_recorded_events(serve: Any) -> None:
     path = recorded("pydantic-ai__openai_responses_web_search_tool_stream.yaml")
     with _client(serve(path)) as client:
-        events = [event.to_dict(warnings=False) for event in client.responses.create(model="gpt-5", input="q", tools=TOOLS,
-                                                                          stream=True)]
+        events = [
+            event.to_dict(warnings=False)
+            for event in client.responses.create(model="gpt-5", input="q", tools=TOOLS, stream=True)
+        ]
         follow_up = client.responses.create(model="gpt-5", input="q2", tools=TOOLS).to_dict(warnings=False)
     recorded_events = _events(path)
     assert events == recorded_events
@@ -73,49 +81,73 @@ def test_stream_helper_final_response_has_the_citations(serve: Any) -> None:
 def test_azure_client_on_the_v1_base_url(serve: Any) -> None:
     path = bundled("azure/web_search.yaml")
     fake = serve(path)
-    with openai.AzureOpenAI(base_url=fake.base_url("azure"), api_key="dummy", api_version="preview",
-                            max_retries=0) as client:
+    with openai.AzureOpenAI(
+        base_url=fake.base_url("azure"), api_key="dummy", api_version="preview", max_retries=0
+    ) as client:
         got = client.responses.create(model="my-deployment", input="q", tools=TOOLS).to_dict(warnings=False)
     assert got == cassette.load(path).interactions[0].response.json()
     entry = fake.journal[0]
-    assert (entry.route, entry.path, entry.query) == ("azure.responses", "/openai/v1/responses",
-                                                      {"api-version": ["preview"]})
+    assert (entry.route, entry.path, entry.query) == (
+        "azure.responses",
+        "/openai/v1/responses",
+        {"api-version": ["preview"]},
+    )
     assert entry.headers["api-key"] == "REDACTED"
 
 
 def test_azure_client_on_an_endpoint_streams(serve: Any) -> None:
     path = bundled("azure/web_search_stream.yaml")
     fake = serve(path)
-    with openai.AzureOpenAI(azure_endpoint=fake.env()["AZURE_OPENAI_ENDPOINT"], api_key="dummy",
-                            api_version="2025-04-01-preview", max_retries=0) as client:
-        events = [e.to_dict(warnings=False) for e in client.responses.create(model="dep", input="q", tools=TOOLS, stream=True)]
+    with openai.AzureOpenAI(
+        azure_endpoint=fake.env()["AZURE_OPENAI_ENDPOINT"],
+        api_key="dummy",
+        api_version="2025-04-01-preview",
+        max_retries=0,
+    ) as client:
+        events = [
+            e.to_dict(warnings=False)
+            for e in client.responses.create(model="dep", input="q", tools=TOOLS, stream=True)
+        ]
     assert events == _events(path)
     assert fake.journal[0].path == "/openai/responses"
 
 
 def test_sdk_retries_a_429_and_gets_the_recorded_success(serve: Any) -> None:
     path = recorded("pydantic-ai__openai_responses_web_search_tool.yaml")
-    fake = serve(path, faults=[Fault("status", route="openai.responses", nth=1, status=429, retry_after_ms=1)])
+    fake = serve(
+        path, faults=[Fault("status", route="openai.responses", nth=1, status=429, retry_after_ms=1)]
+    )
     with _client(fake, retries=1) as client:
         got = client.responses.create(model="gpt-5", input="q", tools=TOOLS).to_dict(warnings=False)
     assert got == cassette.load(path).interactions[0].response.json()
-    assert [(e.status, e.headers["x-stainless-retry-count"]) for e in fake.journal] == [(429, "0"), (200, "1")]
+    assert [(e.status, e.headers["x-stainless-retry-count"]) for e in fake.journal] == [
+        (429, "0"),
+        (200, "1"),
+    ]
 
 
 def test_rate_limit_error_carries_the_openai_envelope(serve: Any) -> None:
-    fake = serve(recorded("pydantic-ai__openai_responses_web_search_tool.yaml"),
-                 faults=["route=openai,nth=1,status=429,retry_after=0,message=slow down"])
+    fake = serve(
+        recorded("pydantic-ai__openai_responses_web_search_tool.yaml"),
+        faults=["route=openai,nth=1,status=429,retry_after=0,message=slow down"],
+    )
     with _client(fake) as client, pytest.raises(openai.RateLimitError) as caught:
         client.responses.create(model="gpt-5", input="q")
-    assert caught.value.body == {"message": "slow down", "type": "requests", "param": None,
-                                 "code": "rate_limit_exceeded"}
+    assert caught.value.body == {
+        "message": "slow down",
+        "type": "requests",
+        "param": None,
+        "code": "rate_limit_exceeded",
+    }
     assert caught.value.response.headers["retry-after"] == "0"
     assert caught.value.request_id is not None and caught.value.request_id.startswith("req_")
 
 
 def test_mid_stream_disconnect_raises_api_connection_error(serve: Any) -> None:
-    fake = serve(recorded("pydantic-ai__openai_responses_web_search_tool_stream.yaml"),
-                 faults=["kind=disconnect,after=7"])
+    fake = serve(
+        recorded("pydantic-ai__openai_responses_web_search_tool_stream.yaml"),
+        faults=["kind=disconnect,after=7"],
+    )
     with _client(fake) as client, pytest.raises(openai.APIConnectionError):
         for _ in client.responses.create(model="gpt-5", input="q", stream=True):
             pass
@@ -123,20 +155,33 @@ def test_mid_stream_disconnect_raises_api_connection_error(serve: Any) -> None:
 
 
 def test_mid_stream_error_event_reaches_the_sdk(serve: Any) -> None:
-    fake = serve(recorded("pydantic-ai__openai_responses_web_search_tool_stream.yaml"),
-                 faults=["kind=error_event,after=4,error_type=server_error,message=boom"])
+    fake = serve(
+        recorded("pydantic-ai__openai_responses_web_search_tool_stream.yaml"),
+        faults=["kind=error_event,after=4,error_type=server_error,message=boom"],
+    )
     with _client(fake) as client:
-        events = [e.to_dict(warnings=False) for e in client.responses.create(model="gpt-5", input="q", stream=True)]
+        events = [
+            e.to_dict(warnings=False) for e in client.responses.create(model="gpt-5", input="q", stream=True)
+        ]
     assert len(events) == 5
-    assert events[-1] == {"type": "error", "code": "server_error", "message": "boom", "param": None,
-                          "sequence_number": events[-2]["sequence_number"] + 1}
+    assert events[-1] == {
+        "type": "error",
+        "code": "server_error",
+        "message": "boom",
+        "param": None,
+        "sequence_number": events[-2]["sequence_number"] + 1,
+    }
 
 
 def test_response_failed_instead_of_error_event(serve: Any) -> None:
-    fake = serve(recorded("pydantic-ai__openai_responses_web_search_tool_stream.yaml"),
-                 faults=["kind=error_event,after=4,as_failed=true"])
+    fake = serve(
+        recorded("pydantic-ai__openai_responses_web_search_tool_stream.yaml"),
+        faults=["kind=error_event,after=4,as_failed=true"],
+    )
     with _client(fake) as client:
-        events = [e.to_dict(warnings=False) for e in client.responses.create(model="gpt-5", input="q", stream=True)]
+        events = [
+            e.to_dict(warnings=False) for e in client.responses.create(model="gpt-5", input="q", stream=True)
+        ]
     failed = events[-1]
     assert failed["type"] == "response.failed"
     assert failed["response"]["status"] == "failed"

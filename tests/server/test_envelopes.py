@@ -1,0 +1,77 @@
+"""Provider error envelopes and mid-stream error events, checked against the contracts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from replaykit import contracts, sse
+from replaykit.server import envelopes
+
+STATUSES = (400, 401, 402, 403, 404, 413, 429, 500, 503, 504, 529)
+
+
+@pytest.mark.parametrize("status", STATUSES)
+@pytest.mark.parametrize(
+    ("provider", "kind", "header"),
+    [
+        ("anthropic", "anthropic.error", "request-id"),
+        ("openai", "openai.error", "x-request-id"),
+        ("azure", "openai.error", "x-request-id"),
+        ("cloudflare", "cloudflare.error", "cf-aig-request-id"),
+    ],
+)
+def test_error_reply_fits_the_provider_contract(provider: str, kind: str, header: str, status: int) -> None:
+    reply = envelopes.error_reply(provider, status)
+    body = json.loads(reply.body)
+    assert contracts.validate(kind, body) == []
+    assert reply.status == status and reply.headers["content-type"] == "application/json"
+    assert reply.headers[header]
+
+
+def test_error_reply_overrides() -> None:
+    reply = envelopes.error_reply(
+        "anthropic", 429, message="slow", error_type="billing_error", headers={"retry-after": "3"}
+    )
+    body = json.loads(reply.body)
+    assert body["error"] == {"type": "billing_error", "message": "slow"}
+    assert body["request_id"] == reply.headers["request-id"]
+    assert reply.headers["retry-after"] == "3"
+    openai_body = json.loads(envelopes.error_reply("openai", 400, code="bad_thing").body)
+    assert openai_body["error"]["code"] == "bad_thing"
+
+
+def test_anthropic_error_event() -> None:
+    (event,) = sse.parse(envelopes.error_event("anthropic", error_type=None, message="", sequence_number=0))
+    assert event.event == "error"
+    assert event.json() == {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    assert contracts.validate("anthropic.stream_event", event.json()) == []
+
+
+def test_openai_error_and_failed_events() -> None:
+    (error,) = sse.parse(
+        envelopes.error_event("openai", error_type="rate_limit_exceeded", message="m", sequence_number=7)
+    )
+    assert error.json() == {
+        "type": "error",
+        "code": "rate_limit_exceeded",
+        "message": "m",
+        "param": None,
+        "sequence_number": 7,
+    }
+    assert contracts.validate("openai.stream_event", error.json()) == []
+    response = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1,
+        "status": "in_progress",
+        "model": "m",
+        "output": [],
+        "error": None,
+    }
+    (failed,) = sse.parse(envelopes.failed_event(response, code=None, message="", sequence_number=3))
+    data = failed.json()
+    assert failed.event == "response.failed" and data["sequence_number"] == 3
+    assert data["response"]["status"] == "failed" and data["response"]["error"]["code"] == "server_error"
+    assert response["status"] == "in_progress"  # the recorded object is not changed

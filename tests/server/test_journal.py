@@ -1,0 +1,157 @@
+"""The journal: every entry valid against its contract, secrets redacted, over HTTP and as JSON Lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from server_support import anthropic_request, message_cassette, stream_cassette
+
+from replaykit import contracts
+from replaykit.server import FakeProvider, Fault
+from replaykit.server.journal import Entry, Journal, redact_headers
+
+
+def _session(fake: FakeProvider) -> None:
+    """One request of every verdict and outcome."""
+    url = f"{fake.url}/v1/messages"
+    fake.inject(Fault("status", nth=1, status=429))
+    httpx.post(url, json=anthropic_request())  # fault
+    httpx.post(url, json=anthropic_request("a"))  # served
+    fake.inject(Fault("disconnect", nth=3, after=2))
+    with pytest.raises(httpx.RemoteProtocolError):
+        httpx.post(url, content=b"not json")  # served, disconnected
+    httpx.post(url, json=anthropic_request())  # served (the stream)
+    httpx.post(url, json={"x": 1})  # unmatched
+    httpx.post(f"{fake.url}/nowhere?a=1&a=2")  # unmatched, no provider
+
+
+def test_every_entry_validates_against_the_contract(serve: Any) -> None:
+    fake = serve(message_cassette("a"), stream_cassette())
+    _session(fake)
+    journal = fake.journal
+    assert [e.verdict for e in journal] == ["fault", "served", "served", "served", "unmatched", "unmatched"]
+    assert [e.outcome for e in journal] == [
+        "complete",
+        "complete",
+        "disconnected",
+        "complete",
+        "complete",
+        "complete",
+    ]
+    for entry in journal:
+        assert contracts.validate("replaykit.journal-entry", entry.to_json()) == [], entry.seq
+    assert journal[2].body == "not json" and journal[5].query == {"a": ["1", "2"]}
+
+
+def test_the_contract_catches_a_broken_entry(serve: Any) -> None:
+    fake = serve(message_cassette("a"))
+    httpx.post(f"{fake.url}/v1/messages")
+    entry = fake.journal[0].to_json()
+    broken = [
+        {**entry, "verdict": "maybe"},
+        {**entry, "seq": 0},
+        {k: v for k, v in entry.items() if k != "path"},
+        {**entry, "matched": {"cassette": "c", "index": -1, "line": None}},
+        {**entry, "extra": 1},
+    ]
+    for bad in broken:
+        assert contracts.validate("replaykit.journal-entry", bad) != []
+
+
+def test_secret_headers_are_redacted(serve: Any) -> None:
+    fake = serve(message_cassette("a"))
+    key = "sk-ant-" + "api03-" + "Q" * 20
+    httpx.post(
+        f"{fake.url}/v1/messages",
+        headers={"x-api-key": key, "authorization": "Bearer " + key, "x-trace": "kept"},
+    )
+    headers = fake.journal[0].headers
+    assert headers["x-api-key"] == "REDACTED" and headers["authorization"] == "Bearer REDACTED"
+    assert headers["x-trace"] == "kept"
+    assert key not in json.dumps(fake.journal[0].to_json())
+
+
+def test_redact_headers() -> None:
+    assert redact_headers({"Cookie": "a=b", "api-key": "k", "accept": "x"}) == {
+        "Cookie": "REDACTED",
+        "api-key": "REDACTED",
+        "accept": "x",
+    }
+
+
+def test_admin_endpoints(serve: Any) -> None:
+    fake = serve(message_cassette("a", "b"))
+    httpx.post(f"{fake.url}/v1/messages")
+    over_http = httpx.get(f"{fake.url}/__replaykit/journal").json()
+    assert over_http == [e.to_json() for e in fake.journal]
+    assert [u["index"] for u in httpx.get(f"{fake.url}/__replaykit/unused").json()] == [1]
+    added = httpx.post(f"{fake.url}/__replaykit/faults", json=[{"kind": "status", "status": 500}])
+    assert added.json() == [{"kind": "status", "status": 500}]
+    assert httpx.post(f"{fake.url}/v1/messages").status_code == 500
+    bad = httpx.post(f"{fake.url}/__replaykit/faults", json={"kind": "explode"})
+    assert bad.status_code == 400 and "kind='explode'" in bad.json()["error"]
+    assert httpx.post(f"{fake.url}/__replaykit/reset").json() == {"reset": True}
+    assert fake.journal == [] and fake.faults == []
+    assert httpx.post(f"{fake.url}/v1/messages").json()["content"][0]["text"] == "a"  # counters reset too
+    assert fake.journal[0].seq == 1
+
+
+def test_write_jsonl(serve: Any, tmp_path: Path) -> None:
+    fake = serve(message_cassette("a"))
+    httpx.post(f"{fake.url}/v1/messages")
+    httpx.post(f"{fake.url}/v1/messages")
+    path = tmp_path / "out" / "journal.jsonl"
+    fake.write_journal(path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == [e.to_json() for e in fake.journal]
+    assert sorted(p.name for p in path.parent.iterdir()) == ["journal.jsonl"]
+
+
+def test_write_jsonl_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "journal.jsonl"
+    path.write_text("old\n", encoding="utf-8")
+    journal = Journal()
+    journal.append(Entry(1, "t", None, "r", "GET", "/", {}, {}, None))
+
+    def fail(*_: Any) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", fail)
+    with pytest.raises(OSError, match="disk full"):
+        journal.write_jsonl(path)
+    assert path.read_text(encoding="utf-8") == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["journal.jsonl"]
+
+
+def test_concurrent_requests_get_distinct_sequence_numbers(serve: Any) -> None:
+    fake = serve(message_cassette(*"abcdefghijklmnop"))
+    barrier = threading.Barrier(8)
+
+    def client() -> None:
+        barrier.wait()
+        with httpx.Client() as session:
+            for _ in range(2):
+                session.post(f"{fake.url}/v1/messages")
+
+    threads = [threading.Thread(target=client) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    journal = fake.journal
+    assert sorted(e.seq for e in journal) == list(range(1, 17))
+    assert sorted(e.matched["index"] for e in journal if e.matched) == list(range(16))
+    assert fake.unused() == []
+
+
+def test_journal_entries_keep_arrival_order() -> None:
+    journal = Journal()
+    for seq in (2, 3, 1):
+        journal.append(Entry(seq, "t", None, "r", "GET", "/", {}, {}, None))
+    assert [e.seq for e in journal.entries()] == [1, 2, 3]
