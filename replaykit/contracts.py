@@ -146,7 +146,7 @@ def _pointer(parts: Iterable[str | int]) -> str:
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    text = json.dumps(value, ensure_ascii=False, default=repr) if not isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -163,11 +163,21 @@ def _explain(error: ValidationError) -> list[Violation]:
         member = name.group(1) if name else ""
         return [Violation(_pointer([*at, member]), keyword, f"{member!r} is required")]
     if keyword in ("additionalProperties", "unevaluatedProperties"):
-        inner = error.message.partition("(")[2]
-        fix = "is not allowed here (a closed object: only the provider's own fields may be sent)"
-        names = _QUOTED.findall(inner)
+        fix = "is not allowed here (a closed object)"
+        names = _QUOTED.findall(_unexpected_part(error.message))
         return [Violation(_pointer([*at, name]), keyword, f"{name!r} {fix}") for name in names]
     return [Violation(_pointer(at), keyword, _message(error, keyword, instance))]
+
+
+def _unexpected_part(message: str) -> str:
+    """The part of a closed-object message that quotes the unexpected names.
+
+    jsonschema says either "... ('a', 'b' were unexpected)" or, with ``patternProperties``,
+    "'a', 'b' do not match any of the regexes: ...".
+    """
+    if message.endswith("unexpected)"):
+        return message.rpartition("(")[2]
+    return message.partition(" do")[0]
 
 
 def _message(error: ValidationError, keyword: str, instance: Any) -> str:

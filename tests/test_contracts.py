@@ -234,3 +234,16 @@ def test_replaykit_and_stock_jsonschema_agree(mutant: tuple[str, Any]) -> None:
     stock_errors = stock.iter_errors(document)
     stock_places = {"".join(f"/{part}" for part in error.absolute_path) for error in stock_errors}
     assert ours_places == stock_places
+
+
+def test_a_closed_object_with_pattern_properties_reports_each_unexpected_member() -> None:
+    schema = {"type": "object", "patternProperties": {"^x-": {}}, "additionalProperties": False}
+    error = next(Draft202012Validator(schema).iter_errors({"bogus": 1, "x-ok": 2, "zz": 3}))
+    found = contracts._explain(error)
+    assert [v.pointer for v in found] == ["/bogus", "/zz"]
+    assert all("closed object" in v.message for v in found)
+
+
+def test_a_binary_value_is_reported_not_crashed_on() -> None:
+    found = contracts.validate("replaykit.cassette", {"version": b"\x01", "interactions": []})
+    assert [v.pointer for v in found] == ["/version"]
