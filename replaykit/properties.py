@@ -41,6 +41,7 @@ from typing import Any, Protocol
 import hypothesis
 from hypothesis import HealthCheck, Verbosity, given, settings
 from hypothesis import strategies as st
+from hypothesis.errors import Unsatisfiable
 
 from replaykit import strategies as rs
 from replaykit.contracts import validate
@@ -99,16 +100,23 @@ class PropertyFailed(AssertionError):
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """The result of one property: ``failure`` is None when it held on every example."""
+    """The result of one property: ``failure`` is None when it held on every example it could check;
+    ``unchecked`` says why it could check none (the estimator failed on every one)."""
 
     name: str
     statement: str
     failure: Failure | None
+    unchecked: str | None = None
+
+    @property
+    def status(self) -> str:
+        """``pass``, ``fail`` or ``unchecked``."""
+        return "fail" if self.failure else "unchecked" if self.unchecked else "pass"
 
     @property
     def passed(self) -> bool:
-        """True when the property held."""
-        return self.failure is None
+        """True when the property held on every example and at least one could be checked."""
+        return self.status == "pass"
 
 
 # ---------------------------------------------------------------- calling the estimator
@@ -131,6 +139,8 @@ def _finite_token(match: re.Match[str]) -> str:
 def _tokens(estimator: Estimator, transcript: JSON, target: JSON) -> float:
     try:
         tokens = estimator(copy.deepcopy(transcript), dict(target))
+    except EstimatorFailed:
+        raise
     except Exception as exc:  # any exception from the code under test is a finding
         raise EstimatorFailed(f"the estimator raised {type(exc).__name__}: {exc}") from exc
     if isinstance(tokens, bool) or not isinstance(tokens, int | float):
@@ -139,7 +149,12 @@ def _tokens(estimator: Estimator, transcript: JSON, target: JSON) -> float:
 
 
 class _Case:
-    """Calls the estimator for one example; an estimator failure becomes a violation of this property."""
+    """Calls the estimator for one example of a property.
+
+    An estimator failure is ``never_raises``'s finding; any other property skips that example (so that each
+    defect is reported by the property about it), and a property whose every example was skipped is
+    reported as unchecked.
+    """
 
     def __init__(self, estimator: Estimator, target: JSON) -> None:
         self.estimator, self.target = estimator, target
@@ -147,8 +162,8 @@ class _Case:
     def tokens(self, transcript: JSON) -> float:
         try:
             return _tokens(self.estimator, transcript, self.target)
-        except EstimatorFailed as exc:
-            raise PropertyViolation(str(exc), transcript, self.target) from exc
+        except EstimatorFailed:
+            hypothesis.reject()
 
     def fail(self, detail: str, transcript: JSON) -> PropertyViolation:
         return PropertyViolation(detail, transcript, self.target)
@@ -219,7 +234,11 @@ def _chars(transcript: JSON, target: JSON) -> int:
 
 
 def _never_raises(case: _Case, data: st.DataObject) -> None:
-    case.tokens(data.draw(rs.transcripts(), label="transcript"))
+    transcript = data.draw(rs.transcripts(), label="transcript")
+    try:
+        _tokens(case.estimator, transcript, case.target)
+    except EstimatorFailed as exc:
+        raise case.fail(str(exc), transcript) from exc
 
 
 def _finite(case: _Case, data: st.DataObject) -> None:
@@ -359,6 +378,9 @@ class Property:
             self.test(estimator, max_examples, seed)()
         except PropertyViolation as violation:
             return self._failed(violation, "")
+        except Unsatisfiable:
+            why = "the estimator failed on every example (see never_raises)"
+            return Outcome(self.name, self.statement, None, why)
         except BaseExceptionGroup as group:  # Hypothesis's FlakyFailure: it failed once, then passed
             first = _first_violation(group)
             if first is None:
@@ -372,7 +394,10 @@ class Property:
 
     def verify(self, estimator: Estimator, max_examples: int = 100, seed: int | None = None) -> None:
         """Run the property in a test: raises :class:`PropertyFailed` with the statement and the example."""
-        failure = self.outcome(estimator, max_examples, seed).failure
+        outcome = self.outcome(estimator, max_examples, seed)
+        if outcome.unchecked:
+            raise PropertyFailed(f"{self.name}: {self.statement}\nunchecked: {outcome.unchecked}")
+        failure = outcome.failure
         if failure is not None:
             raise PropertyFailed(f"{self.name}: {self.statement}\n{failure.detail}\ntarget: "
                                  f"{dumps(failure.target)}\ntranscript: {dumps(failure.transcript)}")

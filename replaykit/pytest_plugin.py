@@ -1,11 +1,646 @@
-"""replaykit's pytest plugin (entry point ``pytest11``): cheap to import, does nothing unless asked."""
+"""replaykit's pytest plugin (entry point ``pytest11``): cheap to import, does nothing unless asked.
+
+A test asks with the ``replaykit`` fixture or the marker (the marker alone is enough)::
+
+    @pytest.mark.replaykit(cassettes=["anthropic/web_search.yaml"], faults=["status=529,nth=1"])
+    def test_search(replaykit):
+        client = anthropic.Anthropic(base_url=replaykit.base_url("anthropic"), api_key="x", max_retries=1)
+        client.messages.create(...)                       # a 529, the SDK's retry gets the recording
+        assert [e.status for e in replaykit.journal] == [529, 200]
+        subprocess.run([...], env={**os.environ, **replaykit.env()}, check=True)
+
+Marker: ``replaykit(*cassettes, cassettes=[...], faults=[...], strict=False, allow_unused=False)``.
+A cassette is a path or folder (absolute, else looked up in the cassette dir, then among the bundled
+cassettes) or a :class:`~replaykit.cassette.Cassette`; a fault is a :class:`~replaykit.server.Fault`, a
+``--fault`` spec string or a mapping. ``strict=True`` serves a request only when its body equals the
+recording (volatile fields ignored); such a test gets a server of its own for its duration.
+
+Fixtures, each overridable in a ``conftest.py`` (the pytest-httpserver way):
+``replaykit_options`` (session: :class:`ReplaykitOptions` read from the options below),
+``replaykit_server`` (session: one :class:`~replaykit.server.FakeProvider` per session, so one per xdist
+worker, on a free loopback port) and ``replaykit`` (function: a :class:`ReplayHandle` that loads the test's
+cassettes and faults into a freshly reset server).
+
+Options (command line, else environment variable, else ini key of the same name without dashes):
+``--replaykit-cassette-dir`` (``REPLAYKIT_CASSETTE_DIR``; default ``cassettes/`` next to the test file),
+``--replaykit-timing`` (``REPLAYKIT_TIMING``: ``fast``, ``recorded`` or ``fixed:<ms>``),
+``--replaykit-enforce-contracts`` (``REPLAYKIT_ENFORCE_CONTRACTS``: invalid requests get a 400) and
+``--replaykit-allow-network`` (``REPLAYKIT_ALLOW_NETWORK``: turns the network guard off).
+
+When the test body ends, the test fails with one readable report if the traffic had problems: requests no
+recorded interaction matched (with their near misses and body diffs), interactions never served (unless
+``allow_unused``), contract violations (of every request, and of every recorded response served
+unaltered; those a cassette lists under ``replaykit: x-expected-violations`` excepted), and connections
+the network guard refused. A test that failed anyway gets the report as a ``replaykit`` section.
+
+Network guard: while a replaykit test runs, ``socket.socket.connect`` / ``connect_ex``,
+``socket.create_connection`` and ``socket.getaddrinfo`` refuse any address that is not loopback
+(``localhost``, 127.0.0.0/8, ``::1``) with :class:`NetworkBlockedError`, before any DNS lookup or packet.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import ipaddress
+import json
+import os
+import socket
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
 import pytest
+
+from replaykit.errors import ReplaykitError, UsageError
+
+if TYPE_CHECKING:
+    from replaykit.cassette import Cassette
+    from replaykit.server import Entry, FakeProvider, Fault
+
+__all__ = [
+    "NetworkBlockedError",
+    "NetworkGuard",
+    "ReplayHandle",
+    "ReplaykitOptions",
+    "format_report",
+    "is_loopback",
+    "replaykit",
+    "replaykit_options",
+    "replaykit_server",
+]
+
+MARKER_KEYS = ("cassettes", "faults", "strict", "allow_unused")
+_HANDLE = pytest.StashKey["ReplayHandle"]()
+_TRUE, _FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off", ""})
+_ALLOW_HINT = (
+    "point the client at replaykit.base_url(...) or replaykit.env(), or allow the network with "
+    "--replaykit-allow-network (ini replaykit_allow_network = true, env REPLAYKIT_ALLOW_NETWORK=1)"
+)
+
+
+# ---------------------------------------------------------------- options
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register the ``--replaykit-*`` options and their ini keys."""
+    group = parser.getgroup("replaykit", "replaykit: replay recorded LLM provider traffic")
+    _add(parser, group, "cassette_dir", "DIR", "where marker cassettes are looked up "
+         "(default: cassettes/ next to the test file, then the bundled cassettes)")
+    _add(parser, group, "timing", "MODE", "stream timing: fast (default), recorded or fixed:<ms>")
+    _add(parser, group, "enforce_contracts", None, "answer requests that break their contract with a 400")
+    _add(parser, group, "allow_network", None, "turn the network guard off (non-loopback connections)")
+
+
+def _add(parser: pytest.Parser, group: Any, name: str, metavar: str | None, help: str) -> None:
+    flag, env = "--replaykit-" + name.replace("_", "-"), "REPLAYKIT_" + name.upper()
+    text = f"{help}; env {env}, ini replaykit_{name}"
+    if metavar is None:
+        group.addoption(flag, action="store_true", default=None, dest=f"replaykit_{name}", help=text)
+        parser.addini(f"replaykit_{name}", help, type="bool", default=False)
+    else:
+        group.addoption(flag, metavar=metavar, default=None, dest=f"replaykit_{name}", help=text)
+        parser.addini(f"replaykit_{name}", help, type="string", default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Declare the marker (so ``--strict-markers`` accepts it)."""
     config.addinivalue_line(
-        "markers", "replaykit(cassettes=[...], faults=[...], strict=False, allow_unused=False): replay cassettes"
+        "markers",
+        "replaykit(*cassettes, cassettes=[...], faults=[...], strict=False, allow_unused=False): "
+        "replay cassettes on replaykit's fake provider; fail on unmatched, unused or invalid traffic",
     )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test with the marker but without the fixture gets the fixture."""
+    for item in items:
+        if not isinstance(item, pytest.Function) or item.get_closest_marker("replaykit") is None:
+            continue
+        if "replaykit" not in item.fixturenames:
+            item.fixturenames = [*item.fixturenames, "replaykit"]
+
+
+def _setting(config: pytest.Config, name: str) -> tuple[Any, str]:
+    """The value of option ``name`` and where it came from (command line, environment, ini)."""
+    value = config.getoption(f"replaykit_{name}")
+    if value is not None:
+        return value, f"--replaykit-{name.replace('_', '-')}"
+    env = f"REPLAYKIT_{name.upper()}"
+    if env in os.environ:
+        return os.environ[env], env
+    return config.getini(f"replaykit_{name}"), f"ini replaykit_{name}"
+
+
+def _flag(config: pytest.Config, name: str) -> bool:
+    value, source = _setting(config, name)
+    if isinstance(value, bool):
+        return value
+    if str(value).strip().lower() not in _TRUE | _FALSE:
+        raise UsageError(f"{source}={value!r} must be one of 1, true, yes, on, 0, false, no, off")
+    return str(value).strip().lower() in _TRUE
+
+
+def _directory(config: pytest.Config) -> Path | None:
+    value, source = _setting(config, "cassette_dir")
+    if not value:
+        return None
+    if source.startswith("ini"):
+        base = config.inipath.parent if config.inipath else config.rootpath
+    else:
+        base = config.invocation_params.dir
+    return (base / str(value)).resolve()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReplaykitOptions:
+    """The plugin's settings; override the ``replaykit_options`` fixture to change them in code."""
+
+    cassette_dir: Path | None = None
+    timing: str = "fast"
+    enforce_contracts: bool = False
+    allow_network: bool = False
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> ReplaykitOptions:
+        """Read the options: command line, else environment variable, else ini."""
+        timing = str(_setting(config, "timing")[0] or "fast")
+        flags = _flag(config, "enforce_contracts"), _flag(config, "allow_network")
+        return cls(_directory(config), timing, *flags)
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+def _fail(exc: ReplaykitError) -> NoReturn:
+    pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def replaykit_options(pytestconfig: pytest.Config) -> ReplaykitOptions:
+    """The options of this run (see :class:`ReplaykitOptions`)."""
+    try:
+        return ReplaykitOptions.from_config(pytestconfig)
+    except ReplaykitError as exc:
+        _fail(exc)
+
+
+@pytest.fixture(scope="session")
+def replaykit_server(replaykit_options: ReplaykitOptions) -> Iterator[FakeProvider]:
+    """The session's fake provider on a free loopback port (one per xdist worker), started once."""
+    from replaykit.server import FakeProvider  # aiohttp is imported only when a test asks for it
+
+    try:
+        options = replaykit_options
+        server = FakeProvider(timing=options.timing, enforce_contracts=options.enforce_contracts)
+    except ReplaykitError as exc:
+        _fail(exc)
+    with server:
+        yield server
+
+
+@pytest.fixture
+def replaykit(
+    request: pytest.FixtureRequest, replaykit_server: FakeProvider, replaykit_options: ReplaykitOptions
+) -> Iterator[ReplayHandle]:
+    """This test's view of the fake provider: its cassettes and faults loaded, journal reset, network off."""
+    base = replaykit_options.cassette_dir or request.node.path.parent / "cassettes"
+    try:
+        handle = ReplayHandle.open(request.node, replaykit_server, base, request.config.rootpath)
+    except ReplaykitError as exc:
+        _fail(exc)
+    handle.guard = None if replaykit_options.allow_network else NetworkGuard()
+    request.node.stash[_HANDLE] = handle
+    try:
+        with handle.guard or contextlib.nullcontext():
+            yield handle
+    finally:
+        del request.node.stash[_HANDLE]
+        handle.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """After the test body: fail the test on the replaykit report, or attach it to a failure."""
+    handle = item.stash.get(_HANDLE, None)
+    if handle is None:
+        return (yield)
+    try:
+        result = yield
+    except pytest.skip.Exception:
+        raise
+    except BaseException:
+        text = _report_quietly(handle)
+        if text:
+            item.add_report_section("call", "replaykit", text)
+        raise
+    text = handle.report()
+    if text:
+        pytest.fail(text, pytrace=False)
+    return result
+
+
+def _report_quietly(handle: ReplayHandle) -> str:
+    """The report, for a test that already failed: a server error must not hide the test's own."""
+    try:
+        return handle.report()
+    except Exception as exc:
+        return f"replaykit: the fake provider failed while serving this test: {type(exc).__name__}: {exc}"
+
+
+# ---------------------------------------------------------------- the handle
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Marked:
+    cassettes: list[Any] = dataclasses.field(default_factory=list)
+    faults: list[Any] = dataclasses.field(default_factory=list)
+    strict: bool = False
+    allow_unused: bool = False
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, str | os.PathLike | dict) or not isinstance(value, Iterable):
+        return [value]
+    return list(value)
+
+
+def _marked(node: pytest.Item) -> _Marked:
+    marker = node.get_closest_marker("replaykit")
+    if marker is None:
+        return _Marked()
+    where = f"{node.nodeid}: @pytest.mark.replaykit"
+    unknown = sorted(set(marker.kwargs) - set(MARKER_KEYS))
+    if unknown:
+        known = ", ".join(MARKER_KEYS)
+        raise UsageError(f"{where}: unknown argument {unknown[0]!r}; the arguments are {known}")
+    for key in ("strict", "allow_unused"):
+        if not isinstance(marker.kwargs.get(key, False), bool):
+            raise UsageError(f"{where}: {key}={marker.kwargs[key]!r} must be True or False")
+    cassettes = list(marker.args) + _as_list(marker.kwargs.get("cassettes"))
+    faults = _as_list(marker.kwargs.get("faults"))
+    flags = marker.kwargs.get("strict", False), marker.kwargs.get("allow_unused", False)
+    return _Marked(cassettes, faults, *flags)
+
+
+def _resolve(name: Any, base: Path, where: str) -> Any:
+    """A marker's cassette entry as a path (absolute, else under ``base``, else bundled) or as given."""
+    if not isinstance(name, str | os.PathLike):
+        return name
+    from replaykit.resources import data_dir
+
+    tried = [Path(name)] if Path(name).is_absolute() else [base / name, data_dir("cassettes") / name]
+    for path in tried:
+        if path.exists():
+            return path.resolve()
+    raise UsageError(
+        f"{where}: cassette {os.fspath(name)!r} not found (looked in: {', '.join(map(str, tried))}); "
+        "give an absolute path, put it there, or set --replaykit-cassette-dir"
+    )
+
+
+class ReplayHandle:
+    """One test's access to the fake provider: URLs, environment, journal, faults, and the final report."""
+
+    def __init__(
+        self, server: FakeProvider, *, base: Path, root: Path, allow_unused: bool = False, own: bool = False
+    ) -> None:
+        self.server = server
+        self.base, self.root = base, root
+        self.allow_unused = allow_unused
+        self.guard: NetworkGuard | None = None
+        self._own = own
+        self._cassettes: list[Any] = []
+        self._listed: dict[str, frozenset[str]] = {}
+
+    @classmethod
+    def open(cls, node: pytest.Item, session: FakeProvider, base: Path, root: Path) -> ReplayHandle:
+        """Reset ``session`` (or start a strict server for the test); load the marker's cassettes, faults."""
+        marked = _marked(node)
+        cassettes = [_resolve(c, base, f"{node.nodeid}: @pytest.mark.replaykit") for c in marked.cassettes]
+        server = _strict_twin(session) if marked.strict else session
+        handle = cls(server, base=base, root=root, allow_unused=marked.allow_unused, own=marked.strict)
+        try:
+            server.reset()
+            handle._load(cassettes)
+            for number, fault in enumerate(marked.faults):
+                handle._inject(fault, f"{node.nodeid}: @pytest.mark.replaykit faults[{number}]")
+        except BaseException:
+            handle.close()
+            raise
+        return handle
+
+    # ------------------------------------------------------------ what the test uses
+
+    @property
+    def cassettes(self) -> list[Any]:
+        """The cassettes loaded for this test (resolved paths, or the objects given)."""
+        return list(self._cassettes)
+
+    @property
+    def journal(self) -> list[Entry]:
+        """One :class:`~replaykit.server.Entry` per request received during this test, in arrival order."""
+        return self.server.journal
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>`` of the server this test talks to."""
+        return self.server.url
+
+    def base_url(self, provider: str) -> str:
+        """The base URL to give ``provider``'s SDK: anthropic, openai, azure or cloudflare."""
+        return self.server.base_url(provider)
+
+    def base_urls(self) -> dict[str, str]:
+        """Every provider's SDK base URL."""
+        return self.server.base_urls()
+
+    def env(self) -> dict[str, str]:
+        """Environment variables pointing a subprocess at the fake provider (base URLs, dummy keys)."""
+        return self.server.env()
+
+    def inject(self, fault: Fault | str | dict[str, Any]) -> Fault:
+        """Add a fault (a :class:`~replaykit.server.Fault`, a ``--fault`` spec string or a mapping)."""
+        return self._inject(fault, "replaykit.inject")
+
+    def load(self, *cassettes: Any) -> None:
+        """Replace the loaded cassettes (looked up like the marker's); which were served starts afresh."""
+        self._load([_resolve(c, self.base, "replaykit.load") for c in cassettes])
+
+    def unused(self) -> list[dict[str, Any]]:
+        """Interactions not served whole so far: ``{cassette, index, line, route}`` each."""
+        return self.server.unused()
+
+    def report(self) -> str:
+        """The readable list of this test's traffic problems; empty when there are none."""
+        self.server.check_errors()
+        refused = self.guard.refused if self.guard else []
+        unused = [] if self.allow_unused else self.unused()
+        return format_report(self.journal, unused, refused, self._display, self._expected)
+
+    def close(self) -> None:
+        """Stop a server of the test's own, or empty the shared one."""
+        if self._own:
+            self.server.stop()
+        else:
+            self.server.reset()
+            self.server.load([])
+
+    # ------------------------------------------------------------ internals
+
+    def _load(self, cassettes: list[Any]) -> None:
+        self.server.load(cassettes)
+        self._cassettes = cassettes
+
+    def _inject(self, fault: Any, where: str) -> Fault:
+        try:
+            return self.server.inject(fault)
+        except ReplaykitError as exc:
+            raise UsageError(f"{where}: {exc}") from exc
+
+    def _display(self, label: str) -> str:
+        path = Path(label)
+        return str(path.relative_to(self.root)) if path.is_relative_to(self.root) else label
+
+    def _expected(self, label: str) -> frozenset[str]:
+        """The ``x-expected-violations`` of the cassette loaded under ``label`` (read once)."""
+        if label not in self._listed:
+            self._listed[label] = _listed(self._cassette(label))
+        return self._listed[label]
+
+    def _cassette(self, label: str) -> Cassette | None:
+        for item in self._cassettes:
+            if not isinstance(item, str | os.PathLike) and label == str(getattr(item, "path", None)):
+                return item  # type: ignore[no-any-return]
+        if not Path(label).is_file():
+            return None
+        from replaykit import cassette
+
+        return cassette.load(label)
+
+
+def _listed(loaded: Cassette | None) -> frozenset[str]:
+    from replaykit.contracts import EXPECTED_VIOLATIONS
+
+    listed = loaded.meta.extra.get(EXPECTED_VIOLATIONS) if loaded is not None else None
+    return frozenset(map(str, listed)) if isinstance(listed, list) else frozenset()
+
+
+def _strict_twin(session: FakeProvider) -> FakeProvider:
+    """A strict server with the session server's timing and contract enforcement, started."""
+    from replaykit.server import FakeProvider
+
+    timing, enforce = session.settings.timing, session.settings.enforce_contracts
+    return FakeProvider(strict=True, timing=timing, enforce_contracts=enforce).start()
+
+
+# ---------------------------------------------------------------- the report
+
+
+def format_report(
+    journal: list[Entry],
+    unused: list[dict[str, Any]],
+    refused: list[str],
+    display: Callable[[str], str] = str,
+    expected: Callable[[str], frozenset[str]] = lambda label: frozenset(),
+) -> str:
+    """The report of one test's traffic: unmatched requests, unused interactions, violations, refusals."""
+    sections = [
+        _section("requests no recorded interaction matched", _unmatched(journal, display),
+                 "record the missing interaction, or fix the request (the near misses show the closest)"),
+        _section("recorded interactions never served", [[_unused_line(u, display)] for u in unused],
+                 "make the code send them, drop them from the cassette, or mark the test "
+                 "@pytest.mark.replaykit(allow_unused=True)"),
+        _section("contract violations", _violations(journal, display, expected),
+                 "fix the request; a deliberate violation is listed in the cassette's "
+                 "replaykit: x-expected-violations"),
+        _section("network connections refused", [[line] for line in refused], _ALLOW_HINT),
+    ]
+    found = [text for text in sections if text]
+    return "\n".join(["replaykit: this test's provider traffic has problems", *found]) if found else ""
+
+
+def _section(title: str, items: list[list[str]], fix: str) -> str:
+    """A titled, counted list; each item is a first line and the lines explaining it."""
+    if not items:
+        return ""
+    lines = [f"  {line}" for item in items for line in item]
+    return "\n".join([f"{title} ({len(items)}); fix: {fix}", *lines])
+
+
+def _request(entry: Entry) -> str:
+    return f"request {entry.seq}: {entry.method} {entry.path}"
+
+
+def _unmatched(journal: list[Entry], display: Callable[[str], str]) -> list[list[str]]:
+    return [_unmatched_item(entry, display) for entry in journal if entry.verdict == "unmatched"]
+
+
+def _unmatched_item(entry: Entry, display: Callable[[str], str]) -> list[str]:
+    lines = [f"{_request(entry)} got {entry.status or 404}: {entry.error}"]
+    for miss in entry.near_misses:
+        refused = ", ".join(miss["failed"]) or "nothing"
+        place = f"{display(miss['cassette'])}:interactions[{miss['index']}]"
+        lines.append(f"  near miss {place} (line {miss['line']}, refused by: {refused})")
+        lines.extend(f"    {_change(change)}" for change in miss["diff"])
+    return lines
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _change(change: dict[str, Any]) -> str:
+    pointer = change["pointer"] or "/"
+    if change["change"] == "added":
+        return f"{pointer}: only in the request sent: {_shown(change['received'])}"
+    if change["change"] == "removed":
+        return f"{pointer}: only in the recording: {_shown(change['recorded'])}"
+    return f"{pointer}: sent {_shown(change['received'])}, recorded {_shown(change['recorded'])}"
+
+
+def _unused_line(row: dict[str, Any], display: Callable[[str], str]) -> str:
+    where = f"{display(row['cassette'])}:interactions[{row['index']}]"
+    return f"{where} (line {row['line']}, route {row['route']})"
+
+
+def _violations(
+    journal: list[Entry], display: Callable[[str], str], expected: Callable[[str], frozenset[str]]
+) -> list[list[str]]:
+    items: list[list[str]] = []
+    for entry in journal:
+        rows = [("request", row) for row in entry.request_violations]
+        if entry.verdict == "served" and not any(f.get("applied") for f in entry.faults):
+            rows += [("response", row) for row in entry.response_violations]
+        matched = entry.matched or {}
+        listed = expected(matched["cassette"]) if rows and matched else frozenset()
+        source = f"{display(matched['cassette'])}:interactions[{matched['index']}]" if matched else ""
+        items += [[f"{_request(entry)}: {_violation(part, row)}"
+                   + (f" (recorded in {source})" if part == "response" else "")]
+                  for part, row in rows if not _names(part, row, matched.get("index")) & listed]
+    return items
+
+
+def _names(part: str, row: dict[str, Any], index: int | None) -> set[str]:
+    """The ways an ``x-expected-violations`` entry may name this violation (see replaykit.contracts)."""
+    short = f"{part} {row.get('pointer') or '/'}"
+    place = f"interactions[{index}]"
+    if row.get("event") is not None:
+        place += f":events[{row['event']}]"
+    return {short, f"{place} {short}"}
+
+
+def _violation(part: str, row: dict[str, Any]) -> str:
+    event = f" events[{row['event']}]" if row.get("event") is not None else ""
+    return f"{part}{event} {row.get('pointer') or '/'}: {row.get('message')}"
+
+
+# ---------------------------------------------------------------- the network guard
+
+
+class NetworkBlockedError(ReplaykitError, ConnectionRefusedError):
+    """The network guard refused a connection (or DNS lookup) to an address that is not loopback."""
+
+
+def is_loopback(host: object) -> bool:
+    """True for ``localhost``, 127.0.0.0/8 and ``::1`` (IPv4-mapped too); never resolves a name."""
+    if isinstance(host, bytes):
+        host = host.decode("ascii", "replace")
+    if not isinstance(host, str):
+        return False
+    name = host.strip("[]").split("%")[0].lower()
+    if name in ("localhost", "localhost."):
+        return True
+    address = _ip(name)
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address is not None and address.is_loopback
+
+
+def _ip(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(name)
+    except ValueError:
+        return None
+
+
+_ABSENT = object()
+
+
+class NetworkGuard:
+    """While installed (``with``), refuse non-loopback connections and lookups; ``refused`` lists them."""
+
+    def __init__(self) -> None:
+        self.refused: list[str] = []
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def __enter__(self) -> NetworkGuard:
+        self.install()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.uninstall()
+
+    def install(self) -> None:
+        """Patch the socket module (undone by :meth:`uninstall`)."""
+        if self._saved:
+            raise UsageError("the network guard is already installed")
+        cls = socket.socket
+        patches = [
+            (cls, "connect", self._connect(cls.connect, "socket.connect")),
+            (cls, "connect_ex", self._connect(cls.connect_ex, "socket.connect_ex")),
+            (socket, "create_connection", self._create_connection(socket.create_connection)),
+            (socket, "getaddrinfo", self._getaddrinfo(socket.getaddrinfo)),
+        ]
+        for owner, name, wrapper in patches:
+            self._saved.append((owner, name, vars(owner).get(name, _ABSENT)))
+            setattr(owner, name, wrapper)
+
+    def uninstall(self) -> None:
+        """Restore what :meth:`install` patched."""
+        while self._saved:
+            owner, name, original = self._saved.pop()
+            if original is _ABSENT:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, original)
+
+    def refuse(self, host: object, port: object, via: str) -> NetworkBlockedError:
+        """Record a refusal and return the error to raise."""
+        shown = f"[{host}]" if isinstance(host, str) and ":" in host else str(host)
+        message = (
+            f"replaykit blocked {via} to {shown}:{port}: a replaykit test runs offline and may reach "
+            f"loopback only (localhost, 127.0.0.0/8, ::1); {_ALLOW_HINT}"
+        )
+        self.refused.append(message)
+        return NetworkBlockedError(message)
+
+    def _check(self, host: object, port: object, via: str) -> None:
+        if not is_loopback(host):
+            raise self.refuse(host, port, via)
+
+    def _connect(self, original: Callable[..., Any], via: str) -> Callable[..., Any]:
+        def connect(sock: socket.socket, address: Any) -> Any:
+            if sock.family in (socket.AF_INET, socket.AF_INET6) and isinstance(address, tuple):
+                self._check(address[0], address[1] if len(address) > 1 else "?", via)
+            return original(sock, address)
+
+        return connect
+
+    def _create_connection(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def create_connection(address: tuple[Any, ...], *args: Any, **kwargs: Any) -> Any:
+            self._check(address[0], address[1], "socket.create_connection")
+            return original(address, *args, **kwargs)
+
+        return create_connection
+
+    def _getaddrinfo(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+            name = host.decode("ascii", "replace") if isinstance(host, bytes) else host
+            if name is not None and _ip(str(name).split("%")[0]) is None:
+                self._check(name, port, "a DNS lookup (socket.getaddrinfo)")
+            return original(host, port, *args, **kwargs)
+
+        return getaddrinfo

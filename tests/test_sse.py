@@ -85,6 +85,8 @@ def test_retry_needs_ascii_digits(line: bytes, retry: int | None) -> None:
 def test_last_block_without_blank_line_is_kept_unterminated() -> None:
     events = sse.parse(b"data: a\n\ndata: b\n")
     assert [(e.data, e.terminated, e.dispatched) for e in events] == [("a", True, True), ("b", False, False)]
+    [crlf] = sse.parse(b"data: a\r\ndata: b")  # a CRLF is one line end, never a line end plus a blank line
+    assert (crlf.data, crlf.terminated) == ("a\nb", False)
     [tail] = sse.parse(b"data: no line end")
     assert (tail.data, tail.terminated, tail.raw) == ("no line end", False, b"data: no line end")
 
@@ -250,9 +252,30 @@ def test_any_split_yields_the_whole_body_events(case: tuple[bytes, list[bytes]])
 
 
 @settings(max_examples=200, deadline=None)
+@given(split_stream())
+@example((b"data: a\n\n", [b"data: a\n", b"\n"]))
+@example((b"data: a\r\r\n", [b"data: a\r", b"\r", b"\n"]))
+def test_each_event_comes_out_as_soon_as_its_blank_line_arrives(case: tuple[bytes, list[bytes]]) -> None:
+    """After n bytes, exactly the blocks ending by n are out, but one ending in CR exactly at n (CRLF?)."""
+    body, chunks = case
+    parser, fed, out = sse.Parser(), 0, 0
+    whole = sse.parse(body)
+    ends = list(itertools.accumulate(len(e.raw) for e in whole))
+    for chunk in chunks:
+        out += len(parser.feed(chunk))
+        fed += len(chunk)
+        due = [n for n, (end, e) in enumerate(zip(ends, whole, strict=True))
+               if e.terminated and (end < fed or (end == fed and not e.raw.endswith(b"\r")))]
+        assert out == len(due), (fed, out, due)
+
+
+@settings(max_examples=200, deadline=None)
 @given(streams)
-def test_bytes_round_trip(body: bytes) -> None:
-    assert sse.serialize(sse.parse(body)) == body
+@example(b"data: a\r\ndata: b")
+def test_bytes_round_trip_and_count(body: bytes) -> None:
+    events = sse.parse(body)
+    assert sse.serialize(events) == body
+    assert sse.count(body) == len(events)
 
 
 def whatwg(body: bytes) -> list[tuple[str, str, str]]:
@@ -282,6 +305,7 @@ def whatwg(body: bytes) -> list[tuple[str, str, str]]:
 @given(streams)
 @example(b"data\n\ndata:\n\n")
 @example(b"id: 1\ndata: a\n\ndata: b\n\n")
+@example(b"data: a\r\ndata: b")
 def test_dispatched_events_match_the_spec_transcription(body: bytes) -> None:
     assert dispatched(body) == whatwg(body)
 

@@ -26,6 +26,7 @@ COMMANDS: tuple[str, ...] = (
     "serve",
     "verify",
     "drift",
+    "properties",
 )
 
 

@@ -1,0 +1,116 @@
+"""``replaykit properties``: check a token estimator against the property suite (:mod:`replaykit.properties`).
+
+``--estimator module:function`` loads a Python callable ``(transcript, target) -> tokens``;
+``--estimator-cmd "CMD"`` runs a command speaking the JSON Lines estimator protocol. Prints one line per
+property (``PASS`` / ``FAIL`` / ``UNCHECKED``, its name and statement); a failure adds what went wrong, the
+target and the shrunk transcript as JSON. ``--json`` prints one JSON document instead. Exit 0 when every
+property holds, 1 otherwise, 2 on usage errors (a bad ``module:function``, a command that cannot start).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK
+from replaykit.errors import UsageError
+from replaykit.properties import PROPERTIES, CommandEstimator, Estimator, Outcome, dumps, load_callable, run
+
+__all__ = ["register", "render", "run_command", "to_json"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``properties`` subcommand."""
+    parser = subparsers.add_parser(
+        "properties", help="check a token estimator against the replay-aware property suite",
+        description="Run the estimator property suite (Hypothesis) against a Python callable or a JSON Lines "
+                    "command. Exit 0 when every property holds, 1 on a failure, 2 on usage errors.")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--estimator", metavar="MODULE:FUNCTION",
+                       help="a Python callable (transcript, target) -> tokens, e.g. "
+                            "replaykit.estimate:estimate_tokens")
+    which.add_argument("--estimator-cmd", metavar="CMD",
+                       help='a command speaking the JSON Lines estimator protocol, e.g. "node estimator.js"')
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    parser.add_argument("--max-examples", type=_positive, default=100, metavar="N",
+                        help="examples per property (default 100)")
+    parser.add_argument("--seed", type=int, default=None, help="make the run repeatable (default: random)")
+    parser.add_argument("--property", action="append", dest="names", metavar="NAME",
+                        choices=[prop.name for prop in PROPERTIES], help="run only this property (repeatable)")
+    parser.set_defaults(func=run_command)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"--max-examples {text!r} must be a positive integer") from None
+    if value < 1:
+        raise UsageError(f"--max-examples {value} must be a positive integer")
+    return value
+
+
+@contextmanager
+def _estimator(args: argparse.Namespace) -> Iterator[tuple[str, Estimator]]:
+    if args.estimator is not None:
+        yield args.estimator, load_callable(args.estimator)
+        return
+    with CommandEstimator(args.estimator_cmd) as command:
+        yield args.estimator_cmd, command
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the suite as ``args`` say and print the report."""
+    seed = args.seed if args.seed is not None else random.randrange(2**32)
+    with _estimator(args) as (label, estimator):
+        outcomes = run(estimator, max_examples=args.max_examples, seed=seed, names=args.names)
+    header = {"estimator": label, "seed": seed, "maxExamples": args.max_examples}
+    print(json.dumps(to_json(header, outcomes), indent=2) if args.json else render(header, outcomes))
+    return EXIT_OK if all(outcome.passed for outcome in outcomes) else EXIT_FINDINGS
+
+
+def render(header: dict[str, Any], outcomes: list[Outcome]) -> str:
+    """The human report: one line per property, the failures' details, a summary line."""
+    lines = [f"estimator {header['estimator']}: {header['maxExamples']} examples per property, "
+             f"seed {header['seed']}"]
+    width = max(len(outcome.name) for outcome in outcomes)
+    for outcome in outcomes:
+        lines.append(f"{outcome.status.upper():9} {outcome.name.ljust(width)}  {outcome.statement}")
+        lines.extend(_details(outcome))
+    failed = sum(not outcome.passed for outcome in outcomes)
+    lines.append(f"{len(outcomes)} properties, {len(outcomes) - failed} passed, {failed} failed"
+                 + ("" if failed else ": OK"))
+    return "\n".join(lines)
+
+
+def _details(outcome: Outcome) -> list[str]:
+    if outcome.unchecked:
+        return [f"          {outcome.unchecked}"]
+    if outcome.failure is None:
+        return []
+    failure = outcome.failure
+    return [f"          {failure.detail}", f"          target: {dumps(failure.target)}",
+            f"          transcript: {dumps(failure.transcript)}"]
+
+
+def to_json(header: dict[str, Any], outcomes: list[Outcome]) -> dict[str, Any]:
+    """The ``--json`` document: the run's settings, one entry per property and the counts."""
+    entries = [_entry(outcome) for outcome in outcomes]
+    failed = sum(not outcome.passed for outcome in outcomes)
+    return {**header, "ok": failed == 0, "passed": len(outcomes) - failed, "failed": failed,
+            "properties": entries}
+
+
+def _entry(outcome: Outcome) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": outcome.name, "statement": outcome.statement, "status": outcome.status}
+    if outcome.unchecked:
+        entry["reason"] = outcome.unchecked
+    if outcome.failure is not None:
+        failure = json.loads(dumps({"detail": outcome.failure.detail, "target": outcome.failure.target,
+                                    "transcript": outcome.failure.transcript}))
+        entry["failure"] = failure
+    return entry
