@@ -321,7 +321,8 @@ def _canonical_body(body: bytes | None) -> bytes:
     parsed = _json_or_none(body)
     if parsed is None:
         return body or b""
-    return json.dumps(parsed, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+    canonical = json.dumps(parsed, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return canonical.encode("utf-8", "surrogatepass")  # JSON may escape a lone surrogate: "\ud800"
 
 
 # ---------------------------------------------------------------- reading: shapes
@@ -396,7 +397,7 @@ def _status(raw: dict[str, Any], at: _Path) -> tuple[int, str]:
     fix = "write `status: {code: 200, message: OK}`"
     status = raw["status_code"] if "status_code" in raw else _need(raw, "status", at, fix)
     code, reason = (status.get("code"), status.get("message")) if isinstance(status, dict) else (status, "")
-    if isinstance(code, bool) or not isinstance(code, int | str) or not str(code).isdigit():
+    if not isinstance(code, int | str) or not (str(code).isascii() and str(code).isdigit()):  # not True
         raise _Invalid((*at, "status"), f"{_dotted(at)}.status has no integer code (got {code!r})", fix)
     return int(code), "" if reason is None else str(reason)
 
@@ -421,21 +422,21 @@ def _response(raw: dict[str, Any], at: _Path) -> Response:
     return Response(code, reason, headers, _decoded(body, encoding, at))
 
 
-_CODECS: dict[str, Callable[[bytes], bytes]] = {
-    "gzip": gzip.decompress,
-    "x-gzip": gzip.decompress,
-    "br": brotli.decompress,
-    "deflate": lambda body: _inflate(body),
-    "identity": lambda body: body,
-}
-
-
 def _inflate(body: bytes) -> bytes:
     """``deflate`` as servers send it: zlib-wrapped, or (a common mistake) raw deflate."""
     try:
         return zlib.decompress(body)
     except zlib.error:
         return zlib.decompress(body, -zlib.MAX_WBITS)
+
+
+_CODECS: dict[str, Callable[[bytes], bytes]] = {
+    "gzip": gzip.decompress,
+    "x-gzip": gzip.decompress,
+    "br": brotli.decompress,
+    "deflate": _inflate,
+    "identity": lambda body: body,
+}
 
 
 def _decoded(body: bytes, encoding: str, at: _Path) -> bytes:

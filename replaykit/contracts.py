@@ -235,6 +235,23 @@ def _one_domain_list(instance: Mapping[str, Any]) -> Iterator[ValidationError]:
         yield ValidationError(message, path=["blocked_domains"])
 
 
+def _min_max(instance: Mapping[str, Any]) -> Iterator[ValidationError]:
+    """A scenario's ``{min, max}`` range (a count, an estimate bound): ``min <= max`` when both are given."""
+    low, high = instance.get("min"), instance.get("max")
+    if _is_int(low) and _is_int(high) and low > high:
+        yield ValidationError(f"max {high} is below min {low}; a {{min, max}} range needs min <= max",
+                              path=["max"])
+
+
+def _reserve_below_window(instance: Mapping[str, Any]) -> Iterator[ValidationError]:
+    """Scenario and target input: ``reserve < contextWindow`` (the budget is contextWindow - reserve)."""
+    reserve, window = instance.get("reserve"), instance.get("contextWindow")
+    if _is_int(reserve) and _is_int(window) and reserve >= window:
+        message = (f"reserve {reserve} leaves no room in contextWindow {window}; "
+                   "reserve must be below contextWindow")
+        yield ValidationError(message, path=["reserve"])
+
+
 RULES: dict[str, Rule] = {
     "index_span": _span("start_index", "end_index"),
     "char_span": _span("start_char_index", "end_char_index"),
@@ -242,6 +259,8 @@ RULES: dict[str, Rule] = {
     "block_span": _span("start_block_index", "end_block_index"),
     "total_tokens": _total_tokens,
     "one_domain_list": _one_domain_list,
+    "min_max": _min_max,
+    "reserve_below_window": _reserve_below_window,
 }
 
 

@@ -34,6 +34,11 @@ The taxonomy a harness's outcome is judged by (``error`` of the target outcome, 
                                                                       CancelledError
     INTERNAL_ERROR       local       never                            anything else: a bug in the harness
 
+:data:`ERROR_CODES` are exactly the codes of ``contracts/replaykit/target-outcome.schema.json``, whose
+``errorRules`` fix each code's provenance as above. An exception of no known kind is ``INTERNAL_ERROR``, not
+``LOCAL_REQUEST_ERROR``: nothing says it struck before a request was sent, and a scenario must be able to
+tell a harness that refused bad input from one that crashed.
+
 :func:`classify` maps an exception (walking ``__cause__`` / ``__context__``, so ``raise Generic(...) from
 local_error`` keeps its provenance) or a raw HTTP response to an :class:`ErrorInfo`. Messages in an
 ``ErrorInfo`` are safe to log and to write to an outcome: key-shaped strings are masked and no request body

@@ -38,7 +38,7 @@ import importlib.util
 import math
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -158,31 +158,39 @@ def text_tokens(text: str) -> int:
     return text_chars(text).tokens
 
 
-def _strings(value: object) -> Iterator[str | None]:
-    """The counted strings under ``value``; None stands for an image."""
+def _collect(value: object, texts: list[str], images: list[None]) -> None:
+    """Gather the counted strings under ``value`` into ``texts``, one None per image into ``images``."""
     if isinstance(value, str):
-        yield value
+        texts.append(value)
     elif isinstance(value, dict):
         if value.get("type") in _IMAGE_TYPES:
-            yield None
+            images.append(None)
             return
         for item in value.values():
-            yield from _strings(item)
+            _collect(item, texts, images)
     elif isinstance(value, list):
         for item in value:
-            yield from _strings(item)
+            _collect(item, texts, images)
 
 
-def _chars(value: object) -> Chars:
-    total = Chars()
-    for text in _strings(value):
-        total += text_chars(text) if text is not None else Chars(IMAGE_CHARS, 0)
-    return total
+def _strings(values: Iterable[object]) -> tuple[list[str], int]:
+    """The counted strings under ``values`` and the number of images among them."""
+    texts: list[str] = []
+    images: list[None] = []
+    for value in values:
+        _collect(value, texts, images)
+    return texts, len(images)
+
+
+def _chars(values: Iterable[object]) -> Chars:
+    texts, images = _strings(values)
+    chars = text_chars("".join(texts))
+    return Chars(chars.other + images * IMAGE_CHARS, chars.cjk)
 
 
 def body_chars(body: Mapping[str, Any]) -> dict[str, Chars]:
     """The counted characters of a projected body, per part: ``system``, ``tools`` and ``messages``."""
-    return {part: sum((_chars(body.get(key)) for key in keys), Chars()) for part, keys in _PARTS.items()}
+    return {part: _chars(body.get(key) for key in keys) for part, keys in _PARTS.items()}
 
 
 # ---------------------------------------------------------------- usage anchoring
@@ -330,10 +338,8 @@ def _exact_counter(target: Target) -> Callable[[Mapping[str, Any]], dict[str, in
 
 
 def _exact(encoding: tiktoken.Encoding, values: list[object]) -> int:
-    texts = [text for value in values for text in _strings(value)]
-    plain = [text for text in texts if text is not None]
-    images = len(texts) - len(plain)
-    counted = sum(len(tokens) for tokens in encoding.encode_ordinary_batch(plain, num_threads=1))
+    texts, images = _strings(values)
+    counted = sum(len(encoding.encode_ordinary(text)) for text in texts)
     return counted + images * (IMAGE_CHARS // 4)
 
 

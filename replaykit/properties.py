@@ -24,6 +24,7 @@ non-empty transcript would drop its estimate to 0), and by ``matches_projection`
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib
 import json
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import hypothesis
-from hypothesis import HealthCheck, Verbosity, given, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
@@ -359,11 +360,15 @@ class Property:
     statement: str
     check: Callable[[_Case, st.DataObject], None] = field(repr=False)
 
-    def test(self, estimator: Estimator, max_examples: int = 100,
-             seed: int | None = None) -> Callable[[], None]:
-        """The Hypothesis test of this property against ``estimator`` (raises PropertyViolation)."""
+    def test(self, estimator: Estimator, max_examples: int = 100, seed: int | None = None, *,
+             shrink: bool = True) -> Callable[[], None]:
+        """The Hypothesis test of this property against ``estimator`` (raises PropertyViolation).
+
+        ``shrink=False`` reports the first failing example as found, without minimising it (faster).
+        """
+        phases = [phase for phase in Phase if shrink or phase is not Phase.shrink]
         config = settings(max_examples=max_examples, deadline=None, database=None, report_multiple_bugs=False,
-                          verbosity=Verbosity.quiet, suppress_health_check=list(HealthCheck))
+                          verbosity=Verbosity.quiet, suppress_health_check=list(HealthCheck), phases=phases)
 
         @config
         @given(rs.targets(), st.data())
@@ -372,10 +377,11 @@ class Property:
 
         return hypothesis.seed(seed)(property_test) if seed is not None else property_test
 
-    def outcome(self, estimator: Estimator, max_examples: int = 100, seed: int | None = None) -> Outcome:
+    def outcome(self, estimator: Estimator, max_examples: int = 100, seed: int | None = None, *,
+                shrink: bool = True) -> Outcome:
         """Run the property; a failure keeps the shrunk example."""
         try:
-            self.test(estimator, max_examples, seed)()
+            self.test(estimator, max_examples, seed, shrink=shrink)()
         except PropertyViolation as violation:
             return self._failed(violation, "")
         except Unsatisfiable:
@@ -424,12 +430,12 @@ PROPERTIES: tuple[Property, ...] = (
 
 
 def run(estimator: Estimator, *, max_examples: int = 100, seed: int | None = None,
-        names: Iterable[str] | None = None) -> list[Outcome]:
+        names: Iterable[str] | None = None, shrink: bool = True) -> list[Outcome]:
     """Check every property (or those ``names``) against ``estimator``; one :class:`Outcome` each.
 
     ``seed`` makes the run repeatable (None: Hypothesis draws a random one).
     """
-    return [prop.outcome(estimator, max_examples, seed) for prop in _select(names)]
+    return [prop.outcome(estimator, max_examples, seed, shrink=shrink) for prop in _select(names)]
 
 
 def _select(names: Iterable[str] | None) -> list[Property]:
@@ -483,6 +489,11 @@ class CommandEstimator:
         self.pending = b""
 
     def __enter__(self) -> CommandEstimator:
+        try:
+            self._start()  # a command that cannot start is a usage error, before any property runs
+        except UsageError:
+            self.close()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -496,13 +507,15 @@ class CommandEstimator:
         return self._tokens(answer, self.next_id)
 
     def _start(self) -> subprocess.Popen[bytes]:
-        if self.process is None or self.process.poll() is not None:
-            try:
-                self.process = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                                stderr=self.stderr)
-            except OSError as exc:
-                raise UsageError(f"--estimator-cmd {shlex.join(self.argv)!r} cannot start: {exc}") from exc
-            self.pending = b""
+        if self.process is not None and self.process.poll() is None:
+            return self.process
+        self._stop()
+        try:
+            self.process = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=self.stderr)
+        except OSError as exc:
+            raise UsageError(f"--estimator-cmd {shlex.join(self.argv)!r} cannot start: {exc}") from exc
+        self.pending = b""
         return self.process
 
     def _exchange(self, line: bytes) -> bytes:
@@ -531,7 +544,8 @@ class CommandEstimator:
         return line
 
     def _died(self, process: subprocess.Popen[bytes]) -> str:
-        code = process.wait()
+        self._stop(self.timeout)
+        code = process.returncode
         self.stderr.seek(0)
         tail = self.stderr.read()[-400:].decode("utf-8", "replace").strip()
         self.stderr.seek(0)
@@ -554,21 +568,22 @@ class CommandEstimator:
         tokens: float = answer["tokens"]
         return tokens
 
-    def _stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        self.process = None
+    def _stop(self, grace: float = 0.0) -> None:
+        """End the process: close its stdin, wait ``grace`` seconds for it to exit, then kill it."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
     def close(self) -> None:
         """Close the estimator's stdin, let it exit (or kill it after ``timeout``), drop the stderr file."""
-        if self.process is not None and self.process.poll() is None:
-            assert self.process.stdin is not None
-            self.process.stdin.close()
-            try:
-                self.process.wait(self.timeout)
-            except subprocess.TimeoutExpired:
-                self._stop()
-        if self.process is not None and self.process.stdout is not None:
-            self.process.stdout.close()
+        self._stop(self.timeout)
         self.stderr.close()

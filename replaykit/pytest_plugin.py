@@ -454,8 +454,8 @@ def format_report(
                  "make the code send them, drop them from the cassette, or mark the test "
                  "@pytest.mark.replaykit(allow_unused=True)"),
         _section("contract violations", _violations(journal, display, expected),
-                 "fix the request; a deliberate violation is listed in the cassette's "
-                 "replaykit: x-expected-violations"),
+                 "fix the request (a response: the cassette); list a deliberate violation under the "
+                 "cassette's replaykit: x-expected-violations"),
         _section("network connections refused", [[line] for line in refused], _ALLOW_HINT),
     ]
     found = [text for text in sections if text]

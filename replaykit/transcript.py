@@ -304,7 +304,8 @@ def restore(data: object, *, source: str = "<transcript>") -> Transcript:
     if violations:
         first = violations[0]
         fix = _fix(data, first.pointer)
-        raise LocalRequestError(f"{source}: {first.message}{'; ' + fix if fix else ''}", phase="validation",
+        message = _safe_message(data, first)
+        raise LocalRequestError(f"{source}: {message}{'; ' + fix if fix else ''}", phase="validation",
                                 pointer=first.pointer, message_index=_message_index(first.pointer))
     _check_timestamps(cast(JSON, data), source)
     return cast(Transcript, data)
@@ -319,6 +320,65 @@ def _message_index(pointer: str) -> int | None:
     if len(parts) > 2 and parts[1] == "messages" and parts[2].isdigit():
         return int(parts[2])
     return None
+
+
+_JSON_TYPES: dict[type, str] = {bool: "a boolean", int: "an integer", float: "a number", type(None): "null",
+                                dict: "an object"}
+
+
+def _describe(value: object) -> str:
+    """``value`` by its JSON type (and length for strings and arrays), never its content."""
+    if isinstance(value, str):
+        return f"a string of {len(value)} characters"
+    if isinstance(value, list):
+        return f"an array of {len(value)} items"
+    return _JSON_TYPES.get(type(value), "a value")
+
+
+def _safe_message(data: object, violation: contracts.Violation) -> str:
+    """What is wrong at the violation's pointer, with the schema's expectation and only the type of the value.
+
+    The violation's own message may quote the offending value (user content, keys): it is not used, except
+    for ``required``, whose message names the missing member from the schema.
+    """
+    if violation.keyword == "required":
+        return violation.message
+    value, expected = _at(data, violation.pointer), _expected(data, violation)
+    got = _describe(value)
+    if violation.keyword == "type" and expected is not _UNKNOWN:
+        return f"expected {_types(expected)}, got {got}"
+    if violation.keyword == "enum" and isinstance(expected, list):
+        return f"got {got}, expected one of {', '.join(json.dumps(item) for item in expected)}"
+    if violation.keyword == "const" and expected is not _UNKNOWN:
+        return f"got {got}, expected {json.dumps(expected)}"
+    return f"{got} breaks the schema's {violation.keyword!r} rule"
+
+
+def _types(expected: object) -> str:
+    return " or ".join(expected) if isinstance(expected, list) else str(expected)
+
+
+def _at(data: object, pointer: str) -> object:
+    """The value at ``pointer``, or None where there is none."""
+    node = data
+    for part in pointer.split("/")[1:]:
+        key = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list):
+            node = node[int(key)] if key.isdigit() and int(key) < len(node) else None
+        else:
+            node = node.get(key) if isinstance(node, dict) else None
+    return node
+
+
+_UNKNOWN = object()
+
+
+def _expected(data: object, violation: contracts.Violation) -> object:
+    """The schema's side of the violation (its ``type``, ``enum`` or ``const``), or ``_UNKNOWN``."""
+    for error in _validator().iter_errors(data):
+        if error.validator == violation.keyword and _pointer(error.absolute_path) == violation.pointer:
+            return error.validator_value
+    return _UNKNOWN
 
 
 def _fix(data: object, pointer: str) -> str:

@@ -1,17 +1,20 @@
-"""Verify cassettes: parse errors, secrets left behind, SSE framing (the library of ``replaykit verify``).
+"""Verify cassettes: parse errors, secrets left behind, SSE framing, contracts (the ``verify`` library).
 
 :func:`verify_paths` loads every cassette named (files, or folders searched for ``*.yaml`` / ``*.yml``) and
 returns a :class:`Report`: one :class:`FileResult` per file, each with its :class:`Finding` list. A file that
 does not parse gets one ``parse`` finding (the :class:`~replaykit.errors.CassetteError` text, with its line)
-and is still searched, as raw text, for keys.
+and is still searched, as raw text, for keys. The contract check is
+:func:`replaykit.contracts.verify_check` (places ``interactions[i]`` or ``interactions[i]:events[j]``;
+traffic on a route no contract covers is a warning).
 
 Adding a check (the seam)
 -------------------------
 A check is a small function ``check(path, cassette) -> list[Finding]`` run on every cassette that parsed.
-:data:`CHECKS` lists them in order. To add one (a contract check, say), write the function here, importing
-what it needs from its own module inside the function (``replaykit.contracts`` sits below this module), and
-add ONE line with its name to :data:`CHECKS`. Callers may also pass their own tuple:
-``verify_paths(paths, checks=CHECKS + (my_check,))``. A check reports problems as findings, never raises for
+:data:`CHECKS` lists them in order. To add one, write the function here, importing what it needs from
+its own module inside the function, or write it in that module (as :mod:`replaykit.contracts` does: it sits
+below this module, so it imports :class:`Finding` inside the function); then add ONE line with its name to
+:data:`CHECKS`. Callers may also pass their own tuple: ``verify_paths(paths, checks=CHECKS + (my_check,))``
+or run one check alone (``checks=(check_secrets,)``). A check reports problems as findings, never raises for
 them; ``severity="warning"`` findings are shown but do not fail the run.
 """
 

@@ -347,6 +347,7 @@ cassettes = st.builds(Cassette, st.lists(interactions, max_size=3),
 @given(cassettes)
 @example(Cassette([Interaction(Request("POST", "u", {}, "\r\n\x85\u2028 \t".encode()),
                                Response(200, body=b"\xef\xbb\xbfx"))]))
+@example(Cassette([Interaction(Request("POST", "u", {}, b'{"lone": "\\ud800"}'), Response(200))]))
 def test_load_save_load_keeps_fingerprint_and_bytes(original: Cassette) -> None:
     first = cassette.loads(cassette.dumps(original), cache=False)
     second = cassette.loads(cassette.dumps(first), cache=False)
@@ -367,15 +368,31 @@ def test_load_save_load_keeps_fingerprint_and_bytes(original: Cassette) -> None:
 def test_repeated_loads_are_equal_copies(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     cassette.save(stream_cassette(), path)
-    first = cassette.load(path)
-    first.interactions[0].response.headers["content-type"].append("x")
-    first.interactions[0].request.headers.clear()
-    first.interactions.append(first.interactions[0])
-    first.meta.extra["x"] = 1
-    second = cassette.load(path)
-    assert len(second.interactions) == 1 and second.meta.extra == {}
-    assert second.interactions[0].response.headers["content-type"] == ["text/event-stream"]
-    assert second.interactions[0].request.headers == {"content-type": ["application/json"]}
+    cassette.clear_cache()
+    for _ in range(2):  # the parse that fills the cache, then a copy from it: neither may leak changes
+        loaded = cassette.load(path)
+        loaded.interactions[0].response.headers["content-type"].append("x")
+        loaded.interactions[0].response.event_offsets_ms.append(99.0)  # type: ignore[union-attr]
+        loaded.interactions[0].request.headers.clear()
+        loaded.interactions.append(loaded.interactions[0])
+        loaded.meta.extra["x"] = 1
+    fresh = cassette.load(path)
+    assert len(fresh.interactions) == 1 and fresh.meta.extra == {}
+    assert fresh.interactions[0].response.headers["content-type"] == ["text/event-stream"]
+    assert fresh.interactions[0].response.event_offsets_ms == [0.0, 12.5, 30.0]
+    assert fresh.interactions[0].request.headers == {"content-type": ["application/json"]}
+    assert fresh == cassette.load(path, cache=False)
+
+
+def test_cache_evicts_the_least_recently_used() -> None:
+    cache = cassette._Cache(max_entries=2, max_bytes=100)
+    for key in (b"a", b"b", b"c"):
+        cache.put(key, 10, Cassette(meta=Meta(provider=key.decode())))
+    assert cache.get(b"a") is None and cache.get(b"b") is not None
+    cache.put(b"d", 10, Cassette())  # "b" was used last: "c" goes
+    assert [cache.get(key) is not None for key in (b"b", b"c", b"d")] == [True, False, True]
+    cache.put(b"big", 95, Cassette())  # over the byte budget: older entries go first
+    assert [cache.get(key) is not None for key in (b"b", b"d", b"big")] == [False, False, True]
 
 
 def test_a_changed_file_is_parsed_again_even_with_the_same_size_and_mtime(tmp_path: Path) -> None:
@@ -516,6 +533,11 @@ BAD = [
      "has no integer code", "status: {code: 200"),
     ("status bool", one("    status: {code: true}\n", "    method: GET\n    uri: u\n"), 7,
      "has no integer code (got True)", "status: {code: 200"),
+    ("status digit", one("    status: {code: '²'}\n", "    method: GET\n    uri: u\n"), 7,
+     "has no integer code (got '²')", "status: {code: 200"),
+    ("bad br", one("    status: {code: 200}\n    headers: {content-encoding: [br]}\n"
+                   "    body: {string: plain}\n", "    method: GET\n    uri: u\n"), 9,
+     "response.body is not valid br data", "!!binary"),
     ("headers list", one(OK_RESPONSE, "    method: GET\n    uri: u\n    headers: [a]\n"), 6,
      "interactions[0].request.headers must be a mapping, not list", "name: [value"),
     ("header mapping", one(OK_RESPONSE, "    method: GET\n    uri: u\n    headers:\n      a: {b: c}\n"), 7,

@@ -19,9 +19,9 @@ BAD = {
     "wrong_version.yaml": ":2: parse: unsupported cassette version 2; replaykit reads vcrpy version 1",
     "missing_keys.yaml": ":3: parse: ",
     "not_utf8.yaml": ":5: parse: not UTF-8 (byte 0xe9); save the file as UTF-8",
-    "unterminated_stream.yaml": ":4: sse-framing: interactions[0].response.body/events[1]: the last event",
+    "unterminated_stream.yaml": ":4: sse-framing: interactions[0].response.body/events[2]: the last event",
     "empty_stream.yaml": ":4: sse-framing: interactions[0].response.body: a text/event-stream body with no",
-    "non_json_stream.yaml": ":4: sse-framing: interactions[0].response.body/events[1]: data is not JSON",
+    "non_json_stream.yaml": ":4: sse-framing: interactions[0].response.body/events[2]: data is not JSON",
 }
 
 
@@ -51,6 +51,18 @@ def test_a_clean_file_exits_0_with_a_table(capsys: pytest.CaptureFixture[str]) -
     assert lines[1].split()[:3] == ["OK", "1", "synthesized"]
     assert lines[1].endswith("clean_stream.yaml") and lines[2].split()[2] == "-"
     assert lines[-1] == "2 cassettes, 2 interactions, 0 findings: OK"
+
+
+def test_a_contract_violation_is_a_finding_with_its_place_part_and_pointer(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(DATA / "contract_violation.yaml")
+    code, out, err = _run(capsys, path)
+    assert code == EXIT_FINDINGS and err == ""
+    assert [line for line in out.splitlines() if line.startswith(path + ":")] == [
+        f"{path}:interactions[0]: contract: request /max_tokens expected 'integer', got string '64'",
+        f"{path}:interactions[0]:events[0]: contract: response /message/role 'user' must be 'assistant'",
+    ]
+    assert out.rstrip().endswith("1 cassette, 1 interaction, 2 findings: FAILED")
 
 
 def test_warnings_alone_exit_0(capsys: pytest.CaptureFixture[str]) -> None:

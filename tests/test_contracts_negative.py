@@ -126,8 +126,12 @@ NEGATIVE: list[tuple[str, dict[str, Any], str, str]] = [
     ("cloudflare.request", {"/byokAlias": "has space"}, "/byokAlias", "pattern"),
     ("cloudflare.request", {"/options": DELETE}, "/options", "required"),
     ("cloudflare.request", {"/options/gateway/id": DELETE}, "/options/gateway/id", "required"),
+    ("cloudflare.request", {"/options/gateway/id": ""}, "/options/gateway/id", "minLength"),
+    ("cloudflare.request", {"/options/gateway/id": "g" * 65}, "/options/gateway/id", "maxLength"),
     ("cloudflare.request", {"/gatewayId": "x"}, "/gatewayId", "additionalProperties"),
     ("cloudflare.binding_options", {"/gatewayId": DELETE}, "/gatewayId", "required"),
+    ("cloudflare.binding_options", {"/gatewayId": ""}, "/gatewayId", "minLength"),
+    ("cloudflare.binding_options", {"/gatewayId": "g" * 65}, "/gatewayId", "maxLength"),
     ("cloudflare.binding_options", {"/options": {}}, "/options", "additionalProperties"),
     ("cloudflare.response", {"/items/0/url": "javascript:alert(1)"}, "/items/0/url", "pattern"),
     ("cloudflare.response", {"/items/0/url": DELETE}, "/items/0/url", "required"),
@@ -187,6 +191,8 @@ def test_every_kind_has_negative_examples() -> None:
      {"total_tokens": 2}),
     ("one_domain_list", {"allowed_domains": ["a"], "blocked_domains": []}, "blocked_domains",
      {"blocked_domains": None}),
+    ("min_max", {"min": 3, "max": 2}, "max", {"max": 3}),
+    ("reserve_below_window", {"contextWindow": 100, "reserve": 100}, "reserve", {"reserve": 99}),
 ])
 def test_each_rule_flags_its_defect_and_passes_the_fix(rule: str, instance: dict[str, Any], pointer: str,
                                                         fixed: dict[str, Any]) -> None:

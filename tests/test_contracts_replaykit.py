@@ -206,6 +206,8 @@ BASES: dict[str, tuple[str, Callable[[], Any]]] = {
     "parsed": ("cassette", _parsed_doc),
     "binary": ("cassette", lambda: json_view(load_yaml(DATA / "binary_body.yaml"))),
     "example": ("scenario", lambda: _scenario("example")),
+    "defaults": ("scenario", lambda: {key: value for key, value in _scenario("example").items()
+                                      if key not in ("contextWindow", "reserve")}),
     "restore": ("scenario", lambda: _scenario("invalid_restore")),
     "faults": ("scenario", lambda: _scenario("every_fault")),
     "input": ("target-input", _input),
@@ -216,6 +218,10 @@ BASES: dict[str, tuple[str, Callable[[], Any]]] = {
                                                                      phase="validation")),
                                          "transcript": None, "persistWrites": 0, "estimates": []}),
     "provider": ("target-outcome", lambda: _outcome("error", _error("PROVIDER_ERROR", "provider", True))),
+    "provider-details": ("target-outcome", lambda: _outcome("error", {
+        **_error("PROVIDER_ERROR", "provider", True), "status": 529, "providerType": "overloaded_error",
+        "requestId": "req_011"})),
+    "internal": ("target-outcome", lambda: _outcome("error", _error("INTERNAL_ERROR", "local", False))),
     "transport": ("target-outcome", lambda: _outcome("error", _error("TRANSPORT_ERROR", "transport", True))),
     "deadline": ("target-outcome", lambda: _outcome("error", _error("DEADLINE_EXCEEDED", "deadline", True))),
     "aborted": ("target-outcome", lambda: _outcome("aborted", _error("CANCELLED", "cancelled", False))),
@@ -329,6 +335,8 @@ SCENARIO_CASES: list[Case] = [
     case("example", "/tools/0", MISSING_TOOL, "required", "/tools/0/parameters"),
     case("example", "/contextWindow", 0, "minimum"),
     case("example", "/reserve", -1, "minimum"),
+    case("defaults", "/reserve", 200000, "exclusiveMaximum"),
+    case("defaults", "/contextWindow", 16384, "exclusiveMinimum"),
     case("example", "/faults", {"kind": "status"}, "type"),
     case("example", "/expectations", DELETE, "required"),
     case("example", "/expectation", {"outcome": "ok"}, "additionalProperties"),
@@ -423,6 +431,16 @@ OUTCOME_CASES: list[Case] = [
     case("provider", "/error/provenance", "transport", "const"),
     case("provider", "/error/retryable", "yes", "type"),
     case("provider", "/error/code", "CANCELLED", "not"),
+    case("provider-details", "/error/status", 99, "minimum"),
+    case("provider-details", "/error/status", 600, "maximum"),
+    case("provider-details", "/error/status", "529", "type"),
+    case("provider-details", "/error/providerType", None, "type"),
+    case("provider-details", "/error/requestId", 11, "type"),
+    case("provider-details", "/error/request_id", "req_011", "additionalProperties"),
+    case("internal", "/error/provenance", "provider", "const"),
+    case("internal", "/error/retryable", True, "const"),
+    case("internal", "/error/phase", "preparation", "false"),
+    case("internal", "/status", "aborted", "const", "/error/code"),
     case("transport", "/error/provenance", "local", "const"),
     case("deadline", "/error/provenance", "transport", "const"),
     case("aborted", "/error/code", "PROVIDER_ERROR", "const"),
@@ -478,6 +496,54 @@ def test_violation_is_reported_with_pointer_and_keyword(base: str, at: str, valu
     found = violations(kind, doc)
     assert (pointer, keyword) in found, found
     assert _stock_found(stock_errors(kind, doc), pointer, keyword), stock_errors(kind, doc)
+
+
+# Cross-field rules (replaykit.contracts.RULES, keyword x-rules): replaykit's registry reports them, a stock
+# validator ignores the unknown keyword.
+RULE_CASES: list[Case] = [
+    case("example", "/expectations/providerRequests", {"min": 3, "max": 2}, "x-rules",
+         "/expectations/providerRequests/max"),
+    case("restore", "/expectations/persistWrites", {"min": 1, "max": 0}, "x-rules",
+         "/expectations/persistWrites/max"),
+    case("example", "/expectations/estimates/0/max", 10050, "x-rules"),
+    case("example", "/reserve", 200000, "x-rules"),
+    case("example", "/contextWindow", 16384, "x-rules", "/reserve"),
+    case("input", "/reserve", 200001, "x-rules"),
+    case("input", "/contextWindow", 16384, "x-rules", "/reserve"),
+]
+
+
+@pytest.mark.parametrize(("base", "at", "value", "pointer", "keyword"), RULE_CASES,
+                         ids=[f"{case[0]}:{case[1]}" for case in RULE_CASES])
+def test_a_cross_field_rule_is_reported_with_its_pointer(base: str, at: str, value: Any, pointer: str,
+                                                         keyword: str) -> None:
+    kind, build = BASES[base]
+    doc = changed(build(), at, value)
+    assert violations(kind, doc) == {(pointer, keyword)}
+    assert stock_errors(kind, doc) == []
+
+
+@pytest.mark.parametrize(("base", "at", "value"), [
+    ("example", "/expectations/providerRequests", {"min": 2, "max": 2}),
+    ("example", "/expectations/estimates/0", {"step": 0, "min": 7, "max": 7}),
+    ("example", "/reserve", 199999),
+    ("input", "/reserve", 199999),
+    ("defaults", "/reserve", 199999),
+    ("defaults", "/contextWindow", 16385),
+])
+def test_the_cross_field_rules_admit_their_bounds(base: str, at: str, value: Any) -> None:
+    kind, build = BASES[base]
+    assert_valid(kind, changed(build(), at, value))
+
+
+def test_a_cross_field_message_says_what_to_change() -> None:
+    doc = changed(_input(), "/reserve", 300000)
+    (found,) = contracts.validate("replaykit.target-input", doc)
+    assert found.message == "reserve 300000 leaves no room in contextWindow 200000; reserve must be below " \
+                            "contextWindow"
+    doc = changed(_scenario("example"), "/expectations/providerRequests", {"min": 3, "max": 2})
+    (found,) = contracts.validate("replaykit.scenario", doc)
+    assert found.message == "max 2 is below min 3; a {min, max} range needs min <= max"
 
 
 def test_every_base_is_used_by_a_negative_case() -> None:

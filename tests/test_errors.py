@@ -339,6 +339,44 @@ def test_error_info_json_is_the_outcome_error_object() -> None:
                                 "DEADLINE_EXCEEDED"}
 
 
+def _outcome_failures() -> dict[str, BaseException | object]:
+    """One failure of every code (provider ones with status, type and request id), wrapped as harnesses do."""
+    return {
+        "local": _raise_from(RuntimeError("step failed"), LocalRequestError("x", phase="validation")),
+        "provider": _anthropic_error(529, "overloaded_error"),
+        "openai": _openai_error(400, "invalid_request_error"),
+        "web-search": WebSearchError("rate limited", status=429, code="web_search_rate_limited",
+                                     retryable=True, request_id="cf_1"),
+        "response": httpx.Response(503, headers={"cf-aig-request-id": "cf_2"}, json={"errors": []}),
+        "transport": ConnectionResetError(104, "reset"),
+        "deadline": TimeoutError(),
+        "cancelled": _raise_from(RuntimeError("stopped"), asyncio.CancelledError()),
+        "internal": _raise_from(KeyError("content"), ZeroDivisionError("division by zero")),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_outcome_failures()))
+def test_every_classified_failure_is_a_valid_outcome(name: str) -> None:
+    contracts = pytest.importorskip("replaykit.contracts")
+    outcome = {**outcome_json(_outcome_failures()[name]), "transcript": None, "persistWrites": 0}
+    assert contracts.validate("replaykit.target-outcome", outcome) == []
+
+
+def test_the_error_codes_are_the_outcome_contract_codes() -> None:
+    contracts = pytest.importorskip("replaykit.contracts")
+    schema = contracts.default().schema("replaykit.target-outcome")
+    assert sorted(schema["$defs"]["code"]["enum"]) == sorted(ERROR_CODES)
+
+
+def test_an_internal_error_with_a_phase_or_retryable_is_refused_by_the_outcome_contract() -> None:
+    contracts = pytest.importorskip("replaykit.contracts")
+    error = classify(ZeroDivisionError()).to_json()
+    for wrong in ({"phase": "preparation"}, {"retryable": True}, {"provenance": "provider"}):
+        outcome = {"status": "error", "error": {**error, **wrong}, "transcript": None, "persistWrites": 0}
+        assert [v.pointer for v in contracts.validate("replaykit.target-outcome", outcome)] == [
+            "/error/" + next(iter(wrong))]
+
+
 @pytest.mark.parametrize(("status", "hint", "kind", "expected"), [
     (429, None, None, True), (529, None, None, True), (413, None, None, False), (429, " false ", None, False),
     (200, None, "rate_limit_error", True), (200, None, None, False), (404, "maybe", None, False),

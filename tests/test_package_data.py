@@ -26,13 +26,13 @@ import json, sys
 import replaykit
 from replaykit import cassette
 from replaykit.resources import data_dir
-found = {kind: str(data_dir(kind)) for kind in %r}
+found = {kind: str(data_dir(kind)) for kind in ("contracts", "cassettes", "scenarios")}
 files = {kind: sorted(str(p.relative_to(data_dir(kind))) for p in data_dir(kind).rglob("*") if p.is_file())
          for kind in found}
 bundled = cassette.iter_paths([data_dir("cassettes")])
 loaded = [len(cassette.load(path).interactions) for path in bundled]
 json.dump({"module": replaykit.__file__, "dirs": found, "files": files, "loaded": loaded}, sys.stdout)
-""" % (KINDS,)
+"""
 
 
 def run(*command: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:

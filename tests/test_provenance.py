@@ -186,20 +186,10 @@ def fake(shared_fake: Any) -> Iterator[Any]:
     shared_fake.check_errors()
 
 
-DETAILS = ("status", "providerType", "requestId")
-
-
-def _valid(outcome: Json, details: bool = False) -> Json:
-    """``outcome`` after checking it against contracts/replaykit/target-outcome.schema.json.
-
-    ``details=False`` leaves out the provider details (HTTP status, provider error type, request id) that the
-    contract does not admit yet.
-    """
+def _valid(outcome: Json) -> Json:
+    """``outcome`` after checking it against contracts/replaykit/target-outcome.schema.json."""
     contracts = pytest.importorskip("replaykit.contracts")
-    checked = copy.deepcopy(outcome)
-    for key in () if details else DETAILS:
-        (checked.get("error") or {}).pop(key, None)
-    assert contracts.validate("replaykit.target-outcome", checked) == []
+    assert contracts.validate("replaykit.target-outcome", outcome) == []
     return outcome
 
 
@@ -373,14 +363,12 @@ def test_a_local_error_wrapped_in_a_generic_exception_keeps_its_provenance() -> 
     assert_provenance(wrapped, code="LOCAL_REQUEST_ERROR", phase="validation", provenance="local")
 
 
-@pytest.mark.xfail(reason="target-outcome.schema.json does not admit error.status / providerType / requestId "
-                          "yet (asked of its owner); remove this marker when it does", strict=True)
 def test_provider_details_are_admitted_by_the_outcome_contract(fake: Any) -> None:
     fake.inject(_fault("anthropic", kind="status", status=400))
     harness = Harness(fake)
     outcome = asyncio.run(harness.run(copy.deepcopy(STORED), PROVIDERS[0]))
-    assert outcome["error"]["status"] == 400
-    _valid(outcome, details=True)
+    assert outcome["error"]["status"] == 400 and outcome["error"]["providerType"]
+    _valid(outcome)
 
 
 # ---------------------------------------------------------------- the assertion helpers themselves

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from replaykit import cassette
 from replaykit.cassette import Interaction
-from replaykit.errors import LocalRequestError
+from replaykit.errors import LocalRequestError, classify
 from replaykit.resources import data_dir
 from replaykit.transcript import (
     ConversionError,
@@ -732,6 +732,42 @@ def test_restore_names_the_pointer_and_the_message(
     error = caught.value
     assert (error.phase, error.pointer, error.message_index) == ("validation", pointer, index)
     assert str(error).startswith(f"validation error at {pointer}: stored.json: ")
+
+
+def _secretish() -> str:
+    return "sk-" + "ant-api03-" + "Zq7v" * 12  # built at run time: no key shape is written in this file
+
+
+@pytest.mark.parametrize(("path", "planted"), [
+    (["messages", 1, "content"], lambda key: f"my private note {key}"),
+    (["messages", 1, "content"], lambda key: {"type": "text", "text": f"my private note {key}"}),
+    (["messages", 2, "content"], lambda key: [{"type": "text", "text": key}, 42]),
+    (["messages", 2, "role"], lambda key: key),
+    (["messages", 1, "content", 1, "name"], lambda key: key),
+    (["messages", 1, "content", 1, "phase"], lambda key: key),
+    (["messages", 1, "stopReason"], lambda key: key),
+    (["messages"], lambda key: {key: {"text": "my private note"}}),
+    (["version"], lambda key: key),
+    (["tools", 0, "blockedDomains"], lambda key: [key]),
+], ids=["string", "object", "array", "enum", "not", "phase", "stop", "member-name", "const", "tools"])
+def test_restore_messages_describe_the_value_never_quote_it(path: list[Any], planted: Any) -> None:
+    key = _secretish()
+    with pytest.raises(LocalRequestError) as caught:
+        restore(_broken(path, planted(key)), source="stored.json")
+    shown = [str(caught.value), classify(caught.value).message]
+    for text in shown:
+        assert "Zq7v" not in text and "private note" not in text and "srvtoolu" not in text, text
+    assert "got a" in shown[0] or "breaks the schema" in shown[0]
+
+
+def test_a_restore_message_names_the_type_and_length() -> None:
+    with pytest.raises(LocalRequestError) as caught:
+        restore(_broken(["messages", 1, "content"], "not blocks"))
+    assert "expected array, got a string of 10 characters" in str(caught.value)
+    with pytest.raises(LocalRequestError) as caught:
+        restore(_broken(["messages", 2, "role"], "tool"))
+    expected = 'got a string of 4 characters, expected one of "user", "assistant", "toolResult"'
+    assert expected in str(caught.value)
 
 
 def test_restore_refuses_what_is_not_a_transcript() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from test_redact import RECORDED, planted
 
+from replaykit import contracts
 from replaykit.cassette import Cassette
 from replaykit.errors import UsageError
 from replaykit.redact import SECRET_KINDS
@@ -22,7 +23,9 @@ from replaykit.verify import (
 )
 
 DATA = Path(__file__).resolve().parent / "data" / "verify"
-CLEAN = ("clean_stream.yaml", "cr_only_stream.yaml", "done_stream.yaml", "other_stream.yaml")
+CLEAN = ("clean_stream.yaml", "cr_only_stream.yaml")  # contract-valid: every check passes
+UNCOVERED = ("done_stream.yaml", "other_stream.yaml")  # legal framing on routes no contract covers
+LOCAL = (check_secrets, check_sse_framing, check_fingerprint)  # every check but the contract check
 
 
 def _kinds(name: str) -> list[tuple[str, str]]:
@@ -34,6 +37,29 @@ def test_well_formed_cassettes_have_no_findings(name: str) -> None:
     result = verify_file(DATA / name)
     assert result.findings == [] and result.ok
     assert result.interactions == 1 and (result.fingerprint or "").startswith("sha256:")
+
+
+@pytest.mark.parametrize("name", UNCOVERED)
+def test_well_formed_streams_on_uncovered_routes_have_no_local_findings(name: str) -> None:
+    result = verify_file(DATA / name, checks=LOCAL)
+    assert result.findings == [] and result.ok
+    assert result.interactions == 1 and (result.fingerprint or "").startswith("sha256:")
+
+
+@pytest.mark.parametrize("name", UNCOVERED)
+def test_a_route_no_contract_covers_is_one_warning_that_does_not_fail(name: str) -> None:
+    result = verify_file(DATA / name)
+    assert [(f.kind, f.place, f.severity) for f in result.findings] == [
+        ("contract", "interactions[0]", "warning")]
+    assert "no contract covers" in result.findings[0].message and result.ok
+
+
+def test_the_contract_check_runs_by_default() -> None:
+    assert contracts.verify_check in CHECKS
+    findings = verify_file(DATA / "contract_violation.yaml").findings
+    assert [(f.kind, f.place, f.severity) for f in findings] == [
+        ("contract", "interactions[0]", "error"), ("contract", "interactions[0]:events[0]", "error")]
+    assert verify_file(DATA / "contract_violation.yaml", checks=LOCAL).findings == []
 
 
 @pytest.mark.parametrize(("name", "place", "words"), [
@@ -51,9 +77,9 @@ def test_parse_errors_are_one_finding_with_their_line(name: str, place: str, wor
 
 
 @pytest.mark.parametrize(("name", "message"), [
-    ("unterminated_stream.yaml", "interactions[0].response.body/events[1]: the last event lacks its"),
+    ("unterminated_stream.yaml", "interactions[0].response.body/events[2]: the last event lacks its"),
     ("empty_stream.yaml", "interactions[0].response.body: a text/event-stream body with no events"),
-    ("non_json_stream.yaml", "interactions[0].response.body/events[1]: data is not JSON ('hello there')"),
+    ("non_json_stream.yaml", "interactions[0].response.body/events[2]: data is not JSON ('hello there')"),
 ])
 def test_sse_framing_problems(name: str, message: str) -> None:
     (finding,) = verify_file(DATA / name).findings
@@ -96,12 +122,12 @@ def test_a_fresh_fingerprint_is_not_reported(tmp_path: Path) -> None:
 
 
 def _with_secret(tmp_path: Path, kind: str, key: str) -> Path:
+    """clean_stream.yaml with ``key`` planted in the request's user message (still contract-valid)."""
     shown = f"Bearer {key}" if kind == "bearer" else key
-    body = json.dumps({"messages": [{"role": "user", "content": f"my key is {shown}"}]})
-    text = (DATA / "clean_stream.yaml").read_text().replace('"content":"hi"', '"content":"see below"')
-    text = text.replace("    body: '{", "    body: " + json.dumps(body) + "\n    old: '{", 1)
+    text = (DATA / "clean_stream.yaml").read_text()
+    planted_text = json.dumps(f"my key is {shown}")[1:-1].replace("'", "''")  # inside a '...' YAML scalar
     target = tmp_path / f"{kind}.yaml"
-    target.write_text(text)
+    target.write_text(text.replace('"content":"hi"', f'"content":"{planted_text}"', 1))
     return target
 
 

@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK
-from replaykit.errors import UsageError
 from replaykit.properties import PROPERTIES, CommandEstimator, Estimator, Outcome, dumps, load_callable, run
 
 __all__ = ["register", "render", "run_command", "to_json"]
@@ -39,8 +38,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--max-examples", type=_positive, default=100, metavar="N",
                         help="examples per property (default 100)")
     parser.add_argument("--seed", type=int, default=None, help="make the run repeatable (default: random)")
+    parser.add_argument("--no-shrink", action="store_false", dest="shrink",
+                        help="report a failing example as found, without minimising it (faster)")
     parser.add_argument("--property", action="append", dest="names", metavar="NAME",
-                        choices=[prop.name for prop in PROPERTIES], help="run only this property (repeatable)")
+                        choices=[prop.name for prop in PROPERTIES],
+                        help="run only this property (repeatable)")
     parser.set_defaults(func=run_command)
 
 
@@ -48,9 +50,9 @@ def _positive(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise UsageError(f"--max-examples {text!r} must be a positive integer") from None
+        value = 0
     if value < 1:
-        raise UsageError(f"--max-examples {value} must be a positive integer")
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive integer")
     return value
 
 
@@ -67,7 +69,8 @@ def run_command(args: argparse.Namespace) -> int:
     """Run the suite as ``args`` say and print the report."""
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     with _estimator(args) as (label, estimator):
-        outcomes = run(estimator, max_examples=args.max_examples, seed=seed, names=args.names)
+        outcomes = run(estimator, max_examples=args.max_examples, seed=seed, names=args.names,
+                       shrink=args.shrink)
     header = {"estimator": label, "seed": seed, "maxExamples": args.max_examples}
     print(json.dumps(to_json(header, outcomes), indent=2) if args.json else render(header, outcomes))
     return EXIT_OK if all(outcome.passed for outcome in outcomes) else EXIT_FINDINGS

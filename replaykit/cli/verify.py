@@ -1,4 +1,4 @@
-"""``replaykit verify PATH... [--json]``: parse errors, secrets and SSE framing problems in cassettes.
+"""``replaykit verify PATH... [--json]``: parse errors, secrets, SSE framing and contract violations.
 
 Prints one line per finding (``file:place: kind: message``), then a table of the files and a summary line;
 with ``--json``, one JSON document (:meth:`replaykit.verify.Report.to_json`). Exit 0 when clean, 1 on
@@ -22,9 +22,10 @@ _HEAD = ("result", "interactions", "origin", "fingerprint", "file")
 def register(subparsers: Any) -> None:
     """Add the ``verify`` subcommand."""
     parser = subparsers.add_parser(
-        "verify", help="check cassettes for parse errors, secrets and SSE framing problems",
-        description="Check cassette files (or folders of them) for parse errors, leftover secrets and SSE "
-                    "framing problems. Exit 0 when clean, 1 on findings, 2 on usage errors.")
+        "verify", help="check cassettes for parse errors, secrets, SSE framing and contract violations",
+        description="Check cassette files (or folders of them) for parse errors, leftover secrets, SSE "
+                    "framing problems and contract violations (traffic on a route no contract covers is a "
+                    "warning). Exit 0 when clean, 1 on findings, 2 on usage errors.")
     parser.add_argument("paths", nargs="+", metavar="PATH", help="a cassette file or a folder of cassettes")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     parser.set_defaults(func=run)

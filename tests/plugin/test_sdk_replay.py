@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import recorded_body
+from conftest import post, recorded_body
 
 from replaykit.resources import data_dir
 
@@ -40,16 +40,29 @@ def test_a_subprocess_uses_env(replaykit):
     assert [(e.seq, e.verdict) for e in replaykit.journal] == [(1, "served")]
 
 
+def test_cassettes_loaded_at_run_time(replaykit):
+    replaykit.load(SEARCH)
+    body = recorded_body(replaykit.cassettes[0])
+    assert post(replaykit.base_url("anthropic") + "/v1/messages", body)[0] == 200
+    assert replaykit.unused() == [] and replaykit.cassettes == [data_dir("cassettes") / SEARCH]
+
+
+def test_direct_use_of_the_session_server(replaykit_server):
+    replaykit_server.inject("status=500")
+    assert post(replaykit_server.base_url("anthropic") + "/v1/messages", {})[0] == 500
+
+
 def test_the_session_server_is_shared_and_reset(replaykit, replaykit_server):
     assert replaykit.url == replaykit_server.url
-    assert replaykit.journal == [] and replaykit.cassettes == [] and replaykit.unused() == []
+    assert replaykit.journal == [] and replaykit.server.faults == []
+    assert replaykit.cassettes == [] and replaykit.unused() == []
 '''
 
 
 def test_a_replay_passes(rk: pytest.Pytester) -> None:
     rk.makepyfile(test_inner=INNER)
     result = rk.runpytest("-v")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=5)
     result.stdout.re_match_lines(
         [r".*test_sdk_replays_the_recording PASSED", r".*test_a_subprocess_uses_env PASSED"]
     )

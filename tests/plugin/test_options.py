@@ -1,0 +1,162 @@
+"""Options: command line over environment over ini; clear errors for bad settings and marker arguments."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+SHOW = '''
+def test_show(replaykit_options, replaykit_server, replaykit):
+    print("OPTIONS", replaykit_options)
+    print("SETTINGS", replaykit_server.settings)
+'''
+
+
+def test_the_command_line_wins(rk: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    rk.makepyfile(test_inner=SHOW)
+    monkeypatch.setenv("REPLAYKIT_TIMING", "recorded")
+    result = rk.runpytest("-rA", "--replaykit-timing=fixed:5", "--replaykit-enforce-contracts",
+                          "--replaykit-cassette-dir=elsewhere")
+    result.assert_outcomes(passed=1)
+    result.stdout.re_match_lines(
+        [
+            rf"OPTIONS ReplaykitOptions\(cassette_dir=PosixPath\('{rk.path}/elsewhere'\), timing='fixed:5', "
+            r"enforce_contracts=True, allow_network=False\)",
+            r"SETTINGS Settings\(timing=Timing\(mode='fixed', ms=5.0\), enforce_contracts=True\)",
+        ]
+    )
+
+
+def test_the_environment_wins_over_ini(rk: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    rk.makepyfile(test_inner=SHOW)
+    ini = rk.path / "pytest.ini"
+    ini.write_text(ini.read_text() + "\nreplaykit_timing = fixed:9\nreplaykit_cassette_dir = data\n"
+                   "replaykit_allow_network = 1\n")
+    monkeypatch.setenv("REPLAYKIT_TIMING", "recorded")
+    monkeypatch.setenv("REPLAYKIT_ENFORCE_CONTRACTS", "yes")
+    result = rk.runpytest("-rA")
+    result.assert_outcomes(passed=1)
+    result.stdout.re_match_lines(
+        [
+            rf"OPTIONS ReplaykitOptions\(cassette_dir=PosixPath\('{rk.path}/data'\), timing='recorded', "
+            r"enforce_contracts=True, allow_network=True\)",
+        ]
+    )
+
+
+MARKED = '''
+import pytest
+
+
+@pytest.mark.replaykit(cassete=["x.yaml"])
+def test_unknown_argument():
+    pass
+
+
+@pytest.mark.replaykit(strict="yes")
+def test_not_a_bool():
+    pass
+
+
+@pytest.mark.replaykit(cassettes=["absent.yaml"])
+def test_missing_cassette():
+    pass
+
+
+@pytest.mark.replaykit(faults=["status=2000"])
+def test_bad_fault():
+    pass
+
+
+@pytest.mark.replaykit(cassettes=["broken.yaml"])
+def test_broken_cassette():
+    pass
+
+
+@pytest.mark.replaykit(cassettes="anthropic/web_search.yaml", allow_unused=True)
+def test_cassettes_next_to_the_test_file_come_first(replaykit, request):
+    assert replaykit.cassettes == [request.path.parent / "cassettes" / "anthropic" / "web_search.yaml"]
+'''
+
+
+def test_marker_arguments_are_checked(rk: pytest.Pytester) -> None:
+    rk.makepyfile(test_inner=MARKED)
+    local = rk.mkdir("cassettes") / "anthropic"
+    local.mkdir()
+    (local / "web_search.yaml").write_text("version: 1\ninteractions: []\n", encoding="utf-8")
+    (rk.path / "cassettes" / "broken.yaml").write_text("version: 1\ninteractions: [\n", encoding="utf-8")
+    result = rk.runpytest("-rA")
+    result.assert_outcomes(passed=1, errors=5)
+    where = r"test_inner.py::test_\w+: @pytest.mark.replaykit"
+    result.stdout.re_match_lines(
+        [
+            rf"{where}: unknown argument 'cassete'; the arguments are cassettes, faults, strict, "
+            r"allow_unused",
+            rf"{where}: strict='yes' must be True or False",
+            rf"{where}: cassette 'absent.yaml' not found \(looked in: {rk.path}/cassettes/absent.yaml, "
+            r"/.*/cassettes/absent.yaml\); give an absolute path, put it there, or set "
+            r"--replaykit-cassette-dir",
+            rf"{where} faults\[0\]: .*status.*2000.*",
+            rf"{rk.path}/cassettes/broken.yaml:3: invalid YAML: .*; fix the YAML syntax",
+        ],
+        consecutive=False,
+    )
+    result.stdout.no_re_match_line(r".*pytest_plugin.py.*")
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["--replaykit-timing=slow"], "",
+         r"timing='slow' must be fast, recorded or fixed:<ms> \(e.g. fixed:20\)"),
+        ([], "maybe",
+         r"REPLAYKIT_ENFORCE_CONTRACTS='maybe' must be one of 1, true, yes, on, 0, false, no, off"),
+    ],
+)
+def test_bad_settings_are_named(
+    rk: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: list[str], env: str, message: str
+) -> None:
+    rk.makepyfile(test_inner=SHOW)
+    if env:
+        monkeypatch.setenv("REPLAYKIT_ENFORCE_CONTRACTS", env)
+    result = rk.runpytest(*args)
+    result.assert_outcomes(errors=1)
+    result.stdout.re_match_lines([message])
+
+
+def test_help_lists_the_options(rk: pytest.Pytester) -> None:
+    result = rk.runpytest("--help")
+    result.stdout.re_match_lines(
+        [
+            r"replaykit: replay recorded LLM provider traffic:",
+            r"  --replaykit-cassette-dir=DIR",
+            r"  --replaykit-timing=MODE",
+            r"  --replaykit-enforce-contracts",
+            r"  --replaykit-allow-network",
+        ]
+    )
+    result.stdout.re_match_lines(
+        [r"  replaykit_cassette_dir \(string\):.*", r"  replaykit_allow_network \(bool\):.*"]
+    )
+
+
+INERT = '''
+import socket
+import sys
+
+
+def test_plain():
+    assert "aiohttp" not in sys.modules
+    assert "connect" not in vars(socket.socket)
+'''
+
+
+def test_the_plugin_is_inert_unless_asked(rk: pytest.Pytester) -> None:
+    rk.makepyfile(test_inner=INERT)
+    result = rk.runpytest_subprocess("-p", "no:anyio", "-p", "no:pytest_httpserver", "-p", "no:syrupy")
+    result.assert_outcomes(passed=1)
+    code = "import sys, replaykit.pytest_plugin; print(sorted(m for m in sys.modules if 'aiohttp' in m))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout == "[]\n"

@@ -1,0 +1,286 @@
+"""replaykit.estimate: the heuristic, usage anchoring, system reconstruction, budgets and the exact mode."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import math
+from typing import Any
+
+import pytest
+
+from replaykit import estimate as est
+from replaykit.errors import LocalRequestError, UsageError
+from replaykit.estimate import (
+    IMAGE_CHARS,
+    Anchor,
+    Chars,
+    ExactModeUnavailable,
+    budget,
+    estimate,
+    find_anchor,
+    o200k_base,
+    text_chars,
+    text_tokens,
+    usage_tokens,
+)
+from replaykit.replay import Target
+
+JSON = dict[str, Any]
+ANTHROPIC = {"provider": "anthropic", "api": "anthropic-messages", "model": "claude-sonnet-4-5"}
+OPENAI = {"provider": "openai", "api": "openai-responses", "model": "gpt-5"}
+T0 = 1_764_662_400_000
+
+
+def _usage(total: float, **parts: float) -> JSON:
+    usage = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": total}
+    return {**usage, **parts}
+
+
+def _assistant(text: str, total: float = 0, stop: str = "stop", at: int = 1, **extra: Any) -> JSON:
+    return {"role": "assistant", "provider": "anthropic", "api": "anthropic-messages", "model": "m",
+            "content": [{"type": "text", "text": text}], "usage": _usage(total), "stopReason": stop,
+            "timestamp": T0 + at, **extra}
+
+
+def _user(text: str, at: int = 0) -> JSON:
+    return {"role": "user", "content": text, "timestamp": T0 + at}
+
+
+def _transcript(*messages: JSON, system: str | None = None, tools: list[JSON] | None = None) -> JSON:
+    return {"version": 1, "system": system, "tools": tools or [], "messages": list(messages)}
+
+
+SEARCH_RESULT = {
+    "type": "hostedSearch", "phase": "result", "provider": "anthropic", "api": "anthropic-messages",
+    "toolUseId": "srvtoolu_01", "results": [{"url": "https://example.com/a", "title": "Changelog"}],
+    "raw": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01",
+            "content": [{"type": "web_search_result", "url": "https://example.com/a", "title": "Changelog",
+                         "encrypted_content": "E" * 400, "page_age": None}]},
+}
+
+
+# ---------------------------------------------------------------- the heuristic on text
+
+
+@pytest.mark.parametrize(("text", "other", "cjk", "tokens"), [
+    ("", 0, 0, 0),
+    ("abcd", 4, 0, 1),
+    ("abcde", 5, 0, 2),
+    ("今日は", 0, 3, 3),
+    ("한국어 text", 5, 3, 5),
+    ("。、「」", 0, 4, 4),
+    ("\U00020000x", 1, 1, 2),  # CJK extension B, outside the BMP
+    ("é😀", 2, 0, 1),
+])
+def test_text_counts_cjk_one_token_each(text: str, other: int, cjk: int, tokens: int) -> None:
+    assert text_chars(text) == Chars(other, cjk)
+    assert text_tokens(text) == tokens
+
+
+def test_a_thousand_cjk_characters_add_750_over_chars_over_4() -> None:
+    assert text_tokens("中" * 1000) - math.ceil(1000 / 4) == 750
+
+
+# ---------------------------------------------------------------- what project emits, counted
+
+
+def test_counts_every_string_of_the_projected_body_system_and_tools_included() -> None:
+    tool = {"name": "read", "description": "Read a file", "parameters": {"type": "object"}}
+    transcript = _transcript(_user("hello"), system="Be brief.", tools=[tool])
+    found = estimate(transcript, ANTHROPIC)
+    # system "Be brief." (9); tools "read" "Read a file" "object" (21); messages "user" "hello" (9)
+    assert (found.breakdown.system, found.breakdown.tools, found.breakdown.messages) == (3, 6, 3)
+    assert found.tokens == 12 and found.anchor is None
+
+
+def test_replayed_search_characters_count_for_the_same_provider() -> None:
+    plain = _transcript(_user("q"), _assistant("answer"))
+    searched = copy.deepcopy(plain)
+    searched["messages"][1]["content"].insert(0, SEARCH_RESULT)
+    gained = estimate(searched, ANTHROPIC).tokens - estimate(plain, ANTHROPIC).tokens
+    assert gained >= 400 // 4  # the encrypted_content is replayed verbatim
+
+
+def test_another_provider_counts_the_text_projection_not_the_raw_block() -> None:
+    searched = _transcript(_user("q"), _assistant("answer"))
+    searched["messages"][1]["content"].insert(0, SEARCH_RESULT)
+    plain = _transcript(_user("q"), _assistant("answer"))
+    gained = estimate(searched, OPENAI).tokens - estimate(plain, OPENAI).tokens
+    projection = "[web search results]\n1. Changelog - https://example.com/a"
+    assert gained == text_tokens("assistant" + projection)  # a new assistant item with the text
+
+
+def test_display_only_blocks_are_not_counted() -> None:
+    display = {key: value for key, value in SEARCH_RESULT.items() if key != "raw"}
+    with_block = _transcript(_user("q"), {**_assistant("answer"), "content": [display, {"type": "text",
+                                                                                        "text": "answer"}]})
+    assert estimate(with_block, ANTHROPIC).tokens == estimate(_transcript(_user("q"), _assistant("answer")),
+                                                                 ANTHROPIC).tokens
+
+
+def test_an_image_counts_as_a_fixed_number_of_characters() -> None:
+    image = {"type": "image", "data": "A" * 100_000, "mimeType": "image/png"}
+    transcript = _transcript({"role": "user", "content": [image], "timestamp": T0})
+    expected = text_tokens("user") - 1 + math.ceil((len("user") + IMAGE_CHARS) / 4)  # one part, one ceil
+    assert estimate(transcript, ANTHROPIC).tokens == expected == 1201
+
+
+# ---------------------------------------------------------------- usage anchoring
+
+
+@pytest.mark.parametrize(("usage", "stop", "expected"), [
+    (_usage(100, input=60, output=40), "stop", 100),
+    (_usage(0, input=60, output=40), "stop", 100),          # totalTokens 0: the parts are summed
+    (_usage(99.2), "pauseTurn", 100),
+    (_usage(0), "stop", None),                               # zero
+    (_usage(math.nan, input=5), "stop", None),               # non-finite
+    (_usage(100, input=math.inf), "stop", None),
+    (_usage(100, output=-1), "stop", None),                  # negative
+    (_usage(100), "error", None),
+    (_usage(100), "aborted", None),
+    ({"input": 1, "output": 1}, "stop", None),               # incomplete
+])
+def test_usage_tokens_accepts_only_valid_usage(usage: JSON, stop: str, expected: int | None) -> None:
+    message = {**_assistant("x"), "usage": usage, "stopReason": stop}
+    assert usage_tokens(message) == expected
+
+
+def test_usage_needs_a_finite_timestamp() -> None:
+    assert usage_tokens({**_assistant("x", 100), "timestamp": math.nan}) is None
+    assert usage_tokens({**_assistant("x", 100), "timestamp": None}) is None
+
+
+def test_the_last_valid_usage_anchors_and_only_later_messages_are_counted() -> None:
+    transcript = _transcript(_user("a" * 400), _assistant("b", 1000, at=1), _assistant("c", 0, at=2),
+                             _user("dddd", at=3), system="S" * 400)
+    found = estimate(transcript, ANTHROPIC)
+    assert found.anchor == Anchor(1, 1000)
+    later = estimate(_transcript(_assistant("c", 0), _user("dddd")), ANTHROPIC)
+    assert found.tokens == 1000 + later.breakdown.messages
+    assert (found.breakdown.system, found.breakdown.tools) == (0, 0)
+
+
+def test_a_broken_prefix_still_fails_when_anchored() -> None:
+    broken = _transcript({"role": "user", "content": [{"type": "thinking"}], "timestamp": T0},
+                         _assistant("b", 1000))
+    with pytest.raises(LocalRequestError) as caught:
+        estimate(broken, ANTHROPIC)
+    assert caught.value.message_index == 0 and caught.value.pointer == "/messages/0/content"
+
+
+# ---------------------------------------------------------------- system reconstruction
+
+
+def _history(*entries: tuple[int, str | None, list[JSON]]) -> list[JSON]:
+    return [{"timestamp": T0 + at, "system": system, "tools": tools} for at, system, tools in entries]
+
+
+def test_an_unchanged_rebuild_keeps_the_anchor() -> None:
+    transcript = _transcript(_user("q"), _assistant("a", 500, at=1), system="Be brief.")
+    transcript["systemHistory"] = _history((0, "Be brief.", []), (5, "Be brief.", []))
+    assert find_anchor(transcript) == Anchor(1, 500)
+
+
+@pytest.mark.parametrize(("system", "tools"), [
+    ("Be verbose.", []),
+    ("Be brief.", [{"name": "read", "parameters": {"type": "object"}}]),
+])
+def test_a_real_instruction_or_tool_change_drops_the_anchor(system: str, tools: list[JSON]) -> None:
+    transcript = _transcript(_user("q"), _assistant("a", 500, at=1), system=system, tools=tools)
+    transcript["systemHistory"] = _history((0, "Be brief.", []), (5, system, tools))
+    assert find_anchor(transcript) is None
+    assert estimate(transcript, ANTHROPIC).tokens == estimate({**transcript, "messages": [
+        transcript["messages"][0], {**transcript["messages"][1], "usage": _usage(0)}]}, ANTHROPIC).tokens
+
+
+def test_a_change_before_the_anchor_does_not_drop_it() -> None:
+    transcript = _transcript(_user("q"), _assistant("a", 500, at=9), system="Be verbose.")
+    transcript["systemHistory"] = _history((0, "Be brief.", []), (5, "Be verbose.", []))
+    assert find_anchor(transcript) == Anchor(1, 500)
+
+
+def test_an_anchor_older_than_the_history_cannot_be_trusted() -> None:
+    transcript = _transcript(_user("q"), _assistant("a", 500, at=1), system="Be brief.")
+    transcript["systemHistory"] = _history((5, "Be brief.", []))
+    assert find_anchor(transcript) is None
+
+
+# ---------------------------------------------------------------- budget and targets
+
+
+def test_budget_compacts_past_the_window_minus_the_reserve() -> None:
+    transcript = _transcript(_user("q"), _assistant("a", 900, at=1))
+    assert budget(transcript, ANTHROPIC, 1000, 100).compact is False
+    tight = budget(transcript, ANTHROPIC, 1000, 200)
+    assert tight.compact is True and tight.output_allowance == 1000 - tight.estimate.tokens
+    assert budget(transcript, ANTHROPIC, 500, 100).output_allowance == 0
+
+
+@pytest.mark.parametrize(("window", "reserve", "message"), [
+    (0, 0, "context_window=0 must be positive"),
+    (1000, 1000, "reserve=1000 must be at least 0 and below context_window=1000"),
+    (1000, -1, "reserve=-1"),
+    (1000.5, 1, "context_window=1000.5 must be an integer"),
+])
+def test_budget_checks_its_arguments(window: Any, reserve: Any, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        budget(_transcript(), ANTHROPIC, window, reserve)
+
+
+def test_targets_are_checked() -> None:
+    assert est.to_target({"provider": "azure", "model": "dep"}) == Target("azure", "openai-responses", "dep")
+    with pytest.raises(UsageError, match="provider='gemini'"):
+        estimate(_transcript(), {"provider": "gemini", "api": "x", "model": "m"})
+    with pytest.raises(UsageError, match="must be a Target"):
+        estimate(_transcript(), "anthropic")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- exact mode (o200k_base, offline)
+
+needs_ranks = pytest.mark.skipif(importlib.util.find_spec("bpe_openai") is None,
+                                 reason="bpe-openai (the offline o200k_base ranks) is not installed")
+
+
+@needs_ranks
+@pytest.mark.filterwarnings("ignore:open_binary is deprecated:DeprecationWarning")  # inside bpe_openai
+def test_o200k_base_loads_offline_and_matches_an_independent_tokenizer() -> None:
+    import bpe_openai  # type: ignore[import-untyped]
+
+    reference = bpe_openai.get_encoding("o200k_base")  # GitHub's Rust BPE, not tiktoken
+    samples = ["hello world", "def f(x):\n    return x ** 2\n", '{"url": "https://example.com/a?b=1"}',
+               "今日は良い天気ですね。", "한국어 텍스트", "naïve café 😀 <|endoftext|>"]
+    for sample in samples:
+        assert o200k_base().encode_ordinary(sample) == reference.encode(sample, disallowed_special=()), sample
+    assert o200k_base().encode("hello world") == [24912, 2375]
+
+
+@needs_ranks
+def test_exact_mode_counts_the_same_strings_with_o200k_base() -> None:
+    transcript = _transcript(_user("hello world"), system="Be brief.")
+    found = estimate(transcript, OPENAI, exact=True)
+    encoding = o200k_base()
+    assert found.breakdown.system == len(encoding.encode("Be brief."))
+    assert found.breakdown.messages == len(encoding.encode("user")) + len(encoding.encode("hello world"))
+
+
+def test_exact_mode_is_for_openai_targets_only() -> None:
+    with pytest.raises(UsageError, match="anthropic has no public tokenizer"):
+        estimate(_transcript(_user("hi")), ANTHROPIC, exact=True)
+
+
+def test_exact_mode_without_the_ranks_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ExactModeUnavailable, match=r"pip install 'bpe-openai>=0.1.4'"):
+        est._bundled_path()
+
+
+@needs_ranks
+def test_tampered_ranks_are_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    import gzip
+
+    fake = tmp_path / "o200k_base.tiktoken.gz"
+    fake.write_bytes(gzip.compress(b"YQ== 0\n"))
+    monkeypatch.setattr(est, "_bundled_path", lambda: fake)
+    with pytest.raises(ExactModeUnavailable, match="do not match tiktoken's SHA-256"):
+        est._bundled_ranks("446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d")

@@ -1,0 +1,317 @@
+"""The estimator property suite: the reference passes, and every known defect is caught by its property.
+
+The defective estimators below are small, each one a mistake seen in real harnesses (WIRE.md section 4, the
+hosted-search repair in the seeds). A property that catches none of them would be vacuous: the table is
+checked to name every property.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, main
+from replaykit.contracts import validate
+from replaykit.errors import UsageError
+from replaykit.estimate import body_chars, estimate, estimate_tokens, to_target
+from replaykit.properties import (
+    PROPERTIES,
+    CommandEstimator,
+    EstimatorFailed,
+    PropertyFailed,
+    dumps,
+    load_callable,
+    run,
+)
+from replaykit.replay import project
+from replaykit.transcript import restore
+
+JSON = dict[str, Any]
+FIXTURES = Path(__file__).parent / "fixtures"
+BY_NAME = {prop.name: prop for prop in PROPERTIES}
+node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+
+
+# ---------------------------------------------------------------- defective estimators
+
+
+def _full(transcript: JSON, target: JSON) -> int:
+    """The heuristic over everything project emits, ignoring usage."""
+    return sum(chars.tokens for chars in body_chars(project(transcript, to_target(target))).values())
+
+
+def assumes_name(transcript: JSON, target: JSON) -> int:
+    """Treats every non-text, non-thinking block as a tool call: block["name"] fails on search blocks."""
+    names = sum(len(block["name"]) for message in transcript["messages"] if message["role"] == "assistant"
+                for block in message["content"] if block["type"] not in ("text", "thinking"))
+    return estimate_tokens(transcript, target) + 0 * names
+
+
+def ignores_search(transcript: JSON, target: JSON) -> int:
+    """Counts unknown blocks as nothing: hosted search adds 0 tokens."""
+    def kept(message: JSON) -> JSON:
+        if message["role"] != "assistant":
+            return message
+        return {**message, "content": [block for block in message["content"]
+                                       if block["type"] != "hostedSearch"]}
+
+    messages = [kept(message) for message in transcript["messages"]]
+    return estimate_tokens({**transcript, "messages": messages}, target)
+
+
+def no_cjk_correction(transcript: JSON, target: JSON) -> int:
+    """Plain ceil(chars/4): a CJK character counts a quarter token."""
+    found = estimate(transcript, target)
+    rest, parts = transcript, ["system", "tools", "messages"]
+    if found.anchor is not None:
+        later = transcript["messages"][found.anchor.index + 1:]
+        rest, parts = {**transcript, "system": None, "tools": [], "messages": later}, ["messages"]
+    counted = body_chars(project(rest, to_target(target)))
+    return found.breakdown.anchor + sum(math.ceil((counted[p].other + counted[p].cjk) / 4) for p in parts)
+
+
+def counts_prefix_twice(transcript: JSON, target: JSON) -> int:
+    """Adds the anchor's usage to a full estimate: the prefix is counted again."""
+    return estimate(transcript, target).breakdown.anchor + _full(transcript, target)
+
+
+def exception_to_zero(transcript: JSON, target: JSON) -> int:
+    """Hides the name crash by answering 0."""
+    try:
+        return assumes_name(transcript, target)
+    except Exception:
+        return 0
+
+
+def drops_anchor_on_rebuild(transcript: JSON, target: JSON) -> int:
+    """Drops usage whenever the system was rebuilt after it, changed or not (timestamps, not content)."""
+    found = estimate(transcript, target)
+    if found.anchor is not None:
+        stamp = transcript["messages"][found.anchor.index]["timestamp"]
+        if any(entry["timestamp"] > stamp for entry in transcript.get("systemHistory", [])):
+            return _full(transcript, target)
+    return found.tokens
+
+
+def off_by_one(transcript: JSON, target: JSON) -> int:
+    """Subtracts a token it thinks is counted twice: -1 for an empty transcript."""
+    return estimate_tokens(transcript, target) - 1
+
+
+def trusts_any_usage(transcript: JSON, target: JSON) -> int:
+    """Anchors on the last assistant turn whatever its usage or stop reason (a non-finite count read as 0)."""
+    messages = transcript["messages"]
+    turns = [index for index, message in enumerate(messages) if message["role"] == "assistant"]
+    last = turns[-1] if turns else None
+    if last is None:
+        return estimate_tokens(transcript, target)
+    used = messages[last]["usage"]["totalTokens"]
+    later = {**transcript, "system": None, "tools": [], "messages": messages[last + 1:]}
+    counted: int = body_chars(project(later, to_target(target)))["messages"].tokens
+    return (used if math.isfinite(used) else 0) + counted
+
+
+def ignores_system_and_tools(transcript: JSON, target: JSON) -> int:
+    """Estimates the messages only."""
+    return estimate_tokens({**transcript, "system": None, "tools": []}, target)
+
+
+DEFECTS: list[tuple[Callable[[JSON, JSON], int], str]] = [
+    (assumes_name, "never_raises"),
+    (off_by_one, "finite_non_negative"),
+    (exception_to_zero, "no_decrease_on_append"),
+    (exception_to_zero, "search_chars_count"),
+    (ignores_search, "search_chars_count"),
+    (no_cjk_correction, "cjk_chars_count"),
+    (counts_prefix_twice, "anchor_counted_once"),
+    (trusts_any_usage, "invalid_usage_falls_back"),
+    (ignores_system_and_tools, "matches_projection"),
+    (drops_anchor_on_rebuild, "system_rebuild"),
+]
+
+
+# ---------------------------------------------------------------- the reference passes
+
+
+@pytest.mark.parametrize("prop", PROPERTIES, ids=lambda prop: prop.name)
+def test_the_reference_estimator_passes(prop: Any) -> None:
+    prop.verify(estimate_tokens, max_examples=40, seed=20260101)
+
+
+def test_every_property_has_a_name_and_a_one_line_statement() -> None:
+    assert len(BY_NAME) == len(PROPERTIES) == 9
+    assert all(prop.statement and "\n" not in prop.statement for prop in PROPERTIES)
+
+
+# ---------------------------------------------------------------- each defect is caught by its property
+
+
+@pytest.mark.parametrize(("defect", "name"), DEFECTS, ids=[f"{d.__name__}-{n}" for d, n in DEFECTS])
+def test_each_defect_is_caught_by_the_property_meant_for_it(defect: Any, name: str) -> None:
+    outcome = BY_NAME[name].outcome(defect, max_examples=150, seed=7, shrink=False)
+    assert outcome.status == "fail", f"{defect.__name__} was not caught by {name}"
+
+
+def test_no_property_is_vacuous() -> None:
+    assert {name for _, name in DEFECTS} == set(BY_NAME)
+
+
+def test_the_reference_and_the_defects_differ_only_where_meant() -> None:
+    transcript = {"version": 1, "system": "S", "tools": [], "messages": [
+        {"role": "user", "content": "hello", "timestamp": 1}]}
+    target = {"provider": "anthropic", "api": "anthropic-messages", "model": "m"}
+    reference = estimate_tokens(transcript, target)
+    for defect in (assumes_name, ignores_search, no_cjk_correction, counts_prefix_twice, exception_to_zero,
+                   drops_anchor_on_rebuild, trusts_any_usage):
+        assert defect(transcript, target) == reference, defect.__name__
+
+
+def test_a_failure_shows_the_statement_and_the_shrunk_transcript_as_json() -> None:
+    with pytest.raises(PropertyFailed) as caught:
+        BY_NAME["never_raises"].verify(assumes_name, max_examples=100, seed=3)
+    text = str(caught.value)
+    assert text.startswith("never_raises: never raises on a contract-valid transcript")
+    assert "KeyError: 'name'" in text
+    transcript = json.loads(text.split("transcript: ", 1)[1])
+    assert restore(transcript) == transcript
+    blocks = [block for message in transcript["messages"] for block in message.get("content", [])
+              if isinstance(block, dict)]
+    assert [block["type"] for block in blocks] == ["hostedSearch"]  # shrunk to the one block that matters
+
+
+# ---------------------------------------------------------------- another process, another language
+
+
+@node
+def test_the_javascript_estimator_passes_the_suite() -> None:
+    with CommandEstimator(["node", str(FIXTURES / "estimator.js")]) as estimator:
+        outcomes = run(estimator, max_examples=30, seed=11)
+    assert [outcome.status for outcome in outcomes] == ["pass"] * len(PROPERTIES), [
+        (outcome.name, outcome.failure) for outcome in outcomes if not outcome.passed]
+
+
+@node
+def test_the_javascript_defective_twin_fails_never_raises() -> None:
+    with CommandEstimator(["node", str(FIXTURES / "estimator_name_defect.js")]) as estimator:
+        outcome = BY_NAME["never_raises"].outcome(estimator, max_examples=100, seed=11, shrink=False)
+    assert outcome.failure is not None
+    assert "Cannot read properties of undefined (reading 'length')" in outcome.failure.detail
+
+
+def _python(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+ECHO = "import sys, json\nfor line in sys.stdin:\n    r = json.loads(line)\n"
+
+
+@pytest.mark.parametrize(("code", "message"), [
+    (ECHO + "    print(json.dumps({'id': r['id'], 'tokens': 7}), flush=True)", None),
+    (ECHO + "    print(json.dumps({'id': r['id'], 'error': 'boom'}), flush=True)", "answered error: boom"),
+    (ECHO + "    print('not json', flush=True)", "not a JSON line"),
+    (ECHO + "    print(json.dumps({'id': r['id'] + 1, 'tokens': 1}), flush=True)",
+     "answered id 2 to request 1"),
+    (ECHO + "    print(json.dumps({'id': r['id'], 'tokens': '7'}), flush=True)", "breaks the protocol"),
+    (ECHO + "    sys.exit(3)", "exited with code 3"),
+    ("import sys, time\nsys.stdin.readline()\ntime.sleep(30)", "no answer within 0.5 s"),
+])
+def test_the_command_protocol_reports_what_went_wrong(code: str, message: str | None) -> None:
+    transcript = {"version": 1, "messages": []}
+    target = {"provider": "openai", "api": "openai-responses", "model": "gpt-5"}
+    with CommandEstimator(_python(code), timeout=0.5) as estimator:
+        if message is None:
+            assert estimator(transcript, target) == 7
+            return
+        with pytest.raises(EstimatorFailed, match=message):
+            estimator(transcript, target)
+
+
+def test_a_command_that_crashed_is_restarted_for_the_next_request() -> None:
+    code = ECHO + "    if r['transcript']['messages']: sys.exit(3)\n" \
+                  "    print(json.dumps({'id': r['id'], 'tokens': 1}), flush=True)"
+    crash = {"version": 1, "messages": [{"role": "user", "content": "x", "timestamp": 1}]}
+    with CommandEstimator(_python(code)) as estimator:
+        with pytest.raises(EstimatorFailed, match="exited with code 3"):
+            estimator(crash, {})
+        assert estimator({"version": 1, "messages": []}, {}) == 1
+
+
+def test_non_finite_numbers_cross_the_protocol_as_strict_json() -> None:
+    text = dumps({"a": math.nan, "b": [math.inf, -math.inf], "c": "NaN Infinity", "d": 1.5})
+    assert text == '{"a":null,"b":[1e999,-1e999],"c":"NaN Infinity","d":1.5}'
+    assert json.loads(text)["b"] == [math.inf, -math.inf]
+
+
+def test_the_protocol_schemas() -> None:
+    transcript = {"version": 1, "system": None, "tools": [], "messages": [
+        {"role": "user", "content": "hi", "timestamp": 1}]}
+    good = {"id": 1, "transcript": transcript, "target": {"provider": "azure", "api": "openai-responses",
+                                                         "model": "dep"}}
+    assert validate("replaykit.estimator-request", good) == []
+    bad = {**good, "target": {"provider": "azure", "api": "openai-responses"}}
+    assert [v.pointer for v in validate("replaykit.estimator-request", bad)] == ["/target/model"]
+    broken = {**good, "transcript": {"version": 1, "messages": [{"role": "robot", "timestamp": 1}]}}
+    assert validate("replaykit.estimator-request", broken)
+    assert validate("replaykit.estimator-response", {"id": "a", "tokens": 3.5}) == []
+    assert validate("replaykit.estimator-response", {"id": 1, "error": "boom"}) == []
+    wrong = ({"id": 1}, {"id": 1, "tokens": 1, "error": "x"}, {"tokens": 1}, {"id": 1, "tokens": 1, "x": 0})
+    for answer in wrong:
+        assert validate("replaykit.estimator-response", answer), answer
+
+
+# ---------------------------------------------------------------- loading and the command line
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("replaykit.estimate", "must be module:function"),
+    ("no_such_module_xyz:f", "cannot import module 'no_such_module_xyz'"),
+    ("replaykit.estimate:no_such_function", "has no attribute 'no_such_function'"),
+    ("replaykit.estimate:IMAGE_CHARS", "is a int, not a function"),
+])
+def test_a_bad_module_function_is_a_usage_error(spec: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        load_callable(spec)
+
+
+def test_load_callable_finds_the_reference() -> None:
+    assert load_callable("replaykit.estimate:estimate_tokens") is estimate_tokens
+
+
+def test_cli_passes_the_reference_with_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["properties", "--estimator", "replaykit.estimate:estimate_tokens", "--max-examples", "10",
+                 "--seed", "5", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == EXIT_OK and report["ok"] is True and report["seed"] == 5
+    assert [entry["name"] for entry in report["properties"]] == list(BY_NAME)
+
+
+@node
+def test_cli_fails_the_defective_twin(capsys: pytest.CaptureFixture[str]) -> None:
+    command = f"node {FIXTURES / 'estimator_name_defect.js'}"
+    code = main(["properties", "--estimator-cmd", command, "--max-examples", "40", "--seed", "5",
+                 "--property", "never_raises", "--no-shrink"])
+    out = capsys.readouterr().out
+    assert code == EXIT_FINDINGS
+    assert "FAIL      never_raises" in out and "transcript: {" in out
+    assert out.rstrip().endswith("1 properties, 0 passed, 1 failed")
+
+
+@pytest.mark.parametrize("argv", [
+    ["properties", "--estimator", "nope"],
+    ["properties", "--estimator-cmd", "/no/such/estimator --flag"],
+    ["properties"],
+    ["properties", "--estimator", "a:b", "--estimator-cmd", "c"],
+    ["properties", "--estimator", "replaykit.estimate:estimate_tokens", "--max-examples", "0"],
+    ["properties", "--estimator", "replaykit.estimate:estimate_tokens", "--property", "nope"],
+])
+def test_cli_usage_errors_exit_2_with_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("replaykit: error:") and err.count("\n") == 1 and "Traceback" not in err
