@@ -350,8 +350,12 @@ def o200k_base() -> tiktoken.Encoding:
     tiktoken's own constructor supplies the pattern and special tokens; only its download is replaced by
     the bundled file, which must match the SHA-256 tiktoken declares. Raises :class:`ExactModeUnavailable`.
     """
-    import tiktoken
-    from tiktoken_ext import openai_public  # type: ignore[import-untyped]
+    try:
+        import tiktoken
+        from tiktoken_ext import openai_public  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise ExactModeUnavailable("exact counting needs tiktoken: pip install 'tiktoken>=0.7' "
+                                   "'bpe-openai>=0.1.4'") from exc
 
     original = openai_public.load_tiktoken_bpe
 

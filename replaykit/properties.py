@@ -16,10 +16,13 @@ transcript. In pytest::
     def test_my_estimator(prop):
         prop.verify(my_estimator, max_examples=50)   # raises PropertyFailed (an AssertionError)
 
-An estimator that raises, answers ``{"error"}`` or returns something that is not a number fails the
-property it was being checked for (``never_raises`` catches it first). One that turns an exception into 0
+An estimator that raises, answers ``{"error"}``, breaks the protocol or returns something that is not a
+number fails ``never_raises``; the other properties skip such examples (each defect is reported by the
+property about it) and report ``unchecked`` when they could check none. One that turns an exception into 0
 is caught by ``no_decrease_on_append`` and ``search_chars_count`` (a nameless search block appended to a
-non-empty transcript would drop its estimate to 0), and by ``matches_projection``.
+non-empty transcript drops its estimate to 0), and by ``matches_projection``.
+
+Non-finite numbers cross the protocol as strict JSON (:func:`dumps`): NaN as null, infinities as +-1e999.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Protocol
 
 import hypothesis
@@ -184,6 +188,7 @@ def _transcript(head: JSON, messages: list[JSON]) -> JSON:
             "messages": _restamp(copy.deepcopy(messages))}
 
 
+@cache
 def _unanchoring() -> st.SearchStrategy[JSON]:
     """Messages that never anchor: user, tool result, assistant turns with zero or non-finite usage."""
     kinds = st.sampled_from(["zero", "nan", "infinite"])
@@ -191,6 +196,7 @@ def _unanchoring() -> st.SearchStrategy[JSON]:
     return st.one_of(rs.user_messages(), rs.tool_result_messages(), spoiled)
 
 
+@cache
 def _anchor() -> st.SearchStrategy[JSON]:
     return rs.assistant_messages(usage="valid", stop_reasons=("stop", "length", "toolUse", "pauseTurn"))
 
@@ -212,8 +218,10 @@ def _grow(transcript: JSON, index: int, text: str) -> JSON:
     return {**transcript, "messages": messages}
 
 
-def _ascii(min_size: int = 4) -> st.SearchStrategy[str]:
-    return st.text("abcdefghijklmnopqrstuvwxyz ", min_size=min_size, max_size=80)
+@cache
+def _ascii() -> st.SearchStrategy[str]:
+    """Text of at least 4 characters, so that it always weighs at least one token."""
+    return st.text("abcdefghijklmnopqrstuvwxyz ", min_size=4, max_size=80)
 
 
 def _append(transcript: JSON, *messages: JSON) -> JSON:
@@ -236,6 +244,8 @@ def _chars(transcript: JSON, target: JSON) -> int:
 
 def _never_raises(case: _Case, data: st.DataObject) -> None:
     transcript = data.draw(rs.transcripts(), label="transcript")
+    if data.draw(st.booleans(), label="system rebuilt"):
+        transcript = data.draw(rs.system_changes(transcript), label="change")[1]
     try:
         _tokens(case.estimator, transcript, case.target)
     except EstimatorFailed as exc:

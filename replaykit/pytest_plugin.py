@@ -52,10 +52,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
+from replaykit import cassette as cassette_mod
+from replaykit.cassette import Cassette
 from replaykit.errors import ReplaykitError, UsageError
+from replaykit.resources import data_dir
 
 if TYPE_CHECKING:
-    from replaykit.cassette import Cassette
     from replaykit.server import Entry, FakeProvider, Fault
 
 __all__ = [
@@ -173,7 +175,8 @@ class ReplaykitOptions:
 
 
 def _fail(exc: ReplaykitError) -> NoReturn:
-    pytest.fail(str(exc), pytrace=False)
+    """Fail the test with the error's message alone: no traceback, no chained causes."""
+    raise pytest.fail.Exception(str(exc), pytrace=False) from None
 
 
 @pytest.fixture(scope="session")
@@ -285,12 +288,12 @@ def _marked(node: pytest.Item) -> _Marked:
     return _Marked(cassettes, faults, *flags)
 
 
-def _resolve(name: Any, base: Path, where: str) -> Any:
-    """A marker's cassette entry as a path (absolute, else under ``base``, else bundled) or as given."""
-    if not isinstance(name, str | os.PathLike):
+def _resolve(name: object, base: Path, where: str) -> Path | Cassette:
+    """A cassette entry as a path (absolute, else under ``base``, else bundled) or a :class:`Cassette`."""
+    if isinstance(name, Cassette):
         return name
-    from replaykit.resources import data_dir
-
+    if not isinstance(name, str | os.PathLike):
+        raise UsageError(f"{where}: cassette {name!r} must be a path or a replaykit.cassette.Cassette")
     tried = [Path(name)] if Path(name).is_absolute() else [base / name, data_dir("cassettes") / name]
     for path in tried:
         if path.exists():
@@ -312,7 +315,7 @@ class ReplayHandle:
         self.allow_unused = allow_unused
         self.guard: NetworkGuard | None = None
         self._own = own
-        self._cassettes: list[Any] = []
+        self._cassettes: list[Path | Cassette] = []
         self._listed: dict[str, frozenset[str]] = {}
 
     @classmethod
@@ -323,7 +326,6 @@ class ReplayHandle:
         server = _strict_twin(session) if marked.strict else session
         handle = cls(server, base=base, root=root, allow_unused=marked.allow_unused, own=marked.strict)
         try:
-            server.reset()
             handle._load(cassettes)
             for number, fault in enumerate(marked.faults):
                 handle._inject(fault, f"{node.nodeid}: @pytest.mark.replaykit faults[{number}]")
@@ -335,7 +337,7 @@ class ReplayHandle:
     # ------------------------------------------------------------ what the test uses
 
     @property
-    def cassettes(self) -> list[Any]:
+    def cassettes(self) -> list[Path | Cassette]:
         """The cassettes loaded for this test (resolved paths, or the objects given)."""
         return list(self._cassettes)
 
@@ -365,7 +367,7 @@ class ReplayHandle:
         """Add a fault (a :class:`~replaykit.server.Fault`, a ``--fault`` spec string or a mapping)."""
         return self._inject(fault, "replaykit.inject")
 
-    def load(self, *cassettes: Any) -> None:
+    def load(self, *cassettes: str | os.PathLike[str] | Cassette) -> None:
         """Replace the loaded cassettes (looked up like the marker's); which were served starts afresh."""
         self._load([_resolve(c, self.base, "replaykit.load") for c in cassettes])
 
@@ -390,7 +392,7 @@ class ReplayHandle:
 
     # ------------------------------------------------------------ internals
 
-    def _load(self, cassettes: list[Any]) -> None:
+    def _load(self, cassettes: list[Path | Cassette]) -> None:
         self.server.load(cassettes)
         self._cassettes = cassettes
 
@@ -411,18 +413,14 @@ class ReplayHandle:
         return self._listed[label]
 
     def _cassette(self, label: str) -> Cassette | None:
-        for item in self._cassettes:
-            if not isinstance(item, str | os.PathLike) and label == str(getattr(item, "path", None)):
-                return item  # type: ignore[no-any-return]
-        if not Path(label).is_file():
-            return None
-        from replaykit import cassette
-
-        return cassette.load(label)
+        given = [c for c in self._cassettes if isinstance(c, Cassette) and str(c.path) == label]
+        if given:
+            return given[0]
+        return cassette_mod.load(label) if Path(label).is_file() else None
 
 
 def _listed(loaded: Cassette | None) -> frozenset[str]:
-    from replaykit.contracts import EXPECTED_VIOLATIONS
+    from replaykit.contracts import EXPECTED_VIOLATIONS  # jsonschema is imported only on a violation
 
     listed = loaded.meta.extra.get(EXPECTED_VIOLATIONS) if loaded is not None else None
     return frozenset(map(str, listed)) if isinstance(listed, list) else frozenset()

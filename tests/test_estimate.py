@@ -238,8 +238,9 @@ def test_targets_are_checked() -> None:
 
 # ---------------------------------------------------------------- exact mode (o200k_base, offline)
 
-needs_ranks = pytest.mark.skipif(importlib.util.find_spec("bpe_openai") is None,
-                                 reason="bpe-openai (the offline o200k_base ranks) is not installed")
+needs_ranks = pytest.mark.skipif(
+    importlib.util.find_spec("bpe_openai") is None or importlib.util.find_spec("tiktoken") is None,
+    reason="tiktoken or bpe-openai (the offline o200k_base ranks) is not installed")
 
 
 @needs_ranks

@@ -132,14 +132,14 @@ def test_swallowed_by_the_code_under_test(tripwire):
             pass
 
 
-def test_an_sdk_pointed_at_the_real_api(tripwire, replaykit):
+def test_an_sdk_pointed_at_the_real_api(tripwire, replaykit, monkeypatch):
     import anthropic
-    import httpx
 
-    http = httpx.Client(trust_env=False)  # no proxy from the environment: the SDK itself must be refused
-    with anthropic.Anthropic(base_url="https://api.anthropic.com", api_key="dummy", max_retries=0,
-                             http_client=http) as sdk, pytest.raises(anthropic.APIConnectionError):
-        sdk.messages.create(model="m", max_tokens=1, messages=[{"role": "user", "content": "hi"}])
+    for proxy in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(proxy, raising=False)  # the SDK's own connection must be the one refused
+    with anthropic.Anthropic(base_url="https://api.anthropic.com", api_key="dummy", max_retries=0) as sdk:
+        with pytest.raises(anthropic.APIConnectionError):
+            sdk.messages.create(model="m", max_tokens=1, messages=[{"role": "user", "content": "hi"}])
 
 
 def test_guard_off(replaykit):

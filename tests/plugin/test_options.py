@@ -70,6 +70,11 @@ def test_bad_fault():
     pass
 
 
+@pytest.mark.replaykit(cassettes=[42])
+def test_not_a_cassette():
+    pass
+
+
 @pytest.mark.replaykit(cassettes=["broken.yaml"])
 def test_broken_cassette():
     pass
@@ -88,7 +93,7 @@ def test_marker_arguments_are_checked(rk: pytest.Pytester) -> None:
     (local / "web_search.yaml").write_text("version: 1\ninteractions: []\n", encoding="utf-8")
     (rk.path / "cassettes" / "broken.yaml").write_text("version: 1\ninteractions: [\n", encoding="utf-8")
     result = rk.runpytest("-rA")
-    result.assert_outcomes(passed=1, errors=5)
+    result.assert_outcomes(passed=1, errors=6)
     where = r"test_inner.py::test_\w+: @pytest.mark.replaykit"
     result.stdout.re_match_lines(
         [
@@ -99,11 +104,12 @@ def test_marker_arguments_are_checked(rk: pytest.Pytester) -> None:
             r"/.*/cassettes/absent.yaml\); give an absolute path, put it there, or set "
             r"--replaykit-cassette-dir",
             rf"{where} faults\[0\]: .*status.*2000.*",
+            rf"{where}: cassette 42 must be a path or a replaykit.cassette.Cassette",
             rf"{rk.path}/cassettes/broken.yaml:3: invalid YAML: .*; fix the YAML syntax",
         ],
         consecutive=False,
     )
-    result.stdout.no_re_match_line(r".*pytest_plugin.py.*")
+    result.stdout.no_re_match_line(r".*(pytest_plugin.py|During handling|direct cause).*")
 
 
 @pytest.mark.parametrize(
