@@ -260,11 +260,16 @@ def _finite(case: _Case, data: st.DataObject) -> None:
 
 
 def _no_decrease(case: _Case, data: st.DataObject) -> None:
-    before = data.draw(rs.transcripts(), label="transcript")
-    after = _append(before, data.draw(_unanchoring(), label="appended"))
-    low, high = case.tokens(before), case.tokens(after)
-    if high < low:
-        raise case.fail(f"appending the last message lowered the estimate from {low} to {high}", after)
+    search = data.draw(st.booleans(), label="search in the transcript")
+    transcript = data.draw(rs.transcripts(search=search), label="transcript")
+    low = case.tokens(transcript)
+    for message in data.draw(st.lists(_unanchoring(), min_size=1, max_size=3), label="appended"):
+        transcript = _append(transcript, message)
+        high = case.tokens(transcript)
+        if high < low:
+            raise case.fail(f"appending the last message lowered the estimate from {low} to {high}",
+                            transcript)
+        low = high
 
 
 def _search_chars(case: _Case, data: st.DataObject) -> None:

@@ -326,6 +326,7 @@ class ReplayHandle:
         server = _strict_twin(session) if marked.strict else session
         handle = cls(server, base=base, root=root, allow_unused=marked.allow_unused, own=marked.strict)
         try:
+            server.reset()
             handle._load(cassettes)
             for number, fault in enumerate(marked.faults):
                 handle._inject(fault, f"{node.nodeid}: @pytest.mark.replaykit faults[{number}]")

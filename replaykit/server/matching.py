@@ -165,12 +165,12 @@ def _model(body: Any, path: str) -> str | None:
 def _body_diff(
     received: Received, slot: Slot, ignore: tuple[Pattern, ...], limit: int
 ) -> list[dict[str, Any]]:
+    raw = slot.interaction.request.body or b""
+    if received.body == raw:
+        return []  # the very bytes recorded
     recorded = slot.request_json
     if received.json is not None and recorded is not None:
         return diff(received.json, recorded, ignore, limit)
-    raw = slot.interaction.request.body or b""
-    if received.body == raw:
-        return []
     return [
         {
             "pointer": "",
@@ -219,9 +219,21 @@ class Pool:
         self.checks = tuple(_builtin(m, self.ignore) if isinstance(m, str) else _user(m) for m in names)
         self.repeat = repeat
 
+    @property
+    def slots(self) -> list[Slot]:
+        """The loaded interactions, in order; setting them indexes them by route."""
+        return self._slots
+
+    @slots.setter
+    def slots(self, slots: list[Slot]) -> None:
+        self._slots = slots
+        self._by_route: dict[str, list[Slot]] = {}
+        for slot in slots:
+            self._by_route.setdefault(slot.route.name, []).append(slot)
+
     def match(self, received: Received) -> Match:
         """Choose and take the interaction for ``received``; see the module docstring."""
-        on_route = [s for s in self.slots if s.route.name == received.route.name]
+        on_route = self._by_route.get(received.route.name, [])
         for slot in self._order(on_route):
             if all(check.accepts(received, slot) for check in self.checks):
                 slot.taken += 1

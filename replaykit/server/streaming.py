@@ -66,10 +66,6 @@ async def _write_all(response: web.StreamResponse, plan: Plan, progress: Progres
     start = loop.time()
     timed = plan.timed
     last = len(plan.chunks) - 1 if plan.end == "eof" else -1
-    import os, socket
-    sock = response._req.transport.get_extra_info("socket") if os.environ.get("CORK") else None
-    if sock is not None:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
     for index, chunk in enumerate(plan.chunks):
         if timed:
             await _wait_until(loop, start + plan.due[index])
@@ -77,8 +73,6 @@ async def _write_all(response: web.StreamResponse, plan: Plan, progress: Progres
             progress.settle("complete")
         await response.write(chunk)
         progress.chunks += 1
-    if sock is not None:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
 
 
 async def _finish(
