@@ -14,10 +14,12 @@ import json
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK
-from replaykit.properties import PROPERTIES, CommandEstimator, Estimator, Outcome, dumps, load_callable, run
+
+if TYPE_CHECKING:  # replaykit.properties (and Hypothesis) load only when the command runs
+    from replaykit.properties import Estimator, Outcome
 
 __all__ = ["register", "render", "run_command", "to_json"]
 
@@ -41,8 +43,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--no-shrink", action="store_false", dest="shrink",
                         help="report a failing example as found, without minimising it (faster)")
     parser.add_argument("--property", action="append", dest="names", metavar="NAME",
-                        choices=[prop.name for prop in PROPERTIES],
-                        help="run only this property (repeatable)")
+                        help="run only this property (repeatable): never_raises, finite_non_negative, ...")
     parser.set_defaults(func=run_command)
 
 
@@ -58,6 +59,8 @@ def _positive(text: str) -> int:
 
 @contextmanager
 def _estimator(args: argparse.Namespace) -> Iterator[tuple[str, Estimator]]:
+    from replaykit.properties import CommandEstimator, load_callable
+
     if args.estimator is not None:
         yield args.estimator, load_callable(args.estimator)
         return
@@ -67,6 +70,8 @@ def _estimator(args: argparse.Namespace) -> Iterator[tuple[str, Estimator]]:
 
 def run_command(args: argparse.Namespace) -> int:
     """Run the suite as ``args`` say and print the report."""
+    from replaykit.properties import run
+
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     with _estimator(args) as (label, estimator):
         outcomes = run(estimator, max_examples=args.max_examples, seed=seed, names=args.names,
@@ -91,6 +96,8 @@ def render(header: dict[str, Any], outcomes: list[Outcome]) -> str:
 
 
 def _details(outcome: Outcome) -> list[str]:
+    from replaykit.properties import dumps
+
     if outcome.unchecked:
         return [f"          {outcome.unchecked}"]
     if outcome.failure is None:
@@ -109,6 +116,8 @@ def to_json(header: dict[str, Any], outcomes: list[Outcome]) -> dict[str, Any]:
 
 
 def _entry(outcome: Outcome) -> dict[str, Any]:
+    from replaykit.properties import dumps
+
     entry: dict[str, Any] = {"name": outcome.name, "statement": outcome.statement, "status": outcome.status}
     if outcome.unchecked:
         entry["reason"] = outcome.unchecked

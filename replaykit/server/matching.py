@@ -42,6 +42,7 @@ __all__ = [
 DEFAULT_VOLATILE: tuple[str, ...] = ("/metadata/user_id", "/user", "/safety_identifier", "/prompt_cache_key")
 BUILTIN_MATCHERS: tuple[str, ...] = ("method", "path", "query", "body", "model")
 NEAR_MISSES = 3
+PARSE_SLICE = 1 << 16
 _DEPLOYMENT = re.compile(r"/openai/deployments/([^/]+)/")
 
 Matcher = Callable[["Received", Request], bool]
@@ -122,8 +123,10 @@ class Slot:
 
 
 def _event_ends(body: bytes) -> list[int]:
+    view = memoryview(body)
+    pieces = (bytes(view[i : i + PARSE_SLICE]) for i in range(0, len(body), PARSE_SLICE))
     ends, total = [], 0
-    for event in sse.parse(body):
+    for event in sse.iter_events(pieces):  # a slice at a time: a huge stream never exists twice in memory
         total += len(event.raw)
         ends.append(total)
     if total != len(body):  # a BOM or other bytes outside the blocks: keep the body whole

@@ -14,7 +14,9 @@ from replaykit import contracts, sse
 from replaykit.server.matching import Received, Slot
 from replaykit.server.plan import Plan
 
-__all__ = ["request_violations", "response_violations"]
+__all__ = ["CHECK_LIMIT", "request_violations", "response_violations"]
+
+CHECK_LIMIT = 16 << 20
 
 
 def _rows(found: list[contracts.Violation]) -> list[dict[str, Any]]:
@@ -53,9 +55,18 @@ def _check_plan(route: contracts.Route, plan: Plan) -> list[contracts.Violation]
 
 
 def response_violations(received: Received, slot: Slot | None, plan: Plan) -> list[dict[str, Any]]:
-    """Violations of the response ``plan`` serves; an unaltered replay is checked once per interaction."""
+    """Violations of the response ``plan`` serves; an unaltered replay is checked once per interaction.
+
+    A body over :data:`CHECK_LIMIT` bytes is not checked (it would be held parsed in memory, several times
+    its size): the plan gets a note saying so, and ``replaykit verify`` checks the cassette offline.
+    """
     route = contracts.classify(received.method, received.path)
     if route is None:
+        return []
+    size = sum(len(chunk) for chunk in plan.chunks)
+    if size > CHECK_LIMIT:
+        plan.notes.append(f"response contracts not checked: the body has {size} bytes, over the "
+                          f"{CHECK_LIMIT} byte limit; run `replaykit verify` on the cassette")
         return []
     if slot is None or plan.altered or plan.status >= 400:
         return _rows(_check_plan(route, plan))
