@@ -169,6 +169,23 @@ def _explain(error: ValidationError) -> list[Violation]:
     return [Violation(_pointer(at), keyword, _message(error, keyword, instance))]
 
 
+def _without_cascades(found: list[Violation]) -> list[Violation]:
+    """Drop ``unevaluatedProperties`` reports that only echo another violation in the same object.
+
+    When a branch of an object's schema fails, JSON Schema forgets what that branch evaluated, so every
+    member of the object looks unevaluated. Those echoes are dropped while a real violation sits in the
+    object; a truly unexpected member there is reported once the real violation is fixed.
+    """
+    real = [v.pointer for v in found if v.keyword != "unevaluatedProperties"]
+
+    def echo(violation: Violation) -> bool:
+        parent = violation.pointer.rpartition("/")[0]
+        return violation.keyword == "unevaluatedProperties" and any(
+            pointer == parent or pointer.startswith(parent + "/") for pointer in real)
+
+    return [v for v in found if not echo(v)]
+
+
 def _unexpected_part(message: str) -> str:
     """The part of a closed-object message that quotes the unexpected names.
 
@@ -591,7 +608,7 @@ class Contracts:
             found = [v for error in validator.iter_errors(value) for v in _explain(error)]
         except (referencing.exceptions.Unresolvable, _Unresolved) as exc:
             raise ContractError(self._unresolvable(kind, exc)) from exc
-        return list(dict.fromkeys(found))
+        return _without_cascades(list(dict.fromkeys(found)))
 
     def _unresolvable(self, kind: str, exc: BaseException) -> str:
         cause: BaseException | None = exc

@@ -350,3 +350,38 @@ def test_inject_takes_specs_mappings_and_faults(serve: Any) -> None:
     fake.inject(Fault("status", status=504, nth=3))
     assert [f.status for f in fake.faults] == [500, 503, 504]
     assert [httpx.post(f"{fake.url}/v1/messages").status_code for _ in range(4)] == [500, 503, 504, 200]
+
+
+SPECS = [
+    "status=429,route=anthropic,nth=1,times=2,retry_after=0,retry_after_ms=1,should_retry=true,message=m,"
+    "error_type=rate_limit_error,code=c",
+    "kind=delay_headers,ms=5",
+    "kind=delay_events,ms=5,route=openai.responses",
+    "kind=stall,after=3,ms=100",
+    "kind=disconnect,after=0",
+    "kind=error_event,after=1,as_failed=true,message=x,error_type=y",
+    "kind=corrupt_event,event=2",
+    "kind=drop_terminal,route=*",
+    "kind=truncate,at=10",
+    "status=500,route=GET /v1/models",
+]
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_every_fault_is_a_valid_scenario_fault(spec: str) -> None:
+    if "replaykit.scenario" not in contracts.kinds():
+        pytest.skip("the scenario contract is not there yet")
+    scenario = {"faults": [Fault.parse(spec).to_json()]}
+    assert [
+        v for v in contracts.validate("replaykit.scenario", scenario) if v.pointer.startswith("/faults")
+    ] == []
+
+
+def test_the_scenario_contract_refuses_what_fault_refuses() -> None:
+    if "replaykit.scenario" not in contracts.kinds():
+        pytest.skip("the scenario contract is not there yet")
+    for bad in ({"kind": "stall"}, {"kind": "status", "status": 429, "after": 1}, {"kind": "explode"}):
+        with pytest.raises(UsageError):
+            Fault.from_dict(bad)
+        found = contracts.validate("replaykit.scenario", {"faults": [bad]})
+        assert [v for v in found if v.pointer.startswith("/faults")] != [], bad

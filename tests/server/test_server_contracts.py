@@ -10,6 +10,7 @@ import pytest
 from server_support import ANTHROPIC, anthropic_request, cassette_of, json_interaction, message_cassette
 
 from replaykit import contracts
+from replaykit.server import verdicts
 
 BOTH_DOMAIN_LISTS = {
     **anthropic_request(),
@@ -76,3 +77,17 @@ def test_error_envelopes_served_by_replaykit_are_checked_too(serve: Any) -> None
     httpx.post(f"{fake.url}/v1/messages", json=anthropic_request())
     httpx.post(f"{fake.url}/v1/messages", json=anthropic_request())  # unmatched: a 404 envelope
     assert [e.response_violations for e in fake.journal] == [[], [], []]
+
+
+def test_a_huge_response_is_not_checked_and_the_journal_says_so(
+    serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(verdicts, "CHECK_LIMIT", 10)
+    fake = serve(cassette_of(json_interaction(ANTHROPIC, anthropic_request(), {"id": "msg_1"})))
+    httpx.post(f"{fake.url}/v1/messages", json=anthropic_request())
+    entry = fake.journal[0]
+    assert entry.response_violations == []
+    assert entry.notes == [
+        "response contracts not checked: the body has 15 bytes, over the 10 byte limit; "
+        "run `replaykit verify` on the cassette"
+    ]
