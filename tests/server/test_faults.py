@@ -139,6 +139,7 @@ def test_delay_before_headers(serve: Any) -> None:
         with client.stream("POST", f"{fake.url}/v1/messages") as response:
             waited = time.perf_counter() - start
             assert response.status_code == 200
+            response.read()
     assert waited >= 0.14
     assert fake.journal[0].verdict == "served" and fake.unused() == []
 
