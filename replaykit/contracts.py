@@ -51,7 +51,9 @@ on purpose lists its violations under ``replaykit: {x-expected-violations: [...]
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -59,6 +61,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
 from urllib.parse import urlsplit
 
+import attrs
 import referencing.exceptions
 from jsonschema import Draft202012Validator, ValidationError, validators  # type: ignore[import-untyped]
 from referencing import Registry, Resource
@@ -83,6 +86,7 @@ __all__ = [
     "check_interaction",
     "classify",
     "default",
+    "expected_keys",
     "kinds",
     "validate",
     "verify_check",
@@ -269,6 +273,29 @@ def _reserve_below_window(instance: Mapping[str, Any]) -> Iterator[ValidationErr
         yield ValidationError(message, path=["reserve"])
 
 
+def _finite(value: Any) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _non_decreasing(member: str) -> Rule:
+    """``instance[member]``, a list of objects, is in time order: no entry's ``timestamp`` is below the
+    previous one's. Entries without a finite number there are skipped (the schema and the caller report them).
+    """
+
+    def check(instance: Mapping[str, Any]) -> Iterator[ValidationError]:
+        entries = instance.get(member)
+        listed = entries if isinstance(entries, list) else []
+        comparable = [(index, entry["timestamp"]) for index, entry in enumerate(listed)
+                      if isinstance(entry, dict) and _finite(entry.get("timestamp"))]
+        for (before, earlier), (index, stamp) in itertools.pairwise(comparable):
+            if stamp < earlier:
+                message = (f"{member} entry {index} (timestamp {stamp}) is earlier than entry {before} "
+                           f"(timestamp {earlier}); list the {member} entries in time order")
+                yield ValidationError(message, path=[member, index, "timestamp"])
+
+    return check
+
+
 RULES: dict[str, Rule] = {
     "index_span": _span("start_index", "end_index"),
     "char_span": _span("start_char_index", "end_char_index"),
@@ -278,6 +305,7 @@ RULES: dict[str, Rule] = {
     "one_domain_list": _one_domain_list,
     "min_max": _min_max,
     "reserve_below_window": _reserve_below_window,
+    "non_decreasing_timestamps": _non_decreasing("systemHistory"),
 }
 
 
@@ -312,7 +340,7 @@ def _child(validator: Any, schema: Any, resolver: Any = None) -> Any:
     if resolver is None and isinstance(schema, dict) and "$id" in schema:  # a nested resource: its own base
         resolver = validator._resolver.in_subresource(DRAFT202012.create_resource(schema))
     changes = {"schema": schema} if resolver is None else {"schema": schema, "_resolver": resolver}
-    child = validator.evolve(**changes)
+    child = attrs.evolve(validator, **changes)
     _CHILDREN[key] = (validator, schema, child)
     return child
 
@@ -666,6 +694,7 @@ _ROUTES: tuple[tuple[re.Pattern[str], Route], ...] = (
     (re.compile(r"/v1/messages/count_tokens"), _COUNT),
     (re.compile(r"/v1/responses"), _OPENAI),
     (re.compile(r"/openai/v1/responses"), _AZURE),
+    (re.compile(r"/openai/responses"), _AZURE),  # AzureOpenAI(azure_endpoint=...) with ?api-version=
     (re.compile(r"/openai/deployments/[^/]+/responses"), _AZURE),
     (re.compile(r"/client/v4/accounts/[^/]+/ai/websearch/?"), _CLOUDFLARE),
 )
@@ -872,7 +901,7 @@ def verify_check(path: Path, cassette: Cassette) -> list[Finding]:
         for violation in check_interaction(item):
             if violation.keyword == "json":
                 continue  # event data that is not JSON is verify's own sse-framing finding
-            keys = _keys(index, violation)
+            keys = expected_keys(index, violation)
             listed = keys & expected
             unmet -= listed
             message = f"{violation.part} {violation.pointer or '/'} {violation.message}"
@@ -889,8 +918,12 @@ def _place(index: int, violation: Violation) -> str:
     return place if violation.event is None else f"{place}:events[{violation.event}]"
 
 
-def _keys(index: int, violation: Violation) -> set[str]:
-    """The ways an ``x-expected-violations`` entry may name ``violation``."""
+def expected_keys(index: int, violation: Violation) -> set[str]:
+    """The ways an ``x-expected-violations`` entry may name ``violation`` of interaction ``index``.
+
+    ``"<part> <pointer>"`` (any interaction) and ``"interactions[i] <part> <pointer>"`` (or
+    ``"interactions[i]:events[j] <part> <pointer>"`` for a stream event); the pointer of the root is ``/``.
+    """
     short = f"{violation.part} {violation.pointer or '/'}"
     return {short, f"{_place(index, violation)} {short}"}
 

@@ -13,6 +13,9 @@ The exception tree::
     │                                   an answer's citations failed verification (see replaykit.citations)
     ├── WebSearchError                  a Cloudflare Web Search failed: status, code, retryable, request_id
     │                                   (built from a response by replaykit.search)
+    ├── NetworkBlockedError(ReplaykitError, ConnectionRefusedError)
+    │                                   the network guard (replaykit.netguard) refused a connection or DNS
+    │                                   lookup that is not loopback; to a client, a refused connection
     └── LocalRequestError(ReplaykitError, ValueError)
                                         LOCAL_REQUEST_ERROR: a request was refused before it was sent
                                         (phase validation | estimation | preparation); terminal, never retried
@@ -65,6 +68,7 @@ __all__ = [
     "LocalPhase",
     "LocalRequestError",
     "MatchError",
+    "NetworkBlockedError",
     "Provenance",
     "ReplaykitError",
     "ScenarioError",
@@ -107,6 +111,14 @@ class ScenarioError(ReplaykitError):
 
 class TargetError(ReplaykitError):
     """A target command crashed, timed out or wrote no valid outcome."""
+
+
+class NetworkBlockedError(ReplaykitError, ConnectionRefusedError):
+    """The network guard refused a connection (or DNS lookup) to an address that is not loopback.
+
+    A :class:`ConnectionRefusedError`, so the code under test sees a refused connection (``TRANSPORT_ERROR``
+    to :func:`classify`); the guard records every refusal, so one the code swallows is still reported.
+    """
 
 
 class CitationError(ReplaykitError, ValueError):

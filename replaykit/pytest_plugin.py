@@ -33,19 +33,18 @@ recorded interaction matched (with their near misses and body diffs), interactio
 unaltered; those a cassette lists under ``replaykit: x-expected-violations`` excepted), and connections
 the network guard refused. A test that failed anyway gets the report as a ``replaykit`` section.
 
-Network guard: while a replaykit test runs, ``socket.socket.connect`` / ``connect_ex``,
-``socket.create_connection`` and ``socket.getaddrinfo`` refuse any address that is not loopback
-(``localhost``, 127.0.0.0/8, ``::1``) with :class:`NetworkBlockedError`, before any DNS lookup or packet.
+Network guard: while a replaykit test runs, a :class:`~replaykit.netguard.NetworkGuard` makes
+``socket.socket.connect`` / ``connect_ex``, ``socket.create_connection`` and ``socket.getaddrinfo`` refuse any
+address that is not loopback (``localhost``, 127.0.0.0/8, ``::1``) with
+:class:`~replaykit.errors.NetworkBlockedError`, before any DNS lookup or packet.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import ipaddress
 import json
 import os
-import socket
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -55,18 +54,16 @@ import pytest
 from replaykit import cassette as cassette_mod
 from replaykit.cassette import Cassette
 from replaykit.errors import ReplaykitError, UsageError
+from replaykit.netguard import NetworkGuard
 from replaykit.resources import data_dir
 
 if TYPE_CHECKING:
     from replaykit.server import Entry, FakeProvider, Fault
 
 __all__ = [
-    "NetworkBlockedError",
-    "NetworkGuard",
     "ReplayHandle",
     "ReplaykitOptions",
     "format_report",
-    "is_loopback",
     "replaykit",
     "replaykit_options",
     "replaykit_server",
@@ -212,7 +209,7 @@ def replaykit(
         handle = ReplayHandle.open(request.node, replaykit_server, base, request.config.rootpath)
     except ReplaykitError as exc:
         _fail(exc)
-    handle.guard = None if replaykit_options.allow_network else NetworkGuard()
+    handle.guard = None if replaykit_options.allow_network else NetworkGuard(_ALLOW_HINT)
     request.node.stash[_HANDLE] = handle
     try:
         with handle.guard or contextlib.nullcontext():
@@ -518,128 +515,19 @@ def _violations(
         source = f"{display(matched['cassette'])}:interactions[{matched['index']}]" if matched else ""
         items += [[f"{_request(entry)}: {_violation(part, row)}"
                    + (f" (recorded in {source})" if part == "response" else "")]
-                  for part, row in rows if not _names(part, row, matched.get("index")) & listed]
+                  for part, row in rows if not (listed and _names(part, row, matched["index"]) & listed)]
     return items
 
 
-def _names(part: str, row: dict[str, Any], index: int | None) -> set[str]:
-    """The ways an ``x-expected-violations`` entry may name this violation (see replaykit.contracts)."""
-    short = f"{part} {row.get('pointer') or '/'}"
-    place = f"interactions[{index}]"
-    if row.get("event") is not None:
-        place += f":events[{row['event']}]"
-    return {short, f"{place} {short}"}
+def _names(part: str, row: dict[str, Any], index: int) -> set[str]:
+    """The ways an ``x-expected-violations`` entry may name this journal violation row."""
+    from replaykit.contracts import Violation, expected_keys  # jsonschema is imported only on a violation
+
+    violation = Violation(str(row.get("pointer") or ""), str(row.get("keyword") or ""),
+                          str(row.get("message") or ""), event=row.get("event"), part=part)
+    return expected_keys(index, violation)
 
 
 def _violation(part: str, row: dict[str, Any]) -> str:
     event = f" events[{row['event']}]" if row.get("event") is not None else ""
     return f"{part}{event} {row.get('pointer') or '/'}: {row.get('message')}"
-
-
-# ---------------------------------------------------------------- the network guard
-
-
-class NetworkBlockedError(ReplaykitError, ConnectionRefusedError):
-    """The network guard refused a connection (or DNS lookup) to an address that is not loopback."""
-
-
-def is_loopback(host: object) -> bool:
-    """True for ``localhost``, 127.0.0.0/8 and ``::1`` (IPv4-mapped too); never resolves a name."""
-    if isinstance(host, bytes):
-        host = host.decode("ascii", "replace")
-    if not isinstance(host, str):
-        return False
-    name = host.strip("[]").split("%")[0].lower()
-    if name in ("localhost", "localhost."):
-        return True
-    address = _ip(name)
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address is not None and address.is_loopback
-
-
-def _ip(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        return ipaddress.ip_address(name)
-    except ValueError:
-        return None
-
-
-_ABSENT = object()
-
-
-class NetworkGuard:
-    """While installed (``with``), refuse non-loopback connections and lookups; ``refused`` lists them."""
-
-    def __init__(self) -> None:
-        self.refused: list[str] = []
-        self._saved: list[tuple[Any, str, Any]] = []
-
-    def __enter__(self) -> NetworkGuard:
-        self.install()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.uninstall()
-
-    def install(self) -> None:
-        """Patch the socket module (undone by :meth:`uninstall`)."""
-        if self._saved:
-            raise UsageError("the network guard is already installed")
-        cls = socket.socket
-        patches = [
-            (cls, "connect", self._connect(cls.connect, "socket.connect")),
-            (cls, "connect_ex", self._connect(cls.connect_ex, "socket.connect_ex")),
-            (socket, "create_connection", self._create_connection(socket.create_connection)),
-            (socket, "getaddrinfo", self._getaddrinfo(socket.getaddrinfo)),
-        ]
-        for owner, name, wrapper in patches:
-            self._saved.append((owner, name, vars(owner).get(name, _ABSENT)))
-            setattr(owner, name, wrapper)
-
-    def uninstall(self) -> None:
-        """Restore what :meth:`install` patched."""
-        while self._saved:
-            owner, name, original = self._saved.pop()
-            if original is _ABSENT:
-                delattr(owner, name)
-            else:
-                setattr(owner, name, original)
-
-    def refuse(self, host: object, port: object, via: str) -> NetworkBlockedError:
-        """Record a refusal and return the error to raise."""
-        shown = f"[{host}]" if isinstance(host, str) and ":" in host else str(host)
-        message = (
-            f"replaykit blocked {via} to {shown}:{port}: a replaykit test runs offline and may reach "
-            f"loopback only (localhost, 127.0.0.0/8, ::1); {_ALLOW_HINT}"
-        )
-        self.refused.append(message)
-        return NetworkBlockedError(message)
-
-    def _check(self, host: object, port: object, via: str) -> None:
-        if not is_loopback(host):
-            raise self.refuse(host, port, via)
-
-    def _connect(self, original: Callable[..., Any], via: str) -> Callable[..., Any]:
-        def connect(sock: socket.socket, address: Any) -> Any:
-            if sock.family in (socket.AF_INET, socket.AF_INET6) and isinstance(address, tuple):
-                self._check(address[0], address[1] if len(address) > 1 else "?", via)
-            return original(sock, address)
-
-        return connect
-
-    def _create_connection(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def create_connection(address: tuple[Any, ...], *args: Any, **kwargs: Any) -> Any:
-            self._check(address[0], address[1], "socket.create_connection")
-            return original(address, *args, **kwargs)
-
-        return create_connection
-
-    def _getaddrinfo(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
-            name = host.decode("ascii", "replace") if isinstance(host, bytes) else host
-            if name is not None and _ip(str(name).split("%")[0]) is None:
-                self._check(name, port, "a DNS lookup (socket.getaddrinfo)")
-            return original(host, port, *args, **kwargs)
-
-        return getaddrinfo

@@ -2,7 +2,7 @@
 
 A transcript is plain JSON (dicts and lists), the same in every language a target is written in::
 
-    {"version": 1, "system": str | null, "tools": [...], "messages": [...]}
+    {"version": 1, "system": str | null, "tools": [...], "messages": [...], "systemHistory"?: [...]}
 
 Messages are ``user``, ``assistant`` and ``toolResult`` (pi-ai's message model). Assistant content blocks are
 ``text``, ``thinking``, ``toolCall`` and ``hostedSearch``, the last a union on ``phase``:
@@ -28,6 +28,10 @@ Mappings (decided here, used by every converter):
   A stream that breaks off (an ``error`` event, or no terminal event) gives stopReason error with
   ``errorMessage``.
 - timestamps are given by the caller (``timestamp=``): a converter never invents a time.
+
+``systemHistory`` (optional, internal: never sent to a provider) logs each (re)build of the system prompt and
+tool list, ``[{"timestamp", "system", "tools"}, ...]`` in time order; the estimator reads it to tell which
+configuration was in force when an assistant turn was produced (see :mod:`replaykit.estimate`).
 
 :func:`restore` validates a stored transcript against ``contracts/replaykit/transcript.schema.json`` and
 raises :class:`~replaykit.errors.LocalRequestError` (phase ``validation``) with the JSON pointer and the
@@ -68,6 +72,7 @@ __all__ = [
     "Message",
     "SearchResult",
     "StopReason",
+    "SystemEntry",
     "TextBlock",
     "ThinkingBlock",
     "Tool",
@@ -265,13 +270,24 @@ class HostedSearchTool(TypedDict):
 Tool = FunctionTool | HostedSearchTool
 
 
+class SystemEntry(TypedDict):
+    """One (re)build of the system prompt and tools: in force from ``timestamp`` (milliseconds since the
+    epoch) until the next entry. Rebuilding the same configuration is logged too; it is not a change.
+    """
+
+    timestamp: float
+    system: str | None
+    tools: list[Tool]
+
+
 class Transcript(TypedDict):
-    """A stored conversation."""
+    """A stored conversation; ``systemHistory`` is internal (read by the estimator, never sent)."""
 
     version: Literal[1]
     messages: list[Message]
     system: NotRequired[str | None]
     tools: NotRequired[list[Tool]]
+    systemHistory: NotRequired[list[SystemEntry]]
 
 
 class ConversionError(ReplaykitError, ValueError):
@@ -296,9 +312,10 @@ def _validator() -> jsonschema.protocols.Validator:
 def restore(data: object, *, source: str = "<transcript>") -> Transcript:
     """Validate a stored transcript and return it unchanged (no migration: legacy blocks load as they are).
 
-    The structure is checked with ``replaykit.contracts.validate("replaykit.transcript", data)``; the first
-    violation raises :class:`LocalRequestError` (phase ``validation``) naming ``source``, its JSON pointer,
-    the index of the message at fault and the fix (the schema's description of the value).
+    The structure is checked with ``replaykit.contracts.validate("replaykit.transcript", data)`` (which also
+    keeps ``systemHistory`` in time order), then every timestamp is checked to be finite; the first violation
+    raises :class:`LocalRequestError` (phase ``validation``) naming ``source``, its JSON pointer, the index of
+    the message at fault (None outside ``messages``) and the fix (the schema's description of the value).
     """
     violations = contracts.validate(CONTRACT, data)
     if violations:
@@ -339,9 +356,10 @@ def _safe_message(data: object, violation: contracts.Violation) -> str:
     """What is wrong at the violation's pointer, with the schema's expectation and only the type of the value.
 
     The violation's own message may quote the offending value (user content, keys): it is not used, except
-    for ``required``, whose message names the missing member from the schema.
+    for ``required``, whose message names the missing member from the schema, and the cross-field rules
+    (``x-rules``), whose messages quote only numbers (timestamps) and say the fix.
     """
-    if violation.keyword == "required":
+    if violation.keyword in ("required", "x-rules"):
         return violation.message
     value, expected = _at(data, violation.pointer), _expected(data, violation)
     got = _describe(value)
@@ -403,11 +421,16 @@ def _resolve(subschema: JSON) -> JSON:
 
 def _check_timestamps(data: JSON, source: str) -> None:
     for index, message in enumerate(data["messages"]):
-        stamp = message["timestamp"]
-        if not math.isfinite(stamp):
-            raise LocalRequestError(
-                f"{source}: timestamp {stamp!r} is not a finite number; store milliseconds since the epoch",
-                phase="validation", pointer=f"/messages/{index}/timestamp", message_index=index)
+        _check_finite(message["timestamp"], f"/messages/{index}/timestamp", index, source)
+    for index, entry in enumerate(data.get("systemHistory", [])):
+        _check_finite(entry["timestamp"], f"/systemHistory/{index}/timestamp", None, source)
+
+
+def _check_finite(stamp: float, pointer: str, message_index: int | None, source: str) -> None:
+    if not math.isfinite(stamp):
+        raise LocalRequestError(
+            f"{source}: timestamp {stamp!r} is not a finite number; store milliseconds since the epoch",
+            phase="validation", pointer=pointer, message_index=message_index)
 
 
 # ---------------------------------------------------------------- shared helpers

@@ -146,6 +146,8 @@ def test_a_missing_kind_target_is_a_contract_error(tmp_path: Path) -> None:
      "azure"),
     ("POST", "/openai/deployments/gpt-5-prod/responses?api-version=2025-04-01-preview", "openai.request",
      "azure"),
+    ("POST", "https://res.openai.azure.com/openai/responses?api-version=2025-04-01-preview", "openai.request",
+     "azure"),
     ("POST", "/client/v4/accounts/0123abcd/ai/websearch", "cloudflare.request", "cloudflare"),
     ("POST", "https://api.cloudflare.com/client/v4/accounts/0123abcd/ai/websearch/", "cloudflare.request",
      "cloudflare"),

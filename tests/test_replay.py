@@ -457,6 +457,7 @@ NEUTRAL_ONLY = {
     "hostedSearch",
     "displayId",
     "replaykit",
+    "systemHistory",
 }
 
 
@@ -485,6 +486,23 @@ def test_the_leak_check_can_fail() -> None:
     for leak in ({"timestamp": 1}, {"note": SENTINEL}):
         with pytest.raises(AssertionError):
             assert_no_leak({**body, "messages": [*body["messages"], {**body["messages"][0], **leak}]})
+    with pytest.raises(AssertionError):
+        assert_no_leak({**body, "systemHistory": []})
+
+
+def test_the_system_history_is_never_sent() -> None:
+    transcript = _legacy()
+    earlier = {"name": "lookup_" + SENTINEL, "description": SENTINEL, "parameters": {"type": "object"}}
+    transcript["systemHistory"] = [
+        {"timestamp": 1764662400000, "system": SENTINEL + " (the prompt before)", "tools": [earlier]},
+        {"timestamp": 1764662401000, "system": transcript["system"], "tools": transcript["tools"]},
+    ]
+    restore(transcript)
+    for target in TARGETS:
+        body = project(transcript, target)
+        assert body == project(_legacy(), target)  # the history changes nothing that is sent
+        assert_no_leak(body)
+        assert "systemHistory" not in json.dumps(body)
 
 
 _words = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=30)
@@ -691,13 +709,31 @@ _tools = st.lists(
     ),
     max_size=2,
 )
+_history_tools = st.lists(
+    st.builds(lambda n: {"name": SENTINEL + n, "description": SENTINEL, "parameters": {"type": "object"}},
+              _ids)
+    | st.just({"type": "hostedSearch", "maxUses": 9, "blockedDomains": [SENTINEL + ".example"]}),
+    max_size=2,
+)
+
+
+def _history_entry(at: int) -> st.SearchStrategy[JSON]:
+    stamp = 1764662400000 + at
+    return _history_tools.map(lambda tools: {"timestamp": stamp, "system": SENTINEL, "tools": tools})
+
+
+_histories = st.lists(st.integers(0, 10_000), max_size=3).flatmap(
+    lambda offsets: st.tuples(*map(_history_entry, sorted(offsets))).map(list)
+)
 transcripts = st.builds(
-    lambda system, tools, rest: {"version": 1, "system": system, "tools": tools, "messages": rest},
+    lambda system, tools, rest, extra: {"version": 1, "system": system, "tools": tools, "messages": rest,
+                                        **extra},
     st.none() | _words,
     _tools,
     st.lists(st.one_of(user_messages, assistant_messages(), tool_results), max_size=6).map(
         lambda rest: [{"role": "user", "content": "start", "timestamp": 1764662400000}, *rest]
     ),
+    st.fixed_dictionaries({}, optional={"systemHistory": _histories}),  # internal: never sent
 )
 
 

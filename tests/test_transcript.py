@@ -7,18 +7,20 @@ import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, get_origin, get_type_hints
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replaykit import cassette
+from replaykit import cassette, contracts
 from replaykit.cassette import Interaction
 from replaykit.errors import LocalRequestError, classify
 from replaykit.resources import data_dir
 from replaykit.transcript import (
     ConversionError,
+    SystemEntry,
+    Transcript,
     anthropic_final_body,
     from_anthropic,
     from_anthropic_stream,
@@ -782,3 +784,110 @@ def test_restore_explains_the_fix() -> None:
         restore(_broken(["messages", 0, "timestamp"], _DELETE))
     with pytest.raises(LocalRequestError, match="no name and no arguments"):
         restore(_broken(["messages", 1, "content", 1, "arguments"], {}))
+
+
+# ---------------------------------------------------------------- systemHistory
+
+
+def _entry(at: Any, system: Any = "You are a research assistant.", tools: Any = None) -> JSON:
+    return {"timestamp": at, "system": system, "tools": [] if tools is None else tools}
+
+
+def _with_history(*entries: Any) -> JSON:
+    data = _legacy()
+    data["systemHistory"] = list(entries)
+    return data
+
+
+def test_a_system_history_restores_unchanged() -> None:
+    tools = _legacy()["tools"]
+    rebuilt = {**_entry(STAMP + 5, tools=tools), "note": "same time: rebuilt"}
+    data = _with_history(_entry(STAMP, None), _entry(STAMP + 5, "Be brief.", tools), rebuilt,
+                         _entry(STAMP + 9.5))
+    before = copy.deepcopy(data)
+    assert restore(data, source="stored.json") is data
+    assert data == before
+    assert restore(_with_history(), source="empty.json")["systemHistory"] == []
+
+
+def test_the_typed_dicts_follow_the_schema() -> None:
+    entry, hints = schema()["$defs"]["systemEntry"], get_type_hints(SystemEntry, include_extras=True)
+    assert set(hints) == set(entry["required"]) == set(entry["properties"])
+    assert not any(get_origin(hint) is NotRequired for hint in hints.values())
+    history = get_type_hints(Transcript, include_extras=True)["systemHistory"]
+    assert history == NotRequired[list[SystemEntry]]
+    assert "systemHistory" not in schema()["required"]
+    assert schema()["properties"]["systemHistory"]["items"] == {"$ref": "#/$defs/systemEntry"}
+
+
+_GOOD = _entry(STAMP)
+
+
+@pytest.mark.parametrize(
+    ("history", "pointer", "says"),
+    [
+        ({"0": _GOOD}, "/systemHistory", "expected array, got an object; systemHistory must be a list"),
+        ([_GOOD, "Be brief."], "/systemHistory/1", "expected object, got a string of 9 characters"),
+        ([{"system": None, "tools": []}], "/systemHistory/0/timestamp", "'timestamp' is required; timestamp"),
+        ([{"timestamp": STAMP, "tools": []}], "/systemHistory/0/system", "'system' is required; an entry's"),
+        ([_GOOD, {"timestamp": STAMP, "system": None}], "/systemHistory/1/tools", "'tools' is required"),
+        ([_entry("2025-12-02")], "/systemHistory/0/timestamp", "expected number, got a string of 10"),
+        ([_entry(True)], "/systemHistory/0/timestamp", "expected number, got a boolean"),
+        ([_GOOD, _entry(math.nan)], "/systemHistory/1/timestamp", "timestamp nan is not a finite number"),
+        ([_entry(math.inf)], "/systemHistory/0/timestamp", "timestamp inf is not a finite number"),
+        ([_entry(-math.inf)], "/systemHistory/0/timestamp", "timestamp -inf is not a finite number"),
+        ([_entry(STAMP, 42)], "/systemHistory/0/system", "expected string or null, got an integer"),
+        ([_entry(STAMP, tools={"name": "x"})], "/systemHistory/0/tools", "expected array, got an object"),
+        ([_entry(STAMP, tools=[{"name": "x"}])], "/systemHistory/0/tools/0/parameters", "'parameters' is"),
+        ([_entry(STAMP, tools=[{"type": "hostedSearch", "allowedDomains": [], "blockedDomains": []}])],
+         "/systemHistory/0/tools/0", "never both"),
+        ([_GOOD, _entry(STAMP + 5), _entry(STAMP + 4)], "/systemHistory/2/timestamp",
+         f"systemHistory entry 2 (timestamp {STAMP + 4}) is earlier than entry 1 (timestamp {STAMP + 5}); "
+         "list the systemHistory entries in time order"),
+    ],
+    ids=["not-a-list", "not-an-object", "no-timestamp", "no-system", "no-tools", "string-stamp",
+         "boolean-stamp", "nan", "inf", "-inf", "system-type", "tools-type", "bad-tool", "two-domain-lists",
+         "out-of-order"],
+)
+def test_restore_names_the_system_history_pointer(history: Any, pointer: str, says: str) -> None:
+    data = _with_history(*history) if isinstance(history, list) else {**_legacy(), "systemHistory": history}
+    with pytest.raises(LocalRequestError) as caught:
+        restore(data, source="stored.json")
+    error = caught.value
+    assert (error.phase, error.pointer, error.message_index) == ("validation", pointer, None)
+    assert str(error).startswith(f"validation error at {pointer}: stored.json: "), str(error)
+    assert says in str(error)
+
+
+def test_system_history_messages_never_quote_the_prompt() -> None:
+    key = _secretish()
+    for history in ([_entry(STAMP, [key])], [_entry(STAMP, tools=[{"name": key}])],
+                    [_entry(STAMP + 1, key), _entry(STAMP, key)], [{"system": key, "tools": [key]}]):
+        with pytest.raises(LocalRequestError) as caught:
+            restore(_with_history(*history), source="stored.json")
+        for text in (str(caught.value), classify(caught.value).message):
+            assert "Zq7v" not in text, text
+
+
+def test_the_time_order_rule_compares_finite_neighbours() -> None:
+    rule = contracts.RULES["non_decreasing_timestamps"]
+
+    def paths(*stamps: Any) -> list[list[Any]]:
+        return [list(error.path) for error in rule({"systemHistory": [{"timestamp": at} for at in stamps]})]
+
+    assert paths(1, 1, 2, 2.5) == []
+    assert paths(3, 2, 1) == [["systemHistory", 1, "timestamp"], ["systemHistory", 2, "timestamp"]]
+    assert paths(5, math.nan, None, "4", True, 4) == [["systemHistory", 5, "timestamp"]]
+    assert paths(1, math.inf, 2) == []  # non-finite: restore reports it, the order is not judged on it
+    assert list(rule({"systemHistory": [{"timestamp": 2}, "x", {"timestamp": 1}]}))
+    assert list(rule({"systemHistory": {"a": {"timestamp": 2}}})) == list(rule({"messages": []})) == []
+
+
+def test_a_transcript_embedded_in_another_contract_keeps_its_history_in_order() -> None:
+    data = _with_history(_entry(STAMP + 1), _entry(STAMP))
+    request = {"id": 1, "transcript": data, "target": {"provider": "anthropic", "api": "anthropic-messages",
+                                                       "model": "claude-sonnet-4-5"}}
+    found = [(v.pointer, v.keyword) for v in contracts.validate("replaykit.estimator-request", request)]
+    assert found == [("/transcript/systemHistory/1/timestamp", "x-rules")]
+    data["systemHistory"].reverse()
+    assert contracts.validate("replaykit.estimator-request", request) == []

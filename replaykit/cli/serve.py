@@ -16,10 +16,12 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from replaykit.cli import EXIT_OK
+from replaykit.errors import UsageError
 from replaykit.server import FakeProvider, Fault, load_faults
 from replaykit.server.matching import BUILTIN_MATCHERS
 
@@ -92,6 +94,8 @@ def _until_signalled() -> Iterator[threading.Event]:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT / SIGTERM, then write the journal."""
+    if args.journal and Path(args.journal).is_dir():
+        raise UsageError(f"--journal {args.journal}: is a folder; give a file path, e.g. journal.jsonl")
     fake = build(args)
     with _until_signalled() as stop:
         fake.start()

@@ -156,19 +156,19 @@ def _replay_plan(state: State, slot: Slot, faults: list[Fault]) -> Plan:
     return plan_for(response, state.settings.timing, provider, chunks=slot.chunks(), events=events)
 
 
-def _faulted(plan: Plan, faults: list[Fault], entry: Entry) -> Plan:
+def _faulted(plan: Plan, faults: list[Fault], entry: Entry, answered: Fault | None = None) -> Plan:
+    """Apply the faults in :data:`ORDER`; ``answered`` is the ``status`` fault the plan already serves."""
     for fault in sorted(faults, key=lambda f: ORDER.index(f.kind) if f.kind in ORDER else len(ORDER)):
-        applied = fault.kind != "status" and apply(plan, fault)
+        applied = fault is answered or (fault.kind != "status" and apply(plan, fault))
         entry.faults.append({**fault.to_json(), "applied": applied})
     return plan
 
 
 def _choose(state: State, received: Received, entry: Entry, faults: list[Fault]) -> tuple[Plan, Match | None]:
     status = next((f for f in faults if f.kind == "status"), None)
-    if status is not None:
-        entry.faults.append({**status.to_json(), "applied": True})
+    if status is not None:  # the error is served instead of a recording; a delay can still apply to it
         entry.verdict = "fault"
-        return status_plan(status, received.route.provider), None
+        return _faulted(status_plan(status, received.route.provider), faults, entry, status), None
     if state.settings.enforce_contracts and entry.request_violations:
         entry.verdict = "invalid"
         return _invalid_plan(received, entry.request_violations), None
@@ -200,14 +200,21 @@ class _Exchange:
     plan: Plan | None = None
     match: Match | None = None
     counted: bool = False
-    journaled: bool = False
+    settled: str | None = None
 
     @property
     def slot(self) -> Slot | None:
         return self.match.slot if self.match is not None else None
 
     def settle(self, progress: Progress) -> None:
-        """Record the outcome (called before the last bytes are sent, and again at the very end)."""
+        """Record the outcome (called before the last bytes are sent, and again at the very end).
+
+        The second call changes the entry only when the outcome turned out different (the client left
+        during the last write): a client that has its response never sees its entry change.
+        """
+        if self.settled == progress.outcome:
+            return
+        first, self.settled = self.settled is None, progress.outcome
         entry, plan, slot = self.entry, self.plan, self.slot
         whole = plan is not None and plan.complete and progress.outcome == "complete"
         with self.state.lock:
@@ -219,15 +226,12 @@ class _Exchange:
         entry.chunks = len(plan.chunks) if whole and plan is not None else progress.chunks
         entry.outcome = progress.outcome
         entry.duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
-        if not self.journaled:
-            self.journaled = True
+        if first:
             self.state.journal.append(entry)
 
     def close(self, progress: Progress) -> None:
         """The final word: settle with what really happened; give back a slot that was not served whole."""
         self.settle(progress)
-        entry = self.entry
-        entry.chunks = progress.chunks
         slot = self.slot
         if slot is not None and not self.counted:
             with self.state.lock:

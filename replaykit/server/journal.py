@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from replaykit.errors import UsageError, located
+
 __all__ = ["SCHEMA_ID", "Entry", "Journal", "redact_headers"]
 
 SCHEMA_ID = "https://replaykit.dev/contracts/replaykit/journal-entry.schema.json"
@@ -119,7 +121,17 @@ class Journal:
     def write_jsonl(self, path: str | os.PathLike[str]) -> None:
         """Write one JSON object a line, atomically (a temporary file renamed over ``path``)."""
         lines = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in self.to_json())
-        _write_atomic(Path(path), lines.encode("utf-8"))
+        try:
+            _write_atomic(Path(path), lines.encode("utf-8"))
+        except OSError as exc:
+            raise UsageError(
+                located(
+                    path,
+                    None,
+                    f"cannot write the journal: {exc.strerror or exc}",
+                    "pass a --journal path in a writable folder",
+                )
+            ) from exc
 
 
 def _write_atomic(target: Path, data: bytes) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from tripwire import Tripwire
 
 pytest_plugins = ["pytester"]
 
@@ -55,9 +54,3 @@ def rk(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makefile(".ini", pytest=INI)
     pytester.makeconftest(INNER_CONFTEST)
     return pytester
-
-
-@pytest.fixture
-def tripwire(monkeypatch: pytest.MonkeyPatch) -> Tripwire:
-    """A :class:`Tripwire` installed until the end of the test."""
-    return Tripwire().install(monkeypatch)

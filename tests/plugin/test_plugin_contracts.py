@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from replaykit import contracts
+from replaykit.pytest_plugin import format_report
 from replaykit.resources import data_dir
+from replaykit.server.journal import Entry
 
 INNER = '''
 from urllib.parse import urlsplit
@@ -90,3 +95,36 @@ def test_enforced_contracts_answer_400(inner: pytest.Pytester) -> None:
         [r"  request 1: POST /v1/messages: request /max_tokens: expected 'integer', got string 'lots'",
          r"served 400 /max_tokens: expected 'integer', got string 'lots'"]
     )
+
+
+# ---------------------------------------------------------------- the report honours the listed keys
+
+
+def _served(*rows: dict[str, Any]) -> Entry:
+    return Entry(1, "t", "anthropic", "messages", "POST", "/v1/messages", {}, {}, {}, verdict="served",
+                 matched={"cassette": "c.yaml", "index": 2}, response_violations=list(rows))
+
+
+ROWS: list[dict[str, Any]] = [
+    {"pointer": "/usage", "keyword": "required", "message": "'usage' is required", "event": 3},
+    {"pointer": "", "keyword": "type", "message": "expected object", "event": None},
+]
+EVENT, ROOT = "response events[3] /usage", "response /: expected object"
+
+
+@pytest.mark.parametrize(("listed", "left"), [
+    (set(), [EVENT, ROOT]),
+    ({"response /usage"}, [ROOT]),  # <part> <pointer>: in any interaction or event
+    ({"interactions[2]:events[3] response /usage"}, [ROOT]),
+    ({"interactions[2] response /"}, [EVENT]),  # the root pointer is "/"
+    ({"interactions[2] response /usage"}, [EVENT, ROOT]),  # an event's violation is named with its event
+    ({"interactions[1]:events[3] response /usage", "request /usage"}, [EVENT, ROOT]),
+    ({"response /", "interactions[2]:events[3] response /usage"}, []),
+])
+def test_the_report_leaves_out_what_the_cassette_lists(listed: set[str], left: list[str]) -> None:
+    report = format_report([_served(*ROWS)], [], [], expected=lambda label: frozenset(listed))
+    assert [line for line in (EVENT, ROOT) if line in report] == left
+    for row, line in zip(ROWS, (EVENT, ROOT), strict=True):  # replaykit verify accepts the same entries
+        violation = contracts.Violation(row["pointer"], row["keyword"], row["message"], row["event"],
+                                        "response")
+        assert (line in left) == (not contracts.expected_keys(2, violation) & listed)

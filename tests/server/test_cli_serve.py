@@ -86,6 +86,7 @@ def test_serve_prints_one_line_per_provider(tmp_path: Path) -> None:
         (["{cassette}", "--timing", "slow"], "must be fast, recorded or fixed:<ms>"),
         (["{cassette}", "--match-on", "colour"], "unknown matcher 'colour'"),
         (["{cassette}", "--port", "x"], "invalid int value"),
+        (["{cassette}", "--journal", "{folder}"], "is a folder; give a file path"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(
@@ -93,7 +94,11 @@ def test_usage_errors_exit_2_with_one_line(
 ) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("- 3\n", encoding="utf-8")
-    values = {"cassette": str(recorded("llm-anthropic__web_search_stream.yaml")), "bad_faults": str(bad)}
+    values = {
+        "cassette": str(recorded("llm-anthropic__web_search_stream.yaml")),
+        "bad_faults": str(bad),
+        "folder": str(tmp_path),
+    }
     assert main(["serve", *(arg.format(**values) for arg in args)]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and "Traceback" not in err

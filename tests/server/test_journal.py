@@ -13,6 +13,7 @@ import pytest
 from server_support import anthropic_request, message_cassette, stream_cassette
 
 from replaykit import contracts
+from replaykit.errors import UsageError
 from replaykit.server import FakeProvider, Fault
 from replaykit.server.journal import Entry, Journal, redact_headers
 
@@ -123,10 +124,17 @@ def test_write_jsonl_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", fail)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(UsageError, match="cannot write the journal: disk full"):
         journal.write_jsonl(path)
     assert path.read_text(encoding="utf-8") == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["journal.jsonl"]
+
+
+def test_an_unwritable_journal_path_is_a_usage_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("", encoding="utf-8")
+    with pytest.raises(UsageError, match=r"cannot write the journal: .*writable folder"):
+        Journal().write_jsonl(blocker / "journal.jsonl")
 
 
 def test_concurrent_requests_get_distinct_sequence_numbers(serve: Any) -> None:
@@ -155,3 +163,23 @@ def test_journal_entries_keep_arrival_order() -> None:
     for seq in (2, 3, 1):
         journal.append(Entry(seq, "t", None, "r", "GET", "/", {}, {}, None))
     assert [e.seq for e in journal.entries()] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("make", [lambda: message_cassette("a"), stream_cassette])
+def test_the_entry_is_journaled_before_the_client_has_its_response(
+    serve: Any, monkeypatch: pytest.MonkeyPatch, make: Any
+) -> None:
+    from replaykit.server import app
+
+    late_close = app._Exchange.close
+
+    def slow_close(self: Any, progress: Any) -> None:
+        threading.Event().wait(0.3)  # the handler is slow to finish after the last byte left
+        late_close(self, progress)
+
+    monkeypatch.setattr(app._Exchange, "close", slow_close)
+    fake = serve(make())
+    assert httpx.post(f"{fake.url}/v1/messages").status_code == 200
+    entry = fake.journal[0]  # already there, with its final outcome
+    assert (entry.verdict, entry.outcome, entry.status) == ("served", "complete", 200)
+    assert fake.unused() == []

@@ -13,12 +13,13 @@ from server_support import (
     OPENAI,
     anthropic_message,
     anthropic_request,
+    bundled,
     cassette_of,
     json_interaction,
     message_cassette,
 )
 
-from replaykit import contracts
+from replaykit import cassette, contracts
 from replaykit.cassette import Request
 from replaykit.errors import MatchError, UsageError
 from replaykit.server import FakeProvider, Received
@@ -201,3 +202,16 @@ def test_unused_and_check(serve: Any) -> None:
         MatchError, match=r"interaction <cassette 0>#1 on anthropic.messages was never served"
     ):
         fake.check(unused=True)
+
+
+def test_a_bundled_cloudflare_search_is_replayed_with_its_headers(serve: Any) -> None:
+    path = bundled("cloudflare/search_ceramic.yaml")
+    recorded = cassette.load(path).interactions[0]
+    fake = serve(path)
+    url = f"{fake.base_url('cloudflare')}/accounts/0123456789abcdef0123456789abcdef/ai/websearch/"
+    response = httpx.post(url, json=recorded.request.json())
+    assert response.json() == recorded.response.json()
+    for name in ("cf-aig-request-id", "content-type"):
+        if recorded.response.header(name):
+            assert response.headers[name] == recorded.response.header(name)
+    assert fake.journal[0].route == "cloudflare.websearch" and fake.journal[0].request_violations == []

@@ -1,0 +1,247 @@
+"""replaykit.netguard: while the guard is installed only loopback is reachable; nothing is resolved or sent.
+
+Every check runs above a :class:`Floor` standing in for the socket functions beneath the guard: it records
+each call that reaches it and raises :class:`Reached` for one that would touch the network, so a guard that
+let a call through fails the test instead of sending traffic, and "refused before anything connects" is
+``floor.calls == []``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replaykit.errors import NetworkBlockedError, ReplaykitError, UsageError, classify
+from replaykit.netguard import DEFAULT_HINT, NetworkGuard, is_loopback
+
+ENTRY_POINTS = ((socket.socket, "connect"), (socket.socket, "connect_ex"), (socket, "create_connection"),
+                (socket, "getaddrinfo"))
+LOOPBACK = frozenset({"127.0.0.1", "127.8.9.10", "localhost", "::1"})  # the floor's own list: no is_loopback
+NUMERIC = frozenset({"0.0.0.0", "::", "10.0.0.1", "2001:db8::1"})  # getaddrinfo answers these without DNS
+
+
+class Reached(AssertionError):
+    """A call that would touch the network reached the layer below the guard."""
+
+
+def _host(name: str, args: tuple[Any, ...]) -> Any:
+    if name == "getaddrinfo":
+        return args[0]
+    if name == "create_connection":
+        return args[0][0]
+    sock, address = args[0], args[1]
+    return address[0] if sock.family in (socket.AF_INET, socket.AF_INET6) else None
+
+
+class Floor:
+    """Stands in beneath the guard: records ``(function, host)`` of every call; refuses network ones."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> Floor:
+        for owner, name in ENTRY_POINTS:
+            monkeypatch.setattr(owner, name, self._wrap(getattr(owner, name), name))
+        return self
+
+    def _wrap(self, original: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def below(*args: Any, **kwargs: Any) -> Any:
+            host = _host(name, args)
+            self.calls.append((name, host))
+            harmless = host is None or host in LOOPBACK or (name == "getaddrinfo" and host in NUMERIC)
+            if not harmless:
+                raise Reached(f"{name} reached the layer below the guard for {host!r}")
+            return original(*args, **kwargs)
+
+        return below
+
+
+@pytest.fixture
+def floor(monkeypatch: pytest.MonkeyPatch) -> Floor:
+    return Floor().install(monkeypatch)
+
+
+@pytest.fixture
+def guard(floor: Floor) -> Iterator[NetworkGuard]:
+    with NetworkGuard("use the fake provider") as installed:
+        yield installed
+
+
+def _snapshot() -> list[Any]:
+    return [vars(socket.socket).get("connect"), vars(socket.socket).get("connect_ex"),
+            socket.create_connection, socket.getaddrinfo]
+
+
+# ---------------------------------------------------------------- which hosts are loopback
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["localhost", "LocalHost", "localhost.", "127.0.0.1", "127.8.9.10", "127.255.255.254", "::1", "[::1]",
+     "::ffff:127.0.0.1", b"127.0.0.1", b"localhost", "::1%lo"],
+)
+def test_loopback_hosts(host: object) -> None:
+    assert is_loopback(host)
+
+
+@pytest.mark.parametrize(
+    "host", ["example.com", "localhost.example.com", "my-localhost", "10.0.0.1", "128.0.0.1", "0.0.0.0", "::",
+             "::2", "::ffff:10.0.0.1", "2001:db8::1", "", "[]", None, 2130706433, b"example.com"]
+)
+def test_other_hosts_without_resolving_them(host: object, floor: Floor) -> None:
+    assert not is_loopback(host)
+    assert floor.calls == []  # judged by its text alone: no lookup
+
+
+# ---------------------------------------------------------------- every entry point refuses
+
+
+def _connect(host: str, port: int) -> Any:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        return sock.connect((host, port))
+
+
+def _connect_ex(host: str, port: int) -> Any:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        return sock.connect_ex((host, port))
+
+
+ENTRIES: dict[str, Callable[[str, int], Any]] = {
+    "socket.connect": _connect,
+    "socket.connect_ex": _connect_ex,
+    "socket.create_connection": lambda host, port: socket.create_connection((host, port), timeout=1),
+    "socket.getaddrinfo": lambda host, port: socket.getaddrinfo(host, port),
+}
+
+
+def _via(entry: str, host: str) -> str:
+    if entry == "socket.getaddrinfo" and host not in NUMERIC:
+        return "a DNS lookup (socket.getaddrinfo)"
+    return entry
+
+
+@pytest.mark.parametrize("entry", list(ENTRIES))
+@pytest.mark.parametrize(("host", "shown"), [("example.com", "example.com"), ("10.0.0.1", "10.0.0.1"),
+                                             ("2001:db8::1", "[2001:db8::1]"), ("0.0.0.0", "0.0.0.0")])
+def test_every_entry_point_refuses_before_anything_connects(
+    entry: str, host: str, shown: str, guard: NetworkGuard, floor: Floor
+) -> None:
+    expected = (f"replaykit blocked {_via(entry, host)} to {shown}:443: replay runs offline and may reach "
+                "loopback only (localhost, 127.0.0.0/8, ::1); use the fake provider")
+    with pytest.raises(NetworkBlockedError) as caught:
+        ENTRIES[entry](host, 443)
+    assert str(caught.value) == expected
+    assert floor.calls == []
+    assert guard.refused == [expected]
+
+
+def test_a_byte_name_is_refused_before_any_lookup(guard: NetworkGuard, floor: Floor) -> None:
+    lookup = r"blocked a DNS lookup \(socket.getaddrinfo\) to example.com:80: "
+    with pytest.raises(NetworkBlockedError, match=lookup):
+        socket.getaddrinfo(b"example.com", 80)
+    assert floor.calls == []
+
+
+def test_asyncio_is_refused_before_any_lookup(guard: NetworkGuard, floor: Floor) -> None:
+    with pytest.raises(NetworkBlockedError, match=r"example\.com:443"):
+        asyncio.run(asyncio.open_connection("example.com", 443))
+    with pytest.raises(NetworkBlockedError, match=r"10\.0\.0\.1:443"):
+        asyncio.run(asyncio.open_connection("10.0.0.1", 443))
+    assert floor.calls == []
+    assert len(guard.refused) == 2
+
+
+# ---------------------------------------------------------------- what passes
+
+
+def test_loopback_forms_pass(guard: NetworkGuard, floor: Floor) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        socket.create_connection(("localhost", port), timeout=5).close()
+        with socket.socket() as sock:
+            assert sock.connect_ex(("localhost", port)) == 0
+        with socket.socket() as sock:
+            sock.connect(("127.0.0.1", port))
+        with socket.socket() as sock:  # 127/8 is loopback: refused by the kernel (no listener), not the guard
+            assert isinstance(sock.connect_ex(("127.8.9.10", port)), int)
+    with socket.socket(socket.AF_INET6) as sock:  # ::1, listened on or not: the kernel answers
+        assert isinstance(sock.connect_ex(("::1", port)), int)
+    assert socket.getaddrinfo("localhost", port) and socket.getaddrinfo("::1", port)
+    assert {name for name, _ in floor.calls} == {"connect", "connect_ex", "create_connection", "getaddrinfo"}
+    assert {host for _, host in floor.calls} <= LOOPBACK
+    assert guard.refused == []
+
+
+def test_binding_lookups_and_local_sockets_pass(guard: NetworkGuard, floor: Floor, tmp_path: Path) -> None:
+    assert socket.getaddrinfo(None, 0, flags=socket.AI_PASSIVE)
+    assert socket.getaddrinfo("0.0.0.0", 0, flags=socket.AI_PASSIVE)  # a local server binding all interfaces
+    assert socket.getaddrinfo("::", 0, 0, socket.SOCK_STREAM, 0, socket.AI_PASSIVE)
+    with pytest.raises(NetworkBlockedError):  # a name still needs DNS, passive or not
+        socket.getaddrinfo("example.com", 0, flags=socket.AI_PASSIVE)
+    with socket.socket(socket.AF_UNIX) as sock, pytest.raises(FileNotFoundError):
+        sock.connect(str(tmp_path / "absent.sock"))
+    assert floor.calls == [("getaddrinfo", None), ("getaddrinfo", "0.0.0.0"), ("getaddrinfo", "::"),
+                           ("connect", None)]
+    assert len(guard.refused) == 1
+
+
+# ---------------------------------------------------------------- refusals are recorded
+
+
+def test_refusals_are_recorded_even_when_swallowed(guard: NetworkGuard, floor: Floor) -> None:
+    for address in [("10.0.0.1", 80), ("example.com", 443)]:
+        with contextlib.suppress(OSError):  # the code under test hides the error: the guard still knows
+            socket.create_connection(address, timeout=1)
+    assert [line.split(": ")[0] for line in guard.refused] == [
+        "replaykit blocked socket.create_connection to 10.0.0.1:80",
+        "replaykit blocked socket.create_connection to example.com:443",
+    ]
+    assert floor.calls == []
+
+
+def test_the_error_is_a_refused_connection() -> None:
+    guard = NetworkGuard()
+    error = guard.refuse("2001:db8::1", 443, "socket.connect")
+    assert isinstance(error, ReplaykitError) and isinstance(error, ConnectionRefusedError)
+    assert str(error).startswith("replaykit blocked socket.connect to [2001:db8::1]:443: ")
+    assert str(error).endswith("; " + DEFAULT_HINT)
+    assert guard.refused == [str(error)]
+    info = classify(error)
+    assert (info.code, info.provenance) == ("TRANSPORT_ERROR", "transport")
+
+
+# ---------------------------------------------------------------- install and restore
+
+
+def test_uninstall_restores_the_socket_module() -> None:
+    before = _snapshot()
+    guard = NetworkGuard()
+    with guard:
+        assert all(now is not then for now, then in zip(_snapshot(), before, strict=True))
+        with pytest.raises(UsageError, match="already installed"):
+            guard.install()
+    assert _snapshot() == before
+    assert "connect" not in vars(socket.socket) and "connect_ex" not in vars(socket.socket)
+    guard.uninstall()  # a second uninstall changes nothing
+    assert _snapshot() == before
+
+
+@pytest.mark.parametrize("failure", [RuntimeError("the test failed"), KeyboardInterrupt()])
+def test_the_originals_come_back_after_an_error(failure: BaseException, floor: Floor) -> None:
+    before = _snapshot()  # the floor's functions: whatever was installed beneath comes back
+    with pytest.raises(type(failure)), NetworkGuard():
+        assert _snapshot() != before
+        raise failure
+    assert _snapshot() == before
+    with pytest.raises(NetworkBlockedError), NetworkGuard():
+        socket.create_connection(("example.com", 443))
+    assert _snapshot() == before
+    socket.getaddrinfo("localhost", 80)  # the guard is gone: the floor sees the call again
+    assert floor.calls == [("getaddrinfo", "localhost")]
