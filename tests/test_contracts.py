@@ -233,8 +233,10 @@ def test_replaykit_and_stock_jsonschema_agree(mutant: tuple[str, Any]) -> None:
     assert (ours == []) == stock.is_valid(document)
     parent_keywords = {"required", "additionalProperties", "unevaluatedProperties", "false"}
     ours_places = {v.pointer.rsplit("/", 1)[0] if v.keyword in parent_keywords else v.pointer for v in ours}
-    stock_found = contracts._without_cascades([v for e in stock.iter_errors(document) for v in contracts._explain(e)])
-    stock_places = {v.pointer.rsplit("/", 1)[0] if v.keyword in parent_keywords else v.pointer for v in stock_found}
+    explained = [v for error in stock.iter_errors(document) for v in contracts._explain(error)]
+    stock_found = contracts._without_cascades(explained)
+    stock_places = {v.pointer.rsplit("/", 1)[0] if v.keyword in parent_keywords else v.pointer
+                    for v in stock_found}
     assert ours_places == stock_places
 
 
@@ -252,7 +254,8 @@ def test_a_binary_value_is_reported_not_crashed_on() -> None:
 
 
 def test_a_failing_branch_does_not_echo_every_member_as_unevaluated() -> None:
-    block = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01", "name": "web_search", "content": []}
+    block = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01", "name": "web_search",
+             "content": []}
     body = {"model": "m", "max_tokens": 8, "messages": [{"role": "assistant", "content": [block]}]}
     found = contracts.validate("anthropic.request", body)
     assert {(v.pointer, v.keyword) for v in found} == {("/messages/0/content/0/name", "false")}

@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(exc, EXIT_FINDINGS)
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # noqa: BLE001 - the CLI never shows a bare traceback
+    except Exception as exc:  # the CLI never shows a bare traceback
         return _fail(exc, EXIT_USAGE, internal=True)
 
 

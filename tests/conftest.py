@@ -1,0 +1,3 @@
+"""Shared test configuration. ``pytester`` drives the plugin's own tests (tests/plugin/)."""
+
+pytest_plugins = ["pytester"]
