@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-
 INI = """\
 [pytest]
 addopts = --strict-markers -p no:cacheprovider
