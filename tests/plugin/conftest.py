@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import httpcore2  # noqa: F401 - see below
 import pytest
+
+# pytester's in-process runs drop every module first imported inside them. httpx2 imports httpcore2
+# lazily, on the first request: imported inside an inner run, it would be imported again afterwards and
+# the outer tests' SDK clients would no longer recognise its exception classes. Import it once, here.
 
 INI = """\
 [pytest]
