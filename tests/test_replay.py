@@ -461,33 +461,41 @@ NEUTRAL_ONLY = {
 }
 
 
-def _keys_and_strings(value: Any) -> Iterator[str]:
+def _keys_and_strings(value: Any) -> Iterator[tuple[str, str]]:
+    """``("key", name)`` for every member name, ``("type", v)`` for every ``type`` value, ``("str", v)``."""
     if isinstance(value, dict):
         for key, item in value.items():
-            yield key
+            yield "key", key
+            if key == "type" and isinstance(item, str):
+                yield "type", item
             yield from _keys_and_strings(item)
     elif isinstance(value, list):
         for item in value:
             yield from _keys_and_strings(item)
     elif isinstance(value, str):
-        yield value
+        yield "str", value
 
 
 def assert_no_leak(body: JSON) -> None:
-    """No neutral-only key and no internal value anywhere in ``body``."""
+    """No neutral-only member name or block type, and no internal value, anywhere in ``body``.
+
+    User text may say "systemHistory": only names and ``type`` values are checked against NEUTRAL_ONLY.
+    """
     found = set(_keys_and_strings(body))
-    assert not found & NEUTRAL_ONLY, f"internal keys leaked: {sorted(found & NEUTRAL_ONLY)}"
-    assert not any(SENTINEL in item for item in found), "an internal value leaked"
+    names = {text for kind, text in found if kind in ("key", "type")}
+    assert not names & NEUTRAL_ONLY, f"internal keys leaked: {sorted(names & NEUTRAL_ONLY)}"
+    assert not any(SENTINEL in text for _, text in found), "an internal value leaked"
 
 
 def test_the_leak_check_can_fail() -> None:
     body = project(_legacy(), ANTHROPIC)
     assert_no_leak(body)
-    for leak in ({"timestamp": 1}, {"note": SENTINEL}):
+    for leak in ({"timestamp": 1}, {"note": SENTINEL}, {"type": "hostedSearch"}):
         with pytest.raises(AssertionError):
             assert_no_leak({**body, "messages": [*body["messages"], {**body["messages"][0], **leak}]})
     with pytest.raises(AssertionError):
         assert_no_leak({**body, "systemHistory": []})
+    assert_no_leak({**body, "messages": [{"role": "user", "content": "systemHistory"}]})  # user text is text
 
 
 def test_the_system_history_is_never_sent() -> None:
