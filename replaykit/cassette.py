@@ -22,13 +22,22 @@ Bodies are held decoded (``bytes``); JSON bodies are exposed parsed (:meth:`Requ
 
 :func:`load` keeps parsed cassettes in a cache keyed by the SHA-256 of the file's bytes, so a changed
 file is always parsed again; every call returns a fresh copy that the caller may change freely.
+
+Memory: :func:`load` reads the file twice in small pieces, once to hash it (the cache key) and once as
+libyaml parses it (checked as UTF-8, hashed again and scanned for interaction lines on the way); it never
+holds the file's bytes or text whole, and each body's text is dropped once its bytes are made. Loading a
+cassette with one 100 MB body peaks at about 2.5x the file's size: libyaml's buffer for that body (grown
+by doubling) next to the body's text, then that text next to its bytes (``scripts/bench_cassette --big``).
+A problem is explained by parsing the file again in memory, the way that names its line.
 """
 
 from __future__ import annotations
 
+import codecs
 import copy
 import gzip
 import hashlib
+import io
 import itertools
 import json
 import math
@@ -96,6 +105,8 @@ class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
         super().__init__(stream)
         self._resolved: dict[str, str] = {}
         self._built: dict[yaml.Node, Any] = {}
+        self.item_lines: list[int] = []  # where each node of `interactions:` starts (1-based)
+        self.shared = False  # a list or mapping may appear twice in the document (an alias)
 
     def resolve(self, kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]) -> str:
         """PyYAML's tag resolution, remembered per plain value (a cassette repeats its keys many times)."""
@@ -110,10 +121,12 @@ class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
 
     def get_single_data(self) -> Any:
         node = self.get_single_node()
+        self.item_lines = _node_lines(node)
         try:
             return None if node is None else self._build(node)
         except RecursionError:  # very deep nesting: PyYAML's own constructor is not recursive
             self._built.clear()
+            self.shared = True
             return self.construct_document(node)
         finally:
             self._built.clear()
@@ -126,6 +139,7 @@ class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
         if kind is yaml.ScalarNode:
             return node.value if tag == _STR else self._scalar(node)
         if node in self._built:
+            self.shared = True
             return self._built[node]
         if kind is yaml.MappingNode and tag == _MAP and not any(key.tag in _MERGING for key, _ in node.value):
             return self._mapping(node)
@@ -134,6 +148,7 @@ class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
             self._built[node] = items
             items.extend([self._build(child) for child in node.value])
             return items
+        self.shared = True  # PyYAML builds this one and keeps its own aliases
         return self.construct_object(node, deep=True)
 
     def _scalar(self, node: yaml.Node) -> Any:
@@ -505,7 +520,12 @@ def _meta(raw: Any) -> Meta:
     return Meta(origin, texts[0], texts[1], texts[2], ours)
 
 
-def _cassette(doc: Any, lines: Callable[[int], list[int | None]]) -> Cassette:
+def _cassette(doc: Any, lines: Callable[[int], list[int | None]], consume: bool = False) -> Cassette:
+    """The cassette in a loaded document.
+
+    ``consume`` empties the document's interactions list as each one is converted, so each text body
+    can be freed as soon as its bytes exist; only for a document in which nothing is shared.
+    """
     fix = "a vcrpy cassette is a mapping with `version: 1` and `interactions:`"
     top = _mapping(doc, (), fix) if doc is not None else _empty()
     version = _need(top, "version", (), "add `version: 1`")
@@ -516,7 +536,11 @@ def _cassette(doc: Any, lines: Callable[[int], list[int | None]]) -> Cassette:
     if not isinstance(raw_items, list):
         raise _Invalid(("interactions",), f"interactions must be a list, not {_kind(raw_items)}", fix)
     starts = lines(len(raw_items))
-    items = [_interaction(raw, index, starts[index]) for index, raw in enumerate(raw_items)]
+    items = []
+    for index, raw in enumerate(raw_items):
+        items.append(_interaction(raw, index, starts[index]))
+        if consume:
+            raw_items[index] = None
     extra = {str(k): v for k, v in top.items() if k not in {"version", "interactions", "replaykit"}}
     return Cassette(items, _meta(top.get("replaykit")), None, extra)
 
@@ -526,34 +550,76 @@ def _empty() -> NoReturn:
     raise _Invalid((), "the file is empty", fix)
 
 
-# ---------------------------------------------------------------- reading: text and lines
-
-_TOP_LINE = re.compile(r"\n(?:- |-\r?\n|-$|[^\s#-])")
+# ---------------------------------------------------------------- reading: lines
 
 
-def _item_lines(text: str, count: int) -> list[int | None]:
-    """1-based start lines of the interactions; a fast scan of block-style YAML, else a full compose."""
-    found: list[int] = []
-    inside, line, counted = False, 1, 0
-    inside = text.startswith("interactions:")
-    for match in _TOP_LINE.finditer(text):
-        start = match.start() + 1
-        line, counted = line + text.count("\n", counted, start), start
-        if text.startswith("-", start):
-            if inside:
-                found.append(line)
-        else:
-            inside = text.startswith("interactions:", start)
-    if len(found) == count:
-        return list(found)
-    return _composed_lines(text, count)
+class _Lines:
+    """Where the interactions of a block-style cassette start, found in its bytes piece by piece.
+
+    A line at column 0 that starts with ``-`` while inside ``interactions:`` starts an interaction; any
+    other line at column 0 (not blank, not a comment) starts another top-level key. A line is decided
+    once the bytes just after its newline are known, so up to ``_AHEAD`` bytes wait for the next piece;
+    the lines found do not depend on how the bytes are cut into pieces.
+    """
+
+    _TOP = re.compile(rb"\n(?:- |-\r?\n|-$|[^\s#\-\x1c-\x1f])")  # \x1c-\x1f: whitespace to str.isspace
+    _AHEAD = 16  # the bytes a decision reads past a newline: "interactions:" or one UTF-8 character
+    _KEY = b"interactions:"
+
+    def __init__(self) -> None:
+        self.found: list[int] = []
+        self._rest = b""  # undecided bytes, the first of them on line ``_line``
+        self._line = 1
+        self._inside: bool | None = None  # unknown until the first bytes are
+
+    def feed(self, data: bytes, final: bool = False) -> None:
+        """Scan the next piece of the file; ``final`` for the last one (``data`` may then be empty)."""
+        text = self._rest + data
+        if self._inside is None:
+            if len(text) < len(self._KEY) and not final:
+                self._rest = text
+                return
+            self._inside = text.startswith(self._KEY)
+        limit = len(text) if final else len(text) - self._AHEAD
+        cut = max(self._scan(text, limit), len(text) if final else limit)
+        self._line += text.count(b"\n", 0, cut)
+        self._rest = text[cut:]
+
+    def _scan(self, text: bytes, limit: int) -> int:
+        """Decide the lines whose newline is before ``limit``; return where the scan may resume."""
+        resume, line, counted = 0, self._line, 0
+        for match in self._TOP.finditer(text):
+            if match.start() >= limit:
+                break
+            start = match.start() + 1
+            line, counted = line + text.count(b"\n", counted, start), start
+            self._decide(text, start, line)
+            resume = match.end()
+        return resume
+
+    def _decide(self, text: bytes, start: int, line: int) -> None:
+        if text.startswith(b"-", start):
+            if self._inside:
+                self.found.append(line)
+        elif not _unicode_space(text, start):  # where a scan of the text as str finds no line
+            self._inside = text.startswith(self._KEY, start)
+
+    def lines(self, count: int, composed: list[int]) -> list[int | None]:
+        """The lines found when there is one per interaction, else the nodes' ``composed`` lines."""
+        if len(self.found) == count:
+            return list(self.found)
+        return [*composed, *[None] * count][:count]
 
 
-def _composed_lines(text: str, count: int) -> list[int | None]:
-    node = _node_at(yaml.compose(text, Loader=_Loader), ("interactions",))
-    items = node.value if isinstance(node, yaml.SequenceNode) else []
-    starts: list[int | None] = [item.start_mark.line + 1 for item in items]
-    return (starts + [None] * count)[:count]
+def _unicode_space(text: bytes, at: int) -> bool:
+    """Whether the UTF-8 character at ``at`` is non-ASCII whitespace to ``str.isspace`` (NBSP, U+3000...)."""
+    return text[at] >= 0x80 and text[at : at + 4].decode("utf-8", "ignore")[:1].isspace()
+
+
+def _node_lines(node: yaml.Node | None) -> list[int]:
+    """Start lines (1-based) of the items of the document's ``interactions:`` sequence, if it has one."""
+    found = _node_at(node, ("interactions",))
+    return [item.start_mark.line + 1 for item in found.value] if isinstance(found, yaml.SequenceNode) else []
 
 
 def _node_at(node: yaml.Node | None, at: _Path) -> yaml.Node | None:
@@ -572,6 +638,61 @@ def _child(node: yaml.Node | None, part: str | int) -> yaml.Node | None:
     if isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
         return node.value[part]  # type: ignore[no-any-return]
     return None
+
+
+# ---------------------------------------------------------------- reading: from a file, as it is read
+
+
+class _Reader:
+    """A binary file as the YAML loader reads it, checked as UTF-8, hashed and scanned for lines on the way.
+
+    Nothing is kept but the scan's few undecided bytes: the loader never holds the file's text.
+    """
+
+    def __init__(self, handle: io.BufferedIOBase) -> None:
+        self._handle, self._ended = handle, False
+        self._utf8 = codecs.getincrementaldecoder("utf-8")()
+        self._hash = hashlib.sha256()
+        self.lines, self.size = _Lines(), 0
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to ``size`` bytes, ``b""`` at the end; UnicodeDecodeError when they are not UTF-8."""
+        data = self._handle.read(size)
+        if not self._ended:
+            self._ended = not data
+            self._utf8.decode(data, self._ended)
+            self._hash.update(data)
+            self.size += len(data)
+            self.lines.feed(data, self._ended)
+        return data
+
+    def digest(self) -> bytes:
+        """The SHA-256 of the whole file (what the loader left unread is read first)."""
+        while not self._ended:
+            self.read(1 << 16)
+        return self._hash.digest()
+
+
+def _load_doc(source: Any) -> tuple[Any, list[int], bool]:
+    """The YAML document (a safe load), its interactions' node lines, and whether anything is shared."""
+    loader = _Loader(source)
+    try:
+        return loader.get_single_data(), loader.item_lines, loader.shared
+    finally:
+        loader.dispose()
+
+
+def _stream(handle: io.BufferedIOBase) -> tuple[Cassette, bytes, int]:
+    """The cassette parsed as ``handle`` is read, the SHA-256 and size of its bytes; raises _PROBLEMS."""
+    reader = _Reader(handle)
+    doc, composed, shared = _load_doc(reader)
+    key = reader.digest()
+    return _cassette(doc, lambda count: reader.lines.lines(count, composed), not shared), key, reader.size
+
+
+# ---------------------------------------------------------------- reading: explaining a problem
+
+_PROBLEMS = (yaml.YAMLError, RecursionError, UnicodeDecodeError, _Invalid)
 
 
 def _line_at(text: str, at: _Path) -> int | None:
@@ -608,20 +729,43 @@ def _yaml_error(exc: yaml.YAMLError, source: bytes | str, where: str) -> Cassett
     return CassetteError(located(where, line, f"invalid YAML: {problem}", fix))
 
 
-def _parse(data: bytes | str, where: str) -> Cassette:
+def _explain(data: bytes | str, where: str) -> Cassette:
+    """Parse ``data`` held in memory: a problem is a CassetteError naming the line at fault and the fix.
+
+    The same parse as :func:`_stream`, in the order that puts an encoding problem first; used once the
+    streamed parse has failed, to say why (it returns a cassette only if the file changed in between).
+    """
     text = _decode_text(data, where)
     # libyaml reads UTF-8 bytes directly (faster than from str); the pure-Python reader wants text
     source = data if isinstance(data, bytes) and _BaseLoader is not yaml.SafeLoader else text
     try:
-        doc = yaml.load(source, Loader=_Loader)  # a safe loader: no Python objects
+        doc, composed, _ = _load_doc(source)  # a safe loader: no Python objects
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, source, where) from exc
     except RecursionError as exc:  # pragma: no cover - libyaml stops at depth 1000 first
         raise CassetteError(located(where, None, "nested too deeply", "flatten the document")) from exc
+    scan = _Lines()
+    scan.feed(_utf8(data), final=True)
     try:
-        return _cassette(doc, lambda count: _item_lines(text, count))
+        return _cassette(doc, lambda count: scan.lines(count, composed))
     except _Invalid as exc:
         raise CassetteError(located(where, _line_at(text, exc.at), exc.message, exc.fix)) from None
+
+
+def _utf8(data: bytes | str) -> bytes:
+    return data.encode("utf-8") if isinstance(data, str) else data
+
+
+def _parse(handle: io.BufferedIOBase, where: str,
+           original: Callable[[], bytes | str]) -> tuple[Cassette, bytes, int]:
+    """Parse as the file is read; on a problem, :func:`_explain` the ``original`` bytes (read again)."""
+    try:
+        return _stream(handle)
+    except _PROBLEMS:
+        pass
+    data = original()
+    raw = _utf8(data)
+    return _explain(data, where), hashlib.sha256(raw).digest(), len(raw)
 
 
 # ---------------------------------------------------------------- reading: the cache
@@ -684,28 +828,49 @@ def _copy_response(resp: Response) -> Response:
     return Response(resp.status, resp.reason, headers, resp.body, offsets, list(resp._events))
 
 
+def _cached(handle: io.BufferedIOBase, where: str, original: Callable[[], bytes | str],
+            key: bytes | None) -> Cassette:
+    """A copy from the cache when ``key`` (the SHA-256 of the bytes) is there, else parsed from ``handle``.
+
+    A parse is kept under the hash of the bytes it read (not ``key``: the file may have changed since).
+    """
+    cassette = _CACHE.get(key) if key is not None else None
+    if cassette is None:
+        cassette, digest, size = _parse(handle, where, original)
+        if key is not None:
+            _CACHE.put(digest, size, cassette)
+    return cassette
+
+
 def loads(data: bytes | str, path: str | os.PathLike[str] | None = None, *, cache: bool = True) -> Cassette:
     """Parse cassette text; errors name ``path`` and the line at fault. ``cache=False`` always parses."""
     where = str(path) if path is not None else "<string>"
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    key = hashlib.sha256(raw).digest()
-    cassette = _CACHE.get(key) if cache else None
-    if cassette is None:
-        cassette = _parse(data, where)
-        if cache:
-            _CACHE.put(key, len(raw), cassette)
+    raw = _utf8(data)
+    key = hashlib.sha256(raw).digest() if cache else None
+    cassette = _cached(io.BytesIO(raw), where, lambda: data, key)
     cassette.path = Path(path) if path is not None else None
     return cassette
 
 
 def load(path: str | os.PathLike[str], *, cache: bool = True) -> Cassette:
-    """Load a cassette file (see :func:`loads`)."""
+    """Load a cassette file (see :func:`loads`), parsed as it is read: the text is never held whole."""
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as handle:
+            if not handle.seekable():  # a pipe: read once
+                return loads(handle.read(), path, cache=cache)
+            key = hashlib.file_digest(handle, "sha256").digest() if cache else None
+            handle.seek(0)
+            cassette = _cached(handle, str(path), lambda: _read_again(handle), key)
     except OSError as exc:
         raise CassetteError(located(path, None, f"cannot read: {exc.strerror or exc}",
                                     "check the path and its permissions")) from exc
-    return loads(data, path, cache=cache)
+    cassette.path = Path(path)
+    return cassette
+
+
+def _read_again(handle: io.BufferedIOBase) -> bytes:
+    handle.seek(0)
+    return handle.read()
 
 
 # ---------------------------------------------------------------- saving

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
+import itertools
 import json
 import os
+import re
+import threading
+import tracemalloc
 import zlib
 from pathlib import Path
 from typing import Any
@@ -412,9 +417,9 @@ def test_cache_is_shared_by_content_and_can_be_cleared(tmp_path: Path, monkeypat
     cassette.load(a)
     calls: list[str] = []
     real = cassette._parse
-    def counting(data: bytes | str, where: str) -> Cassette:
+    def counting(handle: Any, where: str, original: Any) -> tuple[Cassette, bytes, int]:
         calls.append(where)
-        return real(data, where)
+        return real(handle, where, original)
 
     monkeypatch.setattr(cassette, "_parse", counting)
     assert cassette.load(b).path == b and calls == []
@@ -624,3 +629,132 @@ def test_flow_style_cassette_gets_lines_by_composing() -> None:
             '  "response": {"status": {"code": 200}, "body": {"string": "x"}}},\n'
             ' {"request": {"method": "GET", "uri": "v"}, "response": {"status": {"code": 201}}}]}\n')
     assert [item.line for item in cassette.loads(text).interactions] == [2, 4]
+
+
+# ---------------------------------------------------------------- reading as the file is read
+
+
+def big_stream_cassette(path: Path, body_bytes: int, items: int = 1) -> int:
+    """Save a cassette of ``items`` SSE responses of about ``body_bytes`` each; return the body size."""
+    event = sse.encode(json.dumps({"type": "content_block_delta", "text": "x" * 1000}), "content_block_delta")
+    body = event.raw * (body_bytes // len(event.raw))
+    response = Response(200, "OK", {"content-type": ["text/event-stream"]}, body)
+    request = Request("POST", "http://127.0.0.1:9/v1/messages", {}, b"{}")
+    cassette.save(Cassette([Interaction(request, response) for _ in range(items)]), path)
+    return len(body)
+
+
+def traced_peak(action: Any) -> int:
+    """The most memory Python objects held at once while ``action()`` ran (libyaml's own is not seen)."""
+    tracemalloc.start()
+    try:
+        action()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize(("items", "most"), [(1, 2.2), (8, 1.3)])
+def test_loading_holds_no_copy_of_the_file(tmp_path: Path, items: int, most: float) -> None:
+    # one body: its text (built by libyaml) and its bytes, never the file's bytes and text as well; many
+    # bodies: each text is dropped once its bytes exist
+    path = tmp_path / "big.yaml"
+    body = big_stream_cassette(path, 2_000_000 // items, items)
+    peak = traced_peak(lambda: cassette.load(path, cache=False))
+    assert peak < most * body * items, f"peak {peak} for {items} bodies of {body} bytes"
+
+
+def test_a_shared_interactions_list_is_left_whole(tmp_path: Path) -> None:
+    text = one("    status: {code: 200, message: OK}\n    body: {string: hi}\n").replace(
+        "interactions:\n", "interactions: &items\n") + "again: *items\n"
+    loaded = cassette.load(write(tmp_path, text), cache=False)
+    assert loaded.interactions[0].response.body == b"hi"
+    assert loaded.extra["again"][0]["response"]["body"] == {"string": "hi"}
+
+
+def test_a_file_changed_while_loading_is_cached_as_what_was_parsed(tmp_path: Path,
+                                                                   monkeypatch: MonkeyPatch) -> None:
+    old = one("    status: {code: 200, message: OK}\n    body: {string: aaaa}\n")
+    path = write(tmp_path, old)
+    real = hashlib.file_digest
+    def digest_then_change(handle: Any, name: str) -> Any:
+        hashed = real(handle, name)
+        path.write_text(old.replace("aaaa", "bbbb"))  # in place: the open handle reads the new bytes
+        return hashed
+
+    cassette.clear_cache()
+    monkeypatch.setattr(hashlib, "file_digest", digest_then_change)
+    assert cassette.load(path).interactions[0].response.body == b"bbbb"
+    monkeypatch.undo()
+    path.write_text(old)
+    assert cassette.load(path).interactions[0].response.body == b"aaaa"
+
+
+def test_an_encoding_problem_is_named_before_a_yaml_one(tmp_path: Path) -> None:
+    # the YAML error comes first in the file, the bad byte after the first pieces the loader reads
+    path = write(tmp_path, b"version: 1\ninteractions: [\n- x\n" + b"# padding\n" * 10_000 + b"# caf\xe9\n")
+    with pytest.raises(CassetteError, match=r"c\.yaml:10004: not UTF-8 \(byte 0xe9\)"):
+        cassette.load(path)
+
+
+def test_utf16_is_not_read(tmp_path: Path) -> None:
+    path = write(tmp_path, "version: 1\ninteractions: []\n".encode("utf-16"))  # libyaml alone would read it
+    with pytest.raises(CassetteError, match=r"c\.yaml:1: not UTF-8 \(byte 0x(ff|fe)\)"):
+        cassette.load(path)
+
+
+def test_load_from_a_pipe(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    text = one("    status: {code: 200, message: OK}\n    body: {string: hi}\n")
+    writer = threading.Thread(target=fifo.write_text, args=(text,))
+    writer.start()
+    try:
+        loaded = cassette.load(fifo)
+    finally:
+        if writer.is_alive():  # load failed before opening the pipe: let the writer's open return
+            os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+        writer.join(timeout=30)
+    assert loaded.interactions[0].response.body == b"hi" and loaded.path == fifo
+    assert loaded.interactions[0].line == 3
+
+
+ORACLE_TOP = re.compile(r"\n(?:- |-\r?\n|-$|[^\s#-])")
+
+
+def lines_of_whole_text(text: str) -> list[int]:
+    """The reference: interaction lines found by one scan of the whole text, as replaykit did before."""
+    found, line, counted = [], 1, 0
+    inside = text.startswith("interactions:")
+    for match in ORACLE_TOP.finditer(text):
+        start = match.start() + 1
+        line, counted = line + text.count("\n", counted, start), start
+        if text.startswith("-", start):
+            if inside:
+                found.append(line)
+        else:
+            inside = text.startswith("interactions:", start)
+    return found
+
+
+PIECES = ["\n", "- ", "-", " ", "\r", "\r\n", "interactions:", "interactions", "version: 1", "#", "a", "x: y",
+          "---", "\t", "\xa0", "\u3000", "\u2028", "\x85", "\x1c", "\x0c", "é", "€", "😀"]
+LINES = ["interactions:", "interactions: []", "version: 1", "- request:", "-", "- ", "-\r", "-x", "  body: x",
+         "# note", "", "---", "x: y", "\xa0x", "\u3000", "\u2028", "\x85", "\x1cx", "\x0c", "\té", "😀: 1"]
+texts = (st.lists(st.sampled_from(LINES), max_size=30).map("\n".join)
+         | st.lists(st.sampled_from(PIECES), max_size=60).map("".join))
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts, st.data())
+@example("interactions:\n- a\n-\n- b\n-", None)  # None: one byte at a time
+@example("interactions:\n- a\n-\n- b\n-\r\n- c\n# more than the lookahead\n", None)
+@example("version: 1\ninteractions:\n- a\n\x1cx\n- b\n\xa0y\n- c\n\u3000\n- d\n\x85\n- e\n😀: 1\n- f", None)
+def test_line_scan_does_not_depend_on_how_the_bytes_are_cut(text: str, data: st.DataObject | None) -> None:
+    raw = text.encode()
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=12))) if data else range(len(raw))
+    scan = cassette._Lines()
+    for start, end in itertools.pairwise([0, *cuts, len(raw)]):
+        scan.feed(raw[start:end])
+    scan.feed(b"", final=True)
+    assert scan.found == lines_of_whole_text(text)
