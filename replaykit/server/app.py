@@ -82,7 +82,7 @@ async def _received(request: web.Request) -> Received:
         key = name.lower()
         headers[key] = f"{headers[key]}, {value}" if key in headers else value
     route = classify(request.method, request.path)
-    query = parse_qs(request.query_string, keep_blank_values=True)
+    query = parse_qs(request.query_string, keep_blank_values=True) if request.query_string else {}
     return Received.build(request.method, request.path, query, headers, body, route)
 
 

@@ -6,6 +6,11 @@ index) or the near misses when none did, the body diff against the recording, th
 served, how far the response got (``chunks``, ``outcome``) and the contract violations of the request and
 of the response. ``Entry.to_json()`` is valid against ``contracts/replaykit/journal-entry.schema.json``.
 
+Verdicts are cached (:mod:`~replaykit.server.verdicts`): a request body already seen on the same contract
+(SDK retries, test suites sending the same request) gets a copy of its earlier ``request_violations``
+instead of being validated again, and an unaltered replay's ``response_violations`` are computed once per
+interaction. The entries are the same as without the caches.
+
 Verdicts: ``served`` (a recorded interaction answered), ``unmatched`` (none did: the near misses say why),
 ``fault`` (a ``status`` fault answered), ``invalid`` (refused under ``enforce_contracts``) or ``error``
 (replaykit failed while handling it; the exception is re-raised in the caller's thread).

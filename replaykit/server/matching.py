@@ -94,7 +94,7 @@ class Slot:
     taken: int = 0
     served: int = 0
     _json: list[Any] = field(default_factory=list, repr=False)
-    _bounds: list[list[int]] = field(default_factory=list, repr=False)
+    _chunks: list[tuple[bytes, list[bytes | memoryview]]] = field(default_factory=list, repr=False)
     memo: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -105,17 +105,16 @@ class Slot:
         return self._json[0]
 
     def chunks(self) -> list[bytes | memoryview]:
-        """The recorded SSE events as views into the body, one per event (their ``raw`` bytes, not copied)."""
+        """The recorded SSE events as views into the body, one per event (their ``raw`` bytes, not copied).
+
+        The views are made once per body (a new ``body`` gets new ones); the list returned is a new one.
+        """
         body = self.interaction.response.body
-        if not self._bounds:
-            self._bounds.append(_event_ends(body))
-        view = memoryview(body)
-        start = 0
-        out: list[bytes | memoryview] = []
-        for end in self._bounds[0]:
-            out.append(view[start:end])
-            start = end
-        return out
+        if not self._chunks or self._chunks[0][0] is not body:
+            view, ends = memoryview(body), _event_ends(body)
+            views: list[bytes | memoryview] = [view[a:b] for a, b in zip([0, *ends], ends, strict=False)]
+            self._chunks[:] = [(body, views)]
+        return list(self._chunks[0][1])
 
     def where(self) -> dict[str, Any]:
         """``{cassette, index, line}`` for the journal."""

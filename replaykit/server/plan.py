@@ -85,7 +85,12 @@ class Timing:
 
 @dataclass(slots=True)
 class Plan:
-    """A response as it will be written; ``due`` holds each chunk's offset in seconds from the first."""
+    """A response as it will be written; ``due`` holds each chunk's offset in seconds from the first.
+
+    ``batch`` (a stream in ``fast`` timing): the kernel may gather chunks written back to back into fewer
+    packets; each chunk is still its own write, and all is flushed before any wait (see
+    :mod:`replaykit.server.streaming`).
+    """
 
     status: int
     headers: list[tuple[str, str]]
@@ -99,6 +104,7 @@ class Plan:
     provider: str | None = None
     notes: list[str] = field(default_factory=list)
     altered: bool = False
+    batch: bool = False
 
     @property
     def timed(self) -> bool:
@@ -150,7 +156,16 @@ def plan_for(
     if chunks is None:
         chunks = [event.raw for event in (events or response.events)]
     due = timing.offsets(len(chunks), response.event_offsets_ms)
-    return Plan(response.status, headers, list(chunks), True, due, events=list(events), provider=provider)
+    return Plan(
+        response.status,
+        headers,
+        list(chunks),
+        True,
+        due,
+        events=list(events),
+        provider=provider,
+        batch=timing.mode == "fast",
+    )
 
 
 def error_plan(reply: envelopes.ErrorReply) -> Plan:

@@ -3,20 +3,62 @@
 Built on :mod:`replaykit.contracts` (``classify`` picks the route's contracts). The response checked is
 the one *served*: a recorded response as replayed (checked once per interaction, then cached), an error
 envelope, or a stream or body as a fault changed it (a corrupted event is reported as such).
+
+Request verdicts are cached: SDK retries and test suites send the very same bodies again and again, so the
+violations of a request body are kept in a bounded least-recently-used cache (:data:`REQUEST_CACHE`
+entries) keyed by the route's request contract and the SHA-256 of the body's bytes. A hit returns a fresh
+copy of exactly what validating would return; errors are never cached.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from replaykit import contracts, sse
 from replaykit.server.matching import Received, Slot
 from replaykit.server.plan import Plan
 
-__all__ = ["CHECK_LIMIT", "request_violations", "response_violations"]
+__all__ = ["CHECK_LIMIT", "REQUEST_CACHE", "request_violations", "response_violations"]
 
 CHECK_LIMIT = 16 << 20
+REQUEST_CACHE = 512
+
+Rows = tuple[dict[str, Any], ...]
+
+
+class _Verdicts:
+    """A thread-safe LRU of request verdicts (``functools.lru_cache`` cannot key on a digest)."""
+
+    def __init__(self) -> None:
+        self._rows: OrderedDict[tuple[str, bytes], Rows] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, bytes]) -> Rows | None:
+        """The rows cached under ``key`` (now the most recently used), or None."""
+        with self._lock:
+            rows = self._rows.get(key)
+            if rows is not None:
+                self._rows.move_to_end(key)
+            return rows
+
+    def put(self, key: tuple[str, bytes], rows: Rows) -> None:
+        """Cache ``rows``, forgetting the least recently used entry beyond :data:`REQUEST_CACHE`."""
+        with self._lock:
+            self._rows[key] = rows
+            while len(self._rows) > REQUEST_CACHE:
+                self._rows.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every verdict."""
+        with self._lock:
+            self._rows.clear()
+
+
+_VERDICTS = _Verdicts()
 
 
 def _rows(found: list[contracts.Violation]) -> list[dict[str, Any]]:
@@ -31,11 +73,19 @@ def _check_json(kind: str, body: Any, what: str) -> list[contracts.Violation]:
 
 
 def request_violations(received: Received) -> list[dict[str, Any]]:
-    """Violations of the request body against its route's request contract (``[]`` off the known routes)."""
+    """Violations of the request body against its route's request contract (``[]`` off the known routes).
+
+    Cached per body (see the module docstring); each call returns new lists and dicts.
+    """
     route = contracts.classify(received.method, received.path)
     if route is None:
         return []
-    return _rows(_check_json(route.request, received.json, "request"))
+    key = (route.request, hashlib.sha256(received.body).digest())
+    rows = _VERDICTS.get(key)
+    if rows is None:
+        rows = tuple(_rows(_check_json(route.request, received.json, "request")))
+        _VERDICTS.put(key, rows)
+    return [dict(row) for row in rows]
 
 
 def _body(plan: Plan) -> Any:
@@ -63,7 +113,7 @@ def response_violations(received: Received, slot: Slot | None, plan: Plan) -> li
     route = contracts.classify(received.method, received.path)
     if route is None:
         return []
-    size = sum(len(chunk) for chunk in plan.chunks)
+    size = sum(map(len, plan.chunks))
     if size > CHECK_LIMIT:
         plan.notes.append(f"response contracts not checked: the body has {size} bytes, over the "
                           f"{CHECK_LIMIT} byte limit; run `replaykit verify` on the cassette")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anthropic
@@ -11,6 +12,8 @@ from server_support import ANTHROPIC, anthropic_request, cassette_of, json_inter
 
 from replaykit import contracts
 from replaykit.server import verdicts
+from replaykit.server.matching import Received
+from replaykit.server.routes import classify
 
 BOTH_DOMAIN_LISTS = {
     **anthropic_request(),
@@ -91,3 +94,63 @@ def test_a_huge_response_is_not_checked_and_the_journal_says_so(
         "response contracts not checked: the body has 15 bytes, over the 10 byte limit; "
         "run `replaykit verify` on the cassette"
     ]
+
+
+# ---------------------------------------------------------------- request verdicts are cached
+
+
+def _received(body: Any, path: str = "/v1/messages") -> Received:
+    raw = json.dumps(body).encode()
+    return Received.build("POST", path, {}, {}, raw, classify("POST", path))
+
+
+@pytest.fixture
+def validations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The contract kinds validated from now on, with an empty verdict cache."""
+    calls: list[str] = []
+    real = contracts.validate
+
+    def counted(kind: str, value: Any) -> list[contracts.Violation]:
+        calls.append(kind)
+        return real(kind, value)
+
+    monkeypatch.setattr(contracts, "validate", counted)
+    monkeypatch.setattr(verdicts, "_VERDICTS", verdicts._Verdicts())
+    return calls
+
+
+def test_a_body_sent_again_is_not_validated_again(validations: list[str]) -> None:
+    first = verdicts.request_violations(_received(BOTH_DOMAIN_LISTS))
+    again = verdicts.request_violations(_received(BOTH_DOMAIN_LISTS))
+    assert again == first and [v["keyword"] for v in first] == ["x-rules"]
+    assert validations == ["anthropic.request"]
+    verdicts.request_violations(_received(anthropic_request("other")))
+    assert validations == ["anthropic.request"] * 2
+
+
+def test_a_cached_verdict_is_a_fresh_copy(validations: list[str]) -> None:
+    first = verdicts.request_violations(_received(BOTH_DOMAIN_LISTS))
+    first[0]["message"] = "changed by the caller"
+    first.append({"pointer": "/added"})
+    again = verdicts.request_violations(_received(BOTH_DOMAIN_LISTS))
+    assert len(again) == 1 and again[0]["message"] != "changed by the caller"
+
+
+def test_the_same_body_on_another_route_has_its_own_verdict(validations: list[str]) -> None:
+    on_messages = verdicts.request_violations(_received(BOTH_DOMAIN_LISTS))
+    on_responses = verdicts.request_violations(_received(BOTH_DOMAIN_LISTS, "/v1/responses"))
+    assert validations == ["anthropic.request", "openai.request"]
+    assert on_responses != on_messages
+
+
+def test_the_cache_keeps_the_most_recently_used(
+    validations: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(verdicts, "REQUEST_CACHE", 2)
+    for text in ("a", "b", "a", "c"):  # "b" is the least recently used when "c" comes
+        verdicts.request_violations(_received(anthropic_request(text)))
+    assert len(validations) == 3
+    verdicts.request_violations(_received(anthropic_request("a")))
+    assert len(validations) == 3
+    verdicts.request_violations(_received(anthropic_request("b")))
+    assert len(validations) == 4
