@@ -564,14 +564,8 @@ def test_a_valid_fault_is_accepted_by_the_fake_provider(fault: JSON) -> None:
     assert Fault.from_dict(fault).to_json()["kind"] == fault["kind"]
 
 
-SERVER_LENIENT = pytest.mark.xfail(strict=True, reason="replaykit.server.faults.Fault does not check the "
-                                   "type of boolean fields (as_failed='yes' is taken as set)")
-
-
 @pytest.mark.parametrize(("at", "value"), [
-    pytest.param(case[1], case[2], id=f"{case[1]}->{case[4]}",
-                 marks=[SERVER_LENIENT] if case[1].endswith("as_failed") else [])
-    for case in FAULT_CASES])
+    pytest.param(case[1], case[2], id=f"{case[1]}->{case[4]}") for case in FAULT_CASES])
 def test_a_fault_the_schema_refuses_is_refused_by_the_fake_provider(at: str, value: Any) -> None:
     index = int(at.split("/")[2])
     fault = changed(_scenario("every_fault"), at, value)["faults"][index]

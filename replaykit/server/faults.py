@@ -160,7 +160,15 @@ def _check(fault: Fault) -> None:
                 f"{item.name}= does not apply to a {fault.kind} fault; it takes {_ALLOWED[fault.kind]}"
             )
     _check_numbers(fault)
+    _check_flags(fault)
     _check_route(fault.route)
+
+
+def _check_flags(fault: Fault) -> None:
+    for name in ("as_failed", "should_retry"):
+        value = getattr(fault, name)
+        if value is not None and not isinstance(value, bool):
+            raise ValueError(f"{name}={value!r} must be true or false")
 
 
 def _check_route(route: str | None) -> None:
