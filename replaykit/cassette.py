@@ -67,6 +67,7 @@ __all__ = [
     "Origin",
     "Request",
     "Response",
+    "body_json",
     "canonical_parts",
     "clear_cache",
     "dumps",
@@ -190,7 +191,8 @@ def header(headers: Headers, name: str) -> str | None:
     return None
 
 
-def _json_or_none(body: bytes | None) -> Any:
+def body_json(body: bytes | None) -> Any:
+    """``body`` parsed as JSON, or ``None`` when it is empty or not JSON."""
     if not body:
         return None
     try:
@@ -217,7 +219,7 @@ class Request:
 
     def json(self) -> Any:
         """The body parsed as JSON (a fresh object each call), or ``None`` when it is empty or not JSON."""
-        return _json_or_none(self.body)
+        return body_json(self.body)
 
 
 @dataclass(slots=True)
@@ -258,7 +260,7 @@ class Response:
 
     def json(self) -> Any:
         """The body parsed as JSON (a fresh object each call), or ``None`` for a stream, empty or not JSON."""
-        return None if self.is_stream else _json_or_none(self.body)
+        return None if self.is_stream else body_json(self.body)
 
 
 @dataclass(slots=True)
@@ -333,7 +335,7 @@ def _canonical_headers(headers: Headers) -> bytes:
 
 
 def _canonical_body(body: bytes | None) -> bytes:
-    parsed = _json_or_none(body)
+    parsed = body_json(body)
     if parsed is None:
         return body or b""
     canonical = json.dumps(parsed, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

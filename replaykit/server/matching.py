@@ -16,7 +16,6 @@ of the body received against the one recorded; a request nothing matches gets th
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from replaykit import sse
-from replaykit.cassette import Interaction, Request
+from replaykit.cassette import Interaction, Request, body_json
 from replaykit.server.diff import Pattern, compile_patterns, diff
 from replaykit.server.routes import Route, classify_uri
 
@@ -46,15 +45,6 @@ PARSE_SLICE = 1 << 16
 _DEPLOYMENT = re.compile(r"/openai/deployments/([^/]+)/")
 
 Matcher = Callable[["Received", Request], bool]
-
-
-def _parse_json(body: bytes | None) -> Any:
-    if not body:
-        return None
-    try:
-        return json.loads(body)
-    except ValueError:
-        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +70,7 @@ class Received:
         route: Route,
     ) -> Received:
         """Build one, parsing the body as JSON once."""
-        return cls(method.upper(), path, query, headers, body, route, _parse_json(body))
+        return cls(method.upper(), path, query, headers, body, route, body_json(body))
 
 
 @dataclass(slots=True)
@@ -101,7 +91,7 @@ class Slot:
     def request_json(self) -> Any:
         """The recorded request body parsed as JSON (cached)."""
         if not self._json:
-            self._json.append(_parse_json(self.interaction.request.body))
+            self._json.append(self.interaction.request.json())
         return self._json[0]
 
     def chunks(self) -> list[bytes | memoryview]:
