@@ -197,7 +197,7 @@ def body_json(body: bytes | None) -> Any:
         return None
     try:
         return json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a body nested deeper than Python recurses
         return None
 
 

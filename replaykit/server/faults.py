@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -181,16 +182,19 @@ def _check_route(route: str | None) -> None:
 
 
 def _check_numbers(fault: Fault) -> None:
-    if fault.status is not None and not 400 <= fault.status <= 599:
-        raise ValueError(f"status={fault.status!r} must be an HTTP error status (400-599)")
+    status = fault.status
+    valid = isinstance(status, int) and not isinstance(status, bool) and 400 <= status <= 599
+    if status is not None and not valid:
+        raise ValueError(f"status={status!r} must be an HTTP error status (400-599)")
     for name in ("nth", "times", "event"):
         value = getattr(fault, name)
         if value is not None and (not isinstance(value, int) or value < 1):
             raise ValueError(f"{name}={value!r} must be a whole number >= 1")
     for name in ("after", "at", "ms", "retry_after", "retry_after_ms"):
         value = getattr(fault, name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < 0):
-            raise ValueError(f"{name}={value!r} must be a number >= 0")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not math.isfinite(value) or value < 0):
+            raise ValueError(f"{name}={value!r} must be a finite number >= 0")
 
 
 def _typed(pairs: dict[str, str], spec: str) -> dict[str, Any]:
@@ -223,7 +227,9 @@ def load_faults(path: str | os.PathLike[str]) -> list[Fault]:
         raise UsageError(located(path, None, f"cannot read faults file: {exc.strerror}")) from exc
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise UsageError(located(path, mark.line + 1 if mark else None, f"invalid YAML/JSON: {exc}")) from exc
+        problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+        raise UsageError(located(path, mark.line + 1 if mark else None, f"invalid YAML/JSON: {problem}",
+                                 "fix the syntax: a list of fault objects")) from exc
     items = doc.get("faults") if isinstance(doc, dict) else doc
     if not isinstance(items, list):
         raise UsageError(

@@ -125,7 +125,8 @@ class Journal:
 
     def write_jsonl(self, path: str | os.PathLike[str]) -> None:
         """Write one JSON object a line, atomically (a temporary file renamed over ``path``)."""
-        lines = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in self.to_json())
+        # ASCII escapes: a request may carry a lone surrogate (\ud800) that UTF-8 cannot encode
+        lines = "".join(json.dumps(item) + "\n" for item in self.to_json())
         try:
             _write_atomic(Path(path), lines.encode("utf-8"))
         except OSError as exc:

@@ -100,6 +100,9 @@ class Wire:
     def write(self, chunk: bytes | memoryview) -> bool:
         """Write ``chunk`` as one HTTP chunk (an empty one is skipped: it would end the body).
 
+        An HTTP/1.0 client gets no chunked encoding (aiohttp closes the connection to end the body): the
+        event is then written bare.
+
         Returns True when the kernel did not take everything written (the client reads more slowly than
         events are written): then call :meth:`drain`.
         """
@@ -107,7 +110,8 @@ class Wire:
         if transport is None or transport.is_closing():
             raise ConnectionResetError("the client closed the connection")
         if chunk:
-            frame = b"".join((b"%x\r\n" % len(chunk), chunk, b"\r\n"))
+            framed = self.writer is None or getattr(self.writer, "chunked", True)
+            frame = b"".join((b"%x\r\n" % len(chunk), chunk, b"\r\n")) if framed else bytes(chunk)
             size = len(frame)
             if self.sock is not None and (not self.corked or self.held + size > BATCH_LIMIT):
                 self._gather(size)

@@ -289,7 +289,7 @@ def test_parse_the_cli_syntax() -> None:
         ("status=299", "must be an HTTP error status"),
         ("kind=explode", "kind='explode' must be one of"),
         ("kind=stall", "needs after="),
-        ("kind=stall,after=-1", "must be a number >= 0"),
+        ("kind=stall,after=-1", "must be a finite number >= 0"),
         ("status=500,nth=0", "must be a whole number >= 1"),
         ("status=500,after=3", "after= does not apply to a status fault"),
         ("status=500,route=antropic", "route='antropic' is not a provider or route"),
@@ -402,3 +402,21 @@ def test_a_status_fault_can_be_slow_and_only_one_status_answers(serve: Any) -> N
         ("status", 503, True),
         ("status", 429, False),
     ]
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ({"kind": "status", "status": "429"}, "must be an HTTP error status"),
+    ({"kind": "status", "status": 429, "retry_after": float("nan")}, "must be a finite number"),
+    ({"kind": "stall", "after": 1, "ms": float("inf")}, "must be a finite number"),
+])
+def test_a_fault_with_a_value_of_the_wrong_kind_is_refused(raw: dict[str, Any], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        Fault.from_dict(raw)
+
+
+def test_a_malformed_faults_file_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "faults.yaml"
+    path.write_text("[{kind: status,\n", encoding="utf-8")
+    with pytest.raises(UsageError) as info:
+        load_faults(path)
+    assert "\n" not in str(info.value) and str(path) in str(info.value)

@@ -1,0 +1,53 @@
+"""Hostile or unusual requests are served, journaled and written out without crashing the server."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import httpx
+from server_support import anthropic_request, stream_cassette
+
+from replaykit import sse
+
+
+def _raw_post(url: str, body: bytes, version: str = "1.1") -> bytes:
+    host, port = url.removeprefix("http://").split(":")
+    head = (f"POST /v1/messages HTTP/{version}\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(head + body)
+        data = b""
+        while chunk := sock.recv(1 << 16):
+            data += chunk
+    return data
+
+
+def test_a_lone_surrogate_in_a_request_is_journaled_and_written(serve: Any, tmp_path: Path) -> None:
+    fake = serve(stream_cassette())
+    body = json.dumps({**anthropic_request(), "note": "\ud800"}).encode()  # ASCII: "\\ud800" on the wire
+    httpx.post(f"{fake.url}/v1/messages", content=body).read()
+    fake.write_journal(tmp_path / "journal.jsonl")
+    lines = (tmp_path / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    assert json.loads(lines[0])["body"]["note"] == "\ud800"
+
+
+def test_a_body_nested_too_deep_to_parse_is_served_like_any_non_json_body(serve: Any) -> None:
+    fake = serve(stream_cassette())
+    response = httpx.post(f"{fake.url}/v1/messages", content=b"[" * 100_000 + b"]" * 100_000)
+    assert response.status_code == 200
+    [entry] = fake.journal
+    assert isinstance(entry.body, str)  # kept as text, like any body that is not JSON
+    assert [v["message"] for v in entry.request_violations] == ["the request body is empty or not JSON"]
+
+
+def test_an_http_1_0_client_gets_the_events_without_chunk_framing(serve: Any) -> None:
+    fake = serve(stream_cassette())
+    reply = _raw_post(fake.url, json.dumps(anthropic_request()).encode(), version="1.0")
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.0 200") and b"transfer-encoding" not in head.lower()
+    recorded = stream_cassette().interactions[0].response.body
+    assert body == recorded
+    assert sse.parse(body)[0].type == "message_start"
