@@ -60,6 +60,7 @@ __all__ = [
     "ERROR_CODES",
     "LOCAL_PHASES",
     "PROVENANCES",
+    "SECRET_PATTERNS",
     "CassetteError",
     "CitationError",
     "ContractError",
@@ -228,6 +229,26 @@ class ErrorInfo:
         return {key: value for key, value in fields.items() if value is not None}
 
 
+_EDGE = r"(?<![A-Za-z0-9_-])"  # a key starts at a token boundary, never inside a base64(url) blob
+_END = r"(?![A-Za-z0-9_-])"
+_CF_PREFIXED = rf"{_EDGE}cf(?:k|ut|at)_[A-Za-z0-9]{{40,64}}{_END}"
+_CF_NAMED = (r"(?i:c(?:f|loudflare)[_-]?api[_-]?(?:token|key))"  # CLOUDFLARE_API_TOKEN=… (unprefixed tokens)
+             r"[\"']?\s*[:=]\s*[\"']?(?P<v>[A-Za-z0-9_-]{37,40})")
+_PEM_END = r"(?:(?:.|\n)*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)?"
+
+# The key shapes replaykit knows, by kind, most specific first: the ONE list both the secret scanner
+# (replaykit.redact, which sits above this module) and safe_message use. A named group ``v`` is the secret
+# itself, ``label`` the part of it that is safe to show.
+SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("anthropic", re.compile(rf"{_EDGE}sk-ant-[A-Za-z0-9_-]{{20,}}{_END}")),
+    ("openai", re.compile(rf"{_EDGE}sk-(?!ant-)[A-Za-z0-9_-]{{20,}}{_END}")),
+    ("cloudflare", re.compile(rf"{_CF_PREFIXED}|{_CF_NAMED}{_END}")),
+    ("aws", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])")),
+    ("github", re.compile(rf"{_EDGE}(?:gh[pousr]_[A-Za-z0-9]{{36,}}|github_pat_[A-Za-z0-9_]{{50,}}){_END}")),
+    ("bearer", re.compile(r"(?i:\bbearer)\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)(?![A-Za-z0-9._~+/=-])")),
+    ("pem", re.compile(rf"(?P<label>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----){_PEM_END}")),
+)
+
 _MASK = "[REDACTED]"
 _SECRETS = re.compile(
     r"\bsk-[A-Za-z0-9_*\-]{6,}"                      # sk-ant-…, sk-… and sk-proj-…, even half-masked
@@ -242,7 +263,10 @@ _MAX_MESSAGE = 500
 
 def safe_message(text: str) -> str:
     """``text`` with key-shaped substrings masked, on one line, at most 500 characters."""
-    masked = _SECRETS.sub(_MASK, text)
+    masked = text
+    for _, pattern in SECRET_PATTERNS:  # every key the scanner knows, then looser shapes (half-masked keys)
+        masked = pattern.sub(_MASK, masked)
+    masked = _SECRETS.sub(_MASK, masked)
     flat = " ".join(masked.split())
     return flat if len(flat) <= _MAX_MESSAGE else flat[: _MAX_MESSAGE - 1] + "…"
 

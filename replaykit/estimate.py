@@ -199,7 +199,11 @@ def body_chars(body: Mapping[str, Any]) -> dict[str, Chars]:
 def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) and value >= 0 else None
+    try:
+        number = float(value)
+    except OverflowError:  # an int too large for a float (10**400): not a usable count
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
 
 
 def usage_tokens(message: Mapping[str, Any]) -> int | None:

@@ -475,8 +475,9 @@ def load_callable(spec: str) -> Estimator:
                          "e.g. replaykit.estimate:estimate_tokens")
     try:
         found: object = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UsageError(f"--estimator {spec!r}: cannot import module {module_name!r} ({exc})") from exc
+    except Exception as exc:  # any failure of the user's module at import (SyntaxError too)
+        raise UsageError(f"--estimator {spec!r}: cannot import module {module_name!r} "
+                         f"({type(exc).__name__}: {exc}); fix the module or name another") from exc
     for part in attribute.split("."):
         if not hasattr(found, part):
             raise UsageError(f"--estimator {spec!r}: {module_name!r} has no attribute {attribute!r}")
@@ -487,6 +488,15 @@ def load_callable(spec: str) -> Estimator:
     return estimator
 
 
+def _split(command: str) -> list[str]:
+    """``command`` split as a shell would (shlex); unbalanced quotes are a usage error."""
+    try:
+        return shlex.split(command)
+    except ValueError as exc:
+        raise UsageError(f"--estimator-cmd {command!r} cannot be split into words ({exc}); "
+                         "balance its quotes") from exc
+
+
 class CommandEstimator:
     """An estimator in another process, speaking JSON Lines on stdin / stdout (one request at a time).
 
@@ -495,7 +505,7 @@ class CommandEstimator:
     """
 
     def __init__(self, command: str | Sequence[str], timeout: float = 10.0) -> None:
-        self.argv = shlex.split(command) if isinstance(command, str) else list(command)
+        self.argv = _split(command) if isinstance(command, str) else list(command)
         if not self.argv:
             raise UsageError("--estimator-cmd must name a command")
         self.timeout, self.next_id = timeout, 0

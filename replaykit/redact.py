@@ -30,11 +30,13 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from itertools import chain
 from typing import Any
 from urllib.parse import unquote_plus
 
 from replaykit import sse
 from replaykit.cassette import Cassette, Headers, Interaction, Request, Response
+from replaykit.errors import SECRET_PATTERNS
 
 __all__ = [
     "ACCOUNT_PLACEHOLDER",
@@ -297,25 +299,12 @@ class _Kind:
     random: bool = True
 
 
-_EDGE = r"(?<![A-Za-z0-9_-])"  # a key starts at a token boundary, never inside a base64(url) blob
-_END = r"(?![A-Za-z0-9_-])"
-_CF_PREFIXED = rf"{_EDGE}cf(?:k|ut|at)_[A-Za-z0-9]{{40,64}}{_END}"
-_CF_NAMED = (r"(?i:c(?:f|loudflare)[_-]?api[_-]?(?:token|key))"  # CLOUDFLARE_API_TOKEN=… (unprefixed tokens)
-             r"[\"']?\s*[:=]\s*[\"']?(?P<v>[A-Za-z0-9_-]{37,40})")
-_PEM_END = r"(?:(?:.|\n)*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)?"
-_KINDS: tuple[_Kind, ...] = (
-    _Kind("anthropic", "Anthropic API key", re.compile(rf"{_EDGE}sk-ant-[A-Za-z0-9_-]{{20,}}{_END}")),
-    _Kind("openai", "OpenAI API key", re.compile(rf"{_EDGE}sk-(?!ant-)[A-Za-z0-9_-]{{20,}}{_END}")),
-    _Kind("cloudflare", "Cloudflare API token", re.compile(rf"{_CF_PREFIXED}|{_CF_NAMED}{_END}")),
-    _Kind("aws", "AWS access key id", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
-          random=False),
-    _Kind("github", "GitHub token", re.compile(
-        rf"{_EDGE}(?:gh[pousr]_[A-Za-z0-9]{{36,}}|github_pat_[A-Za-z0-9_]{{50,}}){_END}")),
-    _Kind("bearer", "bearer token", re.compile(
-        r"(?i:\bbearer)\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)(?![A-Za-z0-9._~+/=-])")),
-    _Kind("pem", "PEM private key", re.compile(
-        rf"(?P<label>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----){_PEM_END}"), random=False),
-)
+_LABELS = {"anthropic": "Anthropic API key", "openai": "OpenAI API key", "cloudflare": "Cloudflare API token",
+           "aws": "AWS access key id", "github": "GitHub token", "bearer": "bearer token",
+           "pem": "PEM private key"}
+_FIXED = {"aws", "pem"}  # shapes that are not random text: no mixed-case check
+_KINDS: tuple[_Kind, ...] = tuple(_Kind(name, _LABELS[name], pattern, name not in _FIXED)
+                                  for name, pattern in SECRET_PATTERNS)  # errors.py holds the one list
 SECRET_KINDS: tuple[str, ...] = tuple(kind.name for kind in _KINDS)
 
 
@@ -377,7 +366,9 @@ def _cassette_places(cassette: Cassette) -> Iterator[tuple[int | None, int | Non
     for index, item in enumerate(cassette.interactions):
         for place, text in _places(item):
             yield index, item.line, place, text
-    for place, text in (*_strings(cassette.meta.extra, "/replaykit"), *_strings(cassette.extra, "")):
+    walked: set[int] = set()  # shared by both walks: an alias may point from one into the other
+    for place, text in chain(_strings(cassette.meta.extra, "/replaykit", walked),
+                             _strings(cassette.extra, "", walked)):
         yield None, None, place, text
 
 
@@ -419,17 +410,22 @@ def _child(base: str, key: object) -> str:
     return f"{base}/{str(key).replace('~', '~0').replace('/', '~1')}"
 
 
-def _strings(doc: Any, place: str) -> Iterator[tuple[str, str]]:
-    """Every string (keys included) of a JSON document, with its JSON pointer appended to ``place``."""
+def _strings(doc: Any, place: str, seen: set[int] | None = None) -> Iterator[tuple[str, str]]:
+    """Every string (keys included) of a JSON document, with its JSON pointer appended to ``place``.
+
+    A container met again (a YAML alias shares one object between places) is walked only the first time,
+    so a nest of aliases (a "billion laughs" file) costs its size, not its expansion.
+    """
+    walked = set() if seen is None else seen
     if isinstance(doc, str):
         yield place, doc
-    elif isinstance(doc, dict):
-        for key, value in doc.items():
-            yield _child(place, key), str(key)
-            yield from _strings(value, _child(place, key))
-    elif isinstance(doc, list):
-        for number, value in enumerate(doc):
-            yield from _strings(value, _child(place, number))
+    elif isinstance(doc, (dict, list)) and id(doc) not in walked:
+        walked.add(id(doc))
+        items = doc.items() if isinstance(doc, dict) else enumerate(doc)
+        for key, value in items:
+            if isinstance(doc, dict):
+                yield _child(place, key), str(key)
+            yield from _strings(value, _child(place, key), walked)
 
 
 def kind_label(kind: str) -> str:

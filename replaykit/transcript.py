@@ -427,10 +427,23 @@ def _check_timestamps(data: JSON, source: str) -> None:
 
 
 def _check_finite(stamp: float, pointer: str, message_index: int | None, source: str) -> None:
-    if not math.isfinite(stamp):
+    if not _finite(stamp):
         raise LocalRequestError(
-            f"{source}: timestamp {stamp!r} is not a finite number; store milliseconds since the epoch",
+            f"{source}: timestamp {_shown(stamp)} is not a finite number; store milliseconds since the epoch",
             phase="validation", pointer=pointer, message_index=message_index)
+
+
+def _finite(stamp: float) -> bool:
+    """True for a number a float can hold that is not nan or infinite (an int like 10**400 is not)."""
+    try:
+        return math.isfinite(stamp)
+    except OverflowError:
+        return False
+
+
+def _shown(stamp: float) -> str:
+    text = repr(stamp)
+    return text if len(text) <= 40 else text[:40] + "…"
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -462,7 +475,7 @@ def _str(value: object) -> str | None:
 
 def _assistant(content: list[AssistantBlock], provider: str, api: str, body: JSON, usage: Usage,
                stop: StopReason, timestamp: int) -> AssistantMessage:
-    if isinstance(timestamp, bool) or not isinstance(timestamp, int | float) or not math.isfinite(timestamp):
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int | float) or not _finite(timestamp):
         raise UsageError(f"timestamp={timestamp!r} must be finite milliseconds since the epoch")
     message: AssistantMessage = {
         "role": "assistant", "content": content, "provider": provider, "api": api,
@@ -759,7 +772,7 @@ def _openai_item(raw: object, index: int, provider: str) -> list[AssistantBlock]
     item = _mapping(raw, f"output[{index}]")
     kind = item.get("type")
     if kind == "message":
-        return list(_openai_message(item))
+        return list(_openai_message(item, index))
     if kind == "reasoning":
         return [_openai_reasoning(item)]
     if kind == "function_call":
@@ -769,9 +782,10 @@ def _openai_item(raw: object, index: int, provider: str) -> list[AssistantBlock]
     raise ConversionError(f"output[{index}]: unsupported OpenAI output item type {kind!r}")
 
 
-def _openai_message(item: JSON) -> list[TextBlock]:
+def _openai_message(item: JSON, index: int) -> list[TextBlock]:
     blocks: list[TextBlock] = []
-    for part in item.get("content") or []:
+    for number, raw in enumerate(_parts(item, f"output[{index}]")):
+        part = _mapping(raw, f"output[{index}].content[{number}]")
         text: TextBlock = {"type": "text", "text": str(part.get("text") or part.get("refusal") or "")}
         if isinstance(part.get("annotations"), list) and part["annotations"]:
             text["citations"] = copy.deepcopy(part["annotations"])
@@ -779,6 +793,14 @@ def _openai_message(item: JSON) -> list[TextBlock]:
             text["signature"] = item["id"]
         blocks.append(text)
     return blocks
+
+
+def _parts(item: JSON, what: str) -> list[Any]:
+    """A message item's ``content`` parts: a list (absent or null is none), else a ConversionError."""
+    parts = item.get("content") or []
+    if not isinstance(parts, list):
+        raise ConversionError(f"{what}.content must be a list of content parts, not {type(parts).__name__}")
+    return parts
 
 
 def _openai_reasoning(item: JSON) -> ThinkingBlock:
@@ -849,12 +871,11 @@ class _OpenAIStream:
         return item
 
     def _part(self, event: JSON) -> JSON:
-        parts = self._item(event).get("content") or []
+        parts = _parts(self._item(event), f"output[{_index(event)}]")
         index = event.get("content_index")
         if not isinstance(index, int) or not 0 <= index < len(parts):
             raise ConversionError(f"output_text.delta for unknown content part {index!r}")
-        part: JSON = parts[index]
-        return part
+        return _mapping(parts[index], f"output[{_index(event)}] content part {index}")
 
     def final(self) -> JSON:
         if self.response is None:

@@ -125,6 +125,7 @@ class Report:
 
 
 Check = Callable[[Path, Cassette], list[Finding]]
+Secret = redact.SecretFinding
 
 
 # ---------------------------------------------------------------- checks
@@ -137,9 +138,19 @@ def _place(item: Interaction, index: int) -> str:
 def check_secrets(path: Path, cassette: Cassette) -> list[Finding]:
     """Keys in the cassette's traffic and metadata (with their field), then any others in the raw text."""
     in_model = redact.scan(cassette)
-    seen = {_same(f) for f in in_model}
-    in_text = [f for f in _text_secrets(path) if _same(f) not in seen]
+    in_text = _text_secrets(path)
+    for found in in_model:  # each key found in the traffic hides ONE raw-text sighting: its own
+        sighting = _sighting(found, in_text)
+        if sighting is not None:
+            in_text.remove(sighting)
     return [_secret(path, found) for found in in_model + in_text]
+
+
+def _sighting(found: Secret, in_text: list[Secret]) -> Secret | None:
+    """The raw-text finding that is ``found`` itself: the same key, the first at or after its interaction."""
+    same = [seen for seen in in_text if _same(seen) == _same(found)]
+    after = [seen for seen in same if (seen.line or 0) >= (found.line or 0)]
+    return next(iter(after or same), None)
 
 
 def _same(found: redact.SecretFinding) -> tuple[str, str]:
@@ -199,7 +210,7 @@ def _framing(item: Interaction, wants_json: bool) -> list[str]:
         problems.append(f"/events[{last}]: the last event lacks its terminating blank line; "
                         "end the body with an empty line")
     if wants_json:
-        problems += [f"/events[{n}]: data is not JSON ({_short(e.data or '')!r}); this provider streams JSON"
+        problems += [f"/events[{n}]: data is not JSON ({len(e.data)} characters); this provider streams JSON"
                      for n, e in enumerate(events) if e.data is not None and not _is_json(e.data)]
     return problems
 
@@ -212,10 +223,6 @@ def _is_json(data: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _short(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def check_fingerprint(path: Path, cassette: Cassette) -> list[Finding]:

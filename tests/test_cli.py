@@ -1,13 +1,14 @@
-"""The command-line dispatcher: usage errors exit 2 with one line, never a traceback."""
+"""The command-line dispatcher: usage errors exit 2, internal errors 3, with one line, never a traceback."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from replaykit.cli import EXIT_USAGE, main
+from replaykit.cli import EXIT_INTERNAL, EXIT_USAGE, main
 
 
 def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -37,3 +38,48 @@ def test_console_entry_point_runs_as_a_module() -> None:
     assert proc.returncode == EXIT_USAGE
     assert "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "http"])
+def test_a_port_out_of_range_is_a_usage_error(port: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--port", port, "cassette.yaml"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("replaykit: error:") and "--port" in err and "0-65535" in err
+
+
+def test_an_unterminated_estimator_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["properties", "--estimator-cmd", '"unterminated', "--max-examples", "1"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("replaykit: error: --estimator-cmd") and "quotation" in err
+
+
+@pytest.mark.parametrize(("source", "words"), [("raise RuntimeError('boom')\n", "RuntimeError: boom"),
+                                                ("def broken(:\n", "SyntaxError")])
+def test_an_estimator_module_that_fails_to_import_is_a_usage_error(
+    source: str, words: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / "broken_estimator_mod.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    argv = ["properties", "--estimator", "broken_estimator_mod:estimate", "--max-examples", "1"]
+    assert main(argv) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("replaykit: error: --estimator 'broken_estimator_mod:estimate'") and words in err
+    assert err.count("\n") == 1
+
+
+def test_an_internal_error_exits_3_with_a_masked_message(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from replaykit.cli import verify
+
+    key = "sk-" + "ant-" + "api03-" + "Ab1" * 12
+
+    def explode(args: object) -> int:
+        raise RuntimeError(f"unexpected state with {key}\nsecond line")
+
+    monkeypatch.setattr(verify, "run", explode)
+    assert main(["verify", "x.yaml"]) == EXIT_INTERNAL == 3
+    err = capsys.readouterr().err
+    assert err.startswith("replaykit: internal error: unexpected state with [REDACTED] second line")
+    assert key[:12] not in err and err.count("\n") == 1

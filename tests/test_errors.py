@@ -383,3 +383,24 @@ def test_an_internal_error_with_a_phase_or_retryable_is_refused_by_the_outcome_c
 ])
 def test_status_retryable(status: int, hint: str | None, kind: str | None, expected: bool) -> None:
     assert status_retryable(status, hint, kind) is expected
+
+
+def _scanner_keys() -> list[tuple[str, str]]:
+    """Every key shape replaykit.redact's scanner knows, ASIA session keys and named Cloudflare tokens too."""
+    from test_redact import planted
+
+    keys = [(kind, f"Bearer {key}" if kind == "bearer" else key) for kind, found in planted(11).items()
+            for key in found]
+    session = "AS" + "IA" + "Q" * 4 + "7" * 12
+    named = "CLOUDFLARE_" + "API_TOKEN=" + "Ab3" * 13
+    return [*keys, ("aws", session), ("cloudflare", named)]
+
+
+@pytest.mark.parametrize(("kind", "key"), _scanner_keys())
+def test_every_key_kind_the_scanner_knows_is_masked(kind: str, key: str) -> None:
+    from replaykit import redact
+
+    assert [f.kind for f in redact.scan_text(f"failed: {key} !")] == [kind]  # the scanner knows this key
+    text = safe_message(f"failed: {key} !")
+    body = key.split()[-1].partition("=")[2] or key.split()[-1]
+    assert body[-12:] not in text and body[:12] not in text.replace("[REDACTED]", "")

@@ -136,6 +136,7 @@ def test_an_image_counts_as_a_fixed_number_of_characters() -> None:
     (_usage(0), "stop", None),                               # zero
     (_usage(math.nan, input=5), "stop", None),               # non-finite
     (_usage(100, input=math.inf), "stop", None),
+    (_usage(10**400, input=5), "stop", None),                # an int too large for a float
     (_usage(100, output=-1), "stop", None),                  # negative
     (_usage(100), "error", None),
     (_usage(100), "aborted", None),
@@ -149,6 +150,7 @@ def test_usage_tokens_accepts_only_valid_usage(usage: JSON, stop: str, expected:
 def test_usage_needs_a_finite_timestamp() -> None:
     assert usage_tokens({**_assistant("x", 100), "timestamp": math.nan}) is None
     assert usage_tokens({**_assistant("x", 100), "timestamp": None}) is None
+    assert usage_tokens({**_assistant("x", 100), "timestamp": 10**400}) is None
 
 
 def test_the_last_valid_usage_anchors_and_only_later_messages_are_counted() -> None:

@@ -635,6 +635,23 @@ def test_conversion_errors_say_what_is_wrong() -> None:
         from_anthropic_stream([{"type": "ping"}], timestamp=1)
 
 
+@pytest.mark.parametrize("content", [["just a string"], [42], "a string, not a list of parts"])
+def test_a_message_part_that_is_not_an_object_is_a_conversion_error(content: Any) -> None:
+    item = {"type": "message", "id": "msg_1", "role": "assistant", "content": content}
+    with pytest.raises(ConversionError, match=r"output\[0\]"):
+        from_openai(_openai("completed", item), timestamp=1)
+
+
+@pytest.mark.parametrize("parts", [["not a part"], "text"])
+def test_a_streamed_part_that_is_not_an_object_is_a_conversion_error(parts: Any) -> None:
+    item = {"type": "message", "id": "msg_1", "role": "assistant", "content": parts}
+    events = [{"type": "response.created", "response": _openai("in_progress")},
+              {"type": "response.output_item.added", "output_index": 0, "item": item},
+              {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": "x"}]
+    with pytest.raises(ConversionError, match=r"output\[0\].*content part"):
+        from_openai_stream(events, timestamp=1)
+
+
 def test_a_broken_stream_keeps_what_arrived() -> None:
     body = {**_anthropic(), "content": [{"type": "text", "text": "partial answer"}]}
     overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
@@ -714,6 +731,7 @@ _DELETE = object()
         (["messages", 0, "timestamp"], _DELETE, "/messages/0/timestamp", 0),
         (["messages", 3, "timestamp"], math.nan, "/messages/3/timestamp", 3),
         (["messages", 3, "timestamp"], math.inf, "/messages/3/timestamp", 3),
+        (["messages", 3, "timestamp"], 10**400, "/messages/3/timestamp", 3),
         (["messages", 3, "timestamp"], "2025-12-02", "/messages/3/timestamp", 3),
         (["messages", 2, "role"], "tool", "/messages/2/role", 2),
         (["messages", 1, "content", 1, "name"], "web_search", "/messages/1/content/1", 1),
@@ -836,6 +854,7 @@ _GOOD = _entry(STAMP)
         ([_GOOD, _entry(math.nan)], "/systemHistory/1/timestamp", "timestamp nan is not a finite number"),
         ([_entry(math.inf)], "/systemHistory/0/timestamp", "timestamp inf is not a finite number"),
         ([_entry(-math.inf)], "/systemHistory/0/timestamp", "timestamp -inf is not a finite number"),
+        ([_entry(10**400)], "/systemHistory/0/timestamp", "timestamp 1" + "0" * 39 + "… is not"),
         ([_entry(STAMP, 42)], "/systemHistory/0/system", "expected string or null, got an integer"),
         ([_entry(STAMP, tools={"name": "x"})], "/systemHistory/0/tools", "expected array, got an object"),
         ([_entry(STAMP, tools=[{"name": "x"}])], "/systemHistory/0/tools/0/parameters", "'parameters' is"),
@@ -846,8 +865,8 @@ _GOOD = _entry(STAMP)
          "list the systemHistory entries in time order"),
     ],
     ids=["not-a-list", "not-an-object", "no-timestamp", "no-system", "no-tools", "string-stamp",
-         "boolean-stamp", "nan", "inf", "-inf", "system-type", "tools-type", "bad-tool", "two-domain-lists",
-         "out-of-order"],
+         "boolean-stamp", "nan", "inf", "-inf", "huge", "system-type", "tools-type", "bad-tool",
+         "two-domain-lists", "out-of-order"],
 )
 def test_restore_names_the_system_history_pointer(history: Any, pointer: str, says: str) -> None:
     data = _with_history(*history) if isinstance(history, list) else {**_legacy(), "systemHistory": history}

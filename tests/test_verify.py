@@ -79,7 +79,7 @@ def test_parse_errors_are_one_finding_with_their_line(name: str, place: str, wor
 @pytest.mark.parametrize(("name", "message"), [
     ("unterminated_stream.yaml", "interactions[0].response.body/events[2]: the last event lacks its"),
     ("empty_stream.yaml", "interactions[0].response.body: a text/event-stream body with no events"),
-    ("non_json_stream.yaml", "interactions[0].response.body/events[2]: data is not JSON ('hello there')"),
+    ("non_json_stream.yaml", "interactions[0].response.body/events[2]: data is not JSON (11 characters)"),
 ])
 def test_sse_framing_problems(name: str, message: str) -> None:
     (finding,) = verify_file(DATA / name).findings
@@ -219,3 +219,68 @@ def test_every_real_recording_verifies_clean() -> None:
     report = verify_paths([RECORDED])
     assert report.findings == []
     assert len(report.files) == 7 and report.summary()["interactions"] == 11
+
+
+def test_a_request_body_that_is_not_json_is_a_contract_error() -> None:
+    text = (DATA / "clean_stream.yaml").read_text()
+    start = text.index("    body: '{")
+    broken = text[:start] + "    body: 'model=claude stream=true'\n" + text[text.index("\n", start) + 1:]
+    findings = contracts.verify_check(Path("s.yaml"), _loads(broken))
+    assert [(f.place, f.severity) for f in findings if f.message.startswith(
+        "request / the request body is empty or not JSON")] == [("interactions[0]", "error")]
+
+
+_BLOCK = '{\\"type\\":\\"content_block_start\\",\\"index\\":0,\\"content_block\\":%s}'
+_DELTA = '{\\"type\\":\\"content_block_delta\\",\\"index\\":0,\\"delta\\":%s}'
+_TEXT_BLOCK = _BLOCK % '{\\"type\\":\\"text\\",\\"text\\":\\"\\"}'
+
+
+@pytest.mark.parametrize(("field", "data"), [
+    ("content_block", _BLOCK % '\\"text\\"'),
+    ("content_block", _BLOCK % "[1]"),
+    ("delta", _TEXT_BLOCK + "\\n\\nevent: content_block_delta\\ndata: " + _DELTA % '\\"x\\"'),
+    ("delta", _TEXT_BLOCK + "\\n\\nevent: content_block_delta\\ndata: " + _DELTA % "[1]"),
+])
+def test_a_non_object_block_or_delta_is_a_violation_not_a_crash(field: str, data: str) -> None:
+    ping = 'event: ping\\ndata: {\\"type\\": \\"ping\\"}'
+    text = (DATA / "clean_stream.yaml").read_text()
+    assert ping in text
+    (item,) = _loads(text.replace(ping, f"event: content_block_start\\ndata: {data}")).interactions
+    assert any(v.pointer.startswith(f"/{field}") for v in contracts.check_interaction(item))
+
+
+def test_non_json_event_data_never_quotes_a_key(tmp_path: Path) -> None:
+    key = planted()["anthropic"][0]
+    target = tmp_path / "k.yaml"
+    text = (DATA / "non_json_stream.yaml").read_text()
+    target.write_text(text.replace("hello there", key))
+    result = verify_file(target)
+    lines = [str(f) for f in result.findings] + [json.dumps(result.to_json())]
+    assert "data is not JSON (108 characters)" in "\n".join(lines)
+    assert not any(key[:12] in line for line in lines)
+
+
+def test_two_distinct_keys_of_one_kind_are_two_findings(tmp_path: Path) -> None:
+    first, second = planted(1)["anthropic"][0], planted(2)["anthropic"][0]
+    target = tmp_path / "two.yaml"
+    text = (DATA / "clean_stream.yaml").read_text().replace("x-api-key: [REDACTED]", f"x-api-key: [{first}]")
+    target.write_text(text.replace("provider: anthropic}", f"provider: anthropic}}\n# old key {second}"))
+    findings = check_secrets(target, _loads(target.read_text()))
+    assert [(f.place, f.kind) for f in findings] == [("6", "secret"), ("4", "secret")]
+
+
+def test_shared_yaml_aliases_are_scanned_once(tmp_path: Path) -> None:
+    from itertools import islice
+
+    from replaykit import redact
+
+    levels = ["a0: &a0 [x, y, z, w, v, u, t, s, r]"]
+    levels += [f"a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 9) + "]" for n in range(1, 9)]
+    anchors = "\n".join(levels)
+    text = (DATA / "clean_stream.yaml").read_text().replace("interactions:", f"{anchors}\ninteractions:")
+    loaded = _loads(text)
+    visited = sum(1 for _ in islice(redact._cassette_places(loaded), 100_000))
+    assert visited < 200  # 9 ** 8 strings when every alias is walked again
+    target = tmp_path / "laughs.yaml"
+    target.write_text(text)
+    assert [f.kind for f in verify_file(target, checks=LOCAL).findings] == []

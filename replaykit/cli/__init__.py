@@ -1,7 +1,8 @@
 """The ``replaykit`` command line: one module per subcommand, each with ``register(subparsers)``.
 
-Exit codes: 0 clean, 1 findings or failures, 2 usage errors. Bad input never prints a traceback:
-a ``ReplaykitError`` becomes one line on stderr (set ``REPLAYKIT_TRACEBACK=1`` to see the stack).
+Exit codes: 0 clean, 1 findings or failures, 2 usage errors, 3 on an internal error (a replaykit bug).
+Bad input never prints a traceback: a ``ReplaykitError`` becomes one line on stderr, an unexpected exception
+one ``internal error`` line with key-shaped text masked (set ``REPLAYKIT_TRACEBACK=1`` to see the stack).
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from replaykit.errors import ReplaykitError, UsageError
+from replaykit.errors import ReplaykitError, UsageError, safe_message
 
-__all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+__all__ = ["EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
+EXIT_INTERNAL = 3
 
 # One module per subcommand under replaykit/cli/; each defines register(subparsers).
 COMMANDS: tuple[str, ...] = (
@@ -57,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # the CLI never shows a bare traceback
-        return _fail(exc, EXIT_USAGE, internal=True)
+        return _fail(exc, EXIT_INTERNAL, internal=True)
 
 
 def _fail(exc: BaseException, code: int, internal: bool = False) -> int:
@@ -65,5 +67,6 @@ def _fail(exc: BaseException, code: int, internal: bool = False) -> int:
         traceback.print_exception(exc)
     label = "internal error" if internal else "error"
     hint = " (a replaykit bug: rerun with REPLAYKIT_TRACEBACK=1 and report it)" if internal else ""
-    print(f"replaykit: {label}: {exc}{hint}", file=sys.stderr)
+    text = safe_message(str(exc)) if internal else str(exc)  # ours are written safe; a bug's may hold a key
+    print(f"replaykit: {label}: {text}{hint}", file=sys.stderr)
     return code

@@ -28,6 +28,18 @@ from replaykit.server.matching import BUILTIN_MATCHERS
 __all__ = ["register", "run"]
 
 
+def _port(text: str) -> int:
+    """An argparse type: a TCP port number, 0-65535 (0 picks a free port)."""
+    fix = "give a port number in 0-65535 (0: a free port)"
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}; {fix}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is out of range; {fix}")
+    return port
+
+
 def register(subparsers: Any) -> None:
     """Add the ``serve`` subcommand."""
     parser = subparsers.add_parser(
@@ -36,7 +48,7 @@ def register(subparsers: Any) -> None:
                     "provider's base URL; writes the journal on exit.")
     parser.add_argument("cassettes", nargs="+", metavar="CASSETTE", help="a cassette file or folder")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=0, help="port to bind (default 0: a free port)")
+    parser.add_argument("--port", type=_port, default=0, help="port to bind (default 0: a free port)")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     parser.add_argument("--faults", metavar="FILE", help="a YAML or JSON list of fault objects")
     parser.add_argument("--fault", action="append", default=[], metavar="SPEC",
