@@ -487,8 +487,12 @@ def _offsets(raw: Any, response: Response, at: _Path) -> list[float] | None:
 
 
 def _is_offset(value: Any) -> bool:
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    return number and math.isfinite(value) and value >= 0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value) and value >= 0
+    except OverflowError:  # an integer too large for a float (milliseconds are floats)
+        return False
 
 
 def _interaction(raw: Any, index: int, line: int | None) -> Interaction:

@@ -758,3 +758,11 @@ def test_line_scan_does_not_depend_on_how_the_bytes_are_cut(text: str, data: st.
         scan.feed(raw[start:end])
     scan.feed(b"", final=True)
     assert scan.found == lines_of_whole_text(text)
+
+
+def test_a_huge_integer_offset_is_a_clear_error_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    cassette.save(stream_cassette(), path)
+    text = path.read_text().replace("    - 30\n", "    - " + "9" * 400 + "\n")
+    with pytest.raises(CassetteError, match="must be a list of finite numbers >= 0"):
+        cassette.loads(text, path)

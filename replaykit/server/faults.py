@@ -193,7 +193,7 @@ def _check_numbers(fault: Fault) -> None:
     for name in ("after", "at", "ms", "retry_after", "retry_after_ms"):
         value = getattr(fault, name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
-                                  or not math.isfinite(value) or value < 0):
+                                  or not (isinstance(value, int) or math.isfinite(value)) or value < 0):
             raise ValueError(f"{name}={value!r} must be a finite number >= 0")
 
 

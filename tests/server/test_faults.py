@@ -420,3 +420,7 @@ def test_a_malformed_faults_file_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as info:
         load_faults(path)
     assert "\n" not in str(info.value) and str(path) in str(info.value)
+
+
+def test_a_huge_integer_in_a_fault_is_a_number_not_a_crash() -> None:
+    assert Fault.from_dict({"kind": "stall", "after": 1, "ms": 10**400}).ms == 10**400
