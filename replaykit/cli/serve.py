@@ -13,6 +13,7 @@ import argparse
 import json
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,7 +22,7 @@ from types import FrameType
 from typing import Any
 
 from replaykit.cli import EXIT_OK
-from replaykit.errors import UsageError
+from replaykit.errors import CassetteError, UsageError
 from replaykit.server import FakeProvider, Fault, load_faults
 from replaykit.server.matching import BUILTIN_MATCHERS
 
@@ -73,10 +74,28 @@ def _faults(args: argparse.Namespace) -> list[Fault]:
 def build(args: argparse.Namespace) -> FakeProvider:
     """The fake provider the command line describes (not started)."""
     match_on = [name.strip() for name in args.match_on.split(",") if name.strip()]
-    return FakeProvider(args.cassettes, host=args.host, port=args.port, timing=args.timing,
-                        strict=args.strict, enforce_contracts=args.enforce_contracts,
-                        allow_remote=args.allow_remote, match_on=match_on, repeat=args.repeat,
-                        faults=_faults(args))
+    try:
+        return FakeProvider(args.cassettes, host=args.host, port=args.port, timing=args.timing,
+                            strict=args.strict, enforce_contracts=args.enforce_contracts,
+                            allow_remote=args.allow_remote, match_on=match_on, repeat=args.repeat,
+                            faults=_faults(args))
+    except CassetteError as exc:  # a cassette named on the command line: the user's input, exit 2
+        raise UsageError(str(exc)) from exc
+
+
+def _check_journal_path(path: str) -> None:
+    """Refuse an unwritable ``--journal`` now, not after a whole session was served."""
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"--journal {path}: is a folder; give a file path, e.g. journal.jsonl")
+    if not target.parent.is_dir():
+        raise UsageError(f"--journal {path}: the folder {target.parent} does not exist; create it first")
+    try:
+        with tempfile.NamedTemporaryFile(dir=target.parent, prefix=".replaykit-journal-check."):
+            pass
+    except OSError as exc:
+        message = f"--journal {path}: cannot write there ({exc.strerror}); choose a writable path"
+        raise UsageError(message) from exc
 
 
 def _announce(fake: FakeProvider, as_json: bool) -> None:
@@ -106,8 +125,8 @@ def _until_signalled() -> Iterator[threading.Event]:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT / SIGTERM, then write the journal."""
-    if args.journal and Path(args.journal).is_dir():
-        raise UsageError(f"--journal {args.journal}: is a folder; give a file path, e.g. journal.jsonl")
+    if args.journal:
+        _check_journal_path(args.journal)
     fake = build(args)
     with _until_signalled() as stop:
         fake.start()

@@ -14,7 +14,7 @@ from typing import Any
 
 import anthropic
 import pytest
-from server_support import recorded
+from server_support import bundled, recorded
 
 from replaykit import contracts
 from replaykit.cli import EXIT_USAGE, main
@@ -102,3 +102,15 @@ def test_usage_errors_exit_2_with_one_line(
     assert main(["serve", *(arg.format(**values) for arg in args)]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and "Traceback" not in err
+
+
+def test_an_unwritable_journal_path_is_refused_before_serving(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-folder" / "journal.jsonl"
+    assert main(["serve", str(bundled("anthropic/web_search.yaml")), "--journal", str(missing)]) == EXIT_USAGE
+    assert not missing.parent.exists()  # nothing created on a typo
+
+
+def test_a_broken_cassette_is_a_usage_error(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("version: 1\ninteractions: [", encoding="utf-8")
+    assert main(["serve", str(broken)]) == EXIT_USAGE
