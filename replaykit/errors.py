@@ -78,6 +78,7 @@ __all__ = [
     "WebSearchError",
     "causes",
     "classify",
+    "header_value",
     "is_retryable",
     "located",
     "outcome_json",
@@ -435,8 +436,9 @@ def _transport(message: str, retryable: bool) -> ErrorInfo:
 # ---------------------------------------------------------------- provider responses
 
 
-def _header(headers: Any, name: str) -> str | None:
-    """A header from httpx / aiohttp headers, a plain dict or a cassette's ``{name: [values]}``."""
+def header_value(headers: Any, name: str) -> str | None:
+    """Header ``name`` (given in lower case) from httpx or aiohttp headers, a plain dict, or a cassette's
+    ``{name: [values]}``; ``None`` when absent."""
     items = headers.items() if hasattr(headers, "items") else ()
     for key, value in items:
         if str(key).lower() == name:
@@ -485,7 +487,7 @@ def _str_or_none(value: Any) -> str | None:
 
 def _request_id(headers: Any, from_body: str | None) -> str | None:
     for name in ("request-id", "x-request-id", "cf-aig-request-id"):
-        value = _header(headers, name)
+        value = header_value(headers, name)
         if value:
             return value
     return from_body
@@ -494,9 +496,9 @@ def _request_id(headers: Any, from_body: str | None) -> str | None:
 def _provider(status: int, headers: Any, body: Any, source: str = "") -> ErrorInfo:
     kind, text, body_request_id = _error_fields(body)
     request_id = _request_id(headers, body_request_id)
-    retryable = status_retryable(status, _header(headers, "x-should-retry"), kind)
+    retryable = status_retryable(status, header_value(headers, "x-should-retry"), kind)
     error = body.get("error") if isinstance(body, Mapping) else None
-    if isinstance(error, Mapping) and isinstance(error.get("retryable"), bool) and not _header(
+    if isinstance(error, Mapping) and isinstance(error.get("retryable"), bool) and not header_value(
             headers, "x-should-retry"):
         retryable = bool(error["retryable"])  # Cloudflare's gateway says so itself
     prefix = f"{source}: " if source else ""

@@ -32,7 +32,7 @@ from urllib.parse import SplitResult, unquote_plus, urlsplit
 
 import idna
 
-from replaykit.errors import UsageError, WebSearchError
+from replaykit.errors import UsageError, WebSearchError, header_value
 
 __all__ = [
     "BYOK_ALIAS",
@@ -356,14 +356,6 @@ def _code_for(status: int) -> str:
     return "web_search_unavailable" if status >= 500 else _BY_STATUS.get(status, "web_search_failed")
 
 
-def _header(headers: Mapping[str, Any] | None, name: str) -> str | None:
-    for key, value in (headers or {}).items():
-        if key.lower() == name:
-            first = value[0] if isinstance(value, list) and value else value
-            return str(first) if first is not None else None
-    return None
-
-
 def _api_error(body: object) -> tuple[Mapping[str, Any], str]:
     """The gateway error object and the best message in a Cloudflare error body (either envelope)."""
     error = body.get("error") if isinstance(body, Mapping) else None
@@ -387,7 +379,7 @@ def error_from_response(status: int, body: object = None,
     code = error.get("code") if isinstance(error.get("code"), str) else _code_for(status)
     stated = error.get("retryable")
     retryable = stated if isinstance(stated, bool) else status == 429 or status >= 500
-    request_id = _header(headers, "cf-aig-request-id") or error.get("gatewayRequestId")
+    request_id = header_value(headers, "cf-aig-request-id") or error.get("gatewayRequestId")
     message = f"web search failed with HTTP {status} ({code})" + (f": {detail}" if detail else "")
     return WebSearchError(message, status=status, code=str(code), retryable=retryable,
                           request_id=str(request_id) if request_id else None)
