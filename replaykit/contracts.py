@@ -55,7 +55,7 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
@@ -68,7 +68,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from replaykit.cassette import Cassette, Interaction, Response
-from replaykit.errors import ContractError, located
+from replaykit.errors import ContractError, json_pointer, located
 from replaykit.resources import data_dir
 from replaykit.sse import Event
 
@@ -145,10 +145,6 @@ class Violation:
         return f"{head}{at}{self.pointer or '/'} {self.message}"
 
 
-def _pointer(parts: Iterable[str | int]) -> str:
-    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
-
-
 def _short(value: Any, limit: int = 60) -> str:
     text = json.dumps(value, ensure_ascii=False, default=repr) if not isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -165,12 +161,12 @@ def _explain(error: ValidationError) -> list[Violation]:
     if keyword == "required":
         name = _QUOTED.match(error.message)
         member = name.group(1) if name else ""
-        return [Violation(_pointer([*at, member]), keyword, f"{member!r} is required")]
+        return [Violation(json_pointer([*at, member]), keyword, f"{member!r} is required")]
     if keyword in ("additionalProperties", "unevaluatedProperties"):
         fix = "is not allowed here (a closed object)"
         names = _QUOTED.findall(_unexpected_part(error.message))
-        return [Violation(_pointer([*at, name]), keyword, f"{name!r} {fix}") for name in names]
-    return [Violation(_pointer(at), keyword, _message(error, keyword, instance))]
+        return [Violation(json_pointer([*at, name]), keyword, f"{name!r} {fix}") for name in names]
+    return [Violation(json_pointer(at), keyword, _message(error, keyword, instance))]
 
 
 def _without_cascades(found: list[Violation]) -> list[Violation]:

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -80,6 +80,7 @@ __all__ = [
     "classify",
     "header_value",
     "is_retryable",
+    "json_pointer",
     "located",
     "outcome_json",
     "safe_message",
@@ -187,6 +188,11 @@ class WebSearchError(ReplaykitError):
         """The ``WebSearchError`` fields as the agents SDK names them."""
         return {"status": self.status, "code": self.code, "retryable": self.retryable,
                 "requestId": self.request_id, "message": str(self)}
+
+
+def json_pointer(parts: Iterable[object]) -> str:
+    """The RFC 6901 JSON pointer of ``parts`` (in each token ``~`` becomes ``~0``, ``/`` becomes ``~1``)."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
 
 
 def located(path: object, place: object, message: str, fix: str = "") -> str:

@@ -36,7 +36,7 @@ from urllib.parse import unquote_plus
 
 from replaykit import sse
 from replaykit.cassette import Cassette, Headers, Interaction, Request, Response
-from replaykit.errors import SECRET_PATTERNS
+from replaykit.errors import SECRET_PATTERNS, json_pointer
 
 __all__ = [
     "ACCOUNT_PLACEHOLDER",
@@ -406,10 +406,6 @@ def _body_places(place: str, body: bytes | None) -> Iterator[tuple[str, str]]:
     yield from _strings(doc, place)
 
 
-def _child(base: str, key: object) -> str:
-    return f"{base}/{str(key).replace('~', '~0').replace('/', '~1')}"
-
-
 def _strings(doc: Any, place: str, seen: set[int] | None = None) -> Iterator[tuple[str, str]]:
     """Every string (keys included) of a JSON document, with its JSON pointer appended to ``place``.
 
@@ -424,8 +420,8 @@ def _strings(doc: Any, place: str, seen: set[int] | None = None) -> Iterator[tup
         items = doc.items() if isinstance(doc, dict) else enumerate(doc)
         for key, value in items:
             if isinstance(doc, dict):
-                yield _child(place, key), str(key)
-            yield from _strings(value, _child(place, key), walked)
+                yield place + json_pointer([key]), str(key)
+            yield from _strings(value, place + json_pointer([key]), walked)
 
 
 def kind_label(kind: str) -> str:

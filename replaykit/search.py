@@ -32,7 +32,7 @@ from urllib.parse import SplitResult, unquote_plus, urlsplit
 
 import idna
 
-from replaykit.errors import UsageError, WebSearchError, header_value
+from replaykit.errors import UsageError, WebSearchError, header_value, json_pointer
 
 __all__ = [
     "BYOK_ALIAS",
@@ -92,14 +92,10 @@ def check_request(body: object) -> list[Finding]:
     findings = _check_query(body) + _check_provider(body) + _check_limit(body) + _check_byok(body)
     findings += _check_binding_gateway(body) if binding else _check_rest_gateway(body)
     known = _BINDING_KEYS if binding else _REST_KEYS
-    findings += [Finding(f"/{_escape(str(k))}", "error", "unknown-field",
+    findings += [Finding(json_pointer([k]), "error", "unknown-field",
                          f"{k!r} is not a documented field; check its spelling")
                  for k in body if k not in known]
     return findings
-
-
-def _escape(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
 
 
 def _check_query(body: Mapping[str, Any]) -> list[Finding]:

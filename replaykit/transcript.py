@@ -52,7 +52,7 @@ import jsonschema  # type: ignore[import-untyped]
 
 from replaykit import contracts
 from replaykit.cassette import Interaction
-from replaykit.errors import LocalRequestError, ReplaykitError, UsageError
+from replaykit.errors import LocalRequestError, ReplaykitError, UsageError, json_pointer
 
 __all__ = [
     "CONTRACT",
@@ -328,10 +328,6 @@ def restore(data: object, *, source: str = "<transcript>") -> Transcript:
     return cast(Transcript, data)
 
 
-def _pointer(parts: Iterable[object]) -> str:
-    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
-
-
 def _message_index(pointer: str) -> int | None:
     parts = pointer.split("/")
     if len(parts) > 2 and parts[1] == "messages" and parts[2].isdigit():
@@ -394,7 +390,7 @@ _UNKNOWN = object()
 def _expected(data: object, violation: contracts.Violation) -> object:
     """The schema's side of the violation (its ``type``, ``enum`` or ``const``), or ``_UNKNOWN``."""
     for error in _validator().iter_errors(data):
-        if error.validator == violation.keyword and _pointer(error.absolute_path) == violation.pointer:
+        if error.validator == violation.keyword and json_pointer(error.absolute_path) == violation.pointer:
             return error.validator_value
     return _UNKNOWN
 
@@ -406,7 +402,7 @@ def _fix(data: object, pointer: str) -> str:
         if error.validator == "required" and isinstance(error.instance, dict):
             missing = next(name for name in error.validator_value if name not in error.instance)
             parts, where = [*parts, missing], _resolve(where.get("properties", {}).get(missing, {}))
-        if _pointer(parts) == pointer and isinstance(where.get("description"), str):
+        if json_pointer(parts) == pointer and isinstance(where.get("description"), str):
             return str(where["description"])
     return ""
 

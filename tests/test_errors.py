@@ -404,3 +404,10 @@ def test_every_key_kind_the_scanner_knows_is_masked(kind: str, key: str) -> None
     text = safe_message(f"failed: {key} !")
     body = key.split()[-1].partition("=")[2] or key.split()[-1]
     assert body[-12:] not in text and body[:12] not in text.replace("[REDACTED]", "")
+
+
+def test_json_pointer_escapes_each_token() -> None:
+    from replaykit.errors import json_pointer
+
+    assert json_pointer(["messages", 0, "a/b", "m~n"]) == "/messages/0/a~1b/m~0n"
+    assert json_pointer([]) == ""

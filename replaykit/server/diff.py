@@ -11,15 +11,12 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["MAX_VALUE_CHARS", "Pattern", "compile_patterns", "diff", "escape"]
+from replaykit.errors import json_pointer
+
+__all__ = ["MAX_VALUE_CHARS", "Pattern", "compile_patterns", "diff"]
 
 MAX_VALUE_CHARS = 200
 Pattern = tuple[str, ...]
-
-
-def escape(token: object) -> str:
-    """One JSON pointer reference token (RFC 6901: ``~`` → ``~0``, ``/`` → ``~1``)."""
-    return str(token).replace("~", "~0").replace("/", "~1")
 
 
 def compile_patterns(pointers: Iterable[str]) -> tuple[Pattern, ...]:
@@ -43,10 +40,6 @@ def _shown(value: Any) -> Any:
     return value if len(text) <= MAX_VALUE_CHARS else f"{text[:MAX_VALUE_CHARS]}…({len(text)} chars)"
 
 
-def _pointer(path: list[str]) -> str:
-    return "".join(f"/{escape(token)}" for token in path)
-
-
 def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
@@ -64,7 +57,7 @@ class _Differ:
         self.found: list[dict[str, Any]] = []
 
     def add(self, path: list[str], change: str, received: Any, recorded: Any) -> None:
-        entry: dict[str, Any] = {"pointer": _pointer(path), "change": change}
+        entry: dict[str, Any] = {"pointer": json_pointer(path), "change": change}
         if change != "removed":
             entry["received"] = _shown(received)
         if change != "added":
