@@ -51,6 +51,7 @@ on purpose lists its violations under ``replaykit: {x-expected-violations: [...]
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -699,6 +700,7 @@ _ROUTES: tuple[tuple[re.Pattern[str], Route], ...] = (
 )
 
 
+@functools.lru_cache(maxsize=1024)  # the fake provider asks twice per request
 def classify(method: str, path: str) -> Route | None:
     """The contracts for ``method path`` (a path or a full URI, query ignored), or None if none apply."""
     if method.upper() != "POST":

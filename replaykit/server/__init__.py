@@ -33,15 +33,14 @@ interactions again once all are used. ``load(cassettes)`` replaces the cassettes
 :class:`~replaykit.cassette.Cassette` objects). An unmatched request gets a 404 in the provider's own error
 envelope with an ``x-replaykit-error`` header, and its journal entry lists the near misses.
 
-How it is served (:mod:`~replaykit.server.streaming`): SSE one write and one HTTP chunk per recorded
-event (a client that keeps up, such as httpx ``iter_raw()``, reads one chunk per event), at ``timing``
-``fast``, ``recorded`` (the cassette's ``event_offsets_ms``) or ``fixed:<ms>``; other bodies with their
-recorded headers minus framing and encoding ones (bodies are held decoded; the server frames them). In
-``fast`` timing the kernel may gather events written back to back into fewer packets (``TCP_CORK`` on
-Linux, batches under 16 KiB), but everything written is flushed before the server waits for any reason (a
-delay or stall fault, ``recorded`` or ``fixed`` timing, a slow client, the end of the response, a
-disconnect): no client waits for bytes the server already wrote. ``recorded`` and ``fixed`` timing send
-each event as soon as it is written.
+How it is served (:mod:`~replaykit.server.streaming`): SSE one HTTP chunk per recorded event (a client that
+keeps up, such as httpx ``iter_raw()``, reads one chunk per event), at ``timing`` ``fast``, ``recorded`` (the
+cassette's ``event_offsets_ms``) or ``fixed:<ms>``; other bodies with their recorded headers minus framing and
+encoding ones (bodies are held decoded; the server frames them). In ``fast`` timing the chunks of events
+written back to back go to the socket together, in writes under 16 KiB that end at chunk boundaries, and
+everything is written before the server waits for any reason (a delay or stall fault, a slow client, the end
+of the response, a disconnect): no client waits for bytes the server already has. ``recorded`` and ``fixed``
+timing write and send each event on its own, at its time.
 
 Faults (:mod:`~replaykit.server.faults`): ``inject(fault)`` takes a :class:`Fault`, a ``--fault`` spec string
 or a mapping; ``faults`` lists them; see that module for the kinds.

@@ -17,7 +17,7 @@ of the body received against the one recorded; a request nothing matches gets th
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -25,6 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 from replaykit import sse
 from replaykit.cassette import Interaction, Request, body_json
 from replaykit.server.diff import Pattern, compile_patterns, diff
+from replaykit.server.plan import Batch, batches
 from replaykit.server.routes import Route, classify_uri
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
 DEFAULT_VOLATILE: tuple[str, ...] = ("/metadata/user_id", "/user", "/safety_identifier", "/prompt_cache_key")
 BUILTIN_MATCHERS: tuple[str, ...] = ("method", "path", "query", "body", "model")
 NEAR_MISSES = 3
+FRAMED_LIMIT = 1 << 20  # a stream body up to this size is kept framed too (see Slot.batches)
 PARSE_SLICE = 1 << 16
 _DEPLOYMENT = re.compile(r"/openai/deployments/([^/]+)/")
 
@@ -105,6 +107,17 @@ class Slot:
             views: list[bytes | memoryview] = [view[a:b] for a, b in zip([0, *ends], ends, strict=False)]
             self._chunks[:] = [(body, views)]
         return list(self._chunks[0][1])
+
+    def batches(self) -> list[Batch] | None:
+        """The recorded events framed as HTTP chunks, in :func:`~replaykit.server.plan.batches`, made once
+        per body; None for a body over :data:`FRAMED_LIMIT` (a second copy would cost its size again)."""
+        body = self.interaction.response.body
+        if len(body) > FRAMED_LIMIT:
+            return None
+        cached = self.memo.get("batches")
+        if cached is None or cached[0] is not body:
+            cached = self.memo["batches"] = (body, batches(self.chunks()))
+        return list(cached[1])
 
     def where(self) -> dict[str, Any]:
         """``{cassette, index, line}`` for the journal."""
@@ -236,9 +249,10 @@ class Pool:
             reason=self._reason(received, on_route),
         )
 
-    def _order(self, slots: list[Slot]) -> list[Slot]:
-        fresh = [s for s in slots if not s.taken]
-        return fresh + sorted((s for s in slots if s.taken), key=lambda s: s.taken) if self.repeat else fresh
+    def _order(self, slots: list[Slot]) -> Iterator[Slot]:
+        yield from (s for s in slots if not s.taken)
+        if self.repeat:
+            yield from sorted((s for s in slots if s.taken), key=lambda s: s.taken)
 
     def _near(self, received: Received, slots: list[Slot]) -> list[dict[str, Any]]:
         rows = []

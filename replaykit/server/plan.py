@@ -20,14 +20,18 @@ from replaykit.server import envelopes
 from replaykit.server.faults import Fault
 
 __all__ = [
+    "BATCH_LIMIT",
     "HOP_BY_HOP",
     "ORDER",
     "TERMINAL_EVENTS",
+    "Batch",
     "Plan",
     "Timing",
     "apply",
+    "batches",
     "corrupt",
     "error_plan",
+    "http_chunk",
     "plan_for",
     "replay_headers",
     "status_plan",
@@ -48,8 +52,10 @@ HOP_BY_HOP = frozenset(
 )
 TERMINAL_EVENTS = frozenset({"message_stop", "response.completed", "response.incomplete", "response.failed"})
 WRITE_SIZE = 1 << 20  # a large non-stream body is written in slices of this size
+BATCH_LIMIT = 16 << 10  # bytes gathered at most into one write in fast timing (see streaming)
 _DATA = re.compile(rb"(?m)^data: ?([^\r\n]*)")
 End = Literal["eof", "disconnect", "hang"]
+Batch = tuple[bytes, int]  # HTTP chunks framed and joined, and how many they are
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,9 +93,10 @@ class Timing:
 class Plan:
     """A response as it will be written; ``due`` holds each chunk's offset in seconds from the first.
 
-    ``batch`` (a stream in ``fast`` timing): the kernel may gather chunks written back to back into fewer
-    packets; each chunk is still its own write, and all is flushed before any wait (see
-    :mod:`replaykit.server.streaming`).
+    ``batch`` (a stream in ``fast`` timing): chunks written back to back are gathered into fewer writes,
+    each still its own HTTP chunk, and all is sent before any wait (see :mod:`replaykit.server.streaming`).
+    ``framed``: the chunks already framed, in :func:`batches`, when the plan replays a recording unchanged
+    in ``fast`` timing (``None``: they are framed as they are written).
     """
 
     status: int
@@ -105,6 +112,7 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     altered: bool = False
     batch: bool = False
+    framed: list[Batch] | None = None
 
     @property
     def timed(self) -> bool:
@@ -120,6 +128,32 @@ class Plan:
 def replay_headers(response: Response) -> list[tuple[str, str]]:
     """Recorded headers minus framing and encoding ones: bodies are held decoded; the server frames them."""
     return [(k, v) for k, values in response.headers.items() if k.lower() not in HOP_BY_HOP for v in values]
+
+
+def http_chunk(chunk: bytes | memoryview) -> tuple[bytes | memoryview, ...]:
+    """``chunk`` framed as one HTTP/1.1 chunk: size in hex, CRLF, the bytes, CRLF (join the pieces)."""
+    return (b"%x\r\n" % len(chunk), chunk, b"\r\n")
+
+
+def batches(chunks: Sequence[bytes | memoryview]) -> list[Batch]:
+    """``chunks`` framed as HTTP chunks (an empty one skipped) and joined, at most :data:`BATCH_LIMIT` bytes
+    a batch (a bigger frame alone), each with how many chunks it holds."""
+    out: list[Batch] = []
+    pieces: list[bytes | memoryview] = []
+    size = count = 0
+    for chunk in chunks:
+        frame = http_chunk(chunk)
+        length = len(chunk) + len(frame[0]) + 2
+        if pieces and size + length > BATCH_LIMIT:
+            out.append((b"".join(pieces), count))
+            pieces, size, count = [], 0, 0
+        if chunk:
+            pieces.extend(frame)
+            size += length
+        count += 1
+    if count:
+        out.append((b"".join(pieces), count))
+    return out
 
 
 def _slices(body: bytes) -> list[bytes | memoryview]:

@@ -8,6 +8,7 @@ served, on a route of its own named ``METHOD /path``.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -56,6 +57,7 @@ _HOSTS: tuple[tuple[str, Provider], ...] = (
 )
 
 
+@functools.lru_cache(maxsize=1024)  # once per request: the same few paths again and again
 def classify(method: str, path: str, host: str = "") -> Route:
     """The route of a request; an unknown path gets a route of its own, its provider guessed from ``host``."""
     for route in ROUTES:

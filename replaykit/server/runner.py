@@ -1,4 +1,5 @@
-"""``FakeProvider``: the aiohttp app run in a background thread with its own event loop.
+"""``FakeProvider``: the aiohttp server run in a background thread with its own event loop (uvloop's where
+installed).
 
 The caller's thread binds the socket (so a busy port fails in ``start()``), the server thread runs the
 loop; every mutation from the caller goes through the state's lock. Exceptions raised while handling a
@@ -24,18 +25,28 @@ from aiohttp import web
 from replaykit import cassette as cassette_mod
 from replaykit.cassette import Cassette
 from replaykit.errors import MatchError, UsageError
-from replaykit.server.app import Settings, State, make_app
+from replaykit.server.app import Settings, State, make_server
 from replaykit.server.faults import Fault
 from replaykit.server.journal import Entry
 from replaykit.server.matching import DEFAULT_VOLATILE, Matcher, Pool, Slot, slots_of
 from replaykit.server.plan import Timing
 from replaykit.server.routes import PROVIDERS, base_urls
 
-__all__ = ["DUMMY_KEY", "CassetteSource", "FakeProvider", "check_host"]
+__all__ = ["DUMMY_KEY", "CassetteSource", "FakeProvider", "check_host", "new_loop"]
 
 CassetteSource = str | os.PathLike[str] | Cassette
 DUMMY_KEY = "replaykit-dummy-key"
 SHUTDOWN_TIMEOUT = 1.0
+
+
+def new_loop() -> asyncio.AbstractEventLoop:
+    """The server thread's event loop: uvloop's (libuv transports, cheaper per request) where it is
+    installed, else asyncio's own; both serve the same bytes."""
+    try:
+        import uvloop
+    except ImportError:  # Windows: uvloop does not exist there
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
 
 
 def check_host(host: str, allow_remote: bool) -> None:
@@ -112,7 +123,7 @@ class FakeProvider:
         self._state = State(pool, settings)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._runner: web.AppRunner | None = None
+        self._runner: web.ServerRunner | None = None
         self.load(cassettes)
         for fault in faults:
             self.inject(fault)
@@ -154,7 +165,7 @@ class FakeProvider:
         return self
 
     def _serve(self, sock: socket.socket, ready: Future[None]) -> None:
-        loop = self._loop = asyncio.new_event_loop()
+        loop = self._loop = new_loop()
         try:
             loop.run_until_complete(self._setup(sock))
         except BaseException as exc:
@@ -169,12 +180,8 @@ class FakeProvider:
 
     async def _setup(self, sock: socket.socket) -> None:
         self._state.closing = asyncio.Event()
-        self._runner = web.AppRunner(
-            make_app(self._state),
-            handle_signals=False,
-            access_log=None,
-            handler_cancellation=True,
-            shutdown_timeout=SHUTDOWN_TIMEOUT,
+        self._runner = web.ServerRunner(
+            make_server(self._state, access_log=None), handle_signals=False, shutdown_timeout=SHUTDOWN_TIMEOUT
         )
         await self._runner.setup()
         await web.SockSite(self._runner, sock).start()

@@ -113,14 +113,22 @@ def response_violations(received: Received, slot: Slot | None, plan: Plan) -> li
     route = contracts.classify(received.method, received.path)
     if route is None:
         return []
-    size = sum(map(len, plan.chunks))
-    if size > CHECK_LIMIT:
-        plan.notes.append(f"response contracts not checked: the body has {size} bytes, over the "
-                          f"{CHECK_LIMIT} byte limit; run `replaykit verify` on the cassette")
-        return []
     if slot is None or plan.altered or plan.status >= 400:
-        return _rows(_check_plan(route, plan))
-    key = f"violations:{route.response}"
-    if key not in slot.memo:
-        slot.memo[key] = _rows(_check_plan(route, plan))
-    return list(slot.memo[key])
+        rows = _checked(route, plan)
+    else:
+        key = f"violations:{route.response}"
+        if key not in slot.memo:
+            slot.memo[key] = _checked(route, plan)
+        rows = slot.memo[key]
+    if rows is None:
+        plan.notes.append(f"response contracts not checked: the body has {sum(map(len, plan.chunks))} "
+                          f"bytes, over the {CHECK_LIMIT} byte limit; run `replaykit verify` on the cassette")
+        return []
+    return [dict(row) for row in rows]
+
+
+def _checked(route: contracts.Route, plan: Plan) -> list[dict[str, Any]] | None:
+    """The violations of ``plan`` as journal rows; None when its body is over :data:`CHECK_LIMIT`."""
+    if sum(map(len, plan.chunks)) > CHECK_LIMIT:
+        return None
+    return _rows(_check_plan(route, plan))

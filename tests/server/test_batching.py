@@ -1,7 +1,7 @@
-"""Batching in ``fast`` timing: one write and one HTTP chunk per event, the socket never corked during a wait.
+"""Batching in ``fast`` timing: one HTTP chunk per event, gathered into few writes, all written before a wait.
 
-Unit tests drive :class:`~replaykit.server.streaming.Wire` over a recording transport; the end-to-end tests
-read the server-side socket's ``TCP_CORK`` while the server waits (white-box: through the aiohttp runner).
+Unit tests drive :class:`~replaykit.server.streaming.Wire` and :func:`~replaykit.server.plan.batches` over a
+recording transport; the end-to-end tests read what a real client receives, and when.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import time
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -26,46 +25,40 @@ from server_support import (
 )
 
 from replaykit.cassette import Cassette
-from replaykit.server import FakeProvider, Timing, streaming
-from replaykit.server.plan import plan_for
-from replaykit.server.streaming import BATCH_LIMIT, Wire
-
-Log = list[tuple[str, Any]]
-needs_cork = pytest.mark.skipif(streaming.CORK is None, reason="TCP_CORK is Linux only")
-
-
-class _Socket:
-    def __init__(self, log: Log) -> None:
-        self.log = log
-
-    def setsockopt(self, level: int, name: int, value: int) -> None:
-        self.log.append(("cork", value))
+from replaykit.server import Timing
+from replaykit.server.app import State, _replay_plan
+from replaykit.server.faults import Fault
+from replaykit.server.matching import FRAMED_LIMIT, Pool, slots_of
+from replaykit.server.plan import BATCH_LIMIT, batches, http_chunk, plan_for
+from replaykit.server.streaming import Wire
 
 
 class _Transport:
-    """Records writes and cork changes in order; ``buffered`` is what the kernel did not take."""
+    """Records each write; ``buffered`` is what the kernel did not take."""
 
     def __init__(self) -> None:
-        self.log: Log = []
+        self.writes: list[bytes] = []
         self.closing = False
         self.buffered = 0
-
-    def get_extra_info(self, name: str) -> Any:
-        return _Socket(self.log) if name == "socket" else None
 
     def is_closing(self) -> bool:
         return self.closing
 
     def write(self, data: bytes) -> None:
-        self.log.append(("write", bytes(data)))
+        self.writes.append(bytes(data))
 
     def get_write_buffer_size(self) -> int:
         return self.buffered
 
 
+class _Writer:
+    def __init__(self, chunked: bool) -> None:
+        self.chunked = chunked
+        self.output_size = 0
+
+
 @pytest.fixture
-def transport(monkeypatch: pytest.MonkeyPatch) -> _Transport:
-    monkeypatch.setattr(streaming, "CORK", 3)  # the logic is the same wherever the option exists
+def transport() -> _Transport:
     return _Transport()
 
 
@@ -73,27 +66,50 @@ def _wire(transport: _Transport, batch: bool = True) -> Wire:
     return Wire(cast(asyncio.Transport, transport), batch)
 
 
-def _batches(log: Log) -> list[list[int]]:
-    """Sizes of the frames written between two uncorks."""
-    batches: list[list[int]] = [[]]
-    for kind, value in log:
-        if kind == "write":
-            batches[-1].append(len(value))
-        elif value == 0:
-            batches.append([])
-    return [batch for batch in batches if batch]
+def _frame(chunk: bytes) -> bytes:
+    return b"".join(http_chunk(chunk))
 
 
 # ---------------------------------------------------------------- Wire, unit
 
 
-def test_each_chunk_is_one_write_framed_as_one_http_chunk(transport: _Transport) -> None:
-    wire = _wire(transport)
+def test_unbatched_each_chunk_is_one_write_framed_as_one_http_chunk(transport: _Transport) -> None:
+    wire = _wire(transport, batch=False)
     wire.write(b"event: ping\ndata: {}\n\n")
     wire.write(memoryview(b"x" * 300))
     wire.write(b"")  # an empty chunk would end the body: skipped
-    writes = [value for kind, value in transport.log if kind == "write"]
-    assert writes == [b"16\r\nevent: ping\ndata: {}\n\n\r\n", b"12c\r\n" + b"x" * 300 + b"\r\n"]
+    assert transport.writes == [b"16\r\nevent: ping\ndata: {}\n\n\r\n", b"12c\r\n" + b"x" * 300 + b"\r\n"]
+
+
+def test_batched_chunks_are_gathered_into_one_write_at_the_flush(transport: _Transport) -> None:
+    wire = _wire(transport)
+    chunks = [b"data: 1\n\n", b"data: 22\n\n", b"", b"data: 333\n\n"]
+    for chunk in chunks:
+        wire.write(chunk)
+    assert transport.writes == []
+    wire.flush()
+    assert transport.writes == [b"".join(_frame(c) for c in chunks if c)]
+    wire.flush()  # nothing left: no empty write
+    assert len(transport.writes) == 1
+
+
+def test_output_size_counts_what_reached_the_transport(transport: _Transport) -> None:
+    wire = _wire(transport)
+    writer = _Writer(chunked=True)
+    wire.writer = cast(Any, writer)
+    wire.write(b"data: 1\n\n")
+    assert writer.output_size == 0
+    wire.flush()
+    assert writer.output_size == len(transport.writes[0])
+
+
+def test_an_http_1_0_client_gets_the_events_bare(transport: _Transport) -> None:
+    wire = _wire(transport)
+    wire.writer = cast(Any, _Writer(chunked=False))
+    wire.write(b"data: 1\n\n")
+    wire.write(b"data: 2\n\n")
+    wire.flush()
+    assert transport.writes == [b"data: 1\n\ndata: 2\n\n"]
 
 
 def test_a_closing_transport_is_a_connection_error(transport: _Transport) -> None:
@@ -103,51 +119,32 @@ def test_a_closing_transport_is_a_connection_error(transport: _Transport) -> Non
 
 
 def test_write_reports_a_backlog(transport: _Transport) -> None:
-    wire = _wire(transport)
+    wire = _wire(transport, batch=False)
     assert wire.write(b"data: 1\n\n") is False
     transport.buffered = 10
     assert wire.write(b"data: 2\n\n") is True
 
 
-def test_small_chunks_are_gathered_until_a_flush(transport: _Transport) -> None:
-    wire = _wire(transport)
-    for _ in range(3):
-        wire.write(b"data: 1\n\n")
-    assert [kind for kind, _ in transport.log] == ["cork", "write", "write", "write"]
-    wire.flush()
-    assert transport.log[0] == ("cork", 1) and transport.log[-1] == ("cork", 0)
-
-
-def test_a_batch_is_flushed_before_it_would_pass_the_limit(transport: _Transport) -> None:
+def test_a_batch_is_written_before_it_would_pass_the_limit(transport: _Transport) -> None:
     wire = _wire(transport)
     chunk = b"x" * (BATCH_LIMIT // 3)
     for _ in range(7):
         wire.write(chunk)
     wire.flush()
-    batches = _batches(transport.log)
-    assert [len(batch) for batch in batches] == [2, 2, 2, 1]
-    assert all(sum(batch) <= BATCH_LIMIT for batch in batches)
+    assert [len(write) // len(_frame(chunk)) for write in transport.writes] == [2, 2, 2, 1]
+    assert all(len(write) <= BATCH_LIMIT for write in transport.writes)
+    assert all(len(write) % len(_frame(chunk)) == 0 for write in transport.writes)  # whole chunks only
 
 
-def test_a_chunk_over_the_limit_is_sent_alone_and_at_once(transport: _Transport) -> None:
+def test_a_chunk_over_the_limit_is_written_alone_and_at_once(transport: _Transport) -> None:
     wire = _wire(transport)
+    big = b"x" * BATCH_LIMIT
     wire.write(b"data: 1\n\n")
-    wire.write(b"x" * BATCH_LIMIT)
+    wire.write(big)
+    assert transport.writes == [_frame(b"data: 1\n\n"), _frame(big)]
     wire.write(b"data: 2\n\n")
     wire.flush()
-    kinds = [(kind, value if kind == "cork" else len(value)) for kind, value in transport.log]
-    big = BATCH_LIMIT + len(f"{BATCH_LIMIT:x}") + 4
-    assert kinds == [("cork", 1), ("write", 14), ("cork", 0), ("write", big), ("cork", 1), ("write", 14),
-                     ("cork", 0)]
-
-
-def test_without_batching_nothing_is_corked(transport: _Transport) -> None:
-    wire = _wire(transport, batch=False)
-    wire.hold()
-    for _ in range(3):
-        wire.write(b"data: 1\n\n")
-    wire.flush()
-    assert [kind for kind, _ in transport.log] == ["write"] * 3
+    assert transport.writes[-1] == _frame(b"data: 2\n\n")
 
 
 def test_waits_flush_first(transport: _Transport) -> None:
@@ -156,13 +153,60 @@ def test_waits_flush_first(transport: _Transport) -> None:
     async def waits() -> None:
         wire.write(b"data: 1\n\n")
         await wire.sleep(0)
-        assert transport.log[-1] == ("cork", 0)
+        assert transport.writes == [_frame(b"data: 1\n\n")]
         wire.write(b"data: 2\n\n")  # gathered again
         await wire.drain()
-        assert transport.log[-1] == ("cork", 0)
+        assert transport.writes[-1] == _frame(b"data: 2\n\n")
 
     asyncio.run(waits())
-    assert [value for kind, value in transport.log if kind == "cork"] == [1, 0, 1, 0]
+
+
+# ---------------------------------------------------------------- framed once: batches and Slot.batches
+
+
+@pytest.mark.parametrize("sizes", [[9, 10, 0, 11], [BATCH_LIMIT // 3] * 7, [5, BATCH_LIMIT, 5], []])
+def test_batches_are_what_the_wire_writes(transport: _Transport, sizes: list[int]) -> None:
+    chunks = [b"y" * size for size in sizes]
+    wire = _wire(transport)
+    for chunk in chunks:
+        wire.write(chunk)
+    wire.flush()
+    framed = batches(chunks)
+    assert [data for data, _ in framed if data] == transport.writes
+    assert sum(count for _, count in framed) == len(chunks)
+
+
+def _slot(cassette: Cassette) -> Any:
+    return slots_of("c", cassette.interactions)[0]
+
+
+def test_a_slot_frames_its_stream_once_per_body() -> None:
+    slot = _slot(stream_cassette())
+    first = slot.batches()
+    assert first == batches(slot.chunks())
+    assert slot.batches() is not first and slot.batches()[0][0] is first[0][0]  # cached, a new list
+    response = slot.interaction.response
+    response.body = response.body + b"event: ping\ndata: {}\n\n"
+    assert slot.batches()[-1][0].endswith(_frame(b"event: ping\ndata: {}\n\n"))
+
+
+def test_a_stream_over_the_framed_limit_is_not_kept_twice() -> None:
+    events = anthropic_events(3)
+    events[2][1]["delta"]["text"] = "x" * FRAMED_LIMIT
+    slot = _slot(cassette_of(stream_interaction(ANTHROPIC, anthropic_request(), events)))
+    assert slot.batches() is None
+
+
+@pytest.mark.parametrize(
+    ("timing", "faults", "framed"),
+    [("fast", [], True), ("recorded", [], False), ("fast", ["kind=delay_headers,ms=0"], False)],
+)
+def test_only_an_unchanged_fast_replay_is_sent_framed(timing: str, faults: list[str], framed: bool) -> None:
+    slot = _slot(stream_cassette())
+    state = State(Pool([slot]))
+    state.settings = type(state.settings)(Timing.parse(timing))
+    plan = _replay_plan(state, slot, [Fault.parse(spec) for spec in faults])
+    assert (plan.framed is not None) is framed
 
 
 def test_only_fast_streams_are_batched() -> None:
@@ -177,46 +221,58 @@ def test_only_fast_streams_are_batched() -> None:
 # ---------------------------------------------------------------- end to end, on a real socket
 
 
-def _corks(fake: FakeProvider) -> list[int]:
-    """``TCP_CORK`` of each server-side connection (white-box: the aiohttp runner's connections)."""
-    runner = fake._runner
-    assert runner is not None and runner.server is not None
-    socks = [h.transport.get_extra_info("socket") for h in runner.server.connections if h.transport]
-    return [s.getsockopt(socket.IPPROTO_TCP, streaming.CORK) for s in socks]
-
-
 @pytest.fixture
 def client() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=10) as http:
+    with httpx.Client(timeout=httpx.Timeout(10, read=2)) as http:
         yield http
 
 
-@needs_cork
 @pytest.mark.parametrize("fault", ["kind=stall,after=2", "kind=stall,after=2,ms=5000"])
 def test_events_before_a_stall_are_not_held(serve: Any, client: httpx.Client, fault: str) -> None:
-    fake = serve(stream_cassette(), faults=[fault])
+    body = stream_cassette()
+    fake = serve(body, faults=[fault])
     with client.stream("POST", f"{fake.url}/v1/messages") as response:
         chunks = response.iter_raw()
-        next(chunks), next(chunks)
-        assert _corks(fake) == [0]
+        first = [next(chunks), next(chunks)]  # a read timeout (2 s) if they were held for the stall
+    assert first == [event.raw for event in body.interactions[0].response.events[:2]]
 
 
-@needs_cork
 def test_headers_before_a_delayed_event_are_not_held(serve: Any, client: httpx.Client) -> None:
     fake = serve(stream_cassette(), faults=["kind=delay_events,ms=5000"])
     with client.stream("POST", f"{fake.url}/v1/messages") as response:
         assert response.status_code == 200
-        assert _corks(fake) == [0]
 
 
-@needs_cork
-def test_a_kept_alive_connection_is_left_uncorked(serve: Any, client: httpx.Client) -> None:
+def _raw_exchange(port: int, count: int) -> list[bytes]:
+    """``count`` requests on one kept-alive connection; each response's bytes after its headers."""
+    request = json.dumps(anthropic_request()).encode()
+    message = (b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"Content-Length: %d\r\n\r\n%b" % (len(request), request))
+    bodies = []
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        for _ in range(count):
+            sock.sendall(message)
+            data = b""
+            while not data.endswith(b"\r\n0\r\n\r\n"):
+                data += sock.recv(1 << 16)
+            bodies.append(data.partition(b"\r\n\r\n")[2])
+    return bodies
+
+
+def test_framed_once_and_framed_as_written_give_the_same_bytes(serve: Any) -> None:
+    body = stream_cassette(text_deltas=40)
+    plain = serve(body, repeat=True)
+    faulted = serve(body, repeat=True, faults=["kind=delay_headers,ms=0"])  # a fault: framed as written
+    assert _raw_exchange(plain.port, 2) == _raw_exchange(faulted.port, 2)
+    assert [entry.faults != [] for entry in faulted.journal] == [True, True]
+
+
+def test_a_kept_alive_connection_serves_each_response_whole(serve: Any, client: httpx.Client) -> None:
     body = stream_cassette()
     fake = serve(body, repeat=True)
-    for _ in range(2):
+    for _ in range(3):
         with client.stream("POST", f"{fake.url}/v1/messages") as response:
             assert list(response.iter_raw()) == [e.raw for e in body.interactions[0].response.events]
-        assert _corks(fake) == [0]
 
 
 def _sized_stream(sizes: list[int]) -> Cassette:
@@ -227,27 +283,15 @@ def _sized_stream(sizes: list[int]) -> Cassette:
     return cassette_of(stream_interaction(ANTHROPIC, anthropic_request(), events))
 
 
-def _server_backlog(fake: FakeProvider) -> bool:
-    runner = fake._runner
-    assert runner is not None and runner.server is not None
-    return any(h.transport.get_write_buffer_size() for h in runner.server.connections if h.transport)
-
-
-@needs_cork
-def test_the_socket_is_uncorked_while_a_slow_client_drains(serve: Any) -> None:
-    fake = serve(_sized_stream([4000] * 2000))
-    request = json.dumps(anthropic_request()).encode()
-    with socket.socket() as slow:
-        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        slow.connect(("127.0.0.1", fake.port))
-        slow.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: %d\r\n\r\n%b" % (len(request), request))
-        deadline = time.monotonic() + 10
-        while not _server_backlog(fake) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert _server_backlog(fake), "the server never had to wait for this client"
-        time.sleep(0.05)  # the server is waiting for the transport to drain: it cannot go on
-        assert _corks(fake) == [0]
+@pytest.mark.parametrize("fault", [[], ["kind=delay_headers,ms=0"]])
+def test_a_slow_client_gets_a_long_stream_whole(serve: Any, fault: list[str]) -> None:
+    """The client reads more slowly than the server writes: delivery waits for the transport to drain,
+    framed once (no fault) or framed as written (a fault), and every byte arrives in order."""
+    body = _sized_stream([4000] * 500)
+    fake = serve(body, faults=fault)
+    with httpx.Client(timeout=10) as http, http.stream("POST", f"{fake.url}/v1/messages") as response:
+        received = b"".join(response.iter_raw(4096))
+    assert received == body.interactions[0].response.body
 
 
 def test_iter_raw_gets_one_chunk_per_event_across_batches(serve: Any, client: httpx.Client) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,7 @@ from server_support import anthropic_request, message_cassette, recorded, stream
 
 from replaykit.cassette import Request
 from replaykit.errors import CassetteError, UsageError
-from replaykit.server import DUMMY_KEY, FakeProvider, Received
+from replaykit.server import DUMMY_KEY, FakeProvider, Received, runner
 from replaykit.server.runner import check_host
 
 
@@ -156,3 +158,27 @@ def test_reset_forgets_journal_counters_and_faults(serve: Any) -> None:
     fake.reset()
     assert fake.journal == [] and fake.faults == [] and len(fake.unused()) == 1
     assert [httpx.post(f"{fake.url}/v1/messages").status_code for _ in range(2)] == [200, 404]
+
+
+def test_the_server_loop_is_uvloop_where_installed() -> None:
+    uvloop = pytest.importorskip("uvloop")
+    loop = runner.new_loop()
+    try:
+        assert isinstance(loop, uvloop.Loop)
+    finally:
+        loop.close()
+
+
+def test_without_uvloop_asyncio_serves_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    body = stream_cassette()
+    with FakeProvider(body, repeat=True) as fake:
+        default = httpx.post(f"{fake.url}/v1/messages").content
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # import uvloop now fails, as on Windows
+    loop = runner.new_loop()
+    try:
+        assert isinstance(loop, asyncio.BaseEventLoop)  # uvloop's Loop is not one
+    finally:
+        loop.close()
+    with FakeProvider(body, repeat=True) as fake:
+        assert fake._loop is not None and "uvloop" not in type(fake._loop).__module__
+        assert httpx.post(f"{fake.url}/v1/messages").content == default == body.interactions[0].response.body
