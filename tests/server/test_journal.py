@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from server_support import anthropic_request, message_cassette, stream_cassette
 from replaykit import contracts
 from replaykit.errors import UsageError
 from replaykit.server import FakeProvider, Fault
+from replaykit.server.app import _timestamp
 from replaykit.server.journal import Entry, Journal, redact_headers
 
 
@@ -183,3 +186,22 @@ def test_the_entry_is_journaled_before_the_client_has_its_response(
     entry = fake.journal[0]  # already there, with its final outcome
     assert (entry.verdict, entry.outcome, entry.status) == ("served", "complete", 200)
     assert fake.unused() == []
+
+
+def test_times_are_utc_iso_8601_to_the_millisecond(serve: Any) -> None:
+    fake = serve(message_cassette("a"))
+    before = datetime.now(UTC) - timedelta(milliseconds=1)
+    httpx.post(f"{fake.url}/v1/messages", json=anthropic_request())
+    after = datetime.now(UTC)
+    stamp = fake.journal[0].time
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp)
+    assert before <= datetime.fromisoformat(stamp.replace("Z", "+00:00")) <= after
+
+
+@pytest.mark.parametrize(
+    ("now", "text"),
+    [(0.0, "1970-01-01T00:00:00.000Z"), (1764680645.9999, "2025-12-02T13:04:05.999Z"),
+     (1764680646.0004, "2025-12-02T13:04:06.000Z")],
+)
+def test_a_timestamp_never_rounds_into_the_next_second(now: float, text: str) -> None:
+    assert _timestamp(now) == text

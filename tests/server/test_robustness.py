@@ -51,3 +51,11 @@ def test_an_http_1_0_client_gets_the_events_without_chunk_framing(serve: Any) ->
     recorded = stream_cassette().interactions[0].response.body
     assert body == recorded
     assert sse.parse(body)[0].type == "message_start"
+
+
+def test_a_request_body_over_aiohttp_s_default_limit_is_served(serve: Any) -> None:
+    fake = serve(stream_cassette())
+    body = {**anthropic_request(), "messages": [{"role": "user", "content": "x" * (3 << 20)}]}
+    response = httpx.post(f"{fake.url}/v1/messages", json=body, timeout=30)
+    assert response.status_code == 200
+    assert fake.journal[0].body["messages"][0]["content"] == "x" * (3 << 20)
