@@ -36,11 +36,10 @@ envelope with an ``x-replaykit-error`` header, and its journal entry lists the n
 How it is served (:mod:`~replaykit.server.streaming`): SSE one HTTP chunk per recorded event (a client that
 keeps up, such as httpx ``iter_raw()``, reads one chunk per event), at ``timing`` ``fast``, ``recorded`` (the
 cassette's ``event_offsets_ms``) or ``fixed:<ms>``; other bodies with their recorded headers minus framing and
-encoding ones (bodies are held decoded; the server frames them). In ``fast`` timing the chunks of events
-written back to back go to the socket together, in writes under 16 KiB that end at chunk boundaries, and
-everything is written before the server waits for any reason (a delay or stall fault, a slow client, the end
-of the response, a disconnect): no client waits for bytes the server already has. ``recorded`` and ``fixed``
-timing write and send each event on its own, at its time.
+encoding ones (bodies are held decoded; the server frames them). In ``fast`` timing, when no fault makes
+the stream wait, the chunks go to the socket together, in writes under 16 KiB that end at chunk boundaries;
+otherwise, and in ``recorded`` and ``fixed`` timing, each event is written and sent on its own, at its time:
+no client waits for bytes the server already has.
 
 Faults (:mod:`~replaykit.server.faults`): ``inject(fault)`` takes a :class:`Fault`, a ``--fault`` spec string
 or a mapping; ``faults`` lists them; see that module for the kinds.

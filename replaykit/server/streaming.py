@@ -9,14 +9,14 @@ time: the recorded pacing. When the client reads more slowly than events are wri
 transport to drain. (A client that falls behind a long stream may read several events, or part of one, in
 one read, as with any server.)
 
-**Batching in ``fast`` timing** (``Plan.batch``). Nothing waits between events, so their chunks are handed
-to the transport together: one write of at most :data:`BATCH_LIMIT` bytes (a bigger chunk alone), well
-under the size at which loopback splits a write, so every write, and packet, ends at a chunk boundary. A
-recording replayed unchanged is framed once, when first served (``Plan.framed``); a stream a fault changed
-is framed as it is written. Everything gathered is written before the server waits for any reason (a delay
-or stall fault, a client too slow to drain, the end of the response, a disconnect fault, a hang), so no
-client waits for bytes the server already has. A client on HTTP/1.0 gets the events bare (no chunked
-encoding; the connection's end ends the body).
+**Batching in ``fast`` timing** (``Plan.batch``). When nothing waits between events (no delay or stall
+fault), their chunks are handed to the transport together: writes of at most :data:`BATCH_LIMIT` bytes (a
+bigger chunk alone), well under the size at which loopback splits a write, so every write, and packet, ends
+at a chunk boundary (:func:`~replaykit.server.plan.batches`). A recording replayed unchanged is framed once,
+when first served (``Plan.framed``); a stream a fault changed is framed when sent. A stream with waits in it
+is written event by event, each chunk sent at once, so no client waits for bytes the server already has. A
+client on HTTP/1.0 gets the events bare, one by one (no chunked encoding; the connection's end ends the
+body).
 
 A non-stream body goes out through aiohttp's writer with a ``content-length``, in slices of at most 1 MiB.
 """
@@ -31,7 +31,7 @@ from typing import Literal
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 
-from replaykit.server.plan import BATCH_LIMIT, Batch, Plan, http_chunk
+from replaykit.server.plan import BATCH_LIMIT, Batch, Plan, batches, http_chunk
 
 __all__ = ["BATCH_LIMIT", "Outcome", "Progress", "Wire", "deliver"]
 
@@ -59,20 +59,13 @@ class Progress:
 
 
 class Wire:
-    """The connection under one streamed response: HTTP chunk framing, gathering and back-pressure.
+    """The connection under one streamed response: HTTP chunk framing and back-pressure."""
 
-    With ``batch``, frames are gathered here and handed to the transport together, one write of at most
-    :data:`BATCH_LIMIT` bytes, at the latest before any wait (:meth:`flush`). Without ``batch`` each frame is
-    written, and sent, at once.
-    """
+    __slots__ = ("transport", "writer")
 
-    __slots__ = ("held", "pending", "transport", "writer")
-
-    def __init__(self, transport: asyncio.Transport | None, batch: bool) -> None:
+    def __init__(self, transport: asyncio.Transport | None) -> None:
         self.transport = transport
         self.writer: AbstractStreamWriter | None = None
-        self.pending: list[bytes | memoryview] | None = [] if batch else None
-        self.held = 0
 
     @property
     def chunked(self) -> bool:
@@ -89,44 +82,15 @@ class Wire:
             self.writer.output_size += len(data)
         return transport.get_write_buffer_size() > 0
 
-    def flush(self) -> bool:
-        """Send what is gathered, in one write: called before any wait. True on a backlog."""
-        pending, self.held = self.pending, 0
-        if not pending:
-            return False
-        data = b"".join(pending)
-        pending.clear()
-        return self.send(data)
-
     def write(self, chunk: bytes | memoryview) -> bool:
-        """Write ``chunk`` as one HTTP chunk (bare to an HTTP/1.0 client; an empty one is skipped: it would
-        end the body). True when the kernel did not take everything written: then call :meth:`drain`."""
-        transport = self.transport
-        if transport is None or transport.is_closing():
-            raise ConnectionResetError("the client closed the connection")
-        if not chunk:
-            return False
-        frame = http_chunk(chunk) if self.chunked else (chunk,)
-        if self.pending is None:
-            return self.send(b"".join(frame))
-        size = sum(map(len, frame))
-        backlog = self.flush() if self.held + size > BATCH_LIMIT else False
-        self.pending.extend(frame)
-        self.held += size
-        if self.held > BATCH_LIMIT:  # a frame over the limit: sent alone, at once
-            backlog = self.flush()
-        return backlog
+        """Send ``chunk`` as one HTTP chunk (bare to an HTTP/1.0 client; an empty one is skipped: it would
+        end the body). True when the kernel did not take it all: then call :meth:`drain`."""
+        return self.send(b"".join(http_chunk(chunk)) if chunk and self.chunked else chunk)
 
     async def drain(self) -> None:
-        """Flush, then wait while the transport is over its high-water mark."""
-        self.flush()
+        """Wait while the transport is over its high-water mark."""
         if self.writer is not None:
             await self.writer.drain()
-
-    async def sleep(self, delay: float) -> None:
-        """Flush, then wait ``delay`` seconds; later writes are gathered again."""
-        self.flush()
-        await asyncio.sleep(delay)
 
 
 async def _start(request: web.BaseRequest, plan: Plan, wire: Wire) -> web.StreamResponse:
@@ -147,8 +111,8 @@ async def _write_body(response: web.StreamResponse, plan: Plan, progress: Progre
         progress.chunks += 1
 
 
-async def _write_framed(wire: Wire, framed: list[Batch], progress: Progress) -> None:
-    last = len(framed) - 1
+async def _write_batches(wire: Wire, framed: list[Batch], plan: Plan, progress: Progress) -> None:
+    last = len(framed) - 1 if plan.end == "eof" else -1
     for index, (data, count) in enumerate(framed):
         if index == last:
             progress.settle("complete")
@@ -162,16 +126,17 @@ async def _write_all(response: web.StreamResponse, wire: Wire, plan: Plan, progr
     if not plan.stream:
         await _write_body(response, plan, progress)
         return
-    if plan.framed and wire.chunked and plan.end == "eof":
-        await _write_framed(wire, plan.framed, progress)
+    timed = plan.timed
+    if plan.batch and not timed and wire.chunked:
+        framed = batches(plan.chunks) if plan.framed is None else plan.framed
+        await _write_batches(wire, framed, plan, progress)
         return
     loop = asyncio.get_running_loop()
     start = loop.time()
-    timed = plan.timed
     last = len(plan.chunks) - 1 if plan.end == "eof" else -1
     for index, chunk in enumerate(plan.chunks):
         if timed and (delay := start + plan.due[index] - loop.time()) > 0:
-            await wire.sleep(delay)
+            await asyncio.sleep(delay)
         if index == last:
             progress.settle("complete")
         backlog = wire.write(chunk)
@@ -186,10 +151,8 @@ async def _finish(
 ) -> None:
     if plan.end == "eof":
         progress.settle("complete")
-        wire.flush()  # the last chunk goes after every event
         await response.write_eof()
         return
-    wire.flush()
     if plan.end == "disconnect":
         progress.settle("disconnected")
     else:
@@ -208,7 +171,7 @@ async def deliver(
     connection closed, finishes quietly. A cancelled handler (the client left during a wait) re-raises.
     """
     response: web.StreamResponse | None = None
-    wire = Wire(request.transport, plan.batch and plan.stream)
+    wire = Wire(request.transport)
     try:
         response = await _start(request, plan, wire)
         await _write_all(response, wire, plan, progress)

@@ -1,7 +1,7 @@
-"""Batching in ``fast`` timing: one HTTP chunk per event, gathered into few writes, all written before a wait.
+"""Batching in ``fast`` timing: one HTTP chunk per event, framed together into few writes; never held.
 
-Unit tests drive :class:`~replaykit.server.streaming.Wire` and :func:`~replaykit.server.plan.batches` over a
-recording transport; the end-to-end tests read what a real client receives, and when.
+Unit tests drive :class:`~replaykit.server.streaming.Wire` over a recording transport and
+:func:`~replaykit.server.plan.batches`; the end-to-end tests read what a real client receives, and when.
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ def transport() -> _Transport:
     return _Transport()
 
 
-def _wire(transport: _Transport, batch: bool = True) -> Wire:
-    return Wire(cast(asyncio.Transport, transport), batch)
+def _wire(transport: _Transport) -> Wire:
+    return Wire(cast(asyncio.Transport, transport))
 
 
 def _frame(chunk: bytes) -> bytes:
@@ -73,24 +73,14 @@ def _frame(chunk: bytes) -> bytes:
 # ---------------------------------------------------------------- Wire, unit
 
 
-def test_unbatched_each_chunk_is_one_write_framed_as_one_http_chunk(transport: _Transport) -> None:
-    wire = _wire(transport, batch=False)
+def test_each_chunk_is_one_write_framed_as_one_http_chunk(transport: _Transport) -> None:
+    wire = _wire(transport)
     wire.write(b"event: ping\ndata: {}\n\n")
     wire.write(memoryview(b"x" * 300))
-    wire.write(b"")  # an empty chunk would end the body: skipped
-    assert transport.writes == [b"16\r\nevent: ping\ndata: {}\n\n\r\n", b"12c\r\n" + b"x" * 300 + b"\r\n"]
-
-
-def test_batched_chunks_are_gathered_into_one_write_at_the_flush(transport: _Transport) -> None:
-    wire = _wire(transport)
-    chunks = [b"data: 1\n\n", b"data: 22\n\n", b"", b"data: 333\n\n"]
-    for chunk in chunks:
-        wire.write(chunk)
-    assert transport.writes == []
-    wire.flush()
-    assert transport.writes == [b"".join(_frame(c) for c in chunks if c)]
-    wire.flush()  # nothing left: no empty write
-    assert len(transport.writes) == 1
+    wire.write(b"")  # an empty chunk would end the body: nothing is written
+    assert [w for w in transport.writes if w] == [
+        b"16\r\nevent: ping\ndata: {}\n\n\r\n", b"12c\r\n" + b"x" * 300 + b"\r\n"
+    ]
 
 
 def test_output_size_counts_what_reached_the_transport(transport: _Transport) -> None:
@@ -98,9 +88,8 @@ def test_output_size_counts_what_reached_the_transport(transport: _Transport) ->
     writer = _Writer(chunked=True)
     wire.writer = cast(Any, writer)
     wire.write(b"data: 1\n\n")
-    assert writer.output_size == 0
-    wire.flush()
-    assert writer.output_size == len(transport.writes[0])
+    wire.send(b"5\r\nabcde\r\n")
+    assert writer.output_size == sum(map(len, transport.writes)) == 14 + 10
 
 
 def test_an_http_1_0_client_gets_the_events_bare(transport: _Transport) -> None:
@@ -108,72 +97,46 @@ def test_an_http_1_0_client_gets_the_events_bare(transport: _Transport) -> None:
     wire.writer = cast(Any, _Writer(chunked=False))
     wire.write(b"data: 1\n\n")
     wire.write(b"data: 2\n\n")
-    wire.flush()
-    assert transport.writes == [b"data: 1\n\ndata: 2\n\n"]
+    assert transport.writes == [b"data: 1\n\n", b"data: 2\n\n"]
 
 
 def test_a_closing_transport_is_a_connection_error(transport: _Transport) -> None:
     transport.closing = True
     with pytest.raises(ConnectionResetError):
         _wire(transport).write(b"data: 1\n\n")
+    with pytest.raises(ConnectionResetError):
+        _wire(transport).send(b"0\r\n\r\n")
 
 
 def test_write_reports_a_backlog(transport: _Transport) -> None:
-    wire = _wire(transport, batch=False)
+    wire = _wire(transport)
     assert wire.write(b"data: 1\n\n") is False
     transport.buffered = 10
     assert wire.write(b"data: 2\n\n") is True
 
 
-def test_a_batch_is_written_before_it_would_pass_the_limit(transport: _Transport) -> None:
-    wire = _wire(transport)
-    chunk = b"x" * (BATCH_LIMIT // 3)
-    for _ in range(7):
-        wire.write(chunk)
-    wire.flush()
-    assert [len(write) // len(_frame(chunk)) for write in transport.writes] == [2, 2, 2, 1]
-    assert all(len(write) <= BATCH_LIMIT for write in transport.writes)
-    assert all(len(write) % len(_frame(chunk)) == 0 for write in transport.writes)  # whole chunks only
+# ---------------------------------------------------------------- batches: framed together, cut at chunks
 
 
-def test_a_chunk_over_the_limit_is_written_alone_and_at_once(transport: _Transport) -> None:
-    wire = _wire(transport)
-    big = b"x" * BATCH_LIMIT
-    wire.write(b"data: 1\n\n")
-    wire.write(big)
-    assert transport.writes == [_frame(b"data: 1\n\n"), _frame(big)]
-    wire.write(b"data: 2\n\n")
-    wire.flush()
-    assert transport.writes[-1] == _frame(b"data: 2\n\n")
-
-
-def test_waits_flush_first(transport: _Transport) -> None:
-    wire = _wire(transport)
-
-    async def waits() -> None:
-        wire.write(b"data: 1\n\n")
-        await wire.sleep(0)
-        assert transport.writes == [_frame(b"data: 1\n\n")]
-        wire.write(b"data: 2\n\n")  # gathered again
-        await wire.drain()
-        assert transport.writes[-1] == _frame(b"data: 2\n\n")
-
-    asyncio.run(waits())
-
-
-# ---------------------------------------------------------------- framed once: batches and Slot.batches
-
-
-@pytest.mark.parametrize("sizes", [[9, 10, 0, 11], [BATCH_LIMIT // 3] * 7, [5, BATCH_LIMIT, 5], []])
-def test_batches_are_what_the_wire_writes(transport: _Transport, sizes: list[int]) -> None:
-    chunks = [b"y" * size for size in sizes]
-    wire = _wire(transport)
-    for chunk in chunks:
-        wire.write(chunk)
-    wire.flush()
+@pytest.mark.parametrize("sizes", [[9, 10, 0, 11], [BATCH_LIMIT // 3] * 7, [5, BATCH_LIMIT, 5], [0], []])
+def test_batches_hold_every_chunk_framed_in_order(sizes: list[int]) -> None:
+    chunks = [bytes([65 + i % 26]) * size for i, size in enumerate(sizes)]
     framed = batches(chunks)
-    assert [data for data, _ in framed if data] == transport.writes
+    assert b"".join(data for data, _ in framed) == b"".join(_frame(c) for c in chunks if c)
     assert sum(count for _, count in framed) == len(chunks)
+
+
+def test_a_batch_ends_before_it_would_pass_the_limit() -> None:
+    chunk = b"x" * (BATCH_LIMIT // 3)
+    framed = batches([chunk] * 7)
+    assert [count for _, count in framed] == [2, 2, 2, 1]
+    assert all(len(data) == count * len(_frame(chunk)) <= BATCH_LIMIT for data, count in framed)
+
+
+def test_a_chunk_over_the_limit_is_a_batch_alone() -> None:
+    big = b"x" * BATCH_LIMIT
+    framed = batches([b"data: 1\n\n", big, b"data: 2\n\n"])
+    assert framed == [(_frame(b"data: 1\n\n"), 1), (_frame(big), 1), (_frame(b"data: 2\n\n"), 1)]
 
 
 def _slot(cassette: Cassette) -> Any:
