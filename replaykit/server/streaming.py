@@ -31,7 +31,7 @@ from typing import Literal
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 
-from replaykit.server.plan import BATCH_LIMIT, Batch, Plan, batches, http_chunk
+from replaykit.server.plan import BATCH_LIMIT, Plan, batches, http_chunk
 
 __all__ = ["BATCH_LIMIT", "Outcome", "Progress", "Wire", "deliver"]
 
@@ -111,7 +111,8 @@ async def _write_body(response: web.StreamResponse, plan: Plan, progress: Progre
         progress.chunks += 1
 
 
-async def _write_batches(wire: Wire, framed: list[Batch], plan: Plan, progress: Progress) -> None:
+async def _write_batches(wire: Wire, plan: Plan, progress: Progress) -> None:
+    framed = batches(plan.chunks) if plan.framed is None else plan.framed
     last = len(framed) - 1 if plan.end == "eof" else -1
     for index, (data, count) in enumerate(framed):
         if index == last:
@@ -122,17 +123,9 @@ async def _write_batches(wire: Wire, framed: list[Batch], plan: Plan, progress: 
             await wire.drain()
 
 
-async def _write_all(response: web.StreamResponse, wire: Wire, plan: Plan, progress: Progress) -> None:
-    if not plan.stream:
-        await _write_body(response, plan, progress)
-        return
-    timed = plan.timed
-    if plan.batch and not timed and wire.chunked:
-        framed = batches(plan.chunks) if plan.framed is None else plan.framed
-        await _write_batches(wire, framed, plan, progress)
-        return
+async def _write_events(wire: Wire, plan: Plan, progress: Progress) -> None:
     loop = asyncio.get_running_loop()
-    start = loop.time()
+    start, timed = loop.time(), plan.timed
     last = len(plan.chunks) - 1 if plan.end == "eof" else -1
     for index, chunk in enumerate(plan.chunks):
         if timed and (delay := start + plan.due[index] - loop.time()) > 0:
@@ -145,8 +138,17 @@ async def _write_all(response: web.StreamResponse, wire: Wire, plan: Plan, progr
             await wire.drain()
 
 
+async def _write_all(response: web.StreamResponse, wire: Wire, plan: Plan, progress: Progress) -> None:
+    if not plan.stream:
+        await _write_body(response, plan, progress)
+    elif plan.batch and not plan.timed and wire.chunked:  # nothing waits: in batches
+        await _write_batches(wire, plan, progress)
+    else:
+        await _write_events(wire, plan, progress)
+
+
 async def _finish(
-    request: web.BaseRequest, response: web.StreamResponse, wire: Wire, plan: Plan, closing: asyncio.Event,
+    request: web.BaseRequest, response: web.StreamResponse, plan: Plan, closing: asyncio.Event,
     progress: Progress,
 ) -> None:
     if plan.end == "eof":
@@ -175,7 +177,7 @@ async def deliver(
     try:
         response = await _start(request, plan, wire)
         await _write_all(response, wire, plan, progress)
-        await _finish(request, response, wire, plan, closing, progress)
+        await _finish(request, response, plan, closing, progress)
     except ConnectionError:
         progress.outcome = "client_closed"
     except asyncio.CancelledError:
