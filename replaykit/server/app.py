@@ -173,6 +173,8 @@ def _replay_plan(state: State, slot: Slot, faults: list[Fault]) -> Plan:
 
 def _faulted(plan: Plan, faults: list[Fault], entry: Entry, answered: Fault | None = None) -> Plan:
     """Apply the faults in :data:`ORDER`; ``answered`` is the ``status`` fault the plan already serves."""
+    if not faults:
+        return plan
     for fault in sorted(faults, key=lambda f: ORDER.index(f.kind) if f.kind in ORDER else len(ORDER)):
         applied = fault is answered or (fault.kind != "status" and apply(plan, fault))
         entry.faults.append({**fault.to_json(), "applied": applied})
