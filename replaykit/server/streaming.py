@@ -14,9 +14,9 @@ fault), their chunks are handed to the transport together: writes of at most :da
 bigger chunk alone), well under the size at which loopback splits a write, so every write, and packet, ends
 at a chunk boundary (:func:`~replaykit.server.plan.batches`). A recording replayed unchanged is framed once,
 when first served (``Plan.framed``); a stream a fault changed is framed when sent. A stream with waits in it
-is written event by event, each chunk sent at once, so no client waits for bytes the server already has. A
-client on HTTP/1.0 gets the events bare, one by one (no chunked encoding; the connection's end ends the
-body).
+is written event by event, each chunk sent at once, so no client waits for bytes the server already has;
+``fixed:0`` timing is that too, with no waits: one write per event, at once. A client on HTTP/1.0 gets the
+events bare, one by one (no chunked encoding; the connection's end ends the body).
 
 A non-stream body goes out through aiohttp's writer with a ``content-length``, in slices of at most 1 MiB.
 """

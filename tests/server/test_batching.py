@@ -178,6 +178,7 @@ def test_only_fast_streams_are_batched() -> None:
     assert plan_for(stream, Timing.parse("fast"), "anthropic").batch
     assert not plan_for(stream, Timing.parse("recorded"), "anthropic").batch
     assert not plan_for(stream, Timing.parse("fixed:5"), "anthropic").batch
+    assert not plan_for(stream, Timing.parse("fixed:0"), "anthropic").batch  # one write per event, no waits
     assert not plan_for(body, Timing.parse("fast"), "anthropic").batch
 
 
