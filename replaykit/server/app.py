@@ -317,13 +317,23 @@ async def _add_faults(request: web.BaseRequest, state: State) -> web.Response:
         return web.json_response(faults_json(state.faults))
 
 
-Handler = Callable[[web.BaseRequest, State], Awaitable[web.StreamResponse]]
-_ADMIN: dict[tuple[str, str], Handler] = {
+_Handler = Callable[[web.BaseRequest, State], Awaitable[web.StreamResponse]]
+_ADMIN: dict[tuple[str, str], _Handler] = {
     ("GET", f"{ADMIN_PREFIX}/journal"): _journal,
+    ("HEAD", f"{ADMIN_PREFIX}/journal"): _journal,
     ("POST", f"{ADMIN_PREFIX}/reset"): _reset,
     ("GET", f"{ADMIN_PREFIX}/unused"): _unused,
+    ("HEAD", f"{ADMIN_PREFIX}/unused"): _unused,
     ("POST", f"{ADMIN_PREFIX}/faults"): _add_faults,
 }
+
+
+async def _continue(request: web.BaseRequest) -> None:
+    """Answer ``Expect: 100-continue`` before the body is read, as aiohttp's router would (curl sends it for
+    bodies over 1 MiB and would otherwise wait a second before sending the body)."""
+    if request.version >= (1, 1) and request.headers.get("Expect", "").lower() == "100-continue":
+        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        request.writer.output_size = 0  # the interim response is not the response
 
 
 def make_server(state: State, **options: Any) -> web.Server:
@@ -336,6 +346,7 @@ def make_server(state: State, **options: Any) -> web.Server:
     loop = asyncio.get_running_loop()
 
     async def dispatch(request: web.BaseRequest) -> web.StreamResponse:
+        await _continue(request)
         return await _ADMIN.get((request.method, request.path), handle)(request, state)
 
     def build(

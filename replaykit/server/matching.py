@@ -116,7 +116,7 @@ class Slot:
             return None
         cached = self.memo.get("batches")
         if cached is None or cached[0] is not body:
-            cached = self.memo["batches"] = (body, batches(self.chunks()))
+            cached = self.memo["batches"] = (body, list(batches(self.chunks())))
         return list(cached[1])
 
     def where(self) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -135,25 +135,23 @@ def http_chunk(chunk: bytes | memoryview) -> tuple[bytes | memoryview, ...]:
     return (b"%x\r\n" % len(chunk), chunk, b"\r\n")
 
 
-def batches(chunks: Sequence[bytes | memoryview]) -> list[Batch]:
+def batches(chunks: Iterable[bytes | memoryview]) -> Iterator[Batch]:
     """``chunks`` framed as HTTP chunks (an empty one skipped) and joined, at most :data:`BATCH_LIMIT` bytes
-    a batch (a bigger frame alone), each with how many chunks it holds."""
-    out: list[Batch] = []
+    a batch (a bigger frame alone), each with how many chunks it holds; made as they are taken."""
     pieces: list[bytes | memoryview] = []
     size = count = 0
     for chunk in chunks:
         frame = http_chunk(chunk)
         length = len(chunk) + len(frame[0]) + 2
         if pieces and size + length > BATCH_LIMIT:
-            out.append((b"".join(pieces), count))
+            yield b"".join(pieces), count
             pieces, size, count = [], 0, 0
         if chunk:
             pieces.extend(frame)
             size += length
         count += 1
     if count:
-        out.append((b"".join(pieces), count))
-    return out
+        yield b"".join(pieces), count
 
 
 def _slices(body: bytes) -> list[bytes | memoryview]:

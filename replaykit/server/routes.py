@@ -57,14 +57,18 @@ _HOSTS: tuple[tuple[str, Provider], ...] = (
 )
 
 
-@functools.lru_cache(maxsize=1024)  # once per request: the same few paths again and again
 def classify(method: str, path: str, host: str = "") -> Route:
     """The route of a request; an unknown path gets a route of its own, its provider guessed from ``host``."""
-    for route in ROUTES:
-        if route.matches(method, path):
-            return route
+    known = _known(method.upper(), path)
+    if known is not None:
+        return known
     provider = next((p for suffix, p in _HOSTS if host.endswith(suffix)), None)
     return Route(f"{method.upper()} {path}", provider, re.compile(re.escape(path)), method.upper())
+
+
+@functools.lru_cache(maxsize=256)  # once per request: the same few paths again and again
+def _known(method: str, path: str) -> Route | None:
+    return next((route for route in ROUTES if route.matches(method, path)), None)
 
 
 def classify_uri(method: str, uri: str) -> Route:

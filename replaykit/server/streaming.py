@@ -3,20 +3,20 @@
 **One HTTP chunk per event.** Each recorded SSE event is framed as its own HTTP chunk (``<size in
 hex>\r\n<event>\r\n``, the bytes aiohttp's chunked writer produces) and written to the connection's
 transport; aiohttp writes the headers and the last chunk and keeps the connection alive. So a client reading
-the raw stream (httpx ``iter_raw()``) gets exactly one chunk per recorded event, with its recorded
-boundaries. With ``recorded`` or ``fixed:<ms>`` timing each chunk is written, and sent, on its own at its
-time: the recorded pacing. When the client reads more slowly than events are written, delivery waits for the
-transport to drain. (A client that falls behind a long stream may read several events, or part of one, in
-one read, as with any server.)
+the raw stream (httpx ``iter_raw()``) gets one chunk per recorded event, with its recorded boundaries. With
+``recorded`` or ``fixed:<ms>`` timing each chunk is written, and sent, on its own at its time: the recorded
+pacing; ``fixed:0`` is one write per event with no waits. When the client reads more slowly than events are
+written, delivery waits for the transport to drain. TCP keeps no boundaries: a client that falls more than
+one read (64 KiB for httpx) behind a long stream may get an event in two pieces, as from any server.
 
 **Batching in ``fast`` timing** (``Plan.batch``). When nothing waits between events (no delay or stall
-fault), their chunks are handed to the transport together: writes of at most :data:`BATCH_LIMIT` bytes (a
-bigger chunk alone), well under the size at which loopback splits a write, so every write, and packet, ends
-at a chunk boundary (:func:`~replaykit.server.plan.batches`). A recording replayed unchanged is framed once,
-when first served (``Plan.framed``); a stream a fault changed is framed when sent. A stream with waits in it
-is written event by event, each chunk sent at once, so no client waits for bytes the server already has;
-``fixed:0`` timing is that too, with no waits: one write per event, at once. A client on HTTP/1.0 gets the
-events bare, one by one (no chunked encoding; the connection's end ends the body).
+fault), their chunks are handed to the transport together, in writes of at most 16 KiB
+(:data:`~replaykit.server.plan.BATCH_LIMIT`; a bigger chunk alone) that end at chunk boundaries
+(:func:`~replaykit.server.plan.batches`). A recording replayed unchanged is framed once, when first served
+(``Plan.framed``); a stream a fault changed is framed batch by batch as it is sent. A stream with waits in it
+is written event by event, each chunk sent at once, so no client waits for bytes the server already has. A
+client on HTTP/1.0 gets the events bare, one by one (no chunked encoding; the connection's end ends the
+body).
 
 A non-stream body goes out through aiohttp's writer with a ``content-length``, in slices of at most 1 MiB.
 """
@@ -31,9 +31,9 @@ from typing import Literal
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 
-from replaykit.server.plan import BATCH_LIMIT, Plan, batches, http_chunk
+from replaykit.server.plan import Plan, batches, http_chunk
 
-__all__ = ["BATCH_LIMIT", "Outcome", "Progress", "Wire", "deliver"]
+__all__ = ["Outcome", "Progress", "Wire", "deliver"]
 
 Outcome = Literal["pending", "complete", "disconnected", "hung", "client_closed"]
 
@@ -112,15 +112,17 @@ async def _write_body(response: web.StreamResponse, plan: Plan, progress: Progre
 
 
 async def _write_batches(wire: Wire, plan: Plan, progress: Progress) -> None:
-    framed = batches(plan.chunks) if plan.framed is None else plan.framed
-    last = len(framed) - 1 if plan.end == "eof" else -1
-    for index, (data, count) in enumerate(framed):
-        if index == last:
+    framed = iter(batches(plan.chunks) if plan.framed is None else plan.framed)
+    batch = next(framed, None)
+    while batch is not None:
+        following = next(framed, None)  # one ahead: the outcome is settled before the last batch leaves
+        if following is None and plan.end == "eof":
             progress.settle("complete")
-        backlog = wire.send(data)
-        progress.chunks += count
+        backlog = wire.send(batch[0])
+        progress.chunks += batch[1]
         if backlog:
             await wire.drain()
+        batch = following
 
 
 async def _write_events(wire: Wire, plan: Plan, progress: Progress) -> None:

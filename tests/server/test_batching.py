@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -25,12 +26,12 @@ from server_support import (
 )
 
 from replaykit.cassette import Cassette
-from replaykit.server import Timing
+from replaykit.server import FakeProvider, Timing, streaming
 from replaykit.server.app import State, _replay_plan
 from replaykit.server.faults import Fault
 from replaykit.server.matching import FRAMED_LIMIT, Pool, slots_of
 from replaykit.server.plan import BATCH_LIMIT, batches, http_chunk, plan_for
-from replaykit.server.streaming import Wire
+from replaykit.server.streaming import Progress, Wire
 
 
 class _Transport:
@@ -121,22 +122,36 @@ def test_write_reports_a_backlog(transport: _Transport) -> None:
 @pytest.mark.parametrize("sizes", [[9, 10, 0, 11], [BATCH_LIMIT // 3] * 7, [5, BATCH_LIMIT, 5], [0], []])
 def test_batches_hold_every_chunk_framed_in_order(sizes: list[int]) -> None:
     chunks = [bytes([65 + i % 26]) * size for i, size in enumerate(sizes)]
-    framed = batches(chunks)
+    framed = list(batches(chunks))
     assert b"".join(data for data, _ in framed) == b"".join(_frame(c) for c in chunks if c)
     assert sum(count for _, count in framed) == len(chunks)
 
 
 def test_a_batch_ends_before_it_would_pass_the_limit() -> None:
     chunk = b"x" * (BATCH_LIMIT // 3)
-    framed = batches([chunk] * 7)
+    framed = list(batches([chunk] * 7))
     assert [count for _, count in framed] == [2, 2, 2, 1]
     assert all(len(data) == count * len(_frame(chunk)) <= BATCH_LIMIT for data, count in framed)
 
 
 def test_a_chunk_over_the_limit_is_a_batch_alone() -> None:
     big = b"x" * BATCH_LIMIT
-    framed = batches([b"data: 1\n\n", big, b"data: 2\n\n"])
+    framed = list(batches([b"data: 1\n\n", big, b"data: 2\n\n"]))
     assert framed == [(_frame(b"data: 1\n\n"), 1), (_frame(big), 1), (_frame(b"data: 2\n\n"), 1)]
+
+
+@pytest.mark.parametrize(("timing", "writer"), [("fast", "_write_batches"), ("fixed:0", "_write_events")])
+def test_the_outcome_is_settled_before_the_last_bytes_leave(
+    transport: _Transport, timing: str, writer: str
+) -> None:
+    """A client that acts on the last event finds the request journaled as complete already."""
+    response = _sized_stream([6000] * 6).interactions[0].response
+    plan = plan_for(response, Timing.parse(timing), "anthropic")
+    seen: list[int] = []
+    progress = Progress(on_settle=lambda _: seen.append(len(transport.writes)))
+    asyncio.run(getattr(streaming, writer)(_wire(transport), plan, progress))
+    assert len(transport.writes) > 2 and seen == [len(transport.writes) - 1]
+    assert progress.outcome == "complete" and progress.chunks == len(plan.chunks)
 
 
 def _slot(cassette: Cassette) -> Any:
@@ -146,7 +161,7 @@ def _slot(cassette: Cassette) -> Any:
 def test_a_slot_frames_its_stream_once_per_body() -> None:
     slot = _slot(stream_cassette())
     first = slot.batches()
-    assert first == batches(slot.chunks())
+    assert first == list(batches(slot.chunks()))
     assert slot.batches() is not first and slot.batches()[0][0] is first[0][0]  # cached, a new list
     response = slot.interaction.response
     response.body = response.body + b"event: ping\ndata: {}\n\n"
@@ -256,6 +271,34 @@ def test_a_slow_client_gets_a_long_stream_whole(serve: Any, fault: list[str]) ->
     with httpx.Client(timeout=10) as http, http.stream("POST", f"{fake.url}/v1/messages") as response:
         received = b"".join(response.iter_raw(4096))
     assert received == body.interactions[0].response.body
+
+
+def _server_backlog(fake: FakeProvider) -> int:
+    """Bytes the server's transports hold because the kernel would not take them (white-box)."""
+    runner = fake._runner
+    assert runner is not None and runner.server is not None
+    sizes = [h.transport.get_write_buffer_size() for h in runner.server.connections if h.transport]
+    return max(sizes, default=0)
+
+
+@pytest.mark.parametrize("fault", [[], ["kind=delay_headers,ms=0"]])
+def test_a_client_that_does_not_read_holds_the_server_back(serve: Any, fault: list[str]) -> None:
+    """Back-pressure: the server waits for the transport to drain instead of buffering an 8 MB stream."""
+    fake = serve(_sized_stream([4000] * 2000), faults=fault)
+    request = json.dumps(anthropic_request()).encode()
+    with socket.socket() as slow:
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow.connect(("127.0.0.1", fake.port))
+        slow.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n%b" % (len(request), request))
+        deadline, peak = time.monotonic() + 10, 0
+        while peak == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+            peak = _server_backlog(fake)
+        time.sleep(0.2)  # the server has had time to write everything, were it not waiting
+        peak = max(peak, _server_backlog(fake))
+        assert 0 < peak < 1 << 20, peak
+        assert fake.journal == []  # still being delivered
 
 
 def test_iter_raw_gets_one_chunk_per_event_across_batches(serve: Any, client: httpx.Client) -> None:

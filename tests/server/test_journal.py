@@ -94,6 +94,9 @@ def test_admin_endpoints(serve: Any) -> None:
     httpx.post(f"{fake.url}/v1/messages")
     over_http = httpx.get(f"{fake.url}/__replaykit/journal").json()
     assert over_http == [e.to_json() for e in fake.journal]
+    for path in ("journal", "unused"):  # a readiness probe (curl -I) is answered, and not journaled
+        assert httpx.head(f"{fake.url}/__replaykit/{path}").status_code == 200
+    assert len(fake.journal) == 1
     assert [u["index"] for u in httpx.get(f"{fake.url}/__replaykit/unused").json()] == [1]
     added = httpx.post(f"{fake.url}/__replaykit/faults", json=[{"kind": "status", "status": 500}])
     assert added.json() == [{"kind": "status", "status": 500}]

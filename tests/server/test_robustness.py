@@ -59,3 +59,21 @@ def test_a_request_body_over_aiohttp_s_default_limit_is_served(serve: Any) -> No
     response = httpx.post(f"{fake.url}/v1/messages", json=body, timeout=30)
     assert response.status_code == 200
     assert fake.journal[0].body["messages"][0]["content"] == "x" * (3 << 20)
+
+
+def test_expect_100_continue_is_answered_before_the_body(serve: Any) -> None:
+    """curl sends ``Expect: 100-continue`` for bodies over 1 MiB and waits for the interim answer."""
+    fake = serve(stream_cassette())
+    body = json.dumps(anthropic_request()).encode()
+    head = (b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n" % len(body))
+    with socket.create_connection(("127.0.0.1", fake.port), timeout=0.5) as sock:
+        sock.sendall(head)
+        assert sock.recv(1 << 16).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")  # a timeout if never sent
+        sock.sendall(body)
+        sock.settimeout(5)
+        data = b""
+        while chunk := sock.recv(1 << 16):
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 200 OK\r\n") and data.endswith(b"\r\n0\r\n\r\n")
+    assert fake.journal[0].body == anthropic_request()

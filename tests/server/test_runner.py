@@ -162,11 +162,8 @@ def test_reset_forgets_journal_counters_and_faults(serve: Any) -> None:
 
 def test_the_server_loop_is_uvloop_where_installed() -> None:
     uvloop = pytest.importorskip("uvloop")
-    loop = runner.new_loop()
-    try:
-        assert isinstance(loop, uvloop.Loop)
-    finally:
-        loop.close()
+    with FakeProvider(stream_cassette()) as fake:
+        assert isinstance(fake._loop, uvloop.Loop)
 
 
 def test_without_uvloop_asyncio_serves_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
