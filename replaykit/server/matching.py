@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 from replaykit import sse
 from replaykit.cassette import Interaction, Request, body_json
 from replaykit.server.diff import Pattern, compile_patterns, diff
-from replaykit.server.plan import Batch, batches
+from replaykit.server.plan import BATCHED_STREAM_LIMIT, Batch, batches
 from replaykit.server.routes import Route, classify_uri
 
 __all__ = [
@@ -42,7 +42,6 @@ __all__ = [
 DEFAULT_VOLATILE: tuple[str, ...] = ("/metadata/user_id", "/user", "/safety_identifier", "/prompt_cache_key")
 BUILTIN_MATCHERS: tuple[str, ...] = ("method", "path", "query", "body", "model")
 NEAR_MISSES = 3
-FRAMED_LIMIT = 1 << 20  # a stream body up to this size is kept framed too (see Slot.batches)
 PARSE_SLICE = 1 << 16
 _DEPLOYMENT = re.compile(r"/openai/deployments/([^/]+)/")
 
@@ -110,14 +109,17 @@ class Slot:
 
     def batches(self) -> list[Batch] | None:
         """The recorded events framed as HTTP chunks, in :func:`~replaykit.server.plan.batches`, made once
-        per body; None for a body over :data:`FRAMED_LIMIT` (a second copy would cost its size again)."""
+        per body; None for a stream that does not fit :data:`~replaykit.server.plan.BATCHED_STREAM_LIMIT`
+        framed (it goes event by event)."""
         body = self.interaction.response.body
-        if len(body) > FRAMED_LIMIT:
+        if len(body) > BATCHED_STREAM_LIMIT:
             return None
         cached = self.memo.get("batches")
         if cached is None or cached[0] is not body:
-            cached = self.memo["batches"] = (body, list(batches(self.chunks())))
-        return list(cached[1])
+            framed = list(batches(self.chunks()))
+            fits = sum(len(data) for data, _ in framed) <= BATCHED_STREAM_LIMIT
+            cached = self.memo["batches"] = (body, framed if fits else None)
+        return None if cached[1] is None else list(cached[1])
 
     def where(self) -> dict[str, Any]:
         """``{cassette, index, line}`` for the journal."""

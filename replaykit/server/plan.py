@@ -20,6 +20,7 @@ from replaykit.server import envelopes
 from replaykit.server.faults import Fault
 
 __all__ = [
+    "BATCHED_STREAM_LIMIT",
     "BATCH_LIMIT",
     "HOP_BY_HOP",
     "ORDER",
@@ -28,6 +29,7 @@ __all__ = [
     "Plan",
     "Timing",
     "apply",
+    "batched",
     "batches",
     "corrupt",
     "error_plan",
@@ -53,6 +55,9 @@ HOP_BY_HOP = frozenset(
 TERMINAL_EVENTS = frozenset({"message_stop", "response.completed", "response.incomplete", "response.failed"})
 WRITE_SIZE = 1 << 20  # a large non-stream body is written in slices of this size
 BATCH_LIMIT = 16 << 10  # bytes gathered at most into one write in fast timing (see streaming)
+# A stream framed longer than this is not batched: the server would get ahead of a client by more than one
+# of its reads (httpx reads 64 KiB), and that read would end inside an event.
+BATCHED_STREAM_LIMIT = 64 << 10
 _DATA = re.compile(rb"(?m)^data: ?([^\r\n]*)")
 End = Literal["eof", "disconnect", "hang"]
 Batch = tuple[bytes, int]  # HTTP chunks framed and joined, and how many they are
@@ -152,6 +157,19 @@ def batches(chunks: Iterable[bytes | memoryview]) -> Iterator[Batch]:
         count += 1
     if count:
         yield b"".join(pieces), count
+
+
+def batched(plan: Plan) -> list[Batch] | None:
+    """The batches ``plan`` is sent in when it is a stream in ``fast`` timing that never waits and, framed,
+    fits :data:`BATCHED_STREAM_LIMIT`; None when it goes event by event."""
+    if not plan.batch or plan.timed:
+        return None
+    if plan.framed is not None:
+        return plan.framed
+    if sum(map(len, plan.chunks)) > BATCHED_STREAM_LIMIT:  # framing only adds to it
+        return None
+    framed = list(batches(plan.chunks))
+    return framed if sum(len(data) for data, _ in framed) <= BATCHED_STREAM_LIMIT else None
 
 
 def _slices(body: bytes) -> list[bytes | memoryview]:

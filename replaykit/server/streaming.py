@@ -10,13 +10,13 @@ written, delivery waits for the transport to drain. TCP keeps no boundaries: a c
 one read (64 KiB for httpx) behind a long stream may get an event in two pieces, as from any server.
 
 **Batching in ``fast`` timing** (``Plan.batch``). When nothing waits between events (no delay or stall
-fault), their chunks are handed to the transport together, in writes of at most 16 KiB
-(:data:`~replaykit.server.plan.BATCH_LIMIT`; a bigger chunk alone) that end at chunk boundaries
-(:func:`~replaykit.server.plan.batches`). A recording replayed unchanged is framed once, when first served
-(``Plan.framed``); a stream a fault changed is framed batch by batch as it is sent. A stream with waits in it
-is written event by event, each chunk sent at once, so no client waits for bytes the server already has. A
-client on HTTP/1.0 gets the events bare, one by one (no chunked encoding; the connection's end ends the
-body).
+fault) and the framed stream fits one client read (64 KiB,
+:data:`~replaykit.server.plan.BATCHED_STREAM_LIMIT`), the chunks are handed to the transport together, in
+writes of at most 16 KiB that end at chunk boundaries (:func:`~replaykit.server.plan.batched`): the client
+cannot then read an event in two pieces. A recording replayed unchanged is framed once, when first served
+(``Plan.framed``). A longer stream, or one with waits in it, is written event by event, each chunk sent at
+once, so no client waits for bytes the server already has. A client on HTTP/1.0 gets the events bare, one by
+one (no chunked encoding; the connection's end ends the body).
 
 A non-stream body goes out through aiohttp's writer with a ``content-length``, in slices of at most 1 MiB.
 """
@@ -31,7 +31,7 @@ from typing import Literal
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 
-from replaykit.server.plan import Plan, batches, http_chunk
+from replaykit.server.plan import Batch, Plan, batched, http_chunk
 
 __all__ = ["Outcome", "Progress", "Wire", "deliver"]
 
@@ -111,18 +111,15 @@ async def _write_body(response: web.StreamResponse, plan: Plan, progress: Progre
         progress.chunks += 1
 
 
-async def _write_batches(wire: Wire, plan: Plan, progress: Progress) -> None:
-    framed = iter(batches(plan.chunks) if plan.framed is None else plan.framed)
-    batch = next(framed, None)
-    while batch is not None:
-        following = next(framed, None)  # one ahead: the outcome is settled before the last batch leaves
-        if following is None and plan.end == "eof":
-            progress.settle("complete")
-        backlog = wire.send(batch[0])
-        progress.chunks += batch[1]
+async def _write_batches(wire: Wire, framed: list[Batch], plan: Plan, progress: Progress) -> None:
+    last = len(framed) - 1 if plan.end == "eof" else -1
+    for index, (data, count) in enumerate(framed):
+        if index == last:
+            progress.settle("complete")  # before the last bytes leave
+        backlog = wire.send(data)
+        progress.chunks += count
         if backlog:
             await wire.drain()
-        batch = following
 
 
 async def _write_events(wire: Wire, plan: Plan, progress: Progress) -> None:
@@ -143,8 +140,8 @@ async def _write_events(wire: Wire, plan: Plan, progress: Progress) -> None:
 async def _write_all(response: web.StreamResponse, wire: Wire, plan: Plan, progress: Progress) -> None:
     if not plan.stream:
         await _write_body(response, plan, progress)
-    elif plan.batch and not plan.timed and wire.chunked:  # nothing waits: in batches
-        await _write_batches(wire, plan, progress)
+    elif wire.chunked and (framed := batched(plan)) is not None:
+        await _write_batches(wire, framed, plan, progress)
     else:
         await _write_events(wire, plan, progress)
 

@@ -29,8 +29,8 @@ from replaykit.cassette import Cassette
 from replaykit.server import FakeProvider, Timing, streaming
 from replaykit.server.app import State, _replay_plan
 from replaykit.server.faults import Fault
-from replaykit.server.matching import FRAMED_LIMIT, Pool, slots_of
-from replaykit.server.plan import BATCH_LIMIT, batches, http_chunk, plan_for
+from replaykit.server.matching import Pool, slots_of
+from replaykit.server.plan import BATCH_LIMIT, BATCHED_STREAM_LIMIT, batched, batches, http_chunk, plan_for
 from replaykit.server.streaming import Progress, Wire
 
 
@@ -140,16 +140,14 @@ def test_a_chunk_over_the_limit_is_a_batch_alone() -> None:
     assert framed == [(_frame(b"data: 1\n\n"), 1), (_frame(big), 1), (_frame(b"data: 2\n\n"), 1)]
 
 
-@pytest.mark.parametrize(("timing", "writer"), [("fast", "_write_batches"), ("fixed:0", "_write_events")])
-def test_the_outcome_is_settled_before_the_last_bytes_leave(
-    transport: _Transport, timing: str, writer: str
-) -> None:
+@pytest.mark.parametrize("timing", ["fast", "fixed:0"])  # in batches, event by event
+def test_the_outcome_is_settled_before_the_last_bytes_leave(transport: _Transport, timing: str) -> None:
     """A client that acts on the last event finds the request journaled as complete already."""
     response = _sized_stream([6000] * 6).interactions[0].response
     plan = plan_for(response, Timing.parse(timing), "anthropic")
     seen: list[int] = []
     progress = Progress(on_settle=lambda _: seen.append(len(transport.writes)))
-    asyncio.run(getattr(streaming, writer)(_wire(transport), plan, progress))
+    asyncio.run(streaming._write_all(cast(Any, None), _wire(transport), plan, progress))
     assert len(transport.writes) > 2 and seen == [len(transport.writes) - 1]
     assert progress.outcome == "complete" and progress.chunks == len(plan.chunks)
 
@@ -168,11 +166,26 @@ def test_a_slot_frames_its_stream_once_per_body() -> None:
     assert slot.batches()[-1][0].endswith(_frame(b"event: ping\ndata: {}\n\n"))
 
 
-def test_a_stream_over_the_framed_limit_is_not_kept_twice() -> None:
-    events = anthropic_events(3)
-    events[2][1]["delta"]["text"] = "x" * FRAMED_LIMIT
-    slot = _slot(cassette_of(stream_interaction(ANTHROPIC, anthropic_request(), events)))
-    assert slot.batches() is None
+@pytest.mark.parametrize("fits", [True, False])
+def test_only_a_stream_that_fits_one_client_read_is_batched(fits: bool) -> None:
+    """Over 64 KiB framed, a client that falls one read behind would get an event cut in two."""
+    frame = len(_frame(b"x" * 4000))
+    count = BATCHED_STREAM_LIMIT // frame - (1 if fits else -1)
+    cassette = _sized_stream([4000] * count)
+    plan = plan_for(cassette.interactions[0].response, Timing.parse("fast"), "anthropic")
+    framed = batched(plan)
+    assert (framed is not None) is fits
+    assert (_slot(cassette).batches() is not None) is fits
+    if framed is not None:
+        assert sum(len(data) for data, _ in framed) <= BATCHED_STREAM_LIMIT
+
+
+def test_a_stream_that_waits_is_not_batched() -> None:
+    response = stream_cassette().interactions[0].response
+    plan = plan_for(response, Timing.parse("fast"), "anthropic")
+    assert batched(plan) is not None
+    plan.due[-1] = 0.5  # a stall before the last event
+    assert batched(plan) is None
 
 
 @pytest.mark.parametrize(
