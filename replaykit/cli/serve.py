@@ -55,7 +55,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--fault", action="append", default=[], metavar="SPEC",
                         help="a fault, e.g. route=anthropic,nth=1,status=429,retry_after=0 (repeatable)")
     parser.add_argument("--journal", metavar="FILE", help="write the journal here on exit (JSON Lines)")
-    parser.add_argument("--timing", default="fast", help="fast (default), recorded, or fixed:<ms>")
+    parser.add_argument(
+        "--timing",
+        default="fast",
+        help="fast (default: at once, in few writes), recorded, or fixed:<ms> (fixed:0: one write per event)",
+    )
     parser.add_argument("--enforce-contracts", action="store_true",
                         help="answer a request that breaks its contract with the provider's 400")
     parser.add_argument("--strict", action="store_true", help="a request body must equal the recorded one")
