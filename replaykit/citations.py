@@ -82,14 +82,8 @@ class _Seen:
         if safe is not None:
             self.urls.add(safe)
             titles = self.titles.setdefault(dedupe_key(safe), set())
-            titles.update([title] if isinstance(title, str) else [])
-
-    def knows(self, url: str) -> bool:
-        return dedupe_key(url) in self.titles
-
-    def title_ok(self, url: str, title: object) -> bool:
-        titles = self.titles.get(dedupe_key(url), set())
-        return not isinstance(title, str) or not titles or title in titles
+            if isinstance(title, str):
+                titles.add(title)
 
 
 def _walk(value: object) -> Iterator[Mapping[str, Any]]:
@@ -100,6 +94,10 @@ def _walk(value: object) -> Iterator[Mapping[str, Any]]:
     elif isinstance(value, list):
         for item in value:
             yield from _walk(item)
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 _SEARCH_TYPES = frozenset({"web_search_result", "web_search_tool_result", "web_search_call"})
@@ -123,8 +121,7 @@ def _learn_action(seen: _Seen, action: Mapping[str, Any]) -> None:
     if action.get("type") != "search":
         seen.add(action.get("url"))
         return
-    sources = action.get("sources")
-    for source in sources if isinstance(sources, list) else []:
+    for source in _list(action.get("sources")):
         if isinstance(source, Mapping) and source.get("type") == "url":
             seen.sources = True
             seen.add(source.get("url"))
@@ -132,8 +129,7 @@ def _learn_action(seen: _Seen, action: Mapping[str, Any]) -> None:
 
 def _learn_neutral(seen: _Seen, block: Mapping[str, Any]) -> None:
     seen.searched = True
-    results = block.get("results")
-    for result in results if isinstance(results, list) else []:
+    for result in _list(block.get("results")):
         if isinstance(result, Mapping):
             seen.add(result.get("url"), result.get("title"))
     _learn(seen, block.get("raw"))
@@ -155,12 +151,15 @@ def _url_findings(pointer: str, citation: Mapping[str, Any], seen: _Seen, check_
     if safe is None:
         return [Finding(f"{pointer}/url", "error", "url-scheme",
                         f"{_short(url)} is not an http(s) URL; a citation may only link to a web page")]
-    if check_known and not seen.knows(safe):
+    if not check_known:
+        return []
+    titles, title = seen.titles.get(dedupe_key(safe)), citation.get("title")
+    if titles is None:
         return [Finding(f"{pointer}/url", "error", "unknown-url",
                         f"{_short(url)} was not returned by any search earlier in the transcript")]
-    if check_known and not seen.title_ok(safe, citation.get("title")):
+    if isinstance(title, str) and titles and title not in titles:
         return [Finding(f"{pointer}/title", "warning", "title-mismatch",
-                        f"title {_short(citation.get('title'))} differs from the search result's title")]
+                        f"title {_short(title)} differs from the search result's title")]
     return []
 
 
@@ -194,8 +193,9 @@ def _web_citation(pointer: str, citation: Mapping[str, Any], seen: _Seen) -> lis
             + _encrypted_index(pointer, citation))
 
 
-def _wrong_type(pointer: str, kind: object, expected: str) -> Finding:
+def _wrong_type(pointer: str, kind: object, web_types: frozenset[str]) -> Finding:
     what = "a document citation" if kind in DOCUMENT_CITATION_TYPES | FILE_ANNOTATION_TYPES else "a citation"
+    expected = " or ".join(sorted(web_types))
     return Finding(f"{pointer}/type", "error", "wrong-citation-type",
                    f"{what} of type {_short(kind)} in a web-search answer; web citations are {expected}")
 
@@ -220,23 +220,23 @@ def _citation(pointer: str, citation: object, text: str, seen: _Seen) -> list[Fi
         return [Finding(pointer, "error", "not-an-object", "a citation must be a JSON object")]
     kind = citation.get("type")
     if kind in (WEB_CITATION, URL_CITATION) and kind not in seen.web_types:
-        return [_wrong_type(pointer, kind, " or ".join(sorted(seen.web_types)))]
+        return [_wrong_type(pointer, kind, seen.web_types)]
     if kind == WEB_CITATION:
         return _web_citation(pointer, citation, seen)
     if kind == URL_CITATION:
         return _url_citation(pointer, citation, text, seen)
     if seen.searched and not (seen.documents and kind in DOCUMENT_CITATION_TYPES):
-        return [_wrong_type(pointer, kind, " or ".join(sorted(seen.web_types)))]
+        return [_wrong_type(pointer, kind, seen.web_types)]
     return []  # a document citation into a fetched or given document, or an answer without web search
 
 
 def _text_block(pointer: str, block: Mapping[str, Any], seen: _Seen) -> list[Finding]:
-    text = block.get("text") if isinstance(block.get("text"), str) else ""
+    raw = block.get("text")
+    text = raw if isinstance(raw, str) else ""
     findings: list[Finding] = []
     for key in ("citations", "annotations"):
-        items = block.get(key)
-        for index, citation in enumerate(items if isinstance(items, list) else []):
-            findings += _citation(f"{pointer}/{key}/{index}", citation, str(text), seen)
+        for index, citation in enumerate(_list(block.get(key))):
+            findings += _citation(f"{pointer}/{key}/{index}", citation, text, seen)
     return findings
 
 
@@ -258,7 +258,7 @@ def verify_anthropic_message(message: Mapping[str, Any], prior_urls: Iterable[st
 
 def _blocks(pointer: str, blocks: object, seen: _Seen) -> list[Finding]:
     findings: list[Finding] = []
-    for index, block in enumerate(blocks if isinstance(blocks, list) else []):
+    for index, block in enumerate(_list(blocks)):
         if isinstance(block, Mapping) and block.get("type") in ("text", "output_text"):
             findings += _text_block(f"{pointer}/{index}", block, seen)
         elif isinstance(block, Mapping) and block.get("type") == "hostedSearch":
@@ -281,10 +281,6 @@ def verify_openai_response(response: Mapping[str, Any]) -> list[Finding]:
     seen = _Seen(web_types=frozenset({URL_CITATION}))
     _learn(seen, [item for item in _list(response.get("output")) if _is_type(item, "web_search_call")])
     return _blocks("/output", response.get("output"), seen)
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _is_type(value: object, kind: str) -> bool:
@@ -314,8 +310,8 @@ def verify_transcript(transcript: Mapping[str, Any]) -> list[Finding]:
 # ---------------------------------------------------------------- evidence-id answers
 
 
-def _record(item: Evidence | Mapping[str, Any]) -> dict[str, Any]:
-    return item.to_json() if isinstance(item, Evidence) else dict(item)
+def _record(item: Evidence | Mapping[str, Any]) -> Mapping[str, Any]:
+    return item.to_json() if isinstance(item, Evidence) else item
 
 
 def _answer_shape(answer: object) -> list[Finding]:
@@ -373,11 +369,11 @@ def render_sources(answer: object, evidence: Sequence[Evidence | Mapping[str, An
     Built from the evidence records only, in evidence order; the model's text is never a link source.
     Raises :class:`~replaykit.errors.CitationError` (with every finding) when the answer does not verify.
     """
-    errors = errors_only(verify_evidence_answer(answer, evidence))
+    records = [_record(item) for item in evidence]
+    errors = errors_only(verify_evidence_answer(answer, records))
     if errors or not isinstance(answer, Mapping):
         listed = "; ".join(str(finding) for finding in errors)
         raise CitationError(f"answer citations do not verify: {listed}", tuple(errors))
     cited = {citation["sourceId"] for citation in answer["citations"]}
-    records = [_record(item) for item in evidence]
     return [{key: record.get(key) for key in ("id", "title", "url", "retrievedAt")}
             for record in records if record.get("id") in cited and safe_http_url(record.get("url"))]

@@ -41,9 +41,10 @@ def is_loopback(host: object) -> bool:
 
     Never resolves a name: any other name, an empty or non-string host is not loopback.
     """
-    if _name(host) in _LOOPBACK_NAMES:
+    name = _name(host)
+    if name in _LOOPBACK_NAMES:
         return True
-    address = _address(host)
+    address = _address(name)
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
     return address is not None and address.is_loopback
@@ -59,10 +60,10 @@ def _name(host: object) -> str | None:
     return text.strip("[]").split("%")[0].lower() if isinstance(text, str) else None
 
 
-def _address(host: object) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """``host`` as an IP address when it is a numeric one (nothing is resolved), else None."""
+def _address(name: str | None) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """A :func:`_name` as an IP address when it is a numeric one (nothing is resolved), else None."""
     try:
-        return ipaddress.ip_address(_name(host) or "")
+        return ipaddress.ip_address(name or "")
     except ValueError:
         return None
 
@@ -139,8 +140,8 @@ class NetworkGuard:
 
     def _getaddrinfo(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
-            if host is not None and not _binds(host, args, kwargs):
-                self._check(host, port, _lookup(host))
+            if host is not None and not is_loopback(host) and not _binds(host, args, kwargs):
+                raise self.refuse(host, port, _lookup(host))
             return original(host, port, *args, **kwargs)
 
         return getaddrinfo
@@ -149,8 +150,8 @@ class NetworkGuard:
 def _binds(host: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """A numeric address asked with ``AI_PASSIVE`` (``getaddrinfo``'s 4th optional argument): a bind."""
     flags = args[3] if len(args) > 3 else kwargs.get("flags", 0)
-    return _address(host) is not None and isinstance(flags, int) and bool(flags & socket.AI_PASSIVE)
+    return _address(_name(host)) is not None and isinstance(flags, int) and bool(flags & socket.AI_PASSIVE)
 
 
 def _lookup(host: object) -> str:
-    return "socket.getaddrinfo" if _address(host) is not None else "a DNS lookup (socket.getaddrinfo)"
+    return "socket.getaddrinfo" if _address(_name(host)) is not None else "a DNS lookup (socket.getaddrinfo)"

@@ -91,8 +91,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     _add(parser, group, "allow_network", None, "turn the network guard off (non-loopback connections)")
 
 
+def _sources(name: str) -> tuple[str, str]:
+    """The command-line flag and the environment variable of option ``name``."""
+    return "--replaykit-" + name.replace("_", "-"), "REPLAYKIT_" + name.upper()
+
+
 def _add(parser: pytest.Parser, group: Any, name: str, metavar: str | None, help: str) -> None:
-    flag, env = "--replaykit-" + name.replace("_", "-"), "REPLAYKIT_" + name.upper()
+    flag, env = _sources(name)
     text = f"{help}; env {env}, ini replaykit_{name}"
     if metavar is None:
         group.addoption(flag, action="store_true", default=None, dest=f"replaykit_{name}", help=text)
@@ -123,9 +128,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def _setting(config: pytest.Config, name: str) -> tuple[Any, str]:
     """The value of option ``name`` and where it came from (command line, environment, ini)."""
     value = config.getoption(f"replaykit_{name}")
+    flag, env = _sources(name)
     if value is not None:
-        return value, f"--replaykit-{name.replace('_', '-')}"
-    env = f"REPLAYKIT_{name.upper()}"
+        return value, flag
     if env in os.environ:
         return os.environ[env], env
     return config.getini(f"replaykit_{name}"), f"ini replaykit_{name}"
@@ -135,9 +140,10 @@ def _flag(config: pytest.Config, name: str) -> bool:
     value, source = _setting(config, name)
     if isinstance(value, bool):
         return value
-    if str(value).strip().lower() not in _TRUE | _FALSE:
+    word = str(value).strip().lower()
+    if word not in _TRUE | _FALSE:
         raise UsageError(f"{source}={value!r} must be one of 1, true, yes, on, 0, false, no, off")
-    return str(value).strip().lower() in _TRUE
+    return word in _TRUE
 
 
 def _directory(config: pytest.Config) -> Path | None:

@@ -264,16 +264,6 @@ def _text(value: object) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def _record(item: object, provider: str, retrieved_at: str) -> Evidence | None:
-    if not isinstance(item, Mapping):
-        return None
-    url = safe_http_url(item.get("url"))
-    if url is None:
-        return None
-    title = _text(item.get("title")) or url
-    return Evidence("", title, url, _text(item.get("description")), provider, retrieved_at)
-
-
 def normalize(response: object, *, provider: str, retrieved_at: str) -> list[Evidence]:
     """Evidence records ``S1…Sn`` from a search response, in the provider's order.
 
@@ -283,20 +273,13 @@ def normalize(response: object, *, provider: str, retrieved_at: str) -> list[Evi
     invented.
     Raises :class:`~replaykit.errors.WebSearchError` (``web_search_invalid_response``) when there is no list.
     """
-    seen: set[str] = set()
-    records: list[Evidence] = []
+    first: dict[str, tuple[str, Mapping[str, Any]]] = {}  # dedupe key -> its first (url, item), in order
     for item in _items(response):
-        record = _record(item, provider, retrieved_at)
-        if record is None or dedupe_key(record.url) in seen:
-            continue
-        seen.add(dedupe_key(record.url))
-        records.append(_renumber(record, len(records) + 1))
-    return records
-
-
-def _renumber(record: Evidence, number: int) -> Evidence:
-    return Evidence(f"S{number}", record.title, record.url, record.description, record.provider,
-                    record.retrieved_at)
+        url = safe_http_url(item.get("url")) if isinstance(item, Mapping) else None
+        if url is not None:
+            first.setdefault(dedupe_key(url), (url, item))
+    return [Evidence(f"S{number}", _text(item.get("title")) or url, url, _text(item.get("description")),
+                     provider, retrieved_at) for number, (url, item) in enumerate(first.values(), start=1)]
 
 
 # ---------------------------------------------------------------- the model's view
