@@ -519,8 +519,9 @@ def _meta(raw: Any) -> Meta:
     if origin is not None and origin not in ORIGINS:
         fix = "write `origin: recorded` or `origin: synthesized`"
         raise _Invalid((*at, "origin"), f"replaykit.origin is {origin!r}", fix)
-    texts = [ours.pop(key, None) for key in ("provider", "recorded_with", "fingerprint")]
-    for key, value in zip(("provider", "recorded_with", "fingerprint"), texts, strict=True):
+    keys = ("provider", "recorded_with", "fingerprint")
+    texts = [ours.pop(key, None) for key in keys]
+    for key, value in zip(keys, texts, strict=True):
         if value is not None and not isinstance(value, str):
             raise _Invalid((*at, key), f"replaykit.{key} must be text, not {_kind(value)}", "quote the value")
     return Meta(origin, texts[0], texts[1], texts[2], ours)

@@ -479,7 +479,7 @@ def _error_fields(body: Any) -> tuple[str | None, str, str | None]:
         kind = error.get("type") or error.get("code")
         message = error.get("message") or ""
         request_id = body.get("request_id") or error.get("gatewayRequestId")
-        return (str(kind) if kind is not None else None), str(message), _str_or_none(request_id)
+        return _str_or_none(kind), str(message), _str_or_none(request_id)
     errors = body.get("errors")
     if isinstance(errors, list) and errors and isinstance(errors[0], Mapping):
         first = errors[0]
@@ -502,11 +502,11 @@ def _request_id(headers: Any, from_body: str | None) -> str | None:
 def _provider(status: int, headers: Any, body: Any, source: str = "") -> ErrorInfo:
     kind, text, body_request_id = _error_fields(body)
     request_id = _request_id(headers, body_request_id)
-    retryable = status_retryable(status, header_value(headers, "x-should-retry"), kind)
+    should_retry = header_value(headers, "x-should-retry")
+    retryable = status_retryable(status, should_retry, kind)
     error = body.get("error") if isinstance(body, Mapping) else None
-    if isinstance(error, Mapping) and isinstance(error.get("retryable"), bool) and not header_value(
-            headers, "x-should-retry"):
-        retryable = bool(error["retryable"])  # Cloudflare's gateway says so itself
+    if isinstance(error, Mapping) and isinstance(error.get("retryable"), bool) and not should_retry:
+        retryable = error["retryable"]  # Cloudflare's gateway says so itself
     prefix = f"{source}: " if source else ""
     label = " ".join(part for part in (str(status), kind or "") if part)
     message = f"{prefix}provider error {label}" + (f": {text}" if text else "")

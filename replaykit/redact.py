@@ -203,8 +203,8 @@ def _stream_body(resp: Response, rules: Rules) -> bytes:
     text = _utf8(resp.body)
     if text is None:
         return resp.body
-    substituted = rules.substitute(text).encode("utf-8")
-    events = sse.parse(substituted) if substituted != resp.body else resp.events
+    changed = rules.substitute(text)
+    events = sse.parse(changed.encode("utf-8")) if changed != text else resp.events
     return sse.serialize(_event(event, rules) for event in events)
 
 
@@ -213,11 +213,8 @@ def _event(event: sse.Event, rules: Rules) -> sse.Event:
     if doc is None or not _scrub(doc, rules):
         return event
     data = _dumps(doc, event.data or "")
-    raw = sse.encode(data, event=event.event, comments=event.comments).raw
-    head = (f"id: {event.id}\n" if event.id is not None else "") + (
-        f"retry: {event.retry}\n" if event.retry is not None else "")
-    raw = head.encode("utf-8") + raw
-    return sse.parse(raw if event.terminated else raw[:-1])[0]
+    rebuilt = sse.encode(data, event=event.event, comments=event.comments, id=event.id, retry=event.retry)
+    return rebuilt if event.terminated else sse.parse(rebuilt.raw[:-1])[0]
 
 
 def _scrub(doc: Any, rules: Rules) -> bool:
@@ -294,7 +291,6 @@ class SecretFinding:
 @dataclass(frozen=True, slots=True)
 class _Kind:
     name: str
-    label: str
     pattern: re.Pattern[str]
     random: bool = True
 
@@ -303,7 +299,7 @@ _LABELS = {"anthropic": "Anthropic API key", "openai": "OpenAI API key", "cloudf
            "aws": "AWS access key id", "github": "GitHub token", "bearer": "bearer token",
            "pem": "PEM private key"}
 _FIXED = {"aws", "pem"}  # shapes that are not random text: no mixed-case check
-_KINDS: tuple[_Kind, ...] = tuple(_Kind(name, _LABELS[name], pattern, name not in _FIXED)
+_KINDS: tuple[_Kind, ...] = tuple(_Kind(name, pattern, name not in _FIXED)
                                   for name, pattern in SECRET_PATTERNS)  # errors.py holds the one list
 SECRET_KINDS: tuple[str, ...] = tuple(kind.name for kind in _KINDS)
 
@@ -376,13 +372,13 @@ def _places(item: Interaction) -> Iterator[tuple[str, str]]:
     req, resp = item.request, item.response
     yield "request.uri", req.uri
     yield from _header_places("request", req.headers)
-    yield from _body_places("request.body", req.body)
+    yield from _body_places("request.body", _text(req.body))
     yield from _header_places("response", resp.headers)
     if resp.is_stream:
         for number, event in enumerate(resp.events):
-            yield from _body_places(f"response.body/events[{number}]/data", _bytes(event.data))
+            yield from _body_places(f"response.body/events[{number}]/data", event.data)
     else:
-        yield from _body_places("response.body", resp.body)
+        yield from _body_places("response.body", _text(resp.body))
 
 
 def _header_places(side: str, headers: Headers) -> Iterator[tuple[str, str]]:
@@ -391,14 +387,13 @@ def _header_places(side: str, headers: Headers) -> Iterator[tuple[str, str]]:
             yield f"{side}.headers.{name.lower()}", value
 
 
-def _bytes(text: str | None) -> bytes | None:
-    return text.encode("utf-8") if text is not None else None
+def _text(body: bytes | None) -> str | None:
+    return body.decode("utf-8", errors="replace") if body else None  # a binary body is still searched
 
 
-def _body_places(place: str, body: bytes | None) -> Iterator[tuple[str, str]]:
-    if not body:
+def _body_places(place: str, text: str | None) -> Iterator[tuple[str, str]]:
+    if not text:
         return
-    text = body.decode("utf-8", errors="replace")  # a binary body is still searched for keys
     doc = _loads(text)
     if doc is None:
         yield place, text
@@ -426,5 +421,5 @@ def _strings(doc: Any, place: str, seen: set[int] | None = None) -> Iterator[tup
 
 def kind_label(kind: str) -> str:
     """Human name of a finding kind (``anthropic`` → ``Anthropic API key``)."""
-    return next((k.label for k in _KINDS if k.name == kind), kind)
+    return _LABELS.get(kind, kind)
 

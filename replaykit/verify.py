@@ -148,17 +148,18 @@ def check_secrets(path: Path, cassette: Cassette) -> list[Finding]:
 
 def _sighting(found: Secret, in_text: list[Secret]) -> Secret | None:
     """The raw-text finding that is ``found`` itself: the same key, the first at or after its interaction."""
-    same = [seen for seen in in_text if _same(seen) == _same(found)]
+    key = _same(found)
+    same = [seen for seen in in_text if _same(seen) == key]
     after = [seen for seen in same if (seen.line or 0) >= (found.line or 0)]
     return next(iter(after or same), None)
 
 
-def _same(found: redact.SecretFinding) -> tuple[str, str]:
+def _same(found: Secret) -> tuple[str, str]:
     """What identifies a key across the model and the raw text (where escaping may change its length)."""
     return found.kind, found.excerpt.partition("…")[0]
 
 
-def _text_secrets(path: Path) -> list[redact.SecretFinding]:
+def _text_secrets(path: Path) -> list[Secret]:
     try:
         text = path.read_bytes().decode("utf-8", errors="replace")
     except OSError:
@@ -166,7 +167,7 @@ def _text_secrets(path: Path) -> list[redact.SecretFinding]:
     return redact.scan_text(text, str(path))
 
 
-def _secret(path: Path, found: redact.SecretFinding) -> Finding:
+def _secret(path: Path, found: Secret) -> Finding:
     """A secret finding: placed at its line, its field named in the message, the key masked."""
     index = found.interaction
     field_name = found.field if index is None else f"interactions[{index}].{found.field}"
