@@ -67,23 +67,29 @@ def _line(entry: Mapping[str, Any]) -> str:
     return text + (f" faults: {faults}" if faults else "")
 
 
-def describe_journal(journal: object) -> str:
-    """One line per request the fake provider received (``(no requests)`` when empty)."""
-    entries = journal_entries(journal)
+def _describe(entries: list[dict[str, Any]]) -> str:
     return "\n".join(f"  {_line(entry)}" for entry in entries) if entries else "  (no requests)"
 
 
-def _on_route(entry: Mapping[str, Any], route: str | None) -> bool:
-    return route is None or entry.get("route") == route or entry.get("provider") == route
+def describe_journal(journal: object) -> str:
+    """One line per request the fake provider received (``(no requests)`` when empty)."""
+    return _describe(journal_entries(journal))
+
+
+def _count(entries: list[dict[str, Any]], route: str | None) -> int:
+    """How many ``entries`` are on ``route`` (named by route or by provider; None: all of them)."""
+    return sum(1 for entry in entries
+               if route is None or entry.get("route") == route or entry.get("provider") == route)
 
 
 def assert_requests(journal: object, expected: int, route: str | None = None) -> None:
     """Exactly ``expected`` requests reached the fake provider (on ``route``, when given)."""
-    found = [entry for entry in journal_entries(journal) if _on_route(entry, route)]
-    if len(found) != expected:
+    entries = journal_entries(journal)
+    found = _count(entries, route)
+    if found != expected:
         where = f" on {route}" if route else ""
         raise AssertionError(f"expected {expected} provider request(s){where}, the journal holds "
-                             f"{len(found)}:\n{describe_journal(journal)}")
+                             f"{found}:\n{_describe(entries)}")
 
 
 def assert_no_provider_request(journal: object) -> None:
@@ -91,18 +97,19 @@ def assert_no_provider_request(journal: object) -> None:
     entries = journal_entries(journal)
     if entries:
         raise AssertionError(f"expected no provider request, the journal holds {len(entries)}:\n"
-                             f"{describe_journal(journal)}")
+                             f"{_describe(entries)}")
 
 
 def assert_retries(journal: object, route: str, retries: int) -> None:
     """``route`` was tried once and then retried exactly ``retries`` times (``retries + 1`` requests)."""
     if retries < 0:
         raise ValueError(f"retries={retries!r} must not be negative")
-    count = sum(1 for entry in journal_entries(journal) if _on_route(entry, route))
+    entries = journal_entries(journal)
+    count = _count(entries, route)
     if count != retries + 1:
         told = f"{count - 1} retries" if count else "no request at all"
         raise AssertionError(f"expected exactly {retries} retries on {route} ({retries + 1} requests), "
-                             f"found {told}:\n{describe_journal(journal)}")
+                             f"found {told}:\n{_describe(entries)}")
 
 
 def outcome_fields(outcome: object) -> dict[str, Any]:

@@ -51,7 +51,7 @@ from hypothesis.errors import Unsatisfiable
 from replaykit import strategies as rs
 from replaykit.contracts import validate
 from replaykit.errors import UsageError
-from replaykit.estimate import body_chars, to_target
+from replaykit.estimate import Chars, body_chars, to_target
 from replaykit.replay import project
 
 __all__ = [
@@ -229,14 +229,18 @@ def _append(transcript: JSON, *messages: JSON) -> JSON:
     return {**transcript, "messages": _restamp(both)}
 
 
+def _projected(transcript: JSON, target: JSON) -> Iterable[Chars]:
+    """The characters of each part (system, tools, messages) of what ``project`` emits."""
+    return body_chars(project(transcript, to_target(target))).values()
+
+
 def _reference(transcript: JSON, target: JSON) -> int:
     """The heuristic applied to what ``project`` emits, with no anchoring: system + tools + messages."""
-    return sum(chars.tokens for chars in body_chars(project(transcript, to_target(target))).values())
+    return sum(chars.tokens for chars in _projected(transcript, target))
 
 
 def _chars(transcript: JSON, target: JSON) -> int:
-    parts = body_chars(project(transcript, to_target(target))).values()
-    return sum(chars.other + chars.cjk for chars in parts)
+    return sum(chars.other + chars.cjk for chars in _projected(transcript, target))
 
 
 # ---------------------------------------------------------------- the properties
@@ -350,10 +354,12 @@ def _system_rebuild(case: _Case, data: st.DataObject) -> None:
     kind, changed = data.draw(rs.system_changes(transcript), label="change")
     text = data.draw(_ascii(), label="text")
     before, after = case.tokens(changed), case.tokens(_grow(changed, anchor, text))
-    if kind == "rebuild" and (after != before or before != case.tokens(transcript)):
-        raise case.fail(f"an unchanged system rebuild dropped the anchor (estimate {case.tokens(transcript)} "
-                        f"before the rebuild, {before} after it, {after} with a longer prefix)", changed)
-    if kind != "rebuild" and after - before < len(text) // 4:
+    if kind == "rebuild":
+        original = case.tokens(transcript)
+        if after != before or before != original:
+            raise case.fail(f"an unchanged system rebuild dropped the anchor (estimate {original} before the "
+                            f"rebuild, {before} after it, {after} with a longer prefix)", changed)
+    elif after - before < len(text) // 4:
         raise case.fail(f"after a real {kind} change, +{len(text)} characters before the old anchor added "
                         f"{after - before} tokens: the stale usage still anchors the estimate", changed)
 

@@ -41,6 +41,10 @@ from typing import Any, cast
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
+from replaykit.estimate import USAGE_FIELDS
+from replaykit.replay import PROVIDERS
+from replaykit.transcript import STOP_REASONS
+
 __all__ = [
     "CJK_RANGES",
     "PROVIDERS",
@@ -64,12 +68,8 @@ __all__ = [
 
 JSON = dict[str, Any]
 
-PROVIDERS: dict[str, str] = {"anthropic": "anthropic-messages", "openai": "openai-responses",
-                             "azure": "openai-responses"}
-STOP_REASONS = ("stop", "length", "toolUse", "error", "aborted", "pauseTurn")
 USAGE_KINDS = ("valid", "zero", "nan", "infinite")
 SYSTEM_CHANGES = ("rebuild", "instruction", "tools")
-USAGE_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 #: Code point ranges :func:`cjk_text` draws from: Han, Hiragana, Katakana, Hangul syllables, CJK punctuation.
 CJK_RANGES = ((0x4E00, 0x9FFF), (0x3041, 0x3096), (0x30A1, 0x30FA), (0xAC00, 0xD7A3), (0x3001, 0x3003))
 _MODELS = {"anthropic": ("claude-sonnet-4-5", "claude-opus-4-1"), "openai": ("gpt-5", "gpt-4.1-mini"),
@@ -102,14 +102,18 @@ def _check_choice(name: str, value: object, allowed: Sequence[object]) -> None:
         raise InvalidArgument(f"{name}={value!r} must be None or one of {tuple(allowed)!r}.")
 
 
+def _check_choices(name: str, values: Sequence[str], allowed: Sequence[str], what: str) -> tuple[str, ...]:
+    if isinstance(values, str) or not values:
+        raise InvalidArgument(f"{name}={values!r} must be a non-empty list of {what}.")
+    for value in values:
+        _check_choice(f"{name}[]", value, allowed)
+    return tuple(values)
+
+
 def _check_providers(providers: Sequence[str] | None) -> tuple[str, ...]:
     if providers is None:
         return tuple(PROVIDERS)
-    if isinstance(providers, str) or not providers:
-        raise InvalidArgument(f"providers={providers!r} must be a non-empty list of provider names.")
-    for provider in providers:
-        _check_choice("providers[]", provider, tuple(PROVIDERS))
-    return tuple(providers)
+    return _check_choices("providers", providers, tuple(PROVIDERS), "provider names")
 
 
 def _check_flag(name: str, value: object) -> None:
@@ -443,8 +447,9 @@ def assistant_messages(provider: str | None = None, *, usage: str | None = None,
     _check_choice("usage", usage, USAGE_KINDS)
     _check_flag("search", search)
     providers = (provider,) if provider else tuple(PROVIDERS)
-    return _assistants(providers, usage, _check_stop_reasons(stop_reasons), bool(search),
-                       _check_timestamp(timestamp))
+    reasons = STOP_REASONS if stop_reasons is None else \
+        _check_choices("stop_reasons", stop_reasons, STOP_REASONS, "stop reasons")
+    return _assistants(providers, usage, reasons, bool(search), _check_timestamp(timestamp))
 
 
 @cache
@@ -461,16 +466,6 @@ def _assistant(provider: str, usage: str | None, reasons: tuple[str, ...], searc
             "model": model, "usage": used, "stopReason": stop, "timestamp": stamp},
         _assistant_blocks(provider, search), st.sampled_from(_MODELS[provider]), _usages(usage),
         st.sampled_from(reasons), _stamps(timestamp))
-
-
-def _check_stop_reasons(stop_reasons: Sequence[str] | None) -> tuple[str, ...]:
-    if stop_reasons is None:
-        return STOP_REASONS
-    if isinstance(stop_reasons, str) or not stop_reasons:
-        raise InvalidArgument(f"stop_reasons={stop_reasons!r} must be a non-empty list of stop reasons.")
-    for reason in stop_reasons:
-        _check_choice("stop_reasons[]", reason, STOP_REASONS)
-    return tuple(stop_reasons)
 
 
 def _check_timestamp(timestamp: int | None) -> int | None:
@@ -571,17 +566,14 @@ def system_changes(transcript: JSON,
     """
     if not isinstance(transcript, dict) or not isinstance(transcript.get("messages"), list):
         raise InvalidArgument(f"transcript={transcript!r:.60} must be a transcript object.")
-    if isinstance(kinds, str) or not kinds:
-        raise InvalidArgument(f"kinds={kinds!r} must be a non-empty list of {SYSTEM_CHANGES!r}.")
-    for kind in kinds:
-        _check_choice("kinds[]", kind, SYSTEM_CHANGES)
-    return _changes(st.sampled_from(tuple(kinds)), transcript)
+    return _changes(st.sampled_from(_check_choices("kinds", kinds, SYSTEM_CHANGES, repr(SYSTEM_CHANGES))),
+                    transcript)
 
 
 @st.composite
 def _changes(draw: st.DrawFn, kinds: st.SearchStrategy[str], transcript: JSON) -> tuple[str, JSON]:
     kind = draw(kinds)
-    system, tool_list = transcript.get("system"), list(transcript.get("tools") or [])
+    system, tool_list = transcript.get("system"), transcript.get("tools") or []
     if kind == "instruction":
         system = (system or "") + draw(_mixed_text(1, 40))
     elif kind == "tools":
@@ -604,7 +596,7 @@ def _log(transcript: JSON, system: object, tool_list: object) -> JSON:
     history = changed.setdefault("systemHistory", [])
     if not history:
         history.append({"timestamp": min(stamps), "system": transcript.get("system"),
-                        "tools": copy.deepcopy(transcript.get("tools", []))})
+                        "tools": changed.get("tools", [])})
     when = max([*stamps, *(entry["timestamp"] for entry in history)]) + 1
     history.append({"timestamp": when, "system": system, "tools": copy.deepcopy(tool_list)})
     changed["system"], changed["tools"] = system, copy.deepcopy(tool_list)
@@ -633,7 +625,8 @@ def rechunkings(data: bytes, min_chunks: int = 1,
         raise InvalidArgument(f"min_chunks={min_chunks!r} must not exceed max_chunks={max_chunks!r}.")
     cuts = st.sets(st.integers(1, len(data) - 1), min_size=low - 1, max_size=high - 1) if len(data) > 1 \
         else st.just(cast(set[int], set()))
-    return cuts.map(lambda points: _cut(bytes(data), sorted(points)))
+    whole = bytes(data)
+    return cuts.map(lambda points: _cut(whole, sorted(points)))
 
 
 def _cut(data: bytes, points: list[int]) -> list[bytes]:
