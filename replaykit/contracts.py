@@ -45,8 +45,9 @@ its ``x-rules`` list; they run inside the same validation and report violations 
 :func:`classify` maps a route (method and path or full URI) to its contracts; :func:`check_interaction`
 checks one recorded interaction: the request, and the response body or every stream event (with its
 ``event`` index) plus the stream's sequence rules; error statuses are checked against the provider's error
-envelope. :func:`verify_check` is the ``replaykit verify`` check built on it; a cassette that is off-contract
-on purpose lists its violations under ``replaykit: {x-expected-violations: [...]}``.
+envelope (:func:`check_body` and :func:`check_events` are its parts). :func:`verify_check` is the
+``replaykit verify`` check built on it; a cassette that is off-contract on purpose lists its violations under
+``replaykit: {x-expected-violations: [...]}``.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ __all__ = [
     "Contracts",
     "Route",
     "Violation",
+    "check_body",
     "check_events",
     "check_interaction",
     "classify",
@@ -146,9 +148,13 @@ class Violation:
         return f"{head}{at}{self.pointer or '/'} {self.message}"
 
 
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _short(value: Any, limit: int = 60) -> str:
     text = json.dumps(value, ensure_ascii=False, default=repr) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return _clip(text, limit)
 
 
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number",
@@ -212,8 +218,7 @@ def _message(error: ValidationError, keyword: str, instance: Any) -> str:
         return f"{_short(instance)} is not one of {', '.join(map(str, shown))}"
     if keyword == "pattern":
         return f"{_short(instance)} does not match {expected!r}"
-    text = str(error.message)
-    return text if len(text) <= 200 else text[:199] + "…"
+    return _clip(str(error.message), 200)
 
 
 # ---------------------------------------------------------------- cross-field rules
@@ -272,9 +277,7 @@ def _reserve_below_window(instance: Mapping[str, Any]) -> Iterator[ValidationErr
 
 def _finite(value: Any) -> TypeGuard[int | float]:
     """A JSON number that is not nan or infinite: every int is (10**400 too, which a float cannot hold)."""
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return isinstance(value, int) and not isinstance(value, bool)
+    return math.isfinite(value) if isinstance(value, float) else _is_int(value)
 
 
 def _non_decreasing(member: str) -> Rule:
@@ -859,15 +862,16 @@ def check_interaction(interaction: Interaction, contracts: Contracts | None = No
         path = urlsplit(request.uri).path
         return [Violation("", "route", f"no contract covers {request.method.upper()} {path}", part="request")]
     body = request.json()
-    found = [replace(v, part="request") for v in _check_body(chosen, route.request, body, "request")]
+    found = [replace(v, part="request") for v in check_body(route.request, body, "request", chosen)]
     return found + [replace(v, part="response") for v in _check_response(chosen, route, interaction.response,
                                                                           _asks_stream(body))]
 
 
-def _check_body(contracts: Contracts, kind: str, body: Any, what: str) -> list[Violation]:
+def check_body(kind: str, body: Any, what: str, contracts: Contracts | None = None) -> list[Violation]:
+    """A parsed JSON body (None when it was empty or not JSON) against ``kind``; ``what`` names it."""
     if body is None:
         return [Violation("", "json", f"the {what} body is empty or not JSON")]
-    return contracts.validate(kind, body)
+    return (contracts or default()).validate(kind, body)
 
 
 def _asks_stream(body: Any) -> bool:
@@ -877,7 +881,7 @@ def _asks_stream(body: Any) -> bool:
 def _check_response(contracts: Contracts, route: Route, response: Response,
                     streamed: bool) -> list[Violation]:
     if response.status >= 400:
-        return _check_body(contracts, route.error, response.json(), f"HTTP {response.status} error")
+        return check_body(route.error, response.json(), f"HTTP {response.status} error", contracts)
     if response.is_stream:
         found = [] if streamed else [Violation("", "stream", "an event stream answers a request without "
                                                "stream: true")]
@@ -885,7 +889,7 @@ def _check_response(contracts: Contracts, route: Route, response: Response,
     if streamed:
         return [Violation("", "stream", "the request asked for stream: true but the response is not "
                           "text/event-stream")]
-    return _check_body(contracts, route.response, response.json(), "response")
+    return check_body(route.response, response.json(), "response", contracts)
 
 
 def verify_check(path: Path, cassette: Cassette) -> list[Finding]:

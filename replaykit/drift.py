@@ -123,18 +123,18 @@ MAPPING: tuple[Entry, ...] = (
 # ---------------------------------------------------------------- the SDK side
 
 
+def _qualifier(annotation: Any) -> str:
+    """``NotRequired``, ``Required`` or ``ReadOnly`` when one (of typing or typing_extensions) wraps
+    ``annotation``, else ``""``."""
+    origin = typing.get_origin(annotation)
+    name = getattr(origin, "_name", None) or str(origin)
+    return next((q for q in ("NotRequired", "Required", "ReadOnly") if name.endswith(q)), "")
+
+
 def _strip(annotation: Any) -> Any:
-    wrappers = {typing.Annotated, typing.Required, typing.NotRequired, typing.ReadOnly} \
-        if hasattr(typing, "ReadOnly") else {typing.Annotated, typing.Required, typing.NotRequired}
-    while typing.get_origin(annotation) in wrappers or _is_extension_wrapper(annotation):
+    while typing.get_origin(annotation) is typing.Annotated or _qualifier(annotation):
         annotation = typing.get_args(annotation)[0]
     return annotation
-
-
-def _is_extension_wrapper(annotation: Any) -> bool:
-    origin = typing.get_origin(annotation)
-    return getattr(origin, "_name", None) in {"Required", "NotRequired", "ReadOnly"} or \
-        str(origin).endswith(("Required", "NotRequired", "ReadOnly"))
 
 
 def _members(annotation: Any) -> list[Any]:
@@ -166,11 +166,9 @@ def _fields(model: Any) -> dict[str, tuple[bool, Any]]:
 
 
 def _required_key(model: Any, hint: Any) -> bool:
-    name = getattr(typing.get_origin(hint), "_name", "") or str(typing.get_origin(hint))
-    if name.endswith("NotRequired"):
-        return False
-    if name.endswith("Required"):
-        return True
+    qualifier = _qualifier(hint)
+    if qualifier in ("NotRequired", "Required"):
+        return qualifier == "Required"
     return bool(getattr(model, "__total__", True))
 
 
@@ -210,20 +208,6 @@ class _Schemas:
         for member in schema.get("allOf", ()):
             if "if" not in member:
                 yield from self.parts(member, base)
-
-    def required(self, schema: Any, base: str) -> set[str]:
-        return {name for part, _ in self.parts(schema, base) for name in part.get("required", ())}
-
-    def properties(self, schema: Any, base: str) -> dict[str, tuple[Any, str]]:
-        found: dict[str, tuple[Any, str]] = {}
-        for part, where in self.parts(schema, base):
-            for name, sub in part.get("properties", {}).items():
-                found.setdefault(name, (sub, where))
-        return found
-
-    def closed(self, schema: Any, base: str) -> bool:
-        return any(part.get("additionalProperties") is False or part.get("unevaluatedProperties") is False
-                   for part, _ in self.parts(schema, base))
 
     def values(self, schema: Any, base: str) -> set[Any] | None:
         """The literal values a schema allows (None when it does not restrict them to a set)."""
@@ -270,6 +254,20 @@ class _Target:
     closed: bool
     ignore: dict[str, str]
 
+    @classmethod
+    def of(cls, name: str, where: str, parts: list[tuple[dict[str, Any], str]]) -> _Target:
+        """The target made of an object schema's ``parts`` (:meth:`_Schemas.parts`), walked once."""
+        props: dict[str, tuple[Any, str]] = {}
+        ignore: dict[str, str] = {}
+        for part, at in parts:
+            for prop, sub in part.get("properties", {}).items():
+                props.setdefault(prop, (sub, at))
+            ignore.update(part.get("x-drift-ignore", {}))
+        required = {prop for part, _ in parts for prop in part.get("required", ())}
+        closed = any(part.get("additionalProperties") is False or part.get("unevaluatedProperties") is False
+                     for part, _ in parts)
+        return cls(name, where, required, props, closed, ignore)
+
 
 class _Comparison:
     def __init__(self, entry: Entry, schemas: _Schemas) -> None:
@@ -283,12 +281,7 @@ class _Comparison:
         self.gaps.append(Gap(self.entry.package, target.name, label, gap, detail, verdict, reason))
 
     def target(self, name: str, schema: Any, base: str, where: str) -> _Target:
-        ignore: dict[str, str] = {}
-        for part, _ in self.schemas.parts(schema, base):
-            ignore.update(part.get("x-drift-ignore", {}))
-        found = self.schemas
-        return _Target(name, where, found.required(schema, base), found.properties(schema, base),
-                       found.closed(schema, base), ignore)
+        return _Target.of(name, where, list(self.schemas.parts(schema, base)))
 
     def run(self) -> list[Gap]:
         annotation = _load(self.entry.sdk)
@@ -299,14 +292,14 @@ class _Comparison:
             target = self.target(self.entry.sdk, schema, base, where)
             self.values(target, "", set(_literals(annotation)), self.schemas.values(schema, base))
         elif len(members) > 1 or self.schemas.is_union(schema, base, self.entry.discriminator):
-            self.union(members, schema, base)
+            self.union(members, schema, base, where)
         else:
             self.model(members[0], self.target(_label(members[0]), schema, base, where))
         return self.gaps
 
-    def union(self, members: list[Any], schema: Any, base: str) -> None:
+    def union(self, members: list[Any], schema: Any, base: str, where: str) -> None:
         prop = self.entry.discriminator
-        union = self.target(self.entry.sdk, schema, base, BASE_URI + self.entry.contract)
+        union = self.target(self.entry.sdk, schema, base, where)
         allowed = self.schemas.values(*union.props[prop]) if prop in union.props else None
         seen: set[Any] = set()
         for member in members:

@@ -12,11 +12,11 @@ import importlib
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from replaykit.errors import ReplaykitError, UsageError, safe_message
 
-__all__ = ["EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+__all__ = ["EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "table"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -60,6 +60,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:  # the CLI never shows a bare traceback
         return _fail(exc, EXIT_INTERNAL, internal=True)
+
+
+def table(rows: Sequence[Sequence[str]], right: Collection[int] = ()) -> list[str]:
+    """``rows`` as aligned text lines, two spaces between columns; columns in ``right`` are right-aligned and
+    the last column is left as it is (no trailing padding)."""
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
+    return ["  ".join([*(cell.rjust(width) if column in right else cell.ljust(width)
+                         for column, (cell, width) in enumerate(zip(row, widths, strict=False))), row[-1]])
+            for row in rows]
 
 
 def _fail(exc: BaseException, code: int, internal: bool = False) -> int:

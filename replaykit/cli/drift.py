@@ -12,7 +12,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from replaykit.cli import EXIT_FINDINGS, EXIT_OK
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK, table
 from replaykit.drift import MAPPING, SDKS, Gap, compare, sdk_version
 
 __all__ = ["register", "render", "run"]
@@ -60,9 +60,7 @@ def render(gaps: list[Gap], versions: dict[str, str], entries: int) -> str:
     order = {"blocking": 0, "explained": 1, "info": 2}
     rows = [_HEAD] + [(g.verdict.upper(), g.sdk, g.sdk_type.rpartition(":")[2], g.contract, g.gap, g.detail)
                       for g in sorted(gaps, key=lambda gap: order[gap.verdict])]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEAD) - 1)]
-    lines = ["  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]])
-             for row in rows]
+    lines = table(rows)
     lines += [f"explained: {g.contract} {g.gap}: {g.reason}" for g in gaps if g.verdict == "explained"]
     counts = _summary(gaps, entries)
     sdk_text = ", ".join(f"{sdk} {version}" for sdk, version in versions.items())

@@ -11,7 +11,7 @@ import argparse
 import json
 from typing import Any
 
-from replaykit.cli import EXIT_FINDINGS, EXIT_OK
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK, table
 from replaykit.verify import FileResult, Report, verify_paths
 
 __all__ = ["register", "render", "run"]
@@ -43,17 +43,9 @@ def render(report: Report) -> str:
     lines = [str(finding) for finding in report.findings]
     if lines:
         lines.append("")
-    rows = [_HEAD] + [_row(result) for result in report.files]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEAD) - 1)]
-    lines += [_line(row, widths) for row in rows]
+    lines += table([_HEAD, *map(_row, report.files)], right={1})
     lines.append(_summary(report))
     return "\n".join(lines)
-
-
-def _line(row: tuple[str, ...], widths: list[int]) -> str:
-    cells = [text.rjust(width) if column == 1 else text.ljust(width)
-             for column, (text, width) in enumerate(zip(row, widths, strict=False))]
-    return "  ".join([*cells, row[-1]])
 
 
 def _row(result: FileResult) -> tuple[str, str, str, str, str]:
