@@ -24,6 +24,7 @@ from typing import Any
 from replaykit.cli import EXIT_OK
 from replaykit.errors import CassetteError, UsageError
 from replaykit.server import FakeProvider, Fault, load_faults
+from replaykit.server.app import ADMIN_PREFIX
 from replaykit.server.matching import BUILTIN_MATCHERS
 
 __all__ = ["register", "run"]
@@ -109,7 +110,7 @@ def _announce(fake: FakeProvider, as_json: bool) -> None:
         return
     for provider, url in urls.items():
         print(f"{provider:<11} {url}")
-    print(f"journal     {fake.url}/__replaykit/journal", flush=True)
+    print(f"journal     {fake.url}{ADMIN_PREFIX}/journal", flush=True)
 
 
 @contextmanager
@@ -148,8 +149,5 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _summary(fake: FakeProvider) -> None:
-    journal = fake.journal
-    unmatched = sum(entry.verdict == "unmatched" for entry in journal)
-    unused = len(fake.unused())
-    print(f"replaykit serve: {len(journal)} requests, {unmatched} unmatched, "
-          f"{unused} interactions never served", file=sys.stderr)
+    print(f"replaykit serve: {len(fake.journal)} requests, {len(fake.unmatched())} unmatched, "
+          f"{len(fake.unused())} interactions never served", file=sys.stderr)

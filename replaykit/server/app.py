@@ -70,6 +70,11 @@ class State:
             self.pool.reset()
             self.seq = 0
 
+    def unused(self) -> list[dict[str, Any]]:
+        """Interactions never delivered whole: ``{cassette, index, line, route}`` each."""
+        with self.lock:
+            return [{**slot.where(), "route": slot.route.name} for slot in self.pool.unused()]
+
 
 # ---------------------------------------------------------------- reading the request
 
@@ -123,7 +128,7 @@ def _admit(state: State, received: Received) -> tuple[Entry, list[Fault]]:
             if key:
                 counts[key] += 1
         chosen = [
-            f for f in state.faults if f.selects(route.name, route.provider, state.counts[f.route or "*"])
+            f for f in state.faults if f.selects(route.name, route.provider, counts[f.route or "*"])
         ]
         return _entry(state, received), chosen
 
@@ -131,26 +136,13 @@ def _admit(state: State, received: Received) -> tuple[Entry, list[Fault]]:
 # ---------------------------------------------------------------- choosing what to serve
 
 
-def _unmatched_plan(received: Received, reason: str) -> Plan:
-    message = f"replaykit: no recorded interaction for {received.method} {received.path}: {reason}"
-    reply = envelopes.error_reply(
-        received.route.provider,
-        404,
-        message=message,
-        headers={"x-replaykit-error": _header_text(message), "x-should-retry": "false"},
-    )
-    return error_plan(reply)
-
-
-def _invalid_plan(received: Received, violations: list[dict[str, Any]]) -> Plan:
-    first = violations[0]
-    message = f"{first.get('pointer') or '/'}: {first.get('message')}"
-    reply = envelopes.error_reply(
-        received.route.provider,
-        400,
-        message=message,
-        headers={"x-replaykit-error": _header_text(f"contract violation at {message}")},
-    )
+def _replaykit_error(received: Received, status: int, message: str, header: str | None = None) -> Plan:
+    """The provider's error envelope for an answer replaykit makes up itself; ``header`` (default:
+    ``message``) goes into ``x-replaykit-error``, and a 404 or 500 says not to retry."""
+    headers = {"x-replaykit-error": _header_text(header or message)}
+    if status != 400:
+        headers["x-should-retry"] = "false"
+    reply = envelopes.error_reply(received.route.provider, status, message=message, headers=headers)
     return error_plan(reply)
 
 
@@ -188,12 +180,15 @@ def _choose(state: State, received: Received, entry: Entry, faults: list[Fault])
         return _faulted(status_plan(status, received.route.provider), faults, entry, status), None
     if state.settings.enforce_contracts and entry.request_violations:
         entry.verdict = "invalid"
-        return _invalid_plan(received, entry.request_violations), None
+        first = entry.request_violations[0]
+        message = f"{first.get('pointer') or '/'}: {first.get('message')}"
+        return _replaykit_error(received, 400, message, f"contract violation at {message}"), None
     with state.lock:
         match = state.pool.match(received)
     if match.slot is None:
         entry.verdict, entry.near_misses, entry.error = "unmatched", match.near_misses, match.reason
-        return _unmatched_plan(received, match.reason), match
+        message = f"replaykit: no recorded interaction for {received.method} {received.path}: {match.reason}"
+        return _replaykit_error(received, 404, message), match
     entry.verdict, entry.matched, entry.diff = "served", match.slot.where(), match.diff
     entry.provider = entry.provider or match.slot.route.provider
     try:
@@ -259,13 +254,7 @@ def _internal_error(state: State, received: Received, exc: Exception, entry: Ent
     state.errors.append(exc)
     message = f"replaykit internal error: {type(exc).__name__}: {exc}"
     entry.verdict, entry.error = "error", message
-    reply = envelopes.error_reply(
-        received.route.provider,
-        500,
-        message=message,
-        headers={"x-replaykit-error": _header_text(message), "x-should-retry": "false"},
-    )
-    return error_plan(reply)
+    return _replaykit_error(received, 500, message)
 
 
 async def handle(request: web.BaseRequest, state: State) -> web.StreamResponse:
@@ -300,9 +289,7 @@ async def _reset(request: web.BaseRequest, state: State) -> web.Response:
 
 
 async def _unused(request: web.BaseRequest, state: State) -> web.Response:
-    with state.lock:
-        rows = [{**slot.where(), "route": slot.route.name} for slot in state.pool.unused()]
-    return web.json_response(rows)
+    return web.json_response(state.unused())
 
 
 async def _add_faults(request: web.BaseRequest, state: State) -> web.Response:

@@ -77,10 +77,6 @@ def request_id(provider: str | None) -> str:
     return f"req_{secrets.token_hex(12)}"
 
 
-def _message(status: int) -> str:
-    return f"replaykit fault: HTTP {status}"
-
-
 def _anthropic(status: int, message: str, error_type: str | None, rid: str) -> dict[str, Any]:
     kind = error_type or _ANTHROPIC_TYPES.get(
         status, "api_error" if status >= 500 else "invalid_request_error"
@@ -131,7 +127,7 @@ def error_reply(
 ) -> ErrorReply:
     """The body and headers ``provider`` answers ``status`` with (``None``: the OpenAI shape)."""
     rid = request_id(provider)
-    text = message or _message(status)
+    text = message or f"replaykit fault: HTTP {status}"
     if provider == "anthropic":
         body = _anthropic(status, text, error_type, rid)
     elif provider == "cloudflare":

@@ -144,8 +144,7 @@ class Fault:
 
 
 def _known(raw: Mapping[str, Any]) -> list[str]:
-    kind = str(raw.get("kind", ""))
-    return [*_SELECTORS, *_ALLOWED.get(kind, ())] if kind in _ALLOWED else list(_SELECTORS)
+    return [*_SELECTORS, *_ALLOWED.get(str(raw.get("kind", "")), ())]
 
 
 def _check(fault: Fault) -> None:

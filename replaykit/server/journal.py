@@ -29,33 +29,21 @@ from pathlib import Path
 from typing import Any
 
 from replaykit.errors import UsageError, located
+from replaykit.redact import PLACEHOLDER, SECRET_HEADERS
 
 __all__ = ["SCHEMA_ID", "Entry", "Journal", "redact_headers"]
 
 SCHEMA_ID = "https://replaykit.dev/contracts/replaykit/journal-entry.schema.json"
 
-try:  # the project's redaction rules, when present
-    from replaykit.redact import PLACEHOLDER, SECRET_HEADERS
-except ImportError:  # pragma: no cover - a minimal denylist until replaykit.redact exists
-    PLACEHOLDER = "REDACTED"
-    SECRET_HEADERS = frozenset(
-        {
-            "authorization",
-            "x-api-key",
-            "api-key",
-            "cookie",
-            "set-cookie",
-            "cf-aig-authorization",
-            "proxy-authorization",
-        }
-    )
+# The project's secret headers, and the proxy's (a request to a fake provider may carry one).
+_SECRET_HEADERS = SECRET_HEADERS | {"proxy-authorization"}
 
 
 def redact_headers(headers: dict[str, str]) -> dict[str, str]:
     """Headers with secret values replaced (``Authorization: Bearer REDACTED`` keeps its scheme)."""
     out: dict[str, str] = {}
     for name, value in headers.items():
-        if name.lower() in SECRET_HEADERS or name.lower() == "proxy-authorization":
+        if name.lower() in _SECRET_HEADERS:
             scheme, sep, _ = value.partition(" ")
             value = f"{scheme} {PLACEHOLDER}" if sep and scheme.isalpha() else PLACEHOLDER
         out[name] = value

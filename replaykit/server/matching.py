@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 from replaykit import sse
 from replaykit.cassette import Interaction, Request, body_json
 from replaykit.server.diff import Pattern, compile_patterns, diff
-from replaykit.server.plan import BATCHED_STREAM_LIMIT, Batch, batches
+from replaykit.server.plan import Batch, fitting_batches
 from replaykit.server.routes import Route, classify_uri
 
 __all__ = [
@@ -112,13 +112,9 @@ class Slot:
         per body; None for a stream that does not fit :data:`~replaykit.server.plan.BATCHED_STREAM_LIMIT`
         framed (it goes event by event)."""
         body = self.interaction.response.body
-        if len(body) > BATCHED_STREAM_LIMIT:
-            return None
         cached = self.memo.get("batches")
         if cached is None or cached[0] is not body:
-            framed = list(batches(self.chunks()))
-            fits = sum(len(data) for data, _ in framed) <= BATCHED_STREAM_LIMIT
-            cached = self.memo["batches"] = (body, framed if fits else None)
+            cached = self.memo["batches"] = (body, fitting_batches(self.chunks()))
         return None if cached[1] is None else list(cached[1])
 
     def where(self) -> dict[str, Any]:
@@ -222,8 +218,11 @@ class Pool:
     ) -> None:
         self.slots = list(slots)
         self.ignore = compile_patterns(volatile)
-        names = list(match_on) + (["body"] if strict and "body" not in match_on else [])
+        names = list(match_on)
+        if strict and "body" not in names:
+            names.append("body")
         self.checks = tuple(_builtin(m, self.ignore) if isinstance(m, str) else _user(m) for m in names)
+        self._body_checked = "body" in names  # a slot the body matcher took has no body diff
         self.repeat = repeat
 
     @property
@@ -244,7 +243,7 @@ class Pool:
         for slot in self._order(on_route):
             if all(check.accepts(received, slot) for check in self.checks):
                 slot.taken += 1
-                return Match(slot, _body_diff(received, slot, self.ignore, 50))
+                return Match(slot, [] if self._body_checked else _body_diff(received, slot, self.ignore, 50))
         return Match(
             None,
             near_misses=self._near(received, on_route or self.slots),

@@ -33,6 +33,7 @@ __all__ = [
     "batches",
     "corrupt",
     "error_plan",
+    "fitting_batches",
     "http_chunk",
     "plan_for",
     "replay_headers",
@@ -159,17 +160,20 @@ def batches(chunks: Iterable[bytes | memoryview]) -> Iterator[Batch]:
         yield b"".join(pieces), count
 
 
+def fitting_batches(chunks: Sequence[bytes | memoryview]) -> list[Batch] | None:
+    """``chunks`` in :func:`batches` when, framed, they fit :data:`BATCHED_STREAM_LIMIT`; else None."""
+    if sum(map(len, chunks)) > BATCHED_STREAM_LIMIT:  # framing only adds to it
+        return None
+    framed = list(batches(chunks))
+    return framed if sum(len(data) for data, _ in framed) <= BATCHED_STREAM_LIMIT else None
+
+
 def batched(plan: Plan) -> list[Batch] | None:
     """The batches ``plan`` is sent in when it is a stream in ``fast`` timing that never waits and, framed,
     fits :data:`BATCHED_STREAM_LIMIT`; None when it goes event by event."""
     if not plan.batch or plan.timed:
         return None
-    if plan.framed is not None:
-        return plan.framed
-    if sum(map(len, plan.chunks)) > BATCHED_STREAM_LIMIT:  # framing only adds to it
-        return None
-    framed = list(batches(plan.chunks))
-    return framed if sum(len(data) for data, _ in framed) <= BATCHED_STREAM_LIMIT else None
+    return plan.framed if plan.framed is not None else fitting_batches(plan.chunks)
 
 
 def _slices(body: bytes) -> list[bytes | memoryview]:
@@ -189,9 +193,9 @@ def plan_for(
 ) -> Plan:
     """The plan replaying ``response`` as recorded.
 
-    ``chunks`` are the raw SSE events (default: each ``event.raw`` of ``events``, or of ``response.events``);
-    ``events`` the parsed ones, needed only by faults that read event types (``error_event``,
-    ``drop_terminal``).
+    ``chunks`` are the raw SSE events (default: each ``event.raw`` of ``events``, or of ``response.events``),
+    taken by the plan as they are (faults change the list: pass one of your own); ``events`` the parsed
+    ones, needed only by faults that read event types (``error_event``, ``drop_terminal``).
     """
     headers = replay_headers(response)
     if not response.is_stream:
@@ -209,7 +213,7 @@ def plan_for(
     return Plan(
         response.status,
         headers,
-        list(chunks),
+        chunks,
         True,
         due,
         events=list(events),
@@ -264,7 +268,7 @@ def _disconnect(plan: Plan, fault: Fault) -> bool:
         at = _cut(plan, _after(plan, fault))
         plan.notes.append(f"disconnected after event {at}")
     else:
-        body = b"".join(bytes(c) for c in plan.chunks)
+        body = b"".join(plan.chunks)
         plan.chunks = [body[: len(body) // 2]]
         plan.notes.append(f"disconnected after {len(body) // 2} of {len(body)} bytes")
     plan.end, plan.altered = "disconnect", True
@@ -339,7 +343,7 @@ def _drop_terminal(plan: Plan, fault: Fault) -> bool:
 
 
 def _truncate(plan: Plan, fault: Fault) -> bool:
-    body = b"".join(bytes(c) for c in plan.chunks)
+    body = b"".join(plan.chunks)
     at = len(body) // 2 if fault.at is None else min(fault.at, len(body))
     plan.chunks, plan.length = [body[:at]], at
     plan.notes.append(f"body truncated to {at} of {len(body)} bytes")

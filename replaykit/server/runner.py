@@ -289,8 +289,7 @@ class FakeProvider:
 
     def unused(self) -> list[dict[str, Any]]:
         """Interactions never delivered whole: ``{cassette, index, line, route}`` each."""
-        with self._state.lock:
-            return [{**slot.where(), "route": slot.route.name} for slot in self._state.pool.unused()]
+        return self._state.unused()
 
     def unmatched(self) -> list[Entry]:
         """Journal entries of requests no recorded interaction matched (with their near misses)."""

@@ -13,12 +13,12 @@ copy of exactly what validating would return; errors are never cached.
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from collections import OrderedDict
 from typing import Any
 
 from replaykit import contracts, sse
+from replaykit.cassette import body_json
 from replaykit.server.matching import Received, Slot
 from replaykit.server.plan import Plan
 
@@ -88,20 +88,13 @@ def request_violations(received: Received) -> list[dict[str, Any]]:
     return [dict(row) for row in rows]
 
 
-def _body(plan: Plan) -> Any:
-    try:
-        return json.loads(b"".join(bytes(chunk) for chunk in plan.chunks))
-    except ValueError:
-        return None
-
-
 def _check_plan(route: contracts.Route, plan: Plan) -> list[contracts.Violation]:
+    body = b"".join(plan.chunks)
     if plan.status >= 400:
-        return _check_json(route.error, _body(plan), f"HTTP {plan.status} error")
+        return _check_json(route.error, body_json(body), f"HTTP {plan.status} error")
     if plan.stream:
-        events = sse.parse(b"".join(bytes(chunk) for chunk in plan.chunks))
-        return contracts.check_events(route, events)
-    return _check_json(route.response, _body(plan), "response")
+        return contracts.check_events(route, sse.parse(body))
+    return _check_json(route.response, body_json(body), "response")
 
 
 def response_violations(received: Received, slot: Slot | None, plan: Plan) -> list[dict[str, Any]]:
