@@ -76,6 +76,7 @@ __all__ = [
     "load",
     "loads",
     "save",
+    "write_atomic",
 ]
 
 Origin = Literal["recorded", "synthesized"]
@@ -942,13 +943,15 @@ def save(cassette: Cassette, path: str | os.PathLike[str]) -> None:
         fix = "keep metadata to plain YAML types: text, numbers, lists and mappings"
         raise CassetteError(located(target, None, f"cannot be written: {exc}", fix)) from exc
     try:
-        _write_atomic(target, text)
+        write_atomic(target, text)
     except OSError as exc:
         raise CassetteError(located(target, None, f"cannot be written: {exc.strerror or exc}",
                                     "check that the folder is writable")) from exc
 
 
-def _write_atomic(target: Path, data: bytes) -> None:
+def write_atomic(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` whole or not at all: a temporary file beside it, synced, renamed over it
+    (an existing file keeps its mode; a new one gets 0644). Missing folders are created."""
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

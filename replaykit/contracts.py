@@ -871,7 +871,7 @@ def check_body(kind: str, body: Any, what: str, contracts: Contracts | None = No
     """A parsed JSON body (None when it was empty or not JSON) against ``kind``; ``what`` names it."""
     if body is None:
         return [Violation("", "json", f"the {what} body is empty or not JSON")]
-    return (contracts or default()).validate(kind, body)
+    return validate(kind, body) if contracts is None else contracts.validate(kind, body)
 
 
 def _asks_stream(body: Any) -> bool:

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from replaykit.cassette import write_atomic
 from replaykit.errors import UsageError, located
 from replaykit.redact import PLACEHOLDER, SECRET_HEADERS
 
@@ -116,7 +116,7 @@ class Journal:
         # ASCII escapes: a request may carry a lone surrogate (\ud800) that UTF-8 cannot encode
         lines = "".join(json.dumps(item) + "\n" for item in self.to_json())
         try:
-            _write_atomic(Path(path), lines.encode("utf-8"))
+            write_atomic(Path(path), lines.encode("utf-8"))
         except OSError as exc:
             raise UsageError(
                 located(
@@ -126,17 +126,3 @@ class Journal:
                     "pass a --journal path in a writable folder",
                 )
             ) from exc
-
-
-def _write_atomic(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

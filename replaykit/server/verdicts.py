@@ -66,12 +66,6 @@ def _rows(found: list[contracts.Violation]) -> list[dict[str, Any]]:
             for v in found]
 
 
-def _check_json(kind: str, body: Any, what: str) -> list[contracts.Violation]:
-    if body is None:
-        return [contracts.Violation("", "json", f"the {what} body is empty or not JSON")]
-    return contracts.validate(kind, body)
-
-
 def request_violations(received: Received) -> list[dict[str, Any]]:
     """Violations of the request body against its route's request contract (``[]`` off the known routes).
 
@@ -83,7 +77,7 @@ def request_violations(received: Received) -> list[dict[str, Any]]:
     key = (route.request, hashlib.sha256(received.body).digest())
     rows = _VERDICTS.get(key)
     if rows is None:
-        rows = tuple(_rows(_check_json(route.request, received.json, "request")))
+        rows = tuple(_rows(contracts.check_body(route.request, received.json, "request")))
         _VERDICTS.put(key, rows)
     return [dict(row) for row in rows]
 
@@ -91,10 +85,10 @@ def request_violations(received: Received) -> list[dict[str, Any]]:
 def _check_plan(route: contracts.Route, plan: Plan) -> list[contracts.Violation]:
     body = b"".join(plan.chunks)
     if plan.status >= 400:
-        return _check_json(route.error, body_json(body), f"HTTP {plan.status} error")
+        return contracts.check_body(route.error, body_json(body), f"HTTP {plan.status} error")
     if plan.stream:
         return contracts.check_events(route, sse.parse(body))
-    return _check_json(route.response, body_json(body), "response")
+    return contracts.check_body(route.response, body_json(body), "response")
 
 
 def response_violations(received: Received, slot: Slot | None, plan: Plan) -> list[dict[str, Any]]:
