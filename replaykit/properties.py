@@ -127,9 +127,11 @@ class Outcome:
 # ---------------------------------------------------------------- calling the estimator
 
 
-def dumps(value: object) -> str:
-    """Strict JSON: NaN becomes null and +-infinity +-1e999 (which JSON parsers read back as infinities)."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+def dumps(value: object, indent: int | None = None) -> str:
+    """Strict JSON: NaN becomes null and +-infinity +-1e999 (which JSON parsers read back as infinities);
+    compact, or indented by ``indent``."""
+    separators = (",", ":") if indent is None else None
+    text = json.dumps(value, ensure_ascii=False, indent=indent, separators=separators, allow_nan=True)
     return _NON_FINITE.sub(_finite_token, text)
 
 

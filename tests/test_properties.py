@@ -315,3 +315,23 @@ def test_cli_usage_errors_exit_2_with_one_line(argv: list[str], capsys: pytest.C
     assert main(argv) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.startswith("replaykit: error:") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_cli_json_is_strict_json_when_a_failure_holds_non_finite_numbers(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from replaykit import properties
+    from replaykit.properties import Failure, Outcome
+
+    usage = {"input_tokens": math.inf, "output_tokens": math.nan}
+    failure = Failure("estimate was inf", {"messages": [], "usage": usage}, {"provider": "anthropic"})
+    monkeypatch.setattr(properties, "run", lambda *_, **__: [Outcome("never_raises", "s", failure)])
+    code = main(["properties", "--estimator", "replaykit.estimate:estimate_tokens", "--seed", "5", "--json"])
+
+    def refuse(token: str) -> None:
+        raise ValueError(f"not strict JSON: {token}")
+
+    report = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    assert code == EXIT_FINDINGS
+    assert report["properties"][0]["failure"]["transcript"]["usage"] == {"input_tokens": math.inf,
+                                                                         "output_tokens": None}

@@ -10,7 +10,6 @@ property holds, 1 otherwise, 2 on usage errors (a bad ``module:function``, a com
 from __future__ import annotations
 
 import argparse
-import json
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -69,15 +68,15 @@ def _estimator(args: argparse.Namespace) -> Iterator[tuple[str, Estimator]]:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Run the suite as ``args`` say and print the report."""
-    from replaykit.properties import run
+    """Run the suite as ``args`` say and print the report (``--json``: strict JSON, no ``Infinity``)."""
+    from replaykit.properties import dumps, run
 
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     with _estimator(args) as (label, estimator):
         outcomes = run(estimator, max_examples=args.max_examples, seed=seed, names=args.names,
                        shrink=args.shrink)
     header = {"estimator": label, "seed": seed, "maxExamples": args.max_examples}
-    print(json.dumps(to_json(header, outcomes), indent=2) if args.json else render(header, outcomes))
+    print(dumps(to_json(header, outcomes), indent=2) if args.json else render(header, outcomes))
     return EXIT_OK if all(outcome.passed for outcome in outcomes) else EXIT_FINDINGS
 
 
@@ -116,13 +115,11 @@ def to_json(header: dict[str, Any], outcomes: list[Outcome]) -> dict[str, Any]:
 
 
 def _entry(outcome: Outcome) -> dict[str, Any]:
-    from replaykit.properties import dumps
-
     entry: dict[str, Any] = {"name": outcome.name, "statement": outcome.statement, "status": outcome.status}
     if outcome.unchecked:
         entry["reason"] = outcome.unchecked
     if outcome.failure is not None:
-        failure = json.loads(dumps({"detail": outcome.failure.detail, "target": outcome.failure.target,
-                                    "transcript": outcome.failure.transcript}))
-        entry["failure"] = failure
+        failure = outcome.failure
+        entry["failure"] = {"detail": failure.detail, "target": failure.target,
+                            "transcript": failure.transcript}
     return entry
