@@ -448,7 +448,7 @@ def header_value(headers: Any, name: str) -> str | None:
     items = headers.items() if hasattr(headers, "items") else ()
     for key, value in items:
         if str(key).lower() == name:
-            first = value[0] if isinstance(value, list) and value else value
+            first = (value[0] if value else None) if isinstance(value, list) else value
             return str(first) if first is not None else None
     return None
 

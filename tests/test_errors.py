@@ -411,3 +411,14 @@ def test_json_pointer_escapes_each_token() -> None:
 
     assert json_pointer(["messages", 0, "a/b", "m~n"]) == "/messages/0/a~1b/m~0n"
     assert json_pointer([]) == ""
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [({"Retry-After": "2"}, "2"), ({"retry-after": ["3", "4"]}, "3"), ({"retry-after": []}, None),
+     ({"retry-after": None}, None), ({}, None), (None, None)],
+)
+def test_header_value_reads_every_header_shape(headers: Any, expected: str | None) -> None:
+    from replaykit.errors import header_value
+
+    assert header_value(headers, "retry-after") == expected
