@@ -158,28 +158,28 @@ def text_tokens(text: str) -> int:
     return text_chars(text).tokens
 
 
-def _collect(value: object, texts: list[str], images: list[None]) -> None:
-    """Gather the counted strings under ``value`` into ``texts``, one None per image into ``images``."""
+def _collect(value: object, texts: list[str]) -> int:
+    """Gather the counted strings under ``value`` into ``texts``; return the number of images under it."""
     if isinstance(value, str):
         texts.append(value)
-    elif isinstance(value, dict):
+        return 0
+    if isinstance(value, dict):
         if value.get("type") in _IMAGE_TYPES:
-            images.append(None)
-            return
-        for item in value.values():
-            _collect(item, texts, images)
-    elif isinstance(value, list):
-        for item in value:
-            _collect(item, texts, images)
+            return 1
+        value = value.values()
+    elif not isinstance(value, list):
+        return 0
+    images = 0
+    for item in value:
+        images += _collect(item, texts)
+    return images
 
 
 def _strings(values: Iterable[object]) -> tuple[list[str], int]:
     """The counted strings under ``values`` and the number of images among them."""
     texts: list[str] = []
-    images: list[None] = []
-    for value in values:
-        _collect(value, texts, images)
-    return texts, len(images)
+    images = sum(_collect(value, texts) for value in values)
+    return texts, images
 
 
 def _chars(values: Iterable[object]) -> Chars:
@@ -229,9 +229,8 @@ def _config(transcript: Mapping[str, Any], timestamp: float) -> tuple[object, ob
     history = transcript.get("systemHistory")
     if not isinstance(history, list):
         return _current(transcript)
-    entries = [entry for entry in history if isinstance(entry, dict)]
-    earlier = [entry for entry in entries if _number(entry.get("timestamp")) is not None
-               and entry["timestamp"] <= timestamp]
+    earlier = [entry for entry in history if isinstance(entry, dict)
+               and _number(entry.get("timestamp")) is not None and entry["timestamp"] <= timestamp]
     return _current(earlier[-1]) if earlier else None
 
 
@@ -377,9 +376,10 @@ def o200k_base() -> tiktoken.Encoding:
 
 
 def _bundled_ranks(expected_hash: str | None) -> dict[bytes, int]:
-    data = gzip.decompress(_bundled_path().read_bytes())
+    path = _bundled_path()
+    data = gzip.decompress(path.read_bytes())
     if expected_hash and hashlib.sha256(data).hexdigest() != expected_hash:
-        raise ExactModeUnavailable(f"{_bundled_path()}: the o200k_base ranks do not match tiktoken's SHA-256 "
+        raise ExactModeUnavailable(f"{path}: the o200k_base ranks do not match tiktoken's SHA-256 "
                                    f"{expected_hash}; reinstall bpe-openai")
     ranks = (line.split() for line in data.splitlines() if line)
     return {base64.b64decode(token): int(rank) for token, rank in ranks}

@@ -35,7 +35,7 @@ import copy
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from replaykit.errors import LocalRequestError, UsageError
 
@@ -48,6 +48,7 @@ PROVIDERS: dict[str, str] = {"anthropic": "anthropic-messages", "openai": "opena
 APIS: tuple[Api, ...] = ("anthropic-messages", "openai-responses")
 JSON = dict[str, Any]
 ANTHROPIC_SEARCH_TOOL = "web_search_20250305"
+_C = TypeVar("_C")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,15 +116,23 @@ class _Walk:
     def fail(self, pointer: str, message: str) -> LocalRequestError:
         return LocalRequestError(message, phase="validation", pointer=pointer, message_index=self.index)
 
-    def blocks(self, message: JSON, key: str = "content") -> list[JSON]:
-        content = message.get(key)
-        pointer = f"/messages/{self.index}/{key}"
+    def blocks(self, message: JSON) -> list[JSON]:
+        content = message.get("content")
+        pointer = f"/messages/{self.index}/content"
         if not isinstance(content, list):
-            raise self.fail(pointer, f"{key} must be a list of blocks, not {type(content).__name__}")
+            raise self.fail(pointer, f"content must be a list of blocks, not {type(content).__name__}")
         for number, block in enumerate(content):
             if not isinstance(block, dict) or not isinstance(block.get("type"), str):
                 raise self.fail(f"{pointer}/{number}", "a block must be an object with a string type")
         return content
+
+    def converter(self, table: Mapping[str, _C], block: JSON, number: int) -> _C:
+        """The converter of an assistant block's type in ``table``; an unknown type is a validation error."""
+        convert = table.get(block["type"])
+        if convert is None:
+            raise self.fail(f"/messages/{self.index}/content/{number}/type",
+                            f"unknown assistant block type {block['type']!r}")
+        return convert
 
     def same(self, message: JSON, block: JSON) -> bool:
         provider = block.get("provider", message.get("provider"))
@@ -131,9 +140,7 @@ class _Walk:
         return provider == self.target.provider and api == self.target.api
 
 
-def _messages(transcript: object, walk: _Walk) -> list[JSON]:
-    if not isinstance(transcript, dict):
-        raise walk.fail("", f"a transcript must be an object, not {type(transcript).__name__}")
+def _messages(transcript: JSON, walk: _Walk) -> list[JSON]:
     messages = transcript.get("messages")
     if not isinstance(messages, list):
         raise walk.fail("/messages", "messages must be a list of messages")
@@ -252,20 +259,17 @@ def _append_tool_result(out: list[JSON], result: JSON) -> None:
 def _anthropic_assistant(message: JSON, walk: _Walk) -> list[JSON]:
     out: list[JSON] = []
     for number, block in enumerate(walk.blocks(message)):
-        convert = _ANTHROPIC_BLOCKS.get(block["type"])
-        if convert is None:
-            raise walk.fail(f"/messages/{walk.index}/content/{number}/type",
-                            f"unknown assistant block type {block['type']!r}")
-        projected = convert(block, walk.same(message, block))
+        projected = walk.converter(_ANTHROPIC_BLOCKS, block, number)(block, walk.same(message, block))
         if projected is not None:
             out.append(projected)
     return out
 
 
 def _anthropic_text(block: JSON, same: bool) -> JSON | None:
-    if not _text(block):
+    text = _text(block)
+    if not text:
         return None
-    out: JSON = {"type": "text", "text": _text(block)}
+    out: JSON = {"type": "text", "text": text}
     if same and isinstance(block.get("citations"), list) and block["citations"]:
         out["citations"] = copy.deepcopy(block["citations"])
     return out
@@ -363,11 +367,7 @@ def _openai_user_block(block: JSON, walk: _Walk) -> JSON:
 
 def _openai_assistant(message: JSON, walk: _Walk, out: list[JSON]) -> None:
     for number, block in enumerate(walk.blocks(message)):
-        convert = _OPENAI_BLOCKS.get(block["type"])
-        if convert is None:
-            raise walk.fail(f"/messages/{walk.index}/content/{number}/type",
-                            f"unknown assistant block type {block['type']!r}")
-        convert(block, walk.same(message, block), out)
+        walk.converter(_OPENAI_BLOCKS, block, number)(block, walk.same(message, block), out)
 
 
 def _assistant_text(text: str, out: list[JSON]) -> None:

@@ -45,7 +45,7 @@ import json
 import math
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
-from typing import Any, Literal, NotRequired, TypedDict, cast
+from typing import Any, Literal, NotRequired, TypedDict, TypeVar, cast
 from urllib.parse import urlsplit
 
 import jsonschema  # type: ignore[import-untyped]
@@ -320,8 +320,9 @@ def restore(data: object, *, source: str = "<transcript>") -> Transcript:
     violations = contracts.validate(CONTRACT, data)
     if violations:
         first = violations[0]
-        fix = _fix(data, first.pointer)
-        message = _safe_message(data, first)
+        errors = list(_validator().iter_errors(data))
+        fix = _fix(errors, first.pointer)
+        message = _safe_message(data, errors, first)
         raise LocalRequestError(f"{source}: {message}{'; ' + fix if fix else ''}", phase="validation",
                                 pointer=first.pointer, message_index=_message_index(first.pointer))
     _check_timestamps(cast(JSON, data), source)
@@ -348,7 +349,7 @@ def _describe(value: object) -> str:
     return _JSON_TYPES.get(type(value), "a value")
 
 
-def _safe_message(data: object, violation: contracts.Violation) -> str:
+def _safe_message(data: object, errors: list[Any], violation: contracts.Violation) -> str:
     """What is wrong at the violation's pointer, with the schema's expectation and only the type of the value.
 
     The violation's own message may quote the offending value (user content, keys): it is not used, except
@@ -357,7 +358,7 @@ def _safe_message(data: object, violation: contracts.Violation) -> str:
     """
     if violation.keyword in ("required", "x-rules"):
         return violation.message
-    value, expected = _at(data, violation.pointer), _expected(data, violation)
+    value, expected = _at(data, violation.pointer), _expected(errors, violation)
     got = _describe(value)
     if violation.keyword == "type" and expected is not _UNKNOWN:
         return f"expected {_types(expected)}, got {got}"
@@ -387,17 +388,17 @@ def _at(data: object, pointer: str) -> object:
 _UNKNOWN = object()
 
 
-def _expected(data: object, violation: contracts.Violation) -> object:
+def _expected(errors: list[Any], violation: contracts.Violation) -> object:
     """The schema's side of the violation (its ``type``, ``enum`` or ``const``), or ``_UNKNOWN``."""
-    for error in _validator().iter_errors(data):
+    for error in errors:
         if error.validator == violation.keyword and json_pointer(error.absolute_path) == violation.pointer:
             return error.validator_value
     return _UNKNOWN
 
 
-def _fix(data: object, pointer: str) -> str:
+def _fix(errors: list[Any], pointer: str) -> str:
     """The schema's description of the value at ``pointer``: what a valid value looks like."""
-    for error in _validator().iter_errors(data):
+    for error in errors:
         parts, where = list(error.absolute_path), error.schema if isinstance(error.schema, dict) else {}
         if error.validator == "required" and isinstance(error.instance, dict):
             missing = next(name for name in error.validator_value if name not in error.instance)
@@ -486,6 +487,16 @@ def _failed(message: AssistantMessage, reason: str) -> AssistantMessage:
     message["stopReason"] = "error"
     message["errorMessage"] = reason
     return message
+
+
+_Stream = TypeVar("_Stream", "_AnthropicStream", "_OpenAIStream")
+
+
+def _accumulate(stream: _Stream, events: Iterable[Mapping[str, Any]]) -> _Stream:
+    """``stream`` (an :class:`_AnthropicStream` or :class:`_OpenAIStream`) fed every event, in order."""
+    for event in events:
+        stream.feed(_mapping(event, "a stream event"))
+    return stream
 
 
 # ---------------------------------------------------------------- Anthropic Messages
@@ -673,6 +684,11 @@ class _AnthropicStream:
         error = _obj(event.get("error"))
         self.error = f"{error.get('type', 'error')}: {error.get('message', '')}"
 
+    def final(self) -> JSON:
+        if self.body is None:
+            raise ConversionError("the stream has no message_start event")
+        return self.body
+
 
 def _apply_delta(block: JSON, delta: JSON, json_bufs: dict[int, str], index: int) -> None:
     kind = delta.get("type")
@@ -690,20 +706,9 @@ def _apply_delta(block: JSON, delta: JSON, json_bufs: dict[int, str], index: int
         raise ConversionError(f"block {index}: unknown Anthropic delta type {kind!r}")
 
 
-def _anthropic_accumulate(events: Iterable[Mapping[str, Any]]) -> _AnthropicStream:
-    stream = _AnthropicStream()
-    for event in events:
-        stream.feed(_mapping(event, "a stream event"))
-    if stream.body is None:
-        raise ConversionError("the stream has no message_start event")
-    return stream
-
-
 def anthropic_final_body(events: Iterable[Mapping[str, Any]]) -> JSON:
     """The final message body an Anthropic stream adds up to (the parsed ``data`` of each event, in order)."""
-    body = _anthropic_accumulate(events).body
-    assert body is not None  # _anthropic_accumulate guarantees it
-    return body
+    return _accumulate(_AnthropicStream(), events).final()
 
 
 def from_anthropic_stream(events: Iterable[Mapping[str, Any]], *, timestamp: int) -> AssistantMessage:
@@ -712,12 +717,12 @@ def from_anthropic_stream(events: Iterable[Mapping[str, Any]], *, timestamp: int
     Same result as :func:`from_anthropic` on the final body; a stream broken by an ``error`` event or ending
     before ``message_stop`` gives stopReason ``error`` with ``errorMessage``, keeping the content received.
     """
-    stream = _anthropic_accumulate(events)
-    assert stream.body is not None
+    stream = _accumulate(_AnthropicStream(), events)
+    body = stream.final()
     if stream.error is not None or not stream.stopped:
-        message = _anthropic_message(stream.body, "error", timestamp)
+        message = _anthropic_message(body, "error", timestamp)
         return _failed(message, stream.error or "the stream ended before message_stop")
-    return from_anthropic(stream.body, timestamp=timestamp)
+    return from_anthropic(body, timestamp=timestamp)
 
 
 # ---------------------------------------------------------------- OpenAI Responses
@@ -854,7 +859,8 @@ class _OpenAIStream:
         elif kind in {"response.output_item.added", "response.output_item.done"}:
             self.items[_index(event)] = copy.deepcopy(_mapping(event.get("item"), f"{kind}.item"))
         elif kind == "response.output_text.delta":
-            self._part(event)["text"] = self._part(event).get("text", "") + str(event.get("delta", ""))
+            part = self._part(event)
+            part["text"] = part.get("text", "") + str(event.get("delta", ""))
         elif kind == "response.content_part.added":
             self._item(event).setdefault("content", []).append(copy.deepcopy(event.get("part")))
         elif kind == "error":
@@ -889,13 +895,6 @@ def _index(event: JSON) -> int:
     return index
 
 
-def _openai_accumulate(events: Iterable[Mapping[str, Any]]) -> _OpenAIStream:
-    stream = _OpenAIStream()
-    for event in events:
-        stream.feed(_mapping(event, "a stream event"))
-    return stream
-
-
 def openai_final_response(events: Iterable[Mapping[str, Any]]) -> JSON:
     """The final response an OpenAI Responses stream adds up to.
 
@@ -903,7 +902,7 @@ def openai_final_response(events: Iterable[Mapping[str, Any]]) -> JSON:
     items are re-encrypted there, so their ``encrypted_content`` differs from ``output_item.done``); otherwise
     the last snapshot with the output assembled from the ``output_item`` and text delta events.
     """
-    return _openai_accumulate(events).final()
+    return _accumulate(_OpenAIStream(), events).final()
 
 
 def from_openai_stream(events: Iterable[Mapping[str, Any]], *, timestamp: int,
@@ -913,7 +912,7 @@ def from_openai_stream(events: Iterable[Mapping[str, Any]], *, timestamp: int,
     Same result as :func:`from_openai` on the final response; a stream broken by an ``error`` event or ending
     without a terminal ``response.*`` event gives stopReason ``error`` with ``errorMessage``.
     """
-    stream = _openai_accumulate(events)
+    stream = _accumulate(_OpenAIStream(), events)
     body = stream.final()
     if stream.error is not None or not stream.terminal:
         message = _openai_message_of(body, "error", timestamp, provider)
