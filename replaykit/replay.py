@@ -10,6 +10,9 @@ Anthropic Messages: ``{model, max_tokens?, system?, tools?, messages}``; OpenAI 
   query, titles, URLs); thinking becomes plain text (its signature is meaningless there); citations are
   dropped.
 - a display-only block (a ``hostedSearch`` block without ``raw``) is never replayed, to any target.
+- an opaque ``providerBlock`` (code execution, tool search, a server tool introduced next month) is replayed
+  from ``raw``, verbatim, to the same provider and API only; another target never gets it.
+- Anthropic ``tool_use`` blocks carry ``raw`` too: replayed verbatim to Anthropic (``caller`` intact).
 - an assistant message whose stopReason is ``error`` or ``aborted`` is not replayed (its content may be cut
   off mid-block); one left with no blocks is omitted. A ``pauseTurn`` message is resent as it is.
 - consecutive tool results become one Anthropic ``user`` message; OpenAI gets ``function_call_output`` items.
@@ -25,6 +28,10 @@ has no blocked list and no per-request use limit, so those are not sent). The sy
 A transcript with nothing to replay gives an empty ``messages`` / ``input`` list: returned as it is (the
 estimator counts it), though Anthropic refuses such a request.
 
+What is left out on purpose is said: :func:`projection` returns the body with a :class:`Note` for every block
+that was not replayed (display-only, or an opaque block meant for another provider), with its JSON pointer
+into the transcript; :func:`project` returns the body alone.
+
 Structural faults (``messages`` or a content that is not a list, an unknown role or block type) raise
 :class:`~replaykit.errors.LocalRequestError` with phase ``validation``, the JSON pointer and message index.
 """
@@ -39,7 +46,8 @@ from typing import Any, Literal, TypeVar
 
 from replaykit.errors import LocalRequestError, UsageError
 
-__all__ = ["APIS", "PROVIDERS", "Api", "Provider", "Target", "project", "search_text_projection"]
+__all__ = ["APIS", "PROVIDERS", "Api", "Note", "Projection", "Provider", "Target", "project", "projection",
+           "search_text_projection"]
 
 Provider = Literal["anthropic", "openai", "azure"]
 Api = Literal["anthropic-messages", "openai-responses"]
@@ -73,6 +81,25 @@ class Target:
             raise UsageError(f"model={self.model!r} must be a non-empty string")
         if self.max_tokens is not None and (not isinstance(self.max_tokens, int) or self.max_tokens < 1):
             raise UsageError(f"max_tokens={self.max_tokens!r} must be a positive integer")
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A block left out of the projection on purpose: ``pointer`` into the transcript and why."""
+
+    pointer: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.pointer}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Projection:
+    """What :func:`projection` gives: the request ``body`` and the ``notes`` on what it leaves out."""
+
+    body: JSON
+    notes: tuple[Note, ...] = ()
 
 
 # ---------------------------------------------------------------- the cross-provider text
@@ -112,6 +139,7 @@ class _Walk:
     def __init__(self, target: Target) -> None:
         self.target = target
         self.index: int | None = None
+        self.notes: list[Note] = []
 
     def fail(self, pointer: str, message: str) -> LocalRequestError:
         return LocalRequestError(message, phase="validation", pointer=pointer, message_index=self.index)
@@ -138,6 +166,22 @@ class _Walk:
         provider = block.get("provider", message.get("provider"))
         api = block.get("api", message.get("api"))
         return provider == self.target.provider and api == self.target.api
+
+    def kept(self, message: JSON, block: JSON, number: int) -> bool:
+        """False, with a note, for a block no projection to this target carries: a display-only search
+        record, or an opaque block of another provider or API."""
+        pointer = f"/messages/{self.index}/content/{number}"
+        if block["type"] == "providerBlock" and not isinstance(block.get("raw"), dict):
+            raise self.fail(f"{pointer}/raw", "a providerBlock must keep its wire block in raw (an object)")
+        if block["type"] == "providerBlock" and not self.same(message, block):
+            where = f"{block.get('provider', message.get('provider'))}/{block.get('api', message.get('api'))}"
+            self.notes.append(Note(pointer, f"providerBlock {block.get('blockType')!r} from {where} is not "
+                                            f"sent to {self.target.provider}/{self.target.api}: dropped"))
+            return False
+        if block["type"] == "hostedSearch" and not isinstance(block.get("raw"), dict):
+            self.notes.append(Note(pointer, "display-only hostedSearch block (no raw): not replayed"))
+            return False
+        return True
 
 
 def _messages(transcript: JSON, walk: _Walk) -> list[JSON]:
@@ -259,8 +303,8 @@ def _append_tool_result(out: list[JSON], result: JSON) -> None:
 def _anthropic_assistant(message: JSON, walk: _Walk) -> list[JSON]:
     out: list[JSON] = []
     for number, block in enumerate(walk.blocks(message)):
-        projected = walk.converter(_ANTHROPIC_BLOCKS, block, number)(block, walk.same(message, block))
-        if projected is not None:
+        convert = walk.converter(_ANTHROPIC_BLOCKS, block, number)
+        if walk.kept(message, block, number) and (projected := convert(block, walk.same(message, block))):
             out.append(projected)
     return out
 
@@ -286,21 +330,25 @@ def _anthropic_thinking(block: JSON, same: bool) -> JSON | None:
 
 
 def _anthropic_tool_call(block: JSON, same: bool) -> JSON:
+    if same and isinstance(block.get("raw"), dict):
+        return copy.deepcopy(block["raw"])
     arguments = block.get("arguments")
     return {"type": "tool_use", "id": str(block.get("id")), "name": str(block.get("name")),
             "input": copy.deepcopy(arguments) if isinstance(arguments, dict) else {}}
 
 
-def _anthropic_search(block: JSON, same: bool) -> JSON | None:
-    raw = block.get("raw")
-    if not isinstance(raw, dict):
-        return None  # display-only
-    return copy.deepcopy(raw) if same else {"type": "text", "text": search_text_projection(block)}
+def _anthropic_search(block: JSON, same: bool) -> JSON:
+    return copy.deepcopy(block["raw"]) if same else {"type": "text", "text": search_text_projection(block)}
+
+
+def _verbatim(block: JSON, same: bool) -> JSON:
+    """An opaque block's wire form (only ever reached for the same provider and API: see _Walk.kept)."""
+    return copy.deepcopy(block["raw"])
 
 
 _ANTHROPIC_BLOCKS: dict[str, Callable[[JSON, bool], JSON | None]] = {
     "text": _anthropic_text, "thinking": _anthropic_thinking, "toolCall": _anthropic_tool_call,
-    "hostedSearch": _anthropic_search,
+    "hostedSearch": _anthropic_search, "providerBlock": _verbatim,
 }
 
 
@@ -367,7 +415,9 @@ def _openai_user_block(block: JSON, walk: _Walk) -> JSON:
 
 def _openai_assistant(message: JSON, walk: _Walk, out: list[JSON]) -> None:
     for number, block in enumerate(walk.blocks(message)):
-        walk.converter(_OPENAI_BLOCKS, block, number)(block, walk.same(message, block), out)
+        convert = walk.converter(_OPENAI_BLOCKS, block, number)
+        if walk.kept(message, block, number):
+            convert(block, walk.same(message, block), out)
 
 
 def _assistant_text(text: str, out: list[JSON]) -> None:
@@ -407,32 +457,39 @@ def _openai_tool_call(block: JSON, same: bool, out: list[JSON]) -> None:
 
 
 def _openai_search(block: JSON, same: bool, out: list[JSON]) -> None:
-    raw = block.get("raw")
-    if not isinstance(raw, dict):
-        return  # display-only
     if same:
-        out.append(copy.deepcopy(raw))
+        out.append(copy.deepcopy(block["raw"]))
     else:
         _assistant_text(search_text_projection(block), out)
 
 
+def _openai_verbatim(block: JSON, same: bool, out: list[JSON]) -> None:
+    out.append(_verbatim(block, same))
+
+
 _OPENAI_BLOCKS: dict[str, Callable[[JSON, bool, list[JSON]], None]] = {
     "text": _openai_text, "thinking": _openai_thinking, "toolCall": _openai_tool_call,
-    "hostedSearch": _openai_search,
+    "hostedSearch": _openai_search, "providerBlock": _openai_verbatim,
 }
 
 
 # ---------------------------------------------------------------- entry point
 
 
-def project(transcript: object, target: Target) -> JSON:
-    """The request body a correct harness sends to ``target`` for ``transcript`` (see the module doc).
+def projection(transcript: object, target: Target) -> Projection:
+    """The request body a correct harness sends to ``target`` for ``transcript``, with a note for each
+    block left out on purpose (see the module doc).
 
     Raises :class:`LocalRequestError` (phase ``validation``) when the transcript's structure is broken.
     """
     walk = _Walk(target)
     if not isinstance(transcript, dict):
         raise walk.fail("", f"a transcript must be an object, not {type(transcript).__name__}")
-    if target.api == "anthropic-messages":
-        return _anthropic_body(transcript, walk)
-    return _openai_body(transcript, walk)
+    build = _anthropic_body if target.api == "anthropic-messages" else _openai_body
+    body = build(transcript, walk)
+    return Projection(body, tuple(walk.notes))
+
+
+def project(transcript: object, target: Target) -> JSON:
+    """The request body alone of :func:`projection`."""
+    return projection(transcript, target).body

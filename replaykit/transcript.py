@@ -12,8 +12,19 @@ Messages are ``user``, ``assistant`` and ``toolResult`` (pi-ai's message model).
 - ``error``  — ``toolUseId``, ``errorCode``
 
 Each hostedSearch block holds ``raw``: the wire block exactly as received, which is what is replayed to the
-same provider. A block without ``raw`` is display-only: shown, never replayed. OpenAI reasoning items and
-function calls keep their wire item in ``raw`` too (replayed verbatim to the same provider and API).
+same provider. A block without ``raw`` is display-only: shown, never replayed. A search the provider ran from
+inside its own code execution (Anthropic programmatic tool calling) is a hostedSearch block like any other:
+the ``caller`` that links it to the code stays in ``raw``. OpenAI reasoning items, function calls and
+Anthropic ``tool_use`` blocks keep their wire item in ``raw`` too (replayed verbatim to the same provider and
+API, ``caller`` included).
+
+Every other provider block the transcript does not model (code execution and its results, tool search, a
+container upload, a block type introduced next month) becomes one opaque ``providerBlock``::
+
+    {"type": "providerBlock", "provider", "api", "blockType": <the wire type>, "raw": <the wire block>}
+
+replayed verbatim to the same provider and API and never sent to another. Conversion never fails on an
+unknown block or item type: the opaque block is its fallback.
 
 Mappings (decided here, used by every converter):
 
@@ -70,6 +81,7 @@ __all__ = [
     "HostedSearchTool",
     "ImageBlock",
     "Message",
+    "ProviderBlock",
     "SearchResult",
     "StopReason",
     "SystemEntry",
@@ -205,7 +217,20 @@ class HostedSearchError(TypedDict):
 
 
 HostedSearchBlock = HostedSearchCall | HostedSearchResult | HostedSearchError
-AssistantBlock = TextBlock | ThinkingBlock | ToolCallBlock | HostedSearchBlock
+
+
+class ProviderBlock(TypedDict):
+    """A provider block the transcript does not model, kept whole: replayed verbatim to the same ``provider``
+    and ``api``, never sent to another. ``blockType`` is the wire ``type`` of ``raw``."""
+
+    type: Literal["providerBlock"]
+    provider: str
+    api: str
+    blockType: str
+    raw: JSON
+
+
+AssistantBlock = TextBlock | ThinkingBlock | ToolCallBlock | HostedSearchBlock | ProviderBlock
 UserBlock = TextBlock | ImageBlock
 
 
@@ -462,6 +487,20 @@ def _mapping(value: object, what: str) -> JSON:
     return value
 
 
+def _typed(value: object, what: str) -> JSON:
+    """A wire block or item: a JSON object with a string ``type`` (else a ConversionError)."""
+    block = _mapping(value, what)
+    if not isinstance(block.get("type"), str):
+        raise ConversionError(f"{what} has no string type; a provider block always names its type")
+    return block
+
+
+def _opaque(block: JSON, provider: str, api: str) -> ProviderBlock:
+    """A block the transcript does not model, kept whole for replay to the same provider and API."""
+    return {"type": "providerBlock", "provider": provider, "api": api, "blockType": block["type"],
+            "raw": copy.deepcopy(block)}
+
+
 def _obj(value: object) -> JSON:
     return value if isinstance(value, dict) else {}
 
@@ -537,12 +576,9 @@ def _anthropic_usage(raw: object) -> Usage:
 
 
 def _anthropic_block(raw: object, index: int) -> AssistantBlock:
-    block = _mapping(raw, f"content[{index}]")
-    kind = block.get("type")
-    convert = _ANTHROPIC_BLOCKS.get(str(kind))
-    if convert is None:
-        raise ConversionError(f"content[{index}]: unsupported Anthropic content block type {kind!r}")
-    return convert(block)
+    block = _typed(raw, f"content[{index}]")
+    convert = _ANTHROPIC_BLOCKS.get(block["type"])
+    return convert(block) if convert is not None else _opaque(block, "anthropic", ANTHROPIC_API)
 
 
 def _anthropic_text(block: JSON) -> TextBlock:
@@ -567,13 +603,13 @@ def _anthropic_redacted(block: JSON) -> ThinkingBlock:
 def _anthropic_tool_use(block: JSON) -> ToolCallBlock:
     arguments = block.get("input")
     return {"type": "toolCall", "id": str(block.get("id")), "name": str(block.get("name")),
-            "arguments": copy.deepcopy(arguments) if isinstance(arguments, dict) else {}}
+            "arguments": copy.deepcopy(arguments) if isinstance(arguments, dict) else {},
+            "raw": copy.deepcopy(block)}
 
 
-def _anthropic_server_call(block: JSON) -> HostedSearchCall:
-    if block.get("name") not in _SEARCH_TOOLS:
-        raise ConversionError(f"server_tool_use {block.get('name')!r} is not a search tool "
-                              f"(supported: {sorted(_SEARCH_TOOLS)})")
+def _anthropic_server_call(block: JSON) -> HostedSearchCall | ProviderBlock:
+    if block.get("name") not in _SEARCH_TOOLS:  # code execution, tool search...: kept whole
+        return _opaque(block, "anthropic", ANTHROPIC_API)
     call: HostedSearchCall = {"type": "hostedSearch", "phase": "call", "provider": "anthropic",
                               "api": ANTHROPIC_API, "id": str(block.get("id")), "raw": copy.deepcopy(block)}
     arguments = block.get("input")
@@ -702,8 +738,7 @@ def _apply_delta(block: JSON, delta: JSON, json_bufs: dict[int, str], index: int
         block["thinking"] = block.get("thinking", "") + str(delta.get("thinking", ""))
     elif kind == "signature_delta":
         block["signature"] = delta.get("signature")
-    else:
-        raise ConversionError(f"block {index}: unknown Anthropic delta type {kind!r}")
+    # any other delta type extends a block this accumulator does not model: ignored, as the SDK's does
 
 
 def anthropic_final_body(events: Iterable[Mapping[str, Any]]) -> JSON:
@@ -770,8 +805,8 @@ def _openai_usage(raw: object) -> Usage:
 
 
 def _openai_item(raw: object, index: int, provider: str) -> list[AssistantBlock]:
-    item = _mapping(raw, f"output[{index}]")
-    kind = item.get("type")
+    item = _typed(raw, f"output[{index}]")
+    kind = item["type"]
     if kind == "message":
         return list(_openai_message(item, index))
     if kind == "reasoning":
@@ -780,7 +815,7 @@ def _openai_item(raw: object, index: int, provider: str) -> list[AssistantBlock]
         return [_openai_function_call(item)]
     if kind == "web_search_call":
         return [_openai_search(item, provider)]
-    raise ConversionError(f"output[{index}]: unsupported OpenAI output item type {kind!r}")
+    return [_opaque(item, provider, OPENAI_API)]  # code interpreter, MCP, a new tool's item...: kept whole
 
 
 def _openai_message(item: JSON, index: int) -> list[TextBlock]:

@@ -92,7 +92,7 @@ def test_the_request_checks_can_fail(check: Callable[[JSON], None]) -> None:
     with pytest.raises((AssertionError, ValidationError)):
         check(broken)
     with pytest.raises((AssertionError, ValidationError)):
-        check({"model": "m", "input": [{"type": "web_search_call", "id": "ws_1", "status": "completed"}]})
+        check({"model": "m", "input": [{"type": "web_search_call", "id": "ws_1", "status": "finished"}]})
 
 
 # ---------------------------------------------------------------- replay on real follow-up requests

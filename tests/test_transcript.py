@@ -625,8 +625,10 @@ def test_anthropic_search_blocks_and_citations() -> None:
 
 
 def test_conversion_errors_say_what_is_wrong() -> None:
-    with pytest.raises(ConversionError, match=r"content\[0\].*'code_execution_tool_result'"):
-        from_anthropic({**_anthropic(), "content": [{"type": "code_execution_tool_result"}]}, timestamp=1)
+    with pytest.raises(ConversionError, match=r"content\[0\] has no string type"):
+        from_anthropic({**_anthropic(), "content": [{"kind": "code_execution_tool_result"}]}, timestamp=1)
+    with pytest.raises(ConversionError, match=r"output\[0\] has no string type"):
+        from_openai(_openai("completed", {"type": None}), timestamp=1)
     with pytest.raises(ConversionError, match="stop_reason 'sleepy'"):
         from_anthropic(_anthropic("sleepy"), timestamp=1)
     with pytest.raises(ConversionError, match="status 'in_progress' is not final"):
