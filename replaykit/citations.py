@@ -7,7 +7,8 @@ Three kinds of citation, each checked against evidence seen *before* it::
                                            citation (char_location, page_location, …) in a search answer is
                                            the wrong shape
     OpenAI     url_citation                0 <= start_index <= end_index <= len(text), http(s) URL, among the
-                                           web_search_call's sources when sources were included
+                                           web_search_call's sources when sources were included; under the
+                                           openai-compatible profile a citation may come without its span
     evidence   {answer, citations: [{sourceId, claim}], unsupportedClaims}
                                            every sourceId names an evidence record; links are rendered from
                                            the records only (:func:`render_sources`), never from model text
@@ -29,6 +30,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from replaykit.contracts import STRICT, Profile, resolve_profile
 from replaykit.errors import CitationError
 from replaykit.search import Evidence, Finding, dedupe_key, safe_http_url
 
@@ -67,7 +69,8 @@ class _Seen:
 
     ``sources``: OpenAI listed URL sources; ``searched``: a web search ran; ``documents``: a document that
     document citations may point into arrived (a ``web_fetch`` result, a ``document`` or ``search_result``).
-    ``web_types``: the web citation types the API of the message being checked uses.
+    ``web_types``: the web citation types the API of the message being checked uses; ``spans_optional``:
+    the profile accepts a ``url_citation`` without ``start_index`` / ``end_index``.
     """
 
     titles: dict[str, set[str]] = field(default_factory=dict)
@@ -76,6 +79,7 @@ class _Seen:
     searched: bool = False
     documents: bool = False
     web_types: frozenset[str] = frozenset({"web_search_result_location", "url_citation"})
+    spans_optional: bool = False
 
     def add(self, url: object, title: object = None) -> None:
         safe = safe_http_url(url)
@@ -200,8 +204,10 @@ def _wrong_type(pointer: str, kind: object, web_types: frozenset[str]) -> Findin
                    f"{what} of type {_short(kind)} in a web-search answer; web citations are {expected}")
 
 
-def _span(pointer: str, citation: Mapping[str, Any], text: str) -> list[Finding]:
+def _span(pointer: str, citation: Mapping[str, Any], text: str, optional: bool) -> list[Finding]:
     start, end = citation.get("start_index"), citation.get("end_index")
+    if optional and start is None and end is None:
+        return []  # an OpenAI-compatible provider's citation: a URL with no span
     if type(start) is not int or type(end) is not int:
         return [Finding(pointer, "error", "span-missing", "start_index and end_index must be integers")]
     if 0 <= start <= end <= len(text):
@@ -212,7 +218,8 @@ def _span(pointer: str, citation: Mapping[str, Any], text: str) -> list[Finding]
 
 
 def _url_citation(pointer: str, citation: Mapping[str, Any], text: str, seen: _Seen) -> list[Finding]:
-    return _span(pointer, citation, text) + _url_findings(pointer, citation, seen, seen.sources)
+    return _span(pointer, citation, text, seen.spans_optional) + _url_findings(pointer, citation, seen,
+                                                                                  seen.sources)
 
 
 def _citation(pointer: str, citation: object, text: str, seen: _Seen) -> list[Finding]:
@@ -270,15 +277,17 @@ def _blocks(pointer: str, blocks: object, seen: _Seen) -> list[Finding]:
     return findings
 
 
-def verify_openai_response(response: Mapping[str, Any]) -> list[Finding]:
+def verify_openai_response(response: Mapping[str, Any],
+                           profile: str | Profile | None = STRICT) -> list[Finding]:
     """Verify the ``url_citation`` annotations of an OpenAI ``Response`` body; pointers are into ``response``.
 
     Every ``web_search_call`` of the response counts as evidence for every message (their URL sources, and the
     pages opened by ``open_page`` / ``find_in_page``); URL membership is checked only when sources were
     included (``include: ["web_search_call.action.sources"]``): a ``sources`` list with only API sources
-    (``{type: api, name}``) says nothing about URLs.
+    (``{type: api, name}``) says nothing about URLs. Under ``profile="openai-compatible"`` a citation with
+    neither ``start_index`` nor ``end_index`` is accepted (xAI and OpenRouter send only ``type`` and ``url``).
     """
-    seen = _Seen(web_types=frozenset({URL_CITATION}))
+    seen = _Seen(web_types=frozenset({URL_CITATION}), spans_optional=resolve_profile(profile).spans_optional)
     _learn(seen, [item for item in _list(response.get("output")) if _is_type(item, "web_search_call")])
     return _blocks("/output", response.get("output"), seen)
 
@@ -292,13 +301,14 @@ _WEB_TYPES_BY_API = {"anthropic-messages": frozenset({WEB_CITATION}),
                      "openai-responses": frozenset({URL_CITATION})}
 
 
-def verify_transcript(transcript: Mapping[str, Any]) -> list[Finding]:
+def verify_transcript(transcript: Mapping[str, Any], profile: str | Profile | None = STRICT) -> list[Finding]:
     """Verify every assistant citation of a neutral transcript against the search evidence before it.
 
     Search evidence: ``hostedSearch`` result blocks (``results[].url`` and the wire block in ``raw``) and the
     ``raw`` of OpenAI ``web_search_call`` blocks (``action.sources``). Pointers are into ``transcript``.
+    ``profile`` as for :func:`verify_openai_response`.
     """
-    seen = _Seen()
+    seen = _Seen(spans_optional=resolve_profile(profile).spans_optional)
     findings: list[Finding] = []
     for index, message in enumerate(_list(transcript.get("messages"))):
         if isinstance(message, Mapping) and message.get("role") == "assistant":

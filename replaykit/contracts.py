@@ -38,6 +38,13 @@ keeps jsonschema's semantics while caching what it would rebuild per instance: t
 subschema, each ``$ref`` resolution, and a direct jump to the branch of a discriminated union (an ``allOf``
 of ``if: {properties: {type: {const: X}}} / then``), which is what makes stream events cheap to check.
 
+Profiles: OpenAI-compatible providers (xAI, OpenRouter, DeepSeek and the like) speak the Responses shape with
+their own ids and leaner citations. A contract stays strict by default (profile ``strict``); under profile
+``openai-compatible`` the rules a schema marks as OpenAI-only (its ``x-profiles`` keyword: ``{"<profile>":
+["pattern", "required:<member>", "additionalProperties"]}`` on the subschema holding the rule) are reported as
+warnings, never as errors. :data:`PROFILES` lists the profiles; a cassette may name its own under
+``replaykit: {profile: ...}`` (:func:`profile_of`).
+
 Azure OpenAI shares the ``openai.*`` shapes. Cross-field value rules that JSON Schema cannot state (e.g.
 ``start_index <= end_index``) are small named Python checks (:data:`RULES`) that a schema object names in
 its ``x-rules`` list; they run inside the same validation and report violations the same way.
@@ -57,10 +64,10 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeGuard
 from urllib.parse import urlsplit
 
 import attrs
@@ -70,7 +77,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from replaykit.cassette import Cassette, Interaction, Response
-from replaykit.errors import ContractError, json_pointer, located
+from replaykit.errors import ContractError, UsageError, json_pointer, located
 from replaykit.resources import data_dir
 from replaykit.sse import Event
 
@@ -79,9 +86,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXPECTED_VIOLATIONS",
+    "OPENAI_COMPATIBLE",
+    "PROFILES",
     "PROVIDER_KINDS",
     "RULES",
+    "STRICT",
     "Contracts",
+    "Profile",
     "Route",
     "Violation",
     "check_body",
@@ -91,6 +102,8 @@ __all__ = [
     "default",
     "expected_keys",
     "kinds",
+    "profile_of",
+    "resolve_profile",
     "validate",
     "verify_check",
 ]
@@ -125,6 +138,47 @@ PROVIDER_KINDS: dict[str, str] = {
 _PROVIDER_DIRS = ("anthropic", "openai", "cloudflare")
 
 
+# ---------------------------------------------------------------- profiles
+
+PROFILE_KEYWORD = "x-profiles"  # schema keyword: {profile: [rule ids it relaxes here]}
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """How strictly provider traffic is judged: ``name`` (the key of the schemas' ``x-profiles`` marks) and
+    whether an OpenAI ``url_citation`` may come without its span (``spans_optional``)."""
+
+    name: str
+    spans_optional: bool = False
+
+
+STRICT = Profile("strict")
+OPENAI_COMPATIBLE = Profile("openai-compatible", spans_optional=True)
+PROFILES: dict[str, Profile] = {each.name: each for each in (STRICT, OPENAI_COMPATIBLE)}
+
+
+def resolve_profile(name: str | Profile | None) -> Profile:
+    """The profile called ``name`` (None: ``strict``); an unknown name is a UsageError."""
+    if isinstance(name, Profile):
+        return name
+    found = PROFILES.get(name or STRICT.name)
+    if found is None:
+        raise UsageError(f"profile {name!r} is unknown; use one of {', '.join(PROFILES)}")
+    return found
+
+
+def profile_of(cassette: Cassette, override: str | Profile | None = None) -> Profile:
+    """``override`` when given, else the cassette's own ``replaykit: {profile: ...}``, else ``strict``."""
+    if override is not None:
+        return resolve_profile(override)
+    named = cassette.meta.extra.get("profile")
+    if named is not None and named not in PROFILES:
+        where = cassette.path or "<cassette>"
+        raise ContractError(located(where, "replaykit.profile", f"profile {named!r} is unknown",
+                                    f"write one of {', '.join(PROFILES)}"))
+    return resolve_profile(named)
+
+
 # ---------------------------------------------------------------- violations
 
 
@@ -133,7 +187,8 @@ class Violation:
     """One contract violation: where (JSON pointer), which rule (keyword) and what is wrong.
 
     ``event`` is the index of the SSE event in a stream, ``part`` is ``request`` or ``response`` when the
-    violation comes from :func:`check_interaction` (empty from :func:`validate`).
+    violation comes from :func:`check_interaction` (empty from :func:`validate`). ``severity`` is
+    ``warning`` for a rule the profile in use relaxes (see the module doc), else ``error``.
     """
 
     pointer: str
@@ -141,6 +196,7 @@ class Violation:
     message: str
     event: int | None = None
     part: str = ""
+    severity: Literal["error", "warning"] = "error"
 
     def __str__(self) -> str:
         head = f"{self.part} " if self.part else ""
@@ -162,8 +218,25 @@ _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", in
 _QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
 
 
-def _explain(error: ValidationError) -> list[Violation]:
-    """A jsonschema error as violations with short messages (one per missing or unexpected member)."""
+def _explain(error: ValidationError, chosen: Profile = STRICT) -> list[Violation]:
+    """A jsonschema error as violations (one per missing or unexpected member), relaxed as ``chosen`` says."""
+    found = _violations(error)
+    marks = error.schema.get(PROFILE_KEYWORD) if isinstance(error.schema, dict) else None
+    relaxed = marks.get(chosen.name, ()) if isinstance(marks, dict) else ()
+    return [_relax(violation, chosen) if _relaxed(violation, relaxed) else violation for violation in found]
+
+
+def _relaxed(violation: Violation, relaxed: Iterable[str]) -> bool:
+    member = violation.pointer.rpartition("/")[2]
+    return any(rule in (violation.keyword, f"{violation.keyword}:{member}") for rule in relaxed)
+
+
+def _relax(violation: Violation, chosen: Profile) -> Violation:
+    message = f"{violation.message} (OpenAI only: a warning under profile {chosen.name})"
+    return replace(violation, message=message, severity="warning")
+
+
+def _violations(error: ValidationError) -> list[Violation]:
     at, keyword, instance = list(error.absolute_path), str(error.validator), error.instance
     if keyword == "required":
         name = _QUOTED.match(error.message)
@@ -331,7 +404,7 @@ _LEAVES: dict[int, tuple[object, bool]] = {}
 _CHILDREN: dict[tuple[int, int], tuple[object, object, Any]] = {}
 _REFS: dict[int, tuple[object, Any]] = {}
 _LEAF_KEYS = frozenset({"type", "const", "enum", "minimum", "maximum", "minLength", "maxLength", "pattern",
-                        "description", "title"})
+                        "description", "title", PROFILE_KEYWORD})
 
 
 def _child(validator: Any, schema: Any, resolver: Any = None) -> Any:
@@ -535,6 +608,17 @@ def _rule_names(node: Any) -> Iterator[str]:
             yield from _rule_names(value)
 
 
+def _profile_names(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        marks = node.get(PROFILE_KEYWORD)
+        yield from marks if isinstance(marks, dict) else ()
+        for value in node.values():
+            yield from _profile_names(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _profile_names(value)
+
+
 def _kind_of(root: Path, path: Path) -> str:
     relative = path.relative_to(root)
     stem = path.name.removesuffix(".schema.json")
@@ -578,6 +662,10 @@ class Contracts:
             if name not in RULES:
                 raise ContractError(located(path, "x-rules", f"unknown rule {name!r}",
                                             f"use one of {', '.join(sorted(RULES))}"))
+        for name in _profile_names(contents):
+            if name not in PROFILES:
+                raise ContractError(located(path, PROFILE_KEYWORD, f"unknown profile {name!r}",
+                                            f"use one of {', '.join(PROFILES)}"))
 
     def kinds(self) -> dict[str, str]:
         """Every contract kind and the URI of its schema."""
@@ -632,11 +720,12 @@ class Contracts:
             cached = self._validators[kind] = root if contents is whole else root.evolve(schema=contents)
         return cached
 
-    def validate(self, kind: str, value: Any) -> list[Violation]:
-        """Every violation of ``value`` against contract ``kind`` (empty when it conforms)."""
+    def validate(self, kind: str, value: Any, profile: Profile = STRICT) -> list[Violation]:
+        """Every violation of ``value`` against contract ``kind`` (empty when it conforms); the rules
+        ``profile`` relaxes come as warnings."""
         validator = self.validator(kind)
         try:
-            found = [v for error in validator.iter_errors(value) for v in _explain(error)]
+            found = [v for error in validator.iter_errors(value) for v in _explain(error, profile)]
         except (referencing.exceptions.Unresolvable, _Unresolved) as exc:
             raise ContractError(self._unresolvable(kind, exc)) from exc
         return _without_cascades(list(dict.fromkeys(found)))
@@ -666,9 +755,9 @@ def kinds() -> dict[str, str]:
     return default().kinds()
 
 
-def validate(kind: str, value: Any) -> list[Violation]:
-    """Violations of ``value`` against the bundled contract ``kind``."""
-    return default().validate(kind, value)
+def validate(kind: str, value: Any, profile: str | Profile | None = None) -> list[Violation]:
+    """Violations of ``value`` against the bundled contract ``kind`` (under ``profile``, default strict)."""
+    return default().validate(kind, value, resolve_profile(profile))
 
 
 # ---------------------------------------------------------------- routes
@@ -821,7 +910,8 @@ def _sequence(provider: str, events: list[tuple[int, dict[str, Any]]]) -> list[V
     return _openai_sequence(events)
 
 
-def check_events(route: Route, events: list[Event], contracts: Contracts | None = None) -> list[Violation]:
+def check_events(route: Route, events: list[Event], contracts: Contracts | None = None,
+                 profile: Profile = STRICT) -> list[Violation]:
     """Every event of a stream against ``route.stream_event``, then the provider's sequence rules."""
     if route.stream_event is None:
         return [Violation("", "stream", f"{route.request.split('.')[0]} does not stream on this route")]
@@ -836,7 +926,7 @@ def check_events(route: Route, events: list[Event], contracts: Contracts | None 
         except ValueError:
             found.append(Violation("", "json", "data is not JSON", event=index))
             continue
-        found += [replace(v, event=index) for v in chosen.validate(route.stream_event, data)]
+        found += [replace(v, event=index) for v in chosen.validate(route.stream_event, data, profile)]
         if isinstance(data, dict):
             found += _event_name(index, event, data)
             parsed.append((index, data))
@@ -853,7 +943,8 @@ def _event_name(index: int, event: Event, data: dict[str, Any]) -> list[Violatio
 # ---------------------------------------------------------------- interactions
 
 
-def check_interaction(interaction: Interaction, contracts: Contracts | None = None) -> list[Violation]:
+def check_interaction(interaction: Interaction, contracts: Contracts | None = None,
+                      profile: Profile = STRICT) -> list[Violation]:
     """The request, then the response body or every stream event, against the route's contracts."""
     chosen = contracts or default()
     request = interaction.request
@@ -862,34 +953,35 @@ def check_interaction(interaction: Interaction, contracts: Contracts | None = No
         path = urlsplit(request.uri).path
         return [Violation("", "route", f"no contract covers {request.method.upper()} {path}", part="request")]
     body = request.json()
-    found = [replace(v, part="request") for v in check_body(route.request, body, "request", chosen)]
-    return found + [replace(v, part="response") for v in _check_response(chosen, route, interaction.response,
-                                                                          _asks_stream(body))]
+    found = [replace(v, part="request") for v in check_body(route.request, body, "request", chosen, profile)]
+    response = _check_response(chosen, route, interaction.response, _asks_stream(body), profile)
+    return found + [replace(v, part="response") for v in response]
 
 
-def check_body(kind: str, body: Any, what: str, contracts: Contracts | None = None) -> list[Violation]:
+def check_body(kind: str, body: Any, what: str, contracts: Contracts | None = None,
+               profile: Profile = STRICT) -> list[Violation]:
     """A parsed JSON body (None when it was empty or not JSON) against ``kind``; ``what`` names it."""
     if body is None:
         return [Violation("", "json", f"the {what} body is empty or not JSON")]
-    return validate(kind, body) if contracts is None else contracts.validate(kind, body)
+    return validate(kind, body, profile) if contracts is None else contracts.validate(kind, body, profile)
 
 
 def _asks_stream(body: Any) -> bool:
     return isinstance(body, dict) and body.get("stream") is True
 
 
-def _check_response(contracts: Contracts, route: Route, response: Response,
-                    streamed: bool) -> list[Violation]:
+def _check_response(contracts: Contracts, route: Route, response: Response, streamed: bool,
+                    profile: Profile) -> list[Violation]:
     if response.status >= 400:
-        return check_body(route.error, response.json(), f"HTTP {response.status} error", contracts)
+        return check_body(route.error, response.json(), f"HTTP {response.status} error", contracts, profile)
     if response.is_stream:
         found = [] if streamed else [Violation("", "stream", "an event stream answers a request without "
                                                "stream: true")]
-        return found + check_events(route, response.events, contracts)
+        return found + check_events(route, response.events, contracts, profile)
     if streamed:
         return [Violation("", "stream", "the request asked for stream: true but the response is not "
                           "text/event-stream")]
-    return check_body(route.response, response.json(), "response", contracts)
+    return check_body(route.response, response.json(), "response", contracts, profile)
 
 
 def verify_check(path: Path, cassette: Cassette) -> list[Finding]:
@@ -899,23 +991,30 @@ def verify_check(path: Path, cassette: Cassette) -> list[Finding]:
     ``request|response /json/pointer message``. A deliberately off-contract fixture lists what it breaks
     under ``replaykit: {x-expected-violations: ["response /items/1/url", ...]}`` (``<part> <pointer>``, or
     ``<place> <part> <pointer>`` for one interaction or event): those are warnings, and a listed violation
-    that no longer occurs is an error. Traffic on a route no contract covers is a warning; event data that is
-    not JSON is left to verify's sse-framing check, so one defect makes one finding.
+    that no longer occurs is an error. Traffic on a route no contract covers is a warning, and so is a rule
+    the cassette's profile (:func:`profile_of`) relaxes; event data that is not JSON is left to verify's
+    sse-framing check, so one defect makes one finding.
     """
     from replaykit.verify import Finding  # verify sits above contracts: imported only when it calls us
 
     expected = _expected(cassette)
     unmet = set(expected)
     found: list[Finding] = []
+    try:
+        chosen = profile_of(cassette)
+    except ContractError as exc:
+        why = str(exc).partition("replaykit.profile: ")[2]
+        return [Finding(str(path), "replaykit.profile", "contract", why)]
     for index, item in enumerate(cassette.interactions):
-        for violation in check_interaction(item):
+        for violation in check_interaction(item, profile=chosen):
             if violation.keyword == "json" and violation.event is not None:
                 continue  # event data that is not JSON is verify's own sse-framing finding
             keys = expected_keys(index, violation)
             listed = keys & expected
             unmet -= listed
             message = f"{violation.part} {violation.pointer or '/'} {violation.message}"
-            lenient = listed or violation.keyword == "route"  # traffic no contract covers: a warning
+            # traffic no contract covers, and a rule the cassette's profile relaxes: a warning
+            lenient = listed or violation.keyword == "route" or violation.severity == "warning"
             found.append(Finding(str(path), _place(index, violation), "contract", message,
                                  "warning" if lenient else "error"))
     gone = f"is listed in {EXPECTED_VIOLATIONS} but no longer occurs; remove it from the list"

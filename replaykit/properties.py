@@ -16,6 +16,8 @@ transcript. In pytest::
     def test_my_estimator(prop):
         prop.verify(my_estimator, max_examples=50)   # raises PropertyFailed (an AssertionError)
 
+Generated transcripts hold nameless search blocks and opaque ``providerBlock`` s (code execution, tool search,
+block types no SDK knows yet): an estimator that assumes every block has a ``name`` or a known ``type`` fails.
 An estimator that raises, answers ``{"error"}``, breaks the protocol or returns something that is not a
 number fails ``never_raises``; the other properties skip such examples (each defect is reported by the
 property about it) and report ``unchecked`` when they could check none. One that turns an exception into 0
@@ -292,6 +294,26 @@ def _search_chars(case: _Case, data: st.DataObject) -> None:
                         f"expected at least {added // 4}", searched)
 
 
+def _opaque_chars(case: _Case, data: st.DataObject) -> None:
+    before = data.draw(rs.transcripts(), label="transcript")
+    turn = data.draw(rs.assistant_messages(usage="zero", stop_reasons=("stop", "toolUse"), search=False,
+                                           opaque=False))
+    own = data.draw(st.booleans(), label="the target's own provider")
+    provider = case.target["provider"] if own else None
+    blocks = data.draw(st.lists(rs.provider_blocks(provider), min_size=1, max_size=3), label="opaque blocks")
+    at = data.draw(st.integers(0, len(turn["content"])), label="position")
+    plain = _append(before, turn)
+    opaque = _append(before, {**turn, "content": turn["content"][:at] + blocks + turn["content"][at:]})
+    added = _chars(opaque, case.target) - _chars(plain, case.target)
+    gained = case.tokens(opaque) - case.tokens(plain)
+    if added == 0 and gained != 0:
+        raise case.fail(f"opaque blocks of another provider are never sent, yet they changed the estimate by "
+                        f"{gained} tokens", opaque)
+    if gained < added // 4:
+        raise case.fail(f"+{added} replayed characters of opaque provider blocks added {gained} tokens, "
+                        f"expected at least {added // 4}", opaque)
+
+
 def _cjk_chars(case: _Case, data: st.DataObject) -> None:
     before = data.draw(rs.transcripts(), label="transcript")
     text, cjk = data.draw(rs.mixed_text(), label="text"), data.draw(rs.cjk_text(min_size=1), label="cjk")
@@ -440,6 +462,9 @@ PROPERTIES: tuple[Property, ...] = (
              "estimate", _no_decrease),
     Property("search_chars_count", "+N replayed search characters add at least floor(N/4) tokens",
              _search_chars),
+    Property("opaque_blocks_count", "an opaque provider block replayed to its own provider adds at least "
+             "floor(N/4) tokens for its N characters; one meant for another provider adds none",
+             _opaque_chars),
     Property("cjk_chars_count", "+k CJK characters add at least k tokens", _cjk_chars),
     Property("anchor_counted_once", "a valid usage anchor is counted once and the prefix it covers never "
              "again", _anchor_once),

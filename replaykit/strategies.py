@@ -15,9 +15,10 @@ strategy                    draws
 :func:`usages`              usage: ``valid``, ``zero``, ``nan`` or ``infinite``
 :func:`citations`           Anthropic ``web_search_result_location`` / OpenAI ``url_citation``
 :func:`hosted_search_blocks`  ``hostedSearch`` call / result / error; named or nameless; with or without raw
+:func:`provider_blocks`     opaque ``providerBlock`` s: code execution, tool search, a block type never seen
 :func:`tools`               function tools and the hosted search tool
 :func:`user_messages`       user messages (string or text and image blocks)
-:func:`assistant_messages`  assistant turns with text, thinking, tool calls, cited text and search rounds
+:func:`assistant_messages`  assistant turns: text, thinking, tool calls, cited text, search, opaque blocks
 :func:`tool_result_messages`  answers to tool calls
 :func:`transcripts`         contract-valid transcripts
 :func:`system_changes`      a transcript after a system rebuild, an instruction change or a tool change
@@ -47,6 +48,7 @@ from replaykit.transcript import STOP_REASONS
 
 __all__ = [
     "CJK_RANGES",
+    "OPAQUE_TYPES",
     "PROVIDERS",
     "STOP_REASONS",
     "SYSTEM_CHANGES",
@@ -56,6 +58,7 @@ __all__ = [
     "cjk_text",
     "hosted_search_blocks",
     "mixed_text",
+    "provider_blocks",
     "rechunkings",
     "system_changes",
     "targets",
@@ -74,6 +77,14 @@ SYSTEM_CHANGES = ("rebuild", "instruction", "tools")
 CJK_RANGES = ((0x4E00, 0x9FFF), (0x3041, 0x3096), (0x30A1, 0x30FA), (0xAC00, 0xD7A3), (0x3001, 0x3003))
 _MODELS = {"anthropic": ("claude-sonnet-4-5", "claude-opus-4-1"), "openai": ("gpt-5", "gpt-4.1-mini"),
            "azure": ("my-gpt5-deployment",)}
+#: Wire types of blocks the transcript keeps opaque, per API; :func:`provider_blocks` also draws made-up ones.
+OPAQUE_TYPES = {
+    "anthropic-messages": ("server_tool_use", "code_execution_tool_result", "bash_code_execution_tool_result",
+                           "text_editor_code_execution_tool_result", "tool_search_tool_result",
+                           "container_upload"),
+    "openai-responses": ("code_interpreter_call", "image_generation_call", "mcp_call", "file_search_call",
+                         "local_shell_call", "custom_tool_call"),
+}
 _ANTHROPIC_ERRORS = ("invalid_tool_input", "unavailable", "max_uses_exceeded", "too_many_requests",
                      "query_too_long", "request_too_large")
 _EPOCH_MS = (1_600_000_000_000, 1_900_000_000_000)
@@ -371,6 +382,36 @@ def _pair(blocks: tuple[JSON, JSON]) -> list[JSON]:
     return [call, {**outcome, "toolUseId": call["id"], "raw": raw}]
 
 
+# ---------------------------------------------------------------- opaque provider blocks
+
+
+def provider_blocks(provider: str | None = None) -> st.SearchStrategy[JSON]:
+    """Opaque ``providerBlock`` s of ``provider`` (None: any): a wire type the transcript does not model
+    (:data:`OPAQUE_TYPES`: code execution and its results, tool search, MCP...) or a made-up one (a server
+    tool introduced next month), its ``raw`` a JSON object of that type holding text and nested values."""
+    _check_choice("provider", provider, tuple(PROVIDERS))
+    return _provider_blocks((provider,) if provider else tuple(PROVIDERS))
+
+
+@cache
+def _provider_blocks(providers: tuple[str, ...]) -> st.SearchStrategy[JSON]:
+    return st.one_of([_provider_block(each) for each in providers])
+
+
+def _provider_block(provider: str) -> st.SearchStrategy[JSON]:
+    api = PROVIDERS[provider]
+    invented = st.text(string.ascii_lowercase + "_", min_size=1, max_size=16).map(lambda kind: kind + "_2027")
+    kinds = st.one_of(st.sampled_from(OPAQUE_TYPES[api]), invented)
+
+    def build(kind: str, ident: str, text: str, extra: JSON) -> JSON:
+        raw = {**extra, "type": kind, "id": ident, "content": [{"type": "text", "text": text}]}
+        return {"type": "providerBlock", "provider": provider, "api": api, "blockType": kind, "raw": raw}
+
+    ident = _ids("srvtoolu_" if provider == "anthropic" else "ci_")
+    return st.builds(build, kinds, ident, _mixed_text(0, 60), st.dictionaries(_words(10), _json_values(),
+                                                                              max_size=2))
+
+
 # ---------------------------------------------------------------- blocks and messages
 
 
@@ -415,7 +456,10 @@ def _thinking_block(provider: str) -> st.SearchStrategy[JSON]:
 def _tool_call_block(provider: str) -> st.SearchStrategy[JSON]:
     def build(ident: str, name: str, arguments: JSON, with_raw: bool) -> JSON:
         block: JSON = {"type": "toolCall", "id": ident, "name": name, "arguments": arguments}
-        if with_raw and provider != "anthropic":
+        if with_raw and provider == "anthropic":
+            block["raw"] = {"type": "tool_use", "id": ident, "name": name, "input": arguments,
+                            "caller": {"type": "direct"}}
+        elif with_raw:
             block["raw"] = {"type": "function_call", "id": "fc_" + ident, "call_id": ident, "name": name,
                             "arguments": json.dumps(arguments, ensure_ascii=False), "status": "completed"}
         return block
@@ -425,8 +469,9 @@ def _tool_call_block(provider: str) -> st.SearchStrategy[JSON]:
 
 
 @cache
-def _assistant_blocks(provider: str, search: bool) -> st.SearchStrategy[list[JSON]]:
-    single = st.one_of(_text_block(provider), _thinking_block(provider), _tool_call_block(provider))
+def _assistant_blocks(provider: str, search: bool, opaque: bool) -> st.SearchStrategy[list[JSON]]:
+    kinds = [_text_block(provider), _thinking_block(provider), _tool_call_block(provider)]
+    single = st.one_of([*kinds, _provider_block(provider)] if opaque else kinds)
     group = single.map(lambda block: [block])
     if search:
         loose = _search_blocks(tuple(_search_options(provider, None, None, None))).map(lambda block: [block])
@@ -436,9 +481,10 @@ def _assistant_blocks(provider: str, search: bool) -> st.SearchStrategy[list[JSO
 
 
 def assistant_messages(provider: str | None = None, *, usage: str | None = None,
-                       stop_reasons: Sequence[str] | None = None, search: bool = True,
+                       stop_reasons: Sequence[str] | None = None, search: bool = True, opaque: bool = True,
                        timestamp: int | None = None) -> st.SearchStrategy[JSON]:
-    """Assistant turns: text (with citations), thinking, tool calls and, when ``search``, hosted search.
+    """Assistant turns: text (with citations), thinking, tool calls, when ``search`` hosted search and when
+    ``opaque`` opaque provider blocks (:func:`provider_blocks`).
 
     ``usage`` picks the usage kind (see :func:`usages`; None: any), ``stop_reasons`` the allowed stop
     reasons (default: all six), ``timestamp`` a fixed timestamp (default: drawn).
@@ -446,25 +492,26 @@ def assistant_messages(provider: str | None = None, *, usage: str | None = None,
     _check_choice("provider", provider, tuple(PROVIDERS))
     _check_choice("usage", usage, USAGE_KINDS)
     _check_flag("search", search)
+    _check_flag("opaque", opaque)
     providers = (provider,) if provider else tuple(PROVIDERS)
     reasons = STOP_REASONS if stop_reasons is None else \
         _check_choices("stop_reasons", stop_reasons, STOP_REASONS, "stop reasons")
-    return _assistants(providers, usage, reasons, bool(search), _check_timestamp(timestamp))
+    return _assistants(providers, usage, reasons, (bool(search), bool(opaque)), _check_timestamp(timestamp))
 
 
 @cache
-def _assistants(providers: tuple[str, ...], usage: str | None, reasons: tuple[str, ...], search: bool,
-                timestamp: int | None) -> st.SearchStrategy[JSON]:
-    return st.one_of([_assistant(each, usage, reasons, search, timestamp) for each in providers])
+def _assistants(providers: tuple[str, ...], usage: str | None, reasons: tuple[str, ...],
+                kinds: tuple[bool, bool], timestamp: int | None) -> st.SearchStrategy[JSON]:
+    return st.one_of([_assistant(each, usage, reasons, kinds, timestamp) for each in providers])
 
 
-def _assistant(provider: str, usage: str | None, reasons: tuple[str, ...], search: bool,
+def _assistant(provider: str, usage: str | None, reasons: tuple[str, ...], kinds: tuple[bool, bool],
                timestamp: int | None) -> st.SearchStrategy[JSON]:
     return st.builds(
         lambda content, model, used, stop, stamp: {
             "role": "assistant", "content": content, "provider": provider, "api": PROVIDERS[provider],
             "model": model, "usage": used, "stopReason": stop, "timestamp": stamp},
-        _assistant_blocks(provider, search), st.sampled_from(_MODELS[provider]), _usages(usage),
+        _assistant_blocks(provider, *kinds), st.sampled_from(_MODELS[provider]), _usages(usage),
         st.sampled_from(reasons), _stamps(timestamp))
 
 
@@ -526,22 +573,25 @@ def tools() -> st.SearchStrategy[JSON]:
 
 
 def transcripts(min_messages: int = 0, max_messages: int = 8, *, providers: Sequence[str] | None = None,
-                usage: str | None = None, search: bool = True) -> st.SearchStrategy[JSON]:
+                usage: str | None = None, search: bool = True,
+                opaque: bool = True) -> st.SearchStrategy[JSON]:
     """Contract-valid transcripts: system, tools and ``min_messages``..``max_messages`` messages of any role.
 
     Assistant turns come from ``providers`` (default: all), with ``usage`` of that kind (None: any); time
-    stamps increase. ``search=False`` leaves out hosted search blocks.
+    stamps increase. ``search=False`` leaves out hosted search blocks, ``opaque=False`` opaque provider
+    blocks.
     """
     low, high = _check_range("min_messages", min_messages, "max_messages", max_messages)
     _check_choice("usage", usage, USAGE_KINDS)
     _check_flag("search", search)
-    return _transcripts(low, high, _check_providers(providers), usage, bool(search))
+    _check_flag("opaque", opaque)
+    return _transcripts(low, high, _check_providers(providers), usage, (bool(search), bool(opaque)))
 
 
 @cache
 def _transcripts(low: int, high: int, providers: tuple[str, ...], usage: str | None,
-                 search: bool) -> st.SearchStrategy[JSON]:
-    message = st.one_of(_users(0), _tool_results(0), _assistants(providers, usage, STOP_REASONS, search, 0))
+                 kinds: tuple[bool, bool]) -> st.SearchStrategy[JSON]:
+    message = st.one_of(_users(0), _tool_results(0), _assistants(providers, usage, STOP_REASONS, kinds, 0))
     return st.builds(_transcript, st.none() | _mixed_text(0, 80), st.lists(tools(), max_size=3),
                      st.lists(message, min_size=low, max_size=high), st.integers(*_EPOCH_MS),
                      st.lists(st.integers(1, 120_000), min_size=high, max_size=high))

@@ -248,11 +248,18 @@ CHECKS: tuple[Check, ...] = (
 # ---------------------------------------------------------------- running
 
 
-def verify_file(path: str | os.PathLike[str], checks: Iterable[Check] = CHECKS) -> FileResult:
-    """Verify one cassette file: a ``parse`` finding if it does not load, else every check's findings."""
+def verify_file(path: str | os.PathLike[str], checks: Iterable[Check] = CHECKS,
+                profile: str | None = None) -> FileResult:
+    """Verify one cassette file: a ``parse`` finding if it does not load, else every check's findings.
+
+    ``profile`` (a name of :data:`replaykit.contracts.PROFILES`) overrides the cassette's own
+    ``replaykit.profile`` for this run.
+    """
     target = Path(path)
     try:
         loaded = cassettes.load(target)
+        if profile is not None:
+            loaded.meta.extra["profile"] = contracts.resolve_profile(profile).name
     except CassetteError as exc:
         result = FileResult(str(target), findings=[_parse_finding(target, exc)])
         result.findings += [_secret(target, found) for found in _text_secrets(target)]
@@ -274,10 +281,12 @@ def _parse_finding(path: Path, exc: CassetteError) -> Finding:
     return Finding(str(path), "", "parse", rest)
 
 
-def verify_paths(paths: Iterable[str | os.PathLike[str]], checks: Iterable[Check] = CHECKS) -> Report:
-    """Verify every cassette under ``paths``; a missing path or a folder without cassettes is a UsageError."""
+def verify_paths(paths: Iterable[str | os.PathLike[str]], checks: Iterable[Check] = CHECKS,
+                 profile: str | None = None) -> Report:
+    """Verify every cassette under ``paths`` (under ``profile`` when given, see :func:`verify_file`); a
+    missing path or a folder without cassettes is a UsageError."""
     chosen = tuple(checks)
-    return Report([verify_file(path, chosen) for path in _cassette_paths(paths)])
+    return Report([verify_file(path, chosen, profile) for path in _cassette_paths(paths)])
 
 
 def _cassette_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:

@@ -66,6 +66,38 @@ def ignores_search(transcript: JSON, target: JSON) -> int:
     return estimate_tokens({**transcript, "messages": messages}, target)
 
 
+def _opaque_kept(transcript: JSON, keep: Callable[[JSON], JSON | None]) -> JSON:
+    def mapped(message: JSON) -> JSON:
+        if message["role"] != "assistant":
+            return message
+        blocks = [block if block["type"] != "providerBlock" else keep(block) for block in message["content"]]
+        return {**message, "content": [block for block in blocks if block is not None]}
+
+    return {**transcript, "messages": [mapped(message) for message in transcript["messages"]]}
+
+
+def rejects_unknown_types(transcript: JSON, target: JSON) -> int:
+    """Knows the block types of its day and raises on any other (code execution, next month's server tool)."""
+    for message in transcript["messages"]:
+        for block in message["content"] if message["role"] == "assistant" else []:
+            if block["type"] not in ("text", "thinking", "toolCall", "hostedSearch"):
+                raise TypeError(f"unsupported content block type: {block['type']}")
+    return estimate_tokens(transcript, target)
+
+
+def drops_opaque(transcript: JSON, target: JSON) -> int:
+    """Skips blocks it does not model: opaque provider blocks add 0 tokens, even when they are replayed."""
+    return estimate_tokens(_opaque_kept(transcript, lambda block: None), target)
+
+
+def counts_foreign_opaque(transcript: JSON, target: JSON) -> int:
+    """Counts every opaque block as if it were sent, whichever provider it belongs to."""
+    def own(block: JSON) -> JSON:
+        return {**block, "provider": target["provider"], "api": target["api"]}
+
+    return estimate_tokens(_opaque_kept(transcript, own), target)
+
+
 def no_cjk_correction(transcript: JSON, target: JSON) -> int:
     """Plain ceil(chars/4): a CJK character counts a quarter token."""
     found = estimate(transcript, target)
@@ -125,6 +157,9 @@ def ignores_system_and_tools(transcript: JSON, target: JSON) -> int:
 
 DEFECTS: list[tuple[Callable[[JSON, JSON], int], str]] = [
     (assumes_name, "never_raises"),
+    (rejects_unknown_types, "never_raises"),
+    (drops_opaque, "opaque_blocks_count"),
+    (counts_foreign_opaque, "opaque_blocks_count"),
     (off_by_one, "finite_non_negative"),
     (exception_to_zero, "no_decrease_on_append"),
     (exception_to_zero, "search_chars_count"),
@@ -146,7 +181,7 @@ def test_the_reference_estimator_passes(prop: Any) -> None:
 
 
 def test_every_property_has_a_name_and_a_one_line_statement() -> None:
-    assert len(BY_NAME) == len(PROPERTIES) == 9
+    assert len(BY_NAME) == len(PROPERTIES) == 10
     assert all(prop.statement and "\n" not in prop.statement for prop in PROPERTIES)
 
 
@@ -169,7 +204,8 @@ def test_the_reference_and_the_defects_differ_only_where_meant() -> None:
     target = {"provider": "anthropic", "api": "anthropic-messages", "model": "m"}
     reference = estimate_tokens(transcript, target)
     for defect in (assumes_name, ignores_search, no_cjk_correction, counts_prefix_twice, exception_to_zero,
-                   drops_anchor_on_rebuild, trusts_any_usage):
+                   drops_anchor_on_rebuild, trusts_any_usage, rejects_unknown_types, drops_opaque,
+                   counts_foreign_opaque):
         assert defect(transcript, target) == reference, defect.__name__
 
 
@@ -183,7 +219,9 @@ def test_a_failure_shows_the_statement_and_the_shrunk_transcript_as_json() -> No
     assert restore(transcript) == transcript
     blocks = [block for message in transcript["messages"] for block in message.get("content", [])
               if isinstance(block, dict)]
-    assert [block["type"] for block in blocks] == ["hostedSearch"]  # shrunk to the one block that matters
+    # shrunk to what matters: one nameless block (a search block or an opaque one), or one search round
+    assert {block["type"] for block in blocks} <= {"hostedSearch", "providerBlock"}, blocks
+    assert len(blocks) <= 2, blocks
 
 
 # ---------------------------------------------------------------- another process, another language
@@ -203,6 +241,19 @@ def test_the_javascript_defective_twin_fails_never_raises() -> None:
         outcome = BY_NAME["never_raises"].outcome(estimator, max_examples=100, seed=11, shrink=False)
     assert outcome.failure is not None
     assert "Cannot read properties of undefined (reading 'length')" in outcome.failure.detail
+
+
+@node
+def test_a_javascript_estimator_that_throws_on_unknown_blocks_is_shrunk_to_one_opaque_block() -> None:
+    with CommandEstimator(["node", str(FIXTURES / "estimator_unknown_block.js")]) as estimator:
+        outcome = BY_NAME["never_raises"].outcome(estimator, max_examples=100, seed=11)
+    assert outcome.failure is not None
+    assert "TypeError: unsupported content block type" in outcome.failure.detail
+    transcript = outcome.failure.transcript
+    assert restore(transcript) == transcript
+    blocks = [block for message in transcript["messages"] if message["role"] == "assistant"
+              for block in message["content"]]
+    assert [block["type"] for block in blocks] == ["providerBlock"]  # shrunk to the one block that matters
 
 
 def _python(code: str) -> list[str]:

@@ -22,6 +22,7 @@ from types import FrameType
 from typing import Any
 
 from replaykit.cli import EXIT_OK
+from replaykit.contracts import PROFILES
 from replaykit.errors import CassetteError, UsageError
 from replaykit.server import FakeProvider, Fault, load_faults
 from replaykit.server.app import ADMIN_PREFIX
@@ -63,6 +64,10 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--enforce-contracts", action="store_true",
                         help="answer a request that breaks its contract with the provider's 400")
+    parser.add_argument("--profile", choices=sorted(PROFILES), default=None,
+                        help="contract profile: strict, or openai-compatible for xAI / OpenRouter / DeepSeek "
+                             "traffic (OpenAI-only rules become warnings); default: what the cassettes "
+                             "declare, else strict")
     parser.add_argument("--strict", action="store_true", help="a request body must equal the recorded one")
     parser.add_argument("--match-on", default="", metavar="LIST",
                         help=f"comma-separated matchers among {', '.join(BUILTIN_MATCHERS)}")
@@ -83,7 +88,7 @@ def build(args: argparse.Namespace) -> FakeProvider:
         return FakeProvider(args.cassettes, host=args.host, port=args.port, timing=args.timing,
                             strict=args.strict, enforce_contracts=args.enforce_contracts,
                             allow_remote=args.allow_remote, match_on=match_on, repeat=args.repeat,
-                            faults=_faults(args))
+                            faults=_faults(args), profile=args.profile)
     except CassetteError as exc:  # a cassette named on the command line: the user's input, exit 2
         raise UsageError(str(exc)) from exc
 

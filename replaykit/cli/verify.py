@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK, table
+from replaykit.contracts import PROFILES
 from replaykit.verify import FileResult, Report, verify_paths
 
 __all__ = ["register", "render", "run"]
@@ -28,12 +29,16 @@ def register(subparsers: Any) -> None:
                     "warning). Exit 0 when clean, 1 on findings, 2 on usage errors.")
     parser.add_argument("paths", nargs="+", metavar="PATH", help="a cassette file or a folder of cassettes")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    parser.add_argument("--profile", choices=sorted(PROFILES), default=None,
+                        help="contract profile for every cassette: strict, or openai-compatible for xAI / "
+                             "OpenRouter / DeepSeek traffic (OpenAI-only rules become warnings); default: "
+                             "each cassette's own replaykit.profile, else strict")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Verify ``args.paths`` and print the report."""
-    report = verify_paths(args.paths)
+    report = verify_paths(args.paths, profile=args.profile)
     print(json.dumps(report.to_json(), indent=2) if args.json else render(report))
     return EXIT_OK if report.ok else EXIT_FINDINGS
 

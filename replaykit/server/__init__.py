@@ -12,9 +12,9 @@ Point an application, in any language, at it instead of the real API::
 
 ``FakeProvider(cassettes=(), *, host="127.0.0.1", port=0, timing="fast", strict=False,
 enforce_contracts=False, allow_remote=False, match_on=(), volatile=DEFAULT_VOLATILE, repeat=False,
-faults=())`` runs an aiohttp application in a background thread with its own event loop, on loopback and a
-free port by default (a non-loopback ``host`` is refused unless ``allow_remote``). It is a context manager;
-``start()`` / ``stop()`` do the same by hand.
+faults=(), profile=None)`` runs an aiohttp application in a background thread with its own event loop, on
+loopback and a free port by default (a non-loopback ``host`` is refused unless ``allow_remote``). It is a
+context manager; ``start()`` / ``stop()`` do the same by hand.
 
 Routes (one server serves every provider): Anthropic ``POST /v1/messages`` and
 ``/v1/messages/count_tokens``; OpenAI ``POST /v1/responses``; Azure ``POST /openai/v1/responses``,
@@ -43,6 +43,11 @@ written and sent on its own, at its time: no client waits for bytes the server a
 
 Faults (:mod:`~replaykit.server.faults`): ``inject(fault)`` takes a :class:`Fault`, a ``--fault`` spec string
 or a mapping; ``faults`` lists them; see that module for the kinds.
+
+Contracts: every request and response is checked against its route's contracts and the verdicts are
+journaled; ``enforce_contracts=True`` answers a request that breaks its contract with the provider's 400.
+``profile`` (``strict`` or ``openai-compatible``, see :mod:`replaykit.contracts`; default: the profile the
+cassettes declare, else strict) turns the rules it relaxes into warnings, which never refuse a request.
 
 What happened (:mod:`~replaykit.server.journal`): ``journal`` (a list of :class:`Entry`, thread-safe; the
 contract verdict of a request body is cached, so a body sent again is not validated again),

@@ -23,6 +23,7 @@ from urllib.parse import parse_qs
 from aiohttp import web
 
 from replaykit import sse
+from replaykit.contracts import STRICT, Profile
 from replaykit.errors import ReplaykitError
 from replaykit.server import envelopes, verdicts
 from replaykit.server.faults import Fault, faults_json
@@ -41,10 +42,12 @@ _EVENT_FAULTS = frozenset({"error_event", "drop_terminal"})
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """How the server answers: timing of streams and whether invalid requests are refused."""
+    """How the server answers: timing of streams, whether invalid requests are refused, and the contract
+    profile traffic is judged by (only errors refuse a request; a rule the profile relaxes is a warning)."""
 
     timing: Timing = field(default_factory=Timing)
     enforce_contracts: bool = False
+    profile: Profile = STRICT
 
 
 @dataclass(slots=True)
@@ -178,9 +181,10 @@ def _choose(state: State, received: Received, entry: Entry, faults: list[Fault])
     if status is not None:  # the error is served instead of a recording; a delay can still apply to it
         entry.verdict = "fault"
         return _faulted(status_plan(status, received.route.provider), faults, entry, status), None
-    if state.settings.enforce_contracts and entry.request_violations:
+    refused = [row for row in entry.request_violations if row.get("severity") != "warning"]
+    if state.settings.enforce_contracts and refused:
         entry.verdict = "invalid"
-        first = entry.request_violations[0]
+        first = refused[0]
         message = f"{first.get('pointer') or '/'}: {first.get('message')}"
         return _replaykit_error(received, 400, message, f"contract violation at {message}"), None
     with state.lock:
@@ -266,9 +270,11 @@ async def handle(request: web.BaseRequest, state: State) -> web.StreamResponse:
     progress = Progress(on_settle=exchange.settle)
     try:
         try:
-            entry.request_violations = verdicts.request_violations(received)
+            profile = state.settings.profile
+            entry.request_violations = verdicts.request_violations(received, profile)
             exchange.plan, exchange.match = _choose(state, received, entry, faults)
-            entry.response_violations = verdicts.response_violations(received, exchange.slot, exchange.plan)
+            entry.response_violations = verdicts.response_violations(received, exchange.slot, exchange.plan,
+                                                                     profile)
         except Exception as exc:
             exchange.plan = _internal_error(state, received, exc, entry)
         return await deliver(request, exchange.plan, state.closing, progress)

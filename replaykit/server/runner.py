@@ -16,6 +16,7 @@ import socket
 import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -24,15 +25,16 @@ from aiohttp import web
 
 from replaykit import cassette as cassette_mod
 from replaykit.cassette import Cassette
+from replaykit.contracts import Profile, resolve_profile
 from replaykit.errors import MatchError, UsageError
 from replaykit.server.app import Settings, State, make_server
 from replaykit.server.faults import Fault
 from replaykit.server.journal import Entry
-from replaykit.server.matching import DEFAULT_VOLATILE, Matcher, Pool, Slot, slots_of
+from replaykit.server.matching import DEFAULT_VOLATILE, Matcher, Pool, slots_of
 from replaykit.server.plan import Timing
 from replaykit.server.routes import PROVIDERS, base_urls
 
-__all__ = ["DUMMY_KEY", "CassetteSource", "FakeProvider", "check_host", "new_loop"]
+__all__ = ["DUMMY_KEY", "CassetteSource", "FakeProvider", "check_host", "declared_profile", "new_loop"]
 
 CassetteSource = str | os.PathLike[str] | Cassette
 DUMMY_KEY = "replaykit-dummy-key"
@@ -70,19 +72,28 @@ def _sources(cassettes: CassetteSource | Iterable[CassetteSource]) -> list[Casse
     return list(cassettes)
 
 
-def load_slots(cassettes: CassetteSource | Iterable[CassetteSource]) -> list[Slot]:
-    """Slots for cassette files, folders of them, or loaded :class:`Cassette` objects, in order."""
-    slots: list[Slot] = []
+def _loaded(cassettes: CassetteSource | Iterable[CassetteSource]) -> list[tuple[str, Cassette]]:
+    """Each cassette named (files, folders of them, or :class:`Cassette` objects) with its label, in order."""
+    loaded: list[tuple[str, Cassette]] = []
     for number, source in enumerate(_sources(cassettes)):
         if isinstance(source, Cassette):
-            label = str(source.path) if source.path else f"<cassette {number}>"
-            slots.extend(slots_of(label, source.interactions))
+            loaded.append((str(source.path) if source.path else f"<cassette {number}>", source))
             continue
         if not Path(source).exists():
             raise UsageError(f"{source}: no such cassette file or folder")
-        for path in cassette_mod.iter_paths([source]):
-            slots.extend(slots_of(str(path), cassette_mod.load(path).interactions))
-    return slots
+        loaded += [(str(path), cassette_mod.load(path)) for path in cassette_mod.iter_paths([source])]
+    return loaded
+
+
+def declared_profile(loaded: Iterable[tuple[str, Cassette]]) -> Profile:
+    """The contract profile the cassettes declare (``replaykit: {profile: ...}``), ``strict`` when none does;
+    cassettes that declare different ones are a usage error (choose one with ``profile=`` / ``--profile``)."""
+    named = {label: tape.meta.extra["profile"] for label, tape in loaded if "profile" in tape.meta.extra}
+    if len(set(named.values())) > 1:
+        listed = ", ".join(f"{label}: {name}" for label, name in named.items())
+        raise UsageError(f"the cassettes declare different contract profiles ({listed}); "
+                         "choose one with --profile (profile=...)")
+    return resolve_profile(next(iter(named.values()), None))
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -112,9 +123,11 @@ class FakeProvider:
         volatile: Iterable[str] = DEFAULT_VOLATILE,
         repeat: bool = False,
         faults: Iterable[Fault | str | Mapping[str, Any]] = (),
+        profile: str | Profile | None = None,
     ) -> None:
         check_host(host, allow_remote)
         self.host, self._port = host, port
+        self._profile = None if profile is None else resolve_profile(profile)
         settings = Settings(timing if isinstance(timing, Timing) else Timing.parse(timing), enforce_contracts)
         try:
             pool = Pool((), match_on=list(match_on), volatile=volatile, strict=strict, repeat=repeat)
@@ -246,10 +259,17 @@ class FakeProvider:
     # ------------------------------------------------------------ what is served
 
     def load(self, cassettes: CassetteSource | Iterable[CassetteSource]) -> None:
-        """Replace the loaded cassettes (paths, folders or :class:`Cassette` objects); usage starts afresh."""
-        slots = load_slots(cassettes)
+        """Replace the loaded cassettes (paths, folders or :class:`Cassette` objects); usage starts afresh.
+
+        Traffic is judged by the ``profile`` given to the constructor, else by the one the cassettes declare
+        (:func:`declared_profile`).
+        """
+        loaded = _loaded(cassettes)
+        slots = [slot for label, tape in loaded for slot in slots_of(label, tape.interactions)]
+        profile = self._profile or declared_profile(loaded)
         with self._state.lock:
             self._state.pool.slots = slots
+            self._state.settings = replace(self._state.settings, profile=profile)
 
     def inject(self, fault: Fault | str | Mapping[str, Any]) -> Fault:
         """Add a fault (a :class:`Fault`, a ``--fault`` spec string or a mapping); returns it."""
@@ -269,7 +289,7 @@ class FakeProvider:
 
     @property
     def settings(self) -> Settings:
-        """Timing and contract enforcement."""
+        """Timing, contract enforcement and the contract profile."""
         return self._state.settings
 
     # ------------------------------------------------------------ what happened

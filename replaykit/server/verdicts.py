@@ -62,37 +62,43 @@ _VERDICTS = _Verdicts()
 
 
 def _rows(found: list[contracts.Violation]) -> list[dict[str, Any]]:
-    return [{"pointer": v.pointer, "keyword": v.keyword, "message": v.message, "event": v.event}
-            for v in found]
+    return [{"pointer": v.pointer, "keyword": v.keyword, "message": v.message, "event": v.event,
+             "severity": v.severity} for v in found]
 
 
-def request_violations(received: Received) -> list[dict[str, Any]]:
-    """Violations of the request body against its route's request contract (``[]`` off the known routes).
+def request_violations(received: Received,
+                       profile: contracts.Profile = contracts.STRICT) -> list[dict[str, Any]]:
+    """Violations of the request body against its route's request contract (``[]`` off the known routes),
+    under ``profile`` (the rules it relaxes come with ``severity: warning``).
 
     Cached per body (see the module docstring); each call returns new lists and dicts.
     """
     route = contracts.classify(received.method, received.path)
     if route is None:
         return []
-    key = (route.request, hashlib.sha256(received.body).digest())
+    key = (f"{route.request}:{profile.name}", hashlib.sha256(received.body).digest())
     rows = _VERDICTS.get(key)
     if rows is None:
-        rows = tuple(_rows(contracts.check_body(route.request, received.json, "request")))
+        found = contracts.check_body(route.request, received.json, "request", profile=profile)
+        rows = tuple(_rows(found))
         _VERDICTS.put(key, rows)
     return [dict(row) for row in rows]
 
 
-def _check_plan(route: contracts.Route, plan: Plan) -> list[contracts.Violation]:
+def _check_plan(route: contracts.Route, plan: Plan, profile: contracts.Profile) -> list[contracts.Violation]:
     body = b"".join(plan.chunks)
     if plan.status >= 400:
-        return contracts.check_body(route.error, body_json(body), f"HTTP {plan.status} error")
+        what = f"HTTP {plan.status} error"
+        return contracts.check_body(route.error, body_json(body), what, profile=profile)
     if plan.stream:
-        return contracts.check_events(route, sse.parse(body))
-    return contracts.check_body(route.response, body_json(body), "response")
+        return contracts.check_events(route, sse.parse(body), profile=profile)
+    return contracts.check_body(route.response, body_json(body), "response", profile=profile)
 
 
-def response_violations(received: Received, slot: Slot | None, plan: Plan) -> list[dict[str, Any]]:
-    """Violations of the response ``plan`` serves; an unaltered replay is checked once per interaction.
+def response_violations(received: Received, slot: Slot | None, plan: Plan,
+                        profile: contracts.Profile = contracts.STRICT) -> list[dict[str, Any]]:
+    """Violations of the response ``plan`` serves (under ``profile``); an unaltered replay is checked once
+    per interaction.
 
     A body over :data:`CHECK_LIMIT` bytes is not checked (it would be held parsed in memory, several times
     its size): the plan gets a note saying so, and ``replaykit verify`` checks the cassette offline.
@@ -101,11 +107,11 @@ def response_violations(received: Received, slot: Slot | None, plan: Plan) -> li
     if route is None:
         return []
     if slot is None or plan.altered or plan.status >= 400:
-        rows = _checked(route, plan)
+        rows = _checked(route, plan, profile)
     else:
-        key = f"violations:{route.response}"
+        key = f"violations:{route.response}:{profile.name}"
         if key not in slot.memo:
-            slot.memo[key] = _checked(route, plan)
+            slot.memo[key] = _checked(route, plan, profile)
         rows = slot.memo[key]
     if rows is None:
         plan.notes.append(f"response contracts not checked: the body has {sum(map(len, plan.chunks))} "
@@ -114,8 +120,8 @@ def response_violations(received: Received, slot: Slot | None, plan: Plan) -> li
     return [dict(row) for row in rows]
 
 
-def _checked(route: contracts.Route, plan: Plan) -> list[dict[str, Any]] | None:
+def _checked(route: contracts.Route, plan: Plan, profile: contracts.Profile) -> list[dict[str, Any]] | None:
     """The violations of ``plan`` as journal rows; None when its body is over :data:`CHECK_LIMIT`."""
     if sum(map(len, plan.chunks)) > CHECK_LIMIT:
         return None
-    return _rows(_check_plan(route, plan))
+    return _rows(_check_plan(route, plan, profile))

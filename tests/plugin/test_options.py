@@ -24,7 +24,8 @@ def test_the_command_line_wins(rk: pytest.Pytester, monkeypatch: pytest.MonkeyPa
         [
             rf"OPTIONS ReplaykitOptions\(cassette_dir=PosixPath\('{rk.path}/elsewhere'\), timing='fixed:5', "
             r"enforce_contracts=True, allow_network=False\)",
-            r"SETTINGS Settings\(timing=Timing\(mode='fixed', ms=5.0\), enforce_contracts=True\)",
+            r"SETTINGS Settings\(timing=Timing\(mode='fixed', ms=5.0\), enforce_contracts=True, "
+            r"profile=Profile\(name='strict', spans_optional=False\)\)",
         ]
     )
 

@@ -110,9 +110,9 @@ def validations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     real = contracts.validate
 
-    def counted(kind: str, value: Any) -> list[contracts.Violation]:
+    def counted(kind: str, value: Any, profile: Any = None) -> list[contracts.Violation]:
         calls.append(kind)
-        return real(kind, value)
+        return real(kind, value, profile)
 
     monkeypatch.setattr(contracts, "validate", counted)
     monkeypatch.setattr(verdicts, "_VERDICTS", verdicts._Verdicts())
