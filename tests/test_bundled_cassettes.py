@@ -285,7 +285,11 @@ def _anthropic_block_features(blocks: list[Json], mode: str) -> set[str]:
     searches = [b for b in blocks if b["type"] == "server_tool_use" and b["name"] == "web_search"]
     found |= {f"anthropic:server_tool_use:{mode}"} if searches else set()
     found |= {"anthropic:two_searches_one_turn"} if len(searches) >= 2 else set()
+    by_code = [b for b in searches if (b.get("caller") or {}).get("type", "direct") != "direct"]
+    found |= {f"anthropic:search_through_code_execution:{mode}"} if by_code else set()
     for block in blocks:
+        if block["type"] == "code_execution_tool_result":
+            found.add(f"anthropic:code_execution_result:{block['content']['type']}:{mode}")
         if block["type"] == "web_search_tool_result":
             content = block["content"]
             if isinstance(content, list):
@@ -323,7 +327,7 @@ def openai_features(item: Interaction, provider: str) -> set[str]:
     else:
         output = item.response.json()["output"]
     calls = [o for o in output if o["type"] == "web_search_call"]
-    found = {f"{provider}:action:{o['action']['type']}:{mode}" for o in calls}
+    found = {f"{provider}:action:{o['action']['type'] if 'action' in o else 'none'}:{mode}" for o in calls}
     parts = [c for o in output if o["type"] == "message" for c in o["content"]]
     notes = [a for c in parts for a in c.get("annotations", [])]
     found |= {f"{provider}:url_citation:{mode}"} if any(a["type"] == "url_citation" for a in notes) else set()
@@ -396,6 +400,9 @@ REQUIRED = {
     *(f"openai:action:{action}:{mode}" for action in ("search", "open_page", "find_in_page")
       for mode in ("plain", "stream")),
     "openai:url_citation:plain", "openai:url_citation:stream", "openai:http:429:tokens",
+    *(f"{what}:{mode}" for mode in ("plain", "stream")
+      for what in ("openai:action:none", "anthropic:search_through_code_execution",
+                   "anthropic:code_execution_result:encrypted_code_execution_result")),
     "azure:azure_route", "azure:action:search:plain", "azure:url_citation:plain",
     *(f"cloudflare:provider:{name}" for name in ("ceramic", "exa", "linkup")),
     "cloudflare:empty", *(f"cloudflare:missing:{key}" for key in ("url", "title", "description")),

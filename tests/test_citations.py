@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replaykit import cassette
+from replaykit import cassette, contracts
 from replaykit.citations import (
     errors_only,
     render_sources,
@@ -22,6 +22,7 @@ from replaykit.citations import (
     verify_openai_response,
     verify_transcript,
 )
+from replaykit.contracts import Profile
 from replaykit.errors import CitationError
 from replaykit.resources import data_dir
 from replaykit.search import Evidence, Finding
@@ -277,12 +278,13 @@ def _final_body(item: cassette.Interaction) -> Any:
     return transcript.anthropic_final_body(events)
 
 
-def _verify_interaction(item: cassette.Interaction) -> tuple[list[Finding], int]:
+def _verify_interaction(item: cassette.Interaction,
+                        profile: Profile = contracts.STRICT) -> tuple[list[Finding], int]:
     body = _final_body(item)
     text = json.dumps(body)
     count = text.count('"web_search_result_location"') + text.count('"url_citation"')
     if "/responses" in item.request.uri:
-        return verify_openai_response(body), count
+        return verify_openai_response(body, profile), count
     return verify_anthropic_message(body, search_urls(item.request.json())), count
 
 
@@ -297,9 +299,10 @@ CASSETTES = list(_cassettes())
 
 @pytest.mark.parametrize("path", CASSETTES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_citation_in_a_provider_cassette_verifies(path: Path) -> None:
-    for item in cassette.load(path).interactions:
+    loaded = cassette.load(path)
+    for item in loaded.interactions:
         if item.response.status == 200:
-            findings, _ = _verify_interaction(item)
+            findings, _ = _verify_interaction(item, contracts.profile_of(loaded))
             assert errors_only(findings) == [], "\n".join(map(str, findings))
 
 
@@ -409,3 +412,28 @@ def test_unknown_source_ids_are_always_caught(size: int, cited: list[int], stray
     answer["citations"].append({"sourceId": unknown, "claim": "c"})
     assert _found(verify_evidence_answer(answer, evidence))[-1] == (
         f"/citations/{len(answer['citations']) - 1}/sourceId", "error", "unknown-source-id")
+
+
+def _xai_response(*notes: dict[str, Any]) -> dict[str, Any]:
+    call = {"id": "fc_1_0", "type": "web_search_call", "status": "completed", "name": "web_search",
+            "arguments": "{}", "call_id": ""}
+    part = {"type": "output_text", "text": "xAI builds Grok.", "annotations": list(notes)}
+    return {"output": [call, {"type": "message", "id": "msg_1", "role": "assistant", "content": [part]}]}
+
+
+def test_a_citation_without_span_is_accepted_only_under_the_openai_compatible_profile() -> None:
+    response = _xai_response({"type": "url_citation", "url": "https://x.ai/company"})
+    assert [f.code for f in verify_openai_response(response)] == ["span-missing"]
+    assert verify_openai_response(response, "openai-compatible") == []
+    transcript = {"version": 1, "messages": [{"role": "assistant", "api": "openai-responses", "content": [
+        {"type": "text", "text": "xAI builds Grok.", "citations": [{"type": "url_citation",
+                                                                    "url": "https://x.ai/company"}]}]}]}
+    assert [f.code for f in verify_transcript(transcript)] == ["span-missing"]
+    assert verify_transcript(transcript, contracts.OPENAI_COMPATIBLE) == []
+
+
+def test_the_compatible_profile_still_checks_half_spans_and_urls() -> None:
+    half = _xai_response({"type": "url_citation", "url": "https://x.ai/", "start_index": 0})
+    assert [f.code for f in verify_openai_response(half, "openai-compatible")] == ["span-missing"]
+    bad = _xai_response({"type": "url_citation", "url": "javascript:alert(1)"})
+    assert [f.code for f in verify_openai_response(bad, "openai-compatible")] == ["url-scheme"]

@@ -129,3 +129,31 @@ def test_the_console_script_never_prints_a_traceback(tmp_path: Path) -> None:
                              check=False)
     assert missing.returncode == EXIT_USAGE and missing.stdout == ""
     assert missing.stderr.count("\n") == 1 and "Traceback" not in missing.stderr
+
+
+COMPAT = Path(__file__).resolve().parents[1] / "cassettes" / "openai" / "compatible_xai_web_search.yaml"
+
+
+def test_a_cassette_is_judged_by_its_own_profile_unless_told(capsys: pytest.CaptureFixture[str],
+                                                             tmp_path: Path) -> None:
+    code, out, _ = _run(capsys, str(COMPAT))
+    assert code == EXIT_OK and "0 errors, 17 warnings" in out
+    assert "a warning under profile openai-compatible" in out
+    code, out, _ = _run(capsys, "--profile", "strict", str(COMPAT))
+    assert code == EXIT_FINDINGS and "17 findings: FAILED" in out
+    strict = tmp_path / "strict.yaml"
+    strict.write_text(COMPAT.read_text(encoding="utf-8").replace("  profile: openai-compatible\n", ""))
+    assert _run(capsys, str(strict))[0] == EXIT_FINDINGS
+    assert _run(capsys, "--profile", "openai-compatible", str(strict))[0] == EXIT_OK
+
+
+def test_an_unknown_profile_is_a_finding_in_the_file_or_a_usage_error(capsys: pytest.CaptureFixture[str],
+                                                                      tmp_path: Path) -> None:
+    odd = tmp_path / "odd.yaml"
+    odd.write_text(COMPAT.read_text(encoding="utf-8").replace("profile: openai-compatible", "profile: loose"))
+    code, out, _ = _run(capsys, str(odd))
+    assert code == EXIT_FINDINGS
+    assert f"{odd}:replaykit.profile: contract: profile 'loose' is unknown; write one of strict, " \
+           "openai-compatible" in out
+    code, _, err = _run(capsys, "--profile", "loose", str(COMPAT))
+    assert code == EXIT_USAGE and "invalid choice: 'loose'" in err

@@ -16,7 +16,7 @@ from referencing.jsonschema import DRAFT202012
 
 from replaykit import contracts
 from replaykit.contracts import Contracts, classify
-from replaykit.errors import ContractError
+from replaykit.errors import ContractError, UsageError
 from replaykit.resources import data_dir
 
 CONTRACTS = data_dir("contracts")
@@ -266,3 +266,81 @@ def test_an_unexpected_member_alone_is_still_reported() -> None:
     body = {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": [block]}]}
     found = contracts.validate("anthropic.request", body)
     assert [v.pointer for v in found] == ["/messages/0/content/0/timestamp"]
+
+
+# ---------------------------------------------------------------- the wire over the SDK: no action, profiles
+
+WS_NO_ACTION = {"id": "ws_0cc9", "type": "web_search_call", "status": "completed"}
+
+
+def test_a_web_search_call_without_action_meets_every_contract_it_appears_in() -> None:
+    assert contracts.validate("openai.output_item", WS_NO_ACTION) == []
+    assert contracts.validate("openai.input_item", WS_NO_ACTION) == []
+    for kind in ("response.output_item.added", "response.output_item.done"):
+        event = {"type": kind, "sequence_number": 3, "output_index": 1, "item": WS_NO_ACTION}
+        assert contracts.validate("openai.stream_event", event) == []
+    request = {"model": "gpt-5", "input": [{"role": "user", "content": "q"}, WS_NO_ACTION]}
+    assert contracts.validate("openai.request", request) == []
+
+
+def test_every_other_web_search_call_rule_holds_without_action() -> None:
+    for broken, pointer in (({"status": "done"}, "/status"), ({"id": "call_1"}, "/id"),
+                            ({"action": {"type": "browse"}}, "/action/type")):
+        found = contracts.validate("openai.output_item", WS_NO_ACTION | broken)
+        assert [v.pointer for v in found] == [pointer]
+    assert [v.pointer for v in contracts.validate("openai.input_item", WS_NO_ACTION | {"query": "q"})] == \
+        ["/query"]
+
+
+XAI_CALL = {"id": "fc_25de_0", "type": "web_search_call", "status": "completed", "name": "web_search",
+            "arguments": "{}", "call_id": ""}
+SPANLESS = {"type": "url_citation", "url": "https://x.ai/company"}
+
+
+def _message(*notes: dict[str, Any]) -> dict[str, Any]:
+    part = {"type": "output_text", "text": "xAI is a company.", "annotations": list(notes)}
+    return {"type": "message", "id": "msg_25de", "role": "assistant", "status": "completed",
+            "content": [part]}
+
+
+@pytest.mark.parametrize(("kind", "value", "pointers"), [
+    ("openai.output_item", XAI_CALL, ["/id"]),
+    ("openai.output_item", _message(SPANLESS), ["/content/0/annotations/0/start_index",
+                                                "/content/0/annotations/0/end_index",
+                                                "/content/0/annotations/0/title"]),
+    ("openai.input_item", XAI_CALL, ["/id", "/arguments", "/call_id", "/name"]),
+    ("openai.usage", {"input_tokens": 3, "output_tokens": 4, "total_tokens": 7},
+     ["/input_tokens_details", "/output_tokens_details"]),
+    ("openai.stream_event", {"type": "response.web_search_call.searching", "sequence_number": 1,
+                             "output_index": 0, "item_id": "fc_25de_0"}, ["/item_id"]),
+])
+def test_the_openai_compatible_profile_turns_openai_only_rules_into_warnings(
+        kind: str, value: dict[str, Any], pointers: list[str]) -> None:
+    strict = contracts.validate(kind, value)
+    assert sorted(v.pointer for v in strict) == sorted(pointers)
+    assert {v.severity for v in strict} == {"error"}
+    relaxed = contracts.validate(kind, value, "openai-compatible")
+    assert [(v.pointer, v.keyword) for v in relaxed] == [(v.pointer, v.keyword) for v in strict]
+    assert {v.severity for v in relaxed} == {"warning"}
+    assert all("a warning under profile openai-compatible" in v.message for v in relaxed)
+
+
+def test_the_profile_relaxes_only_what_is_marked() -> None:
+    broken = _message({"type": "url_citation", "url": "javascript:alert(1)", "start_index": 9, "end_index": 2,
+                       "title": "t"})
+    found = contracts.validate("openai.output_item", broken, "openai-compatible")
+    assert {(v.pointer.rsplit("/", 1)[1], v.severity) for v in found} == {("url", "error"),
+                                                                           ("end_index", "error")}
+    assert [v.severity for v in contracts.validate("openai.output_item", XAI_CALL | {"status": "x"},
+                                                   "openai-compatible")] == ["warning", "error"]
+
+
+def test_profiles_are_named_and_checked(tmp_path: Path) -> None:
+    assert list(contracts.PROFILES) == ["strict", "openai-compatible"]
+    assert contracts.resolve_profile(None) is contracts.STRICT
+    with pytest.raises(UsageError, match="'lenient' is unknown; use one of strict, openai-compatible"):
+        contracts.validate("openai.usage", {}, "lenient")
+    marks = {"x-profiles": {"lenient": ["type"]}}
+    _write(tmp_path, "replaykit/marked.schema.json", _schema("marked", **marks))
+    with pytest.raises(ContractError, match=r"marked\.schema\.json:x-profiles: unknown profile 'lenient'"):
+        Contracts(tmp_path).kinds()

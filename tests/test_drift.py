@@ -150,3 +150,10 @@ def test_cli_run_as_a_program_never_prints_a_traceback() -> None:
     assert done.returncode == EXIT_OK, done.stderr
     assert "Traceback" not in done.stderr
     assert done.stdout.rstrip().endswith(": OK")
+
+
+def test_the_action_the_wire_omits_is_explained_not_blocking() -> None:
+    gaps = [gap for gap in drift.compare(("openai",))
+            if gap.gap == "sdk-required" and "action:" in gap.detail]
+    assert {gap.sdk_type for gap in gaps} == {"ResponseFunctionWebSearch", "ResponseFunctionWebSearchParam"}
+    assert all(gap.verdict == "explained" and "the wire" in gap.reason for gap in gaps)

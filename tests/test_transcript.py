@@ -912,3 +912,87 @@ def test_a_transcript_embedded_in_another_contract_keeps_its_history_in_order() 
     assert found == [("/transcript/systemHistory/1/timestamp", "x-rules")]
     data["systemHistory"].reverse()
     assert contracts.validate("replaykit.estimator-request", request) == []
+
+
+# ---------------------------------------------------------------- blocks the transcript does not model
+
+
+NEW_BLOCKS = [
+    {"type": "server_tool_use", "id": "srvtoolu_01code", "name": "code_execution",
+     "input": {"code": "print(1)"}, "caller": {"type": "direct"}},
+    {"type": "code_execution_tool_result", "tool_use_id": "srvtoolu_01code",
+     "content": {"type": "encrypted_code_execution_result", "encrypted_stdout": "Eq1", "stderr": "",
+                 "return_code": 1, "content": [], "abort_reason": None}},
+    {"type": "bash_code_execution_tool_result", "tool_use_id": "srvtoolu_01bash",
+     "content": {"type": "bash_code_execution_result", "stdout": "650\n", "stderr": "", "return_code": 0,
+                 "content": []}},
+    {"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_01ts",
+     "content": {"type": "tool_search_tool_search_result", "tool_references": []}},
+    {"type": "container_upload", "file_id": "file_01"},
+    {"type": "mind_reading_tool_result_2027", "tool_use_id": "srvtoolu_01mind", "content": {"thought": "x"}},
+]
+
+
+@pytest.mark.parametrize("block", NEW_BLOCKS, ids=lambda block: str(block["type"]))
+def test_a_block_the_transcript_does_not_model_becomes_one_opaque_block(block: JSON) -> None:
+    body = {**_anthropic(), "content": [{"type": "text", "text": "a"}, block]}
+    content = from_anthropic(body, timestamp=1)["content"]
+    assert content[1] == {"type": "providerBlock", "provider": "anthropic", "api": "anthropic-messages",
+                          "blockType": block["type"], "raw": block}
+    assert content[1]["raw"] is not block  # a copy: the wire body is never shared with the transcript
+    assert restore({"version": 1, "messages": [_user("q"), from_anthropic(body, timestamp=1)]})
+
+
+def _user(text: str) -> JSON:
+    return {"role": "user", "content": text, "timestamp": 1}
+
+
+@pytest.mark.parametrize("item", [
+    {"type": "code_interpreter_call", "id": "ci_1", "status": "completed", "code": "1+1",
+     "container_id": "c"},
+    {"type": "code_interpreter_call", "id": "fc_uuid_us-east-1_0", "status": "completed",
+     "name": "code_execution", "arguments": "{}"},  # xAI's form
+    {"type": "custom_tool_call", "id": "ctc_1", "call_id": "xs_call_1", "name": "x_search", "input": "q"},
+    {"type": "image_generation_call", "id": "ig_1", "status": "completed", "result": "iVBOR"},
+    {"type": "a_tool_of_next_year_call", "id": "nx_1"},
+], ids=lambda item: str(item["type"]))
+def test_an_openai_item_the_transcript_does_not_model_becomes_one_opaque_block(item: JSON) -> None:
+    content = from_openai(_openai("completed", item), timestamp=1, provider="azure")["content"]
+    assert content == [{"type": "providerBlock", "provider": "azure", "api": "openai-responses",
+                        "blockType": item["type"], "raw": item}]
+
+
+def test_a_search_run_by_code_is_a_hosted_search_with_its_caller_in_raw() -> None:
+    caller = {"type": "code_execution_20260120", "tool_id": "srvtoolu_01code"}
+    call = {"type": "server_tool_use", "id": "srvtoolu_01s", "name": "web_search", "input": {"query": "q"},
+            "caller": caller}
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01s", "caller": caller, "content": [
+        {"type": "web_search_result", "url": "https://a.example", "title": "A", "encrypted_content": "E",
+         "page_age": None}]}
+    body = {**_anthropic(), "content": [NEW_BLOCKS[0], call, result]}
+    content = from_anthropic(body, timestamp=1)["content"]
+    assert [block["type"] for block in content] == ["providerBlock", "hostedSearch", "hostedSearch"]
+    assert content[1]["query"] == "q" and content[1]["raw"] == call
+    assert content[2]["results"] == [{"url": "https://a.example", "title": "A", "pageAge": None}]
+    assert content[2]["raw"]["caller"] == caller
+
+
+def test_a_tool_call_keeps_its_wire_block_with_its_caller() -> None:
+    use = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"},
+           "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_01code"}}
+    block = from_anthropic({**_anthropic("tool_use"), "content": [use]}, timestamp=1)["content"][0]
+    assert block == {"type": "toolCall", "id": "toolu_1", "name": "get_weather",
+                     "arguments": {"city": "Oslo"}, "raw": use}
+
+
+def test_a_stream_with_unknown_blocks_and_deltas_converts_as_the_sdk_accumulates() -> None:
+    future = {"type": "hologram_tool_result_2027", "tool_use_id": "srvtoolu_01h", "content": []}
+    body = {**_anthropic(), "content": [{"type": "text", "text": "hello"}, future]}
+    events = anthropic_stream_of(body)
+    at = next(n for n, e in enumerate(events) if e["type"] == "content_block_stop" and e["index"] == 1)
+    unknown = {"type": "content_block_delta", "index": 1, "delta": {"type": "hologram_delta", "x": 1}}
+    events.insert(at, unknown)
+    message = from_anthropic_stream(events, timestamp=1)
+    assert message["stopReason"] == "stop"
+    assert message["content"][1] == {"type": "providerBlock", "provider": "anthropic",
+                                     "api": "anthropic-messages", "blockType": future["type"], "raw": future}
