@@ -455,8 +455,8 @@ class Property:
 
 
 PROPERTIES: tuple[Property, ...] = (
-    Property("never_raises", "never raises on a contract-valid transcript (nameless search blocks included)",
-             _never_raises),
+    Property("never_raises", "never raises on a contract-valid transcript (nameless search blocks and opaque "
+             "provider blocks included)", _never_raises),
     Property("finite_non_negative", "the estimate is a finite, non-negative number", _finite),
     Property("no_decrease_on_append", "appending a message that carries no valid usage never lowers the "
              "estimate", _no_decrease),
