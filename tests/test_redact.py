@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from recordings import recorded
 
 from replaykit import cassette as cassettes
 from replaykit.cassette import Cassette, Interaction, Meta, Request, Response
@@ -28,7 +29,6 @@ from replaykit.redact import (
 )
 from replaykit.resources import data_dir
 
-RECORDED = Path(__file__).resolve().parents[2] / "shared" / "recorded"
 _ALNUM = string.ascii_letters + string.digits
 _URLSAFE = _ALNUM + "-_"
 
@@ -378,21 +378,16 @@ def test_near_misses_are_not_flagged(text: str) -> None:
     assert scan_text(text) == []
 
 
-def _real_cassettes() -> list[Path]:
-    recorded = cassettes.iter_paths([RECORDED]) if RECORDED.is_dir() else []
-    return recorded + cassettes.iter_paths([data_dir("cassettes")])
-
-
-@pytest.mark.parametrize("path", _real_cassettes(), ids=lambda p: "/".join(p.parts[-3:]))
+@pytest.mark.parametrize("path", cassettes.iter_paths([data_dir("cassettes")]),
+                         ids=lambda p: "/".join(p.parts[-3:]))
 def test_no_false_positives_on_real_recordings_and_bundled_cassettes(path: Path) -> None:
     loaded = cassettes.load(path)
     assert scan(loaded) == []
     assert scan_text(path.read_text(encoding="utf-8")) == []
 
 
-@pytest.mark.skipif(not RECORDED.is_dir(), reason="../shared/recorded is not present")
 def test_redacting_a_real_recording_scrubs_its_headers_and_keeps_its_bodies() -> None:
-    loaded = cassettes.load(RECORDED / "pydantic-ai__openai_responses_web_search_tool.yaml")
+    loaded = cassettes.load(recorded("pydantic-ai__openai_responses_web_search_tool.yaml"))
     clean = redact(loaded)
     for before, after in zip(loaded.interactions, clean.interactions, strict=True):
         assert before.request.json() == after.request.json()

@@ -9,13 +9,13 @@ from typing import Any
 
 import httpx
 import pytest
+from recordings import recorded
 from server_support import (
     ANTHROPIC,
     anthropic_message,
     anthropic_request,
     cassette_of,
     json_interaction,
-    recorded,
     stream_cassette,
 )
 
