@@ -13,7 +13,7 @@ import httpx2
 import openai
 import pytest
 
-from replaykit import cassette
+from replaykit import cassette, contracts
 from replaykit.errors import (
     ERROR_CODES,
     LOCAL_PHASES,
@@ -357,19 +357,16 @@ def _outcome_failures() -> dict[str, BaseException | object]:
 
 @pytest.mark.parametrize("name", sorted(_outcome_failures()))
 def test_every_classified_failure_is_a_valid_outcome(name: str) -> None:
-    contracts = pytest.importorskip("replaykit.contracts")
     outcome = {**outcome_json(_outcome_failures()[name]), "transcript": None, "persistWrites": 0}
     assert contracts.validate("replaykit.target-outcome", outcome) == []
 
 
 def test_the_error_codes_are_the_outcome_contract_codes() -> None:
-    contracts = pytest.importorskip("replaykit.contracts")
     schema = contracts.default().schema("replaykit.target-outcome")
     assert sorted(schema["$defs"]["code"]["enum"]) == sorted(ERROR_CODES)
 
 
 def test_an_internal_error_with_a_phase_or_retryable_is_refused_by_the_outcome_contract() -> None:
-    contracts = pytest.importorskip("replaykit.contracts")
     error = classify(ZeroDivisionError()).to_json()
     for wrong in ({"phase": "preparation"}, {"retryable": True}, {"provenance": "provider"}):
         outcome = {"status": "error", "error": {**error, **wrong}, "transcript": None, "persistWrites": 0}
