@@ -101,6 +101,13 @@ def test_secret_field_names(name: str) -> None:
     assert is_secret_field(name)
 
 
+@pytest.mark.parametrize("name", ["AWSSecretKey", "DBPassword", "GCPPrivateKey", "SSHPassphrase"])
+def test_an_acronym_before_a_camel_case_word_is_split_off(name: str) -> None:
+    """``AWSSecretKey`` is ``aws_secret_key``: the split before the last capital of an acronym counts."""
+    assert is_secret_field(name)
+    assert is_secret_query(name)
+
+
 @pytest.mark.parametrize("name", [
     "input_tokens", "output_tokens", "max_tokens", "max_output_tokens", "cache_read_input_tokens",
     "cache_creation_input_tokens", "reasoning_tokens", "total_tokens", "budget_tokens", "cached_tokens",
@@ -343,6 +350,13 @@ def test_scan_text_finds_keys_where_the_model_does_not_look(kind: str, key: str)
     found = scan_text(text, "f.yaml")
     assert [(f.kind, f.line, f.field) for f in found] == [(kind, 2, "line 2")]
     _assert_masked(found, key)
+
+
+def test_a_bearer_token_is_flagged_from_twenty_characters() -> None:
+    token = _random(random.Random(3), 20, _URLSAFE)
+    (finding,) = scan_text(f"Authorization: Bearer {token}")
+    assert (finding.kind, finding.excerpt) == ("bearer", f"{token[:4]}…(20 chars)")
+    assert scan_text(f"Authorization: Bearer {token[:19]}") == []  # one short: not a token
 
 
 def test_a_pem_excerpt_shows_only_its_label() -> None:
