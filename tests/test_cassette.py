@@ -21,12 +21,12 @@ import yaml
 from _pytest.monkeypatch import MonkeyPatch
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from recordings import RECORDED, RECORDINGS
 
 from replaykit import cassette, sse
 from replaykit.cassette import Cassette, Interaction, Meta, Request, Response
 from replaykit.errors import CassetteError
 
-RECORDED = Path(__file__).resolve().parents[2] / "shared" / "recorded"
 DATA = Path(__file__).resolve().parent / "data" / "cassette"
 
 JSON_BODY = {"type": "message", "content": [{"type": "text", "text": "héllo"}]}
@@ -137,11 +137,8 @@ def test_crlf_file(tmp_path: Path) -> None:
 
 
 def test_every_recorded_file_loads() -> None:
-    if not RECORDED.is_dir():
-        pytest.skip(f"{RECORDED} is absent")
-    paths = cassette.iter_paths([RECORDED])
-    assert len(paths) >= 7
-    for path in paths:
+    assert len(RECORDINGS) >= 7
+    for path in RECORDINGS:
         loaded = cassette.load(path)
         assert loaded.interactions, path
         for item in loaded.interactions:
@@ -155,8 +152,6 @@ def test_every_recorded_file_loads() -> None:
 
 
 def test_recorded_line_numbers_point_at_interactions() -> None:
-    if not RECORDED.is_dir():
-        pytest.skip(f"{RECORDED} is absent")
     path = RECORDED / "pydantic-ai__anthropic_web_search_tool.yaml"
     lines = path.read_text().splitlines()
     starts = [item.line for item in cassette.load(path).interactions]
@@ -308,9 +303,7 @@ def test_fingerprint_parts_are_framed() -> None:
 
 
 def test_recorded_fingerprints_survive_save(tmp_path: Path) -> None:
-    if not RECORDED.is_dir():
-        pytest.skip(f"{RECORDED} is absent")
-    for path in cassette.iter_paths([RECORDED]):
+    for path in RECORDINGS:
         loaded = cassette.load(path)
         cassette.save(loaded, tmp_path / path.name)
         again = cassette.load(tmp_path / path.name)

@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from recordings import RECORDED, recorded
 
 from replaykit import cassette, contracts
+from replaykit import transcript as transcript_module
 from replaykit.citations import (
     errors_only,
     render_sources,
@@ -28,7 +30,6 @@ from replaykit.resources import data_dir
 from replaykit.search import Evidence, Finding
 
 DATA = Path(__file__).parent / "data" / "citations"
-RECORDED = Path(__file__).parents[2] / "shared" / "recorded"
 DELETE = object()
 WEB = "/content/3/citations/0"
 ANN = "/output/2/content/0/annotations/0"
@@ -271,11 +272,10 @@ def _events(response: cassette.Response) -> list[Any]:
 def _final_body(item: cassette.Interaction) -> Any:
     if not item.response.is_stream:
         return item.response.json()
-    transcript = pytest.importorskip("replaykit.transcript")
     events = _events(item.response)
     if "/responses" in item.request.uri:
-        return transcript.openai_final_response(events)
-    return transcript.anthropic_final_body(events)
+        return transcript_module.openai_final_response(events)
+    return transcript_module.anthropic_final_body(events)
 
 
 def _verify_interaction(item: cassette.Interaction,
@@ -291,7 +291,6 @@ def _verify_interaction(item: cassette.Interaction,
 def _cassettes() -> Iterator[Path]:
     for folder in ("anthropic", "openai", "azure", "recorded"):
         yield from sorted((data_dir("cassettes") / folder).glob("*.yaml"))
-    yield from sorted(RECORDED.glob("*.yaml"))
 
 
 CASSETTES = list(_cassettes())
@@ -306,7 +305,6 @@ def test_every_citation_in_a_provider_cassette_verifies(path: Path) -> None:
             assert errors_only(findings) == [], "\n".join(map(str, findings))
 
 
-@pytest.mark.skipif(not RECORDED.is_dir(), reason="/work/shared/recorded is absent")
 def test_the_real_recordings_hold_citations_that_all_verify() -> None:
     total = 0
     for path in sorted(RECORDED.glob("*anthropic*.yaml")):
@@ -317,10 +315,8 @@ def test_the_real_recordings_hold_citations_that_all_verify() -> None:
     assert total >= 49  # 5 + 17 + 9 + 9 + 9 real web_search_result_location citations
 
 
-@pytest.mark.skipif(not RECORDED.is_dir(), reason="/work/shared/recorded is absent")
 def test_a_real_pause_turn_transcript_verifies_only_in_order() -> None:
-    transcript_module = pytest.importorskip("replaykit.transcript")
-    items = cassette.load(RECORDED / "pydantic-ai__anthropic_pause_turn_web_search.yaml").interactions
+    items = cassette.load(recorded("pydantic-ai__anthropic_pause_turn_web_search.yaml")).interactions
     turns = [transcript_module.from_anthropic(item.response.json(), timestamp=1_700_000_000_000 + n)
              for n, item in enumerate(items)]
     transcript = {"version": 1, "system": None, "tools": [], "messages": turns}

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_redact import RECORDED, planted
+from recordings import RECORDED
+from test_redact import planted
 
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, main
 
@@ -111,7 +112,6 @@ def test_json_output_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
                               "by_kind": {"parse": 1, "secret": 1}, "ok": False}
 
 
-@pytest.mark.skipif(not RECORDED.is_dir(), reason="../shared/recorded is not present")
 def test_the_demo_command_passes_on_the_real_recordings(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, str(RECORDED))
     assert code == EXIT_OK

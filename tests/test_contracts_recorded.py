@@ -9,18 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from recordings import RECORDED, RECORDINGS
 
 from replaykit import cassette, contracts, sse
 from replaykit.cassette import Interaction, Request, Response
 from replaykit.contracts import Violation, check_interaction
 from replaykit.resources import data_dir
 
-RECORDED = Path(__file__).parents[2] / "shared" / "recorded"
-RECORDINGS = sorted(RECORDED.glob("*.yaml")) if RECORDED.is_dir() else []
 BUNDLED = cassette.iter_paths([data_dir("cassettes")])
 LLM_STREAM = RECORDED / "llm-anthropic__web_search_stream.yaml"
 OPENAI_STREAM = RECORDED / "pydantic-ai__openai_responses_web_search_tool_stream.yaml"
-needs_recordings = pytest.mark.skipif(not RECORDINGS, reason="shared/recorded is absent")
 
 
 def _violations(path: Path) -> list[tuple[int, Violation]]:
@@ -31,7 +29,6 @@ def _violations(path: Path) -> list[tuple[int, Violation]]:
             for v in check_interaction(item, profile=profile) if v.severity == "error"]
 
 
-@needs_recordings
 @pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.name)
 def test_every_real_recording_meets_the_contracts(path: Path) -> None:
     assert _violations(path) == []
@@ -93,7 +90,6 @@ def _set_delta(events: list[dict[str, Any]], at: int, delta: dict[str, Any]) -> 
     return changed
 
 
-@needs_recordings
 @pytest.mark.parametrize(("name", "edit", "expected"), ANTHROPIC_EDITS, ids=[e[0] for e in ANTHROPIC_EDITS])
 def test_anthropic_sequence_rules(name: str, edit: Edit, expected: list[tuple[int | None, str]]) -> None:
     item, events = _stream(LLM_STREAM)
@@ -103,14 +99,12 @@ def test_anthropic_sequence_rules(name: str, edit: Edit, expected: list[tuple[in
     assert [(last if at is None else at, pointer) for at, pointer in expected] == found[:len(expected)], found
 
 
-@needs_recordings
 def test_anthropic_stream_may_end_with_an_error_event() -> None:
     item, events = _stream(LLM_STREAM)
     cut = [*events[:12], {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}]
     assert check_interaction(_with_events(item, cut)) == []
 
 
-@needs_recordings
 def test_event_name_must_match_the_data_type() -> None:
     item, events = _stream(LLM_STREAM)
     names = [str(e["type"]) for e in events]
@@ -127,7 +121,6 @@ OPENAI_EDITS: list[tuple[str, Edit, list[tuple[int, str]]]] = [
 ]
 
 
-@needs_recordings
 @pytest.mark.parametrize(("name", "edit", "expected"), OPENAI_EDITS, ids=[e[0] for e in OPENAI_EDITS])
 def test_openai_sequence_rules(name: str, edit: Edit, expected: list[tuple[int, str]]) -> None:
     item, events = _stream(OPENAI_STREAM)
@@ -135,7 +128,6 @@ def test_openai_sequence_rules(name: str, edit: Edit, expected: list[tuple[int, 
     assert _sequence(check_interaction(_with_events(item, edit(events)))) == expected
 
 
-@needs_recordings
 def test_stream_event_violations_carry_the_event_index() -> None:
     item, events = _stream(OPENAI_STREAM)
     broken = copy.deepcopy(events)
@@ -146,7 +138,6 @@ def test_stream_event_violations_carry_the_event_index() -> None:
     assert str(found[0]).startswith("response event 6 /item_id ")
 
 
-@needs_recordings
 def test_event_data_that_is_not_json_is_reported() -> None:
     item, _ = _stream(LLM_STREAM)
     body = item.response.body.replace(b'data: {"type":"message_stop"', b'data: {"type":message_stop', 1)
@@ -222,7 +213,6 @@ def test_verify_check_findings_and_expected_violations(tmp_path: Path) -> None:
     assert found[1].message.startswith("request /model is listed in x-expected-violations but no longer")
 
 
-@needs_recordings
 def test_verify_check_places_stream_findings_at_their_event() -> None:
     item, events = _stream(LLM_STREAM)
     broken = copy.deepcopy(events)

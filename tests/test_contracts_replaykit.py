@@ -23,6 +23,7 @@ import pytest
 import referencing.exceptions
 import yaml
 from jsonschema import Draft202012Validator, ValidationError  # type: ignore[import-untyped]
+from recordings import RECORDINGS
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
@@ -34,7 +35,6 @@ from replaykit.server.faults import Fault
 JSON = dict[str, Any]
 OURS = ("cassette", "scenario", "target-input", "target-outcome", "qualification-report")
 BASE_URI = "https://replaykit.dev/contracts/replaykit/"
-RECORDED = Path(__file__).parents[2] / "shared" / "recorded"
 DATA = Path(__file__).parent / "data" / "contracts_replaykit"
 SCENARIOS = data_dir("scenarios")
 EXAMPLE = SCENARIOS / "example-nameless-search-block.yaml"
@@ -238,9 +238,8 @@ def test_example_validates(base: str) -> None:
 
 
 def _cassette_files() -> list[Path]:
-    shared = sorted(RECORDED.glob("*.yaml")) if RECORDED.is_dir() else []
     bundled = cassette.iter_paths([data_dir("cassettes"), SCENARIOS / "cassettes"])
-    return [*shared, *bundled, DATA / "binary_body.yaml"]
+    return [*bundled, DATA / "binary_body.yaml"]
 
 
 @pytest.mark.parametrize("path", _cassette_files(), ids=lambda path: "/".join(path.parts[-3:]))
@@ -248,10 +247,9 @@ def test_cassette_file_validates(path: Path) -> None:
     assert_valid("cassette", json_view(load_yaml(path)))
 
 
-def test_the_shared_recordings_are_all_checked() -> None:
-    if not RECORDED.is_dir():
-        pytest.skip(f"{RECORDED} is not present")
-    assert len(list(RECORDED.glob("*.yaml"))) == 7
+def test_the_recordings_are_all_checked() -> None:
+    assert len(RECORDINGS) == 7
+    assert set(RECORDINGS) <= set(_cassette_files())
 
 
 def test_a_binary_body_validates_only_through_the_json_view() -> None:

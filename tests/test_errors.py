@@ -13,7 +13,7 @@ import httpx2
 import openai
 import pytest
 
-from replaykit import cassette
+from replaykit import cassette, contracts
 from replaykit.errors import (
     ERROR_CODES,
     LOCAL_PHASES,
@@ -192,9 +192,14 @@ def test_sdk_subclasses_are_recognised() -> None:
     assert classify(specific).provider_type == "overloaded_error"
 
 
-def test_a_mid_stream_error_event_is_retryable_only_when_transient() -> None:
-    assert classify(_anthropic_error(200, "overloaded_error")).retryable
-    assert not classify(_anthropic_error(200, "invalid_request_error")).retryable
+@pytest.mark.parametrize(("kind", "retryable"), [
+    ("api_error", True), ("overloaded_error", True), ("rate_limit_error", True), ("timeout_error", True),
+    ("invalid_request_error", False), ("authentication_error", False), ("permission_error", False),
+])
+def test_a_mid_stream_error_event_is_retryable_only_when_transient(kind: str, retryable: bool) -> None:
+    """An ``event: error`` after a 200 (the SDK raises it with the stream's status) retries as its 5xx or 429
+    twin would: ``api_error`` is Anthropic's 500."""
+    assert classify(_anthropic_error(200, kind)).retryable is retryable
 
 
 def test_sdk_connection_errors_are_transport_and_timeouts_are_deadlines() -> None:
@@ -357,19 +362,16 @@ def _outcome_failures() -> dict[str, BaseException | object]:
 
 @pytest.mark.parametrize("name", sorted(_outcome_failures()))
 def test_every_classified_failure_is_a_valid_outcome(name: str) -> None:
-    contracts = pytest.importorskip("replaykit.contracts")
     outcome = {**outcome_json(_outcome_failures()[name]), "transcript": None, "persistWrites": 0}
     assert contracts.validate("replaykit.target-outcome", outcome) == []
 
 
 def test_the_error_codes_are_the_outcome_contract_codes() -> None:
-    contracts = pytest.importorskip("replaykit.contracts")
     schema = contracts.default().schema("replaykit.target-outcome")
     assert sorted(schema["$defs"]["code"]["enum"]) == sorted(ERROR_CODES)
 
 
 def test_an_internal_error_with_a_phase_or_retryable_is_refused_by_the_outcome_contract() -> None:
-    contracts = pytest.importorskip("replaykit.contracts")
     error = classify(ZeroDivisionError()).to_json()
     for wrong in ({"phase": "preparation"}, {"retryable": True}, {"provenance": "provider"}):
         outcome = {"status": "error", "error": {**error, **wrong}, "transcript": None, "persistWrites": 0}
@@ -380,6 +382,9 @@ def test_an_internal_error_with_a_phase_or_retryable_is_refused_by_the_outcome_c
 @pytest.mark.parametrize(("status", "hint", "kind", "expected"), [
     (429, None, None, True), (529, None, None, True), (413, None, None, False), (429, " false ", None, False),
     (200, None, "rate_limit_error", True), (200, None, None, False), (404, "maybe", None, False),
+    (200, None, "api_error", True), (200, None, "server_error", True),
+    (200, None, "rate_limit_exceeded", True), (200, None, "invalid_request_error", False),
+    (400, None, "api_error", False),
 ])
 def test_status_retryable(status: int, hint: str | None, kind: str | None, expected: bool) -> None:
     assert status_retryable(status, hint, kind) is expected

@@ -21,6 +21,8 @@ import anthropic
 import openai
 import pytest
 
+from replaykit import contracts, replay, server
+from replaykit import transcript as transcript_module
 from replaykit.assertions import (
     assert_no_provider_request,
     assert_provenance,
@@ -32,10 +34,6 @@ from replaykit.assertions import (
 )
 from replaykit.errors import ErrorInfo, LocalRequestError, UsageError, classify, outcome_json
 from replaykit.resources import data_dir
-
-server = pytest.importorskip("replaykit.server")
-transcript_module = pytest.importorskip("replaykit.transcript")
-replay = pytest.importorskip("replaykit.replay")
 
 Json = dict[str, Any]
 NOW = 1_764_662_420_000
@@ -173,8 +171,6 @@ class Harness:
 
 @pytest.fixture(scope="module")
 def shared_fake() -> Iterator[Any]:
-    if not all(path.is_file() for path in CASSETTES):
-        pytest.skip("the bundled web_search cassettes are not there yet")
     with server.FakeProvider(CASSETTES, repeat=True) as fake:
         yield fake
 
@@ -188,7 +184,6 @@ def fake(shared_fake: Any) -> Iterator[Any]:
 
 def _valid(outcome: Json) -> Json:
     """``outcome`` after checking it against contracts/replaykit/target-outcome.schema.json."""
-    contracts = pytest.importorskip("replaykit.contracts")
     assert contracts.validate("replaykit.target-outcome", outcome) == []
     return outcome
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from recordings import recorded
 
 from replaykit import cassette as cassettes
 from replaykit.cassette import Cassette, Interaction, Meta, Request, Response
@@ -28,7 +29,6 @@ from replaykit.redact import (
 )
 from replaykit.resources import data_dir
 
-RECORDED = Path(__file__).resolve().parents[2] / "shared" / "recorded"
 _ALNUM = string.ascii_letters + string.digits
 _URLSAFE = _ALNUM + "-_"
 
@@ -99,6 +99,13 @@ def _dumped(cassette: Cassette) -> str:
 ])
 def test_secret_field_names(name: str) -> None:
     assert is_secret_field(name)
+
+
+@pytest.mark.parametrize("name", ["AWSSecretKey", "DBPassword", "GCPPrivateKey", "SSHPassphrase"])
+def test_an_acronym_before_a_camel_case_word_is_split_off(name: str) -> None:
+    """``AWSSecretKey`` is ``aws_secret_key``: the split before the last capital of an acronym counts."""
+    assert is_secret_field(name)
+    assert is_secret_query(name)
 
 
 @pytest.mark.parametrize("name", [
@@ -345,6 +352,13 @@ def test_scan_text_finds_keys_where_the_model_does_not_look(kind: str, key: str)
     _assert_masked(found, key)
 
 
+def test_a_bearer_token_is_flagged_from_twenty_characters() -> None:
+    token = _random(random.Random(3), 20, _URLSAFE)
+    (finding,) = scan_text(f"Authorization: Bearer {token}")
+    assert (finding.kind, finding.excerpt) == ("bearer", f"{token[:4]}…(20 chars)")
+    assert scan_text(f"Authorization: Bearer {token[:19]}") == []  # one short: not a token
+
+
 def test_a_pem_excerpt_shows_only_its_label() -> None:
     key = planted()["pem"][0]
     (finding,) = scan_text(key)
@@ -378,21 +392,16 @@ def test_near_misses_are_not_flagged(text: str) -> None:
     assert scan_text(text) == []
 
 
-def _real_cassettes() -> list[Path]:
-    recorded = cassettes.iter_paths([RECORDED]) if RECORDED.is_dir() else []
-    return recorded + cassettes.iter_paths([data_dir("cassettes")])
-
-
-@pytest.mark.parametrize("path", _real_cassettes(), ids=lambda p: "/".join(p.parts[-3:]))
+@pytest.mark.parametrize("path", cassettes.iter_paths([data_dir("cassettes")]),
+                         ids=lambda p: "/".join(p.parts[-3:]))
 def test_no_false_positives_on_real_recordings_and_bundled_cassettes(path: Path) -> None:
     loaded = cassettes.load(path)
     assert scan(loaded) == []
     assert scan_text(path.read_text(encoding="utf-8")) == []
 
 
-@pytest.mark.skipif(not RECORDED.is_dir(), reason="../shared/recorded is not present")
 def test_redacting_a_real_recording_scrubs_its_headers_and_keeps_its_bodies() -> None:
-    loaded = cassettes.load(RECORDED / "pydantic-ai__openai_responses_web_search_tool.yaml")
+    loaded = cassettes.load(recorded("pydantic-ai__openai_responses_web_search_tool.yaml"))
     clean = redact(loaded)
     for before, after in zip(loaded.interactions, clean.interactions, strict=True):
         assert before.request.json() == after.request.json()

@@ -23,7 +23,6 @@ from replaykit.resources import data_dir
 from replaykit.transcript import anthropic_final_body, from_interaction, openai_final_response, restore
 
 JSON = dict[str, Any]
-RECORDED = Path(__file__).parents[2] / "shared" / "recorded"
 DATA = Path(__file__).parent / "data" / "transcript"
 ANTHROPIC = Target("anthropic", "anthropic-messages", "claude-sonnet-4-5", max_tokens=1024)
 OPENAI = Target("openai", "openai-responses", "gpt-5")
@@ -99,10 +98,8 @@ def test_the_request_checks_can_fail(check: Callable[[JSON], None]) -> None:
 
 
 def _paths() -> list[Path]:
-    bundled = cassette.iter_paths([data_dir("cassettes")])
-    names = {path.name for path in bundled}
-    shared = sorted(RECORDED.glob("*.yaml")) if RECORDED.is_dir() else []
-    return bundled + [path for path in shared if path.name not in names]
+    """Every bundled cassette, the recorded ones included."""
+    return cassette.iter_paths([data_dir("cassettes")])
 
 
 def _follow_ups() -> Iterator[tuple[str, list[Interaction]]]:
@@ -212,11 +209,10 @@ def test_project_rebuilds_the_recorded_follow_up(name: str, items: list[Interact
 def test_follow_ups_are_found() -> None:
     names = {Path(name).name for name, _ in FOLLOW_UPS}
     assert {"web_search_follow_up.yaml", "web_search_pause_turn.yaml"} <= names
-    if RECORDED.is_dir():
-        assert {
-            "pydantic-ai__anthropic_pause_turn_web_search.yaml",
-            "pydantic-ai__openai_responses_web_search_tool.yaml",
-        } <= names
+    assert {
+        "pydantic-ai__anthropic_pause_turn_web_search.yaml",
+        "pydantic-ai__openai_responses_web_search_tool.yaml",
+    } <= names
 
 
 # ---------------------------------------------------------------- the policy, case by case

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from replaykit import cassette
+from replaykit import cassette, contracts
 from replaykit.errors import UsageError, WebSearchError
 from replaykit.resources import data_dir
 from replaykit.search import (
@@ -32,8 +32,7 @@ REST = {"query": "http/3 vs http/2", "provider": "exa", "limit": 5, "byokAlias":
 
 
 def _bundled() -> list[Path]:
-    folder = data_dir("cassettes") / "cloudflare"
-    return sorted(folder.glob("*.yaml")) if folder.is_dir() else []
+    return sorted((data_dir("cassettes") / "cloudflare").glob("*.yaml"))
 
 
 def _codes(body: object) -> list[tuple[str, str, str]]:
@@ -100,7 +99,6 @@ CONSISTENCY = [
 
 @pytest.mark.parametrize("body", CONSISTENCY)
 def test_the_checks_agree_with_the_cloudflare_contract(body: dict[str, Any]) -> None:
-    contracts = pytest.importorskip("replaykit.contracts")
     kind = "cloudflare.binding_options" if "gatewayId" in body else "cloudflare.request"
     errors = [f for f in check_request(body) if f.severity == "error"]
     assert bool(contracts.validate(kind, body)) == bool(errors)
@@ -249,7 +247,6 @@ def test_a_client_deadline_is_a_retryable_timeout() -> None:
 # ---------------------------------------------------------------- bundled cassettes
 
 
-@pytest.mark.skipif(not _bundled(), reason="no bundled Cloudflare cassettes yet")
 @pytest.mark.parametrize("path", _bundled(), ids=lambda p: p.name)
 def test_bundled_cloudflare_cassettes(path: Path) -> None:
     for item in cassette.load(path).interactions:
@@ -269,8 +266,6 @@ def test_bundled_cloudflare_cassettes(path: Path) -> None:
 
 def test_the_bundled_adversarial_search() -> None:
     path = data_dir("cassettes") / "cloudflare" / "search_adversarial.yaml"
-    if not path.is_file():
-        pytest.skip("the adversarial Cloudflare cassette is not bundled yet")
     body = cassette.load(path).interactions[0].response.json()
     evidence = normalize(body, provider="ceramic", retrieved_at=WHEN)
     urls = [r.url for r in evidence]

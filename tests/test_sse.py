@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import itertools
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from openai._streaming import SSEDecoder
+from recordings import RECORDINGS
 
 from replaykit import sse
 from replaykit.cassette import load
-
-RECORDED = Path(__file__).resolve().parents[2] / "shared" / "recorded"
 
 
 def dispatched(body: bytes) -> list[tuple[str, str, str]]:
@@ -199,9 +197,7 @@ def test_encode_refuses_what_the_format_cannot_carry(kwargs: dict[str, object], 
 
 
 def _recorded_streams() -> list[bytes]:
-    if not RECORDED.is_dir():
-        pytest.skip(f"{RECORDED} is absent")
-    bodies = [item.response.body for path in sorted(RECORDED.glob("*.yaml"))
+    bodies = [item.response.body for path in RECORDINGS
               for item in load(path).interactions if item.response.is_stream]
     assert len(bodies) >= 3
     return bodies

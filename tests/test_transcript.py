@@ -33,7 +33,6 @@ from replaykit.transcript import (
 )
 
 JSON = dict[str, Any]
-RECORDED = Path(__file__).parents[2] / "shared" / "recorded"
 DATA = Path(__file__).parent / "data" / "transcript"
 STAMP = 1764662400000
 
@@ -42,11 +41,8 @@ STAMP = 1764662400000
 
 
 def _cassette_paths() -> list[Path]:
-    """Every bundled cassette, and the shared recordings not bundled (yet)."""
-    bundled = cassette.iter_paths([data_dir("cassettes")])
-    names = {path.name for path in bundled}
-    shared = sorted(RECORDED.glob("*.yaml")) if RECORDED.is_dir() else []
-    return bundled + [path for path in shared if path.name not in names]
+    """Every bundled cassette, the recordings in ``recorded/`` included."""
+    return cassette.iter_paths([data_dir("cassettes")])
 
 
 def _name(path: Path) -> str:
@@ -74,8 +70,6 @@ def _wrap(*messages: JSON) -> JSON:
 
 
 def test_the_recordings_are_found() -> None:
-    if not RECORDED.is_dir():
-        pytest.skip("../shared/recorded is absent")
     assert len([name for name, _ in INTERACTIONS if "recorded" in name]) >= 11
     assert len(STREAMS) >= 3
 
@@ -181,8 +175,7 @@ def _unencrypted(value: Any) -> Any:
 
 
 def test_my_accumulators_match_the_oracles_on_real_streams() -> None:
-    if not STREAMS:
-        pytest.skip("no streaming cassette found")
+    assert STREAMS
     for _, item in STREAMS:
         events = _events(item)
         if not _finished(events):
@@ -295,8 +288,7 @@ def _recorded_bodies(api: str) -> list[JSON]:
 
 def test_recorded_bodies_streamed_back_convert_alike() -> None:
     bodies = _recorded_bodies("anthropic") + _recorded_bodies("openai")
-    if not bodies:
-        pytest.skip("no recorded bodies")
+    assert bodies
     for body in bodies:
         if "content" in body:
             assert from_anthropic_stream(anthropic_stream_of(body), timestamp=1) == from_anthropic(

@@ -20,15 +20,14 @@ from pathlib import Path
 import anthropic
 import brotli  # type: ignore[import-untyped]
 import httpx
-import pytest
 import vcr  # type: ignore[import-untyped]
 import yaml
 from pytest_httpserver import HTTPServer
+from recordings import recorded
 
 from replaykit import cassette, sse
 from replaykit.cassette import Cassette, Interaction, Meta, Request, Response
 
-RECORDED = Path(__file__).resolve().parents[2] / "shared" / "recorded"
 FIXTURE = Path(__file__).resolve().parent / "data" / "cassette" / "vcrpy_httpx_encodings.yaml"
 NOWHERE = "http://127.0.0.1:9"  # a closed port: if vcrpy failed to intercept, nothing leaves the machine
 ENCODERS: dict[str, Callable[[bytes], bytes]] = {"gzip": gzip.compress, "deflate": zlib.compress,
@@ -153,10 +152,7 @@ def test_replaykit_cassette_replays_under_vcrpy_with_httpx(tmp_path: Path) -> No
 
 
 def test_recorded_stream_resaved_replays_through_the_anthropic_sdk(tmp_path: Path) -> None:
-    source = RECORDED / "llm-anthropic__web_search_stream.yaml"
-    if not source.is_file():
-        pytest.skip(f"{source} is absent")
-    loaded = cassette.load(source)
+    loaded = cassette.load(recorded("llm-anthropic__web_search_stream.yaml"))
     [item] = loaded.interactions
     item.request.uri = f"{NOWHERE}/v1/messages"
     cassette.save(loaded, tmp_path / "resaved.yaml")

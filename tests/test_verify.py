@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from test_redact import RECORDED, planted
+from recordings import RECORDED
+from test_redact import planted
 
 from replaykit import contracts
 from replaykit.cassette import Cassette
@@ -214,7 +215,6 @@ def test_finding_text_and_json() -> None:
                                  "severity": "error"}
 
 
-@pytest.mark.skipif(not RECORDED.is_dir(), reason="../shared/recorded is not present")
 def test_every_real_recording_verifies_clean() -> None:
     report = verify_paths([RECORDED])
     assert report.findings == []

@@ -1,4 +1,4 @@
-"""Helpers shared by the fake provider's tests: where cassettes are, and small cassettes built in memory."""
+"""Helpers shared by the fake provider's tests: bundled cassettes, small cassettes in memory."""
 
 from __future__ import annotations
 
@@ -7,32 +7,21 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from replaykit import sse
 from replaykit.cassette import Cassette, Interaction, Request, Response
 from replaykit.resources import data_dir
 
-RECORDED = Path(__file__).resolve().parents[3] / "shared" / "recorded"
 ANTHROPIC = "https://api.anthropic.com/v1/messages"
 OPENAI = "https://api.openai.com/v1/responses"
 CLOUDFLARE = "https://api.cloudflare.com/client/v4/accounts/0123456789abcdef0123456789abcdef/ai/websearch"
 SSE_TYPE = "text/event-stream; charset=utf-8"
 
 
-def recorded(name: str) -> Path:
-    """A cassette recorded by another project (``/work/shared/recorded``); skip when absent."""
-    path = RECORDED / name
-    if not path.is_file():
-        pytest.skip(f"{path} is not available")
-    return path
-
-
 def bundled(relative: str) -> Path:
-    """A bundled cassette under ``cassettes/``; skip when it is not there yet."""
+    """A bundled cassette under ``cassettes/``."""
     path = data_dir("cassettes") / relative
     if not path.is_file():
-        pytest.skip(f"bundled cassette {relative} is not available")
+        raise FileNotFoundError(f"{path} is not a bundled cassette; see cassettes/README.md")
     return path
 
 

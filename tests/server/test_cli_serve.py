@@ -14,7 +14,8 @@ from typing import Any
 
 import anthropic
 import pytest
-from server_support import bundled, recorded
+from recordings import recorded
+from server_support import bundled
 
 from replaykit import contracts
 from replaykit.cli import EXIT_USAGE, main

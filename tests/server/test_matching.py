@@ -119,6 +119,14 @@ def test_strict_reports_a_json_pointer_diff(serve: Any) -> None:
         fake.check()
 
 
+def test_near_misses_are_ranked_by_the_size_of_their_diff(serve: Any) -> None:
+    fake = serve(message_cassette("a", "b", "c", "d"), strict=True)
+    sent = {**anthropic_request("c"), "max_tokens": 99}
+    assert _post(fake, sent).status_code == 404
+    near = fake.unmatched()[0].near_misses
+    assert [(m["index"], len(m["diff"])) for m in near] == [(2, 1), (0, 2), (1, 2)]  # nearest first, 3 shown
+
+
 def test_strict_ignores_volatile_fields(serve: Any) -> None:
     recorded = {**anthropic_request("a"), "metadata": {"user_id": "u-1"}}
     fake = serve(
@@ -173,6 +181,21 @@ def test_query_path_and_method_matchers(serve: Any) -> None:
     assert httpx.post(base + "/?mode=a", json={}).status_code == 404  # the path differs by its slash
     assert fake.unmatched()[0].near_misses[0]["failed"] == ["path"]
     assert httpx.post(base + "?mode=a", json={}).json() == {"n": 1}
+
+
+def test_the_query_matcher_keeps_blank_values(serve: Any) -> None:
+    """``?beta=`` is a parameter with an empty value, not no parameter: it matches itself and nothing else."""
+    fake = serve(
+        cassette_of(
+            json_interaction(CLOUDFLARE, {"query": "q"}, {"n": 1}),
+            json_interaction(CLOUDFLARE + "?beta=", {"query": "q"}, {"n": 2}),
+        ),
+        match_on=["query"],
+    )
+    base = f"{fake.url}/client/v4/accounts/0123456789abcdef0123456789abcdef/ai/websearch"
+    assert httpx.post(base + "?beta=", json={}).json() == {"n": 2}  # passes over the one without it
+    assert httpx.post(base, json={}).json() == {"n": 1}
+    assert fake.unused() == []
 
 
 def test_user_matcher(serve: Any) -> None:

@@ -11,7 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
-from server_support import anthropic_request, message_cassette, recorded, stream_cassette
+from recordings import recorded
+from server_support import anthropic_request, message_cassette, stream_cassette
 
 from replaykit.cassette import Request
 from replaykit.errors import CassetteError, UsageError

@@ -11,7 +11,8 @@ from typing import Any
 
 import openai
 import pytest
-from server_support import bundled, recorded
+from recordings import recorded
+from server_support import bundled
 
 from replaykit import cassette
 from replaykit.server import FakeProvider, Fault

@@ -4,25 +4,25 @@ from __future__ import annotations
 
 import gzip
 import json
-import time
 from typing import Any
 
 import httpx
 import pytest
+from recordings import recorded
 from server_support import (
     ANTHROPIC,
     anthropic_message,
     anthropic_request,
     cassette_of,
     json_interaction,
-    recorded,
     stream_cassette,
 )
 
 from replaykit import cassette, sse
-from replaykit.cassette import Interaction, Response
+from replaykit.cassette import Cassette, Interaction, Response
 from replaykit.errors import UsageError
-from replaykit.server import FakeProvider, Timing
+from replaykit.server import FakeProvider, Timing, app
+from replaykit.server.plan import Plan
 
 
 def _raw_chunks(fake: FakeProvider) -> list[bytes]:
@@ -52,32 +52,48 @@ def test_a_long_stream_arrives_whole(serve: Any) -> None:
     assert received == body.interactions[0].response.body
 
 
-def _arrival_times(fake: FakeProvider) -> list[float]:
-    times: list[float] = []
-    with httpx.Client() as client, client.stream("POST", f"{fake.url}/v1/messages") as response:
-        start = time.perf_counter()
-        for _ in response.iter_raw():
-            times.append(time.perf_counter() - start)
-    return times
+@pytest.fixture
+def delivered(monkeypatch: pytest.MonkeyPatch) -> list[Plan]:
+    """The plans the server delivers, in order: what each response was asked to send, and when."""
+    plans: list[Plan] = []
+    deliver = app.deliver
+
+    async def spy(request: Any, plan: Plan, *rest: Any) -> Any:
+        plans.append(plan)
+        return await deliver(request, plan, *rest)
+
+    monkeypatch.setattr(app, "deliver", spy)
+    return plans
 
 
-def test_fixed_timing_spaces_the_events(serve: Any) -> None:
-    times = _arrival_times(serve(stream_cassette(text_deltas=2), timing="fixed:30"))
-    assert len(times) == 7
-    # event i is due 30 ms * i after the first: never earlier (a lower bound, not a speed assertion)
-    assert all(at - times[0] >= 0.03 * i - 0.005 for i, at in enumerate(times))
+def _paced(serve: Any, body: Cassette, timing: str, delivered: list[Plan]) -> list[float]:
+    """The offsets (s) the server was asked to honour for ``body``; the chunks arrive one per event, in order.
+
+    No clock is read: on a shared machine measured gaps are noise. ``Timing.offsets`` itself is checked by
+    ``test_timing_offsets``; here, that the server plans each response with the timing it was given.
+    """
+    assert _raw_chunks(serve(body, timing=timing)) == [e.raw for e in body.interactions[0].response.events]
+    (plan,) = delivered
+    return plan.due
 
 
-def test_recorded_timing_replays_the_offsets(serve: Any) -> None:
+def test_fixed_timing_spaces_the_events(serve: Any, delivered: list[Plan]) -> None:
+    due = _paced(serve, stream_cassette(text_deltas=2), "fixed:30", delivered)
+    assert due == pytest.approx([0.03 * i for i in range(7)])
+    assert not delivered[0].batch  # written event by event, each at its time
+
+
+def test_recorded_timing_replays_the_offsets(serve: Any, delivered: list[Plan]) -> None:
     offsets = [0, 0, 120, 120, 120, 240]
-    times = _arrival_times(serve(stream_cassette(text_deltas=1, offsets=offsets), timing="recorded"))
-    assert times[2] - times[0] >= 0.115  # due 120 ms after the first event
-    assert times[5] - times[0] >= 0.235  # due 240 ms after it
+    due = _paced(serve, stream_cassette(text_deltas=1, offsets=offsets), "recorded", delivered)
+    assert due == pytest.approx([0, 0, 0.12, 0.12, 0.12, 0.24])
+    assert not delivered[0].batch
 
 
-def test_fast_timing_ignores_the_offsets(serve: Any) -> None:
-    times = _arrival_times(serve(stream_cassette(text_deltas=1, offsets=[0, 0, 5000, 5000, 5000, 9000])))
-    assert times[-1] < 5  # the recorded offsets would take 9 s
+def test_fast_timing_ignores_the_offsets(serve: Any, delivered: list[Plan]) -> None:
+    body = stream_cassette(text_deltas=1, offsets=[0, 0, 5000, 5000, 5000, 9000])
+    assert _paced(serve, body, "fast", delivered) == [0.0] * 6  # the recorded offsets would take 9 s
+    assert delivered[0].batch
 
 
 @pytest.mark.parametrize("text", ["slow", "fixed", "fixed:", "fixed:-1", "fixed:nan", "recorded:5"])
