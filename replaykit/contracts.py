@@ -49,17 +49,16 @@ Azure OpenAI shares the ``openai.*`` shapes. Cross-field value rules that JSON S
 ``start_index <= end_index``) are small named Python checks (:data:`RULES`) that a schema object names in
 its ``x-rules`` list; they run inside the same validation and report violations the same way.
 
-:func:`classify` maps a route (method and path or full URI) to its contracts; :func:`check_interaction`
-checks one recorded interaction: the request, and the response body or every stream event (with its
-``event`` index) plus the stream's sequence rules; error statuses are checked against the provider's error
-envelope (:func:`check_body` and :func:`check_events` are its parts). :func:`verify_check` is the
-``replaykit verify`` check built on it; a cassette that is off-contract on purpose lists its violations under
-``replaykit: {x-expected-violations: [...]}``.
+Which contracts apply to which request is said by the route table (:mod:`replaykit.routes`);
+:func:`check_interaction` checks one recorded interaction: the request, and the response body or every stream
+event (with its ``event`` index) plus the stream's sequence rules; error statuses are checked against the
+provider's error envelope (:func:`check_body` and :func:`check_events` are its parts). :func:`verify_check`
+is the ``replaykit verify`` check built on it; a cassette that is off-contract on purpose lists its
+violations under ``replaykit: {x-expected-violations: [...]}``.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import math
@@ -79,6 +78,7 @@ from referencing.jsonschema import DRAFT202012
 from replaykit.cassette import Cassette, Interaction, Response
 from replaykit.errors import ContractError, UsageError, json_pointer, located
 from replaykit.resources import data_dir
+from replaykit.routes import Kinds, Route, known
 from replaykit.sse import Event
 
 if TYPE_CHECKING:
@@ -93,12 +93,10 @@ __all__ = [
     "STRICT",
     "Contracts",
     "Profile",
-    "Route",
     "Violation",
     "check_body",
     "check_events",
     "check_interaction",
-    "classify",
     "default",
     "expected_keys",
     "kinds",
@@ -760,47 +758,6 @@ def validate(kind: str, value: Any, profile: str | Profile | None = None) -> lis
     return default().validate(kind, value, resolve_profile(profile))
 
 
-# ---------------------------------------------------------------- routes
-
-
-@dataclass(frozen=True, slots=True)
-class Route:
-    """The contracts of one provider route; ``stream_event`` is None for routes that never stream."""
-
-    provider: str
-    request: str
-    response: str
-    stream_event: str | None
-    error: str
-
-
-_ANTHROPIC = Route("anthropic", "anthropic.request", "anthropic.response", "anthropic.stream_event",
-                   "anthropic.error")
-_COUNT = Route("anthropic", "anthropic.count_tokens_request", "anthropic.count_tokens_response", None,
-               "anthropic.error")
-_OPENAI = Route("openai", "openai.request", "openai.response", "openai.stream_event", "openai.error")
-_AZURE = replace(_OPENAI, provider="azure")
-_CLOUDFLARE = Route("cloudflare", "cloudflare.request", "cloudflare.response", None, "cloudflare.error")
-_ROUTES: tuple[tuple[re.Pattern[str], Route], ...] = (
-    (re.compile(r"/v1/messages"), _ANTHROPIC),
-    (re.compile(r"/v1/messages/count_tokens"), _COUNT),
-    (re.compile(r"/v1/responses"), _OPENAI),
-    (re.compile(r"/openai/v1/responses"), _AZURE),
-    (re.compile(r"/openai/responses"), _AZURE),  # AzureOpenAI(azure_endpoint=...) with ?api-version=
-    (re.compile(r"/openai/deployments/[^/]+/responses"), _AZURE),
-    (re.compile(r"/client/v4/accounts/[^/]+/ai/websearch/?"), _CLOUDFLARE),
-)
-
-
-@functools.lru_cache(maxsize=1024)  # the fake provider asks twice per request
-def classify(method: str, path: str) -> Route | None:
-    """The contracts for ``method path`` (a path or a full URI, query ignored), or None if none apply."""
-    if method.upper() != "POST":
-        return None
-    bare = urlsplit(path).path
-    return next((route for pattern, route in _ROUTES if pattern.fullmatch(bare)), None)
-
-
 # ---------------------------------------------------------------- streams
 
 
@@ -901,8 +858,8 @@ def _openai_sequence(events: list[tuple[int, dict[str, Any]]]) -> list[Violation
     return found
 
 
-def _sequence(provider: str, events: list[tuple[int, dict[str, Any]]]) -> list[Violation]:
-    if provider == "anthropic":
+def _sequence(api: str | None, events: list[tuple[int, dict[str, Any]]]) -> list[Violation]:
+    if api == "anthropic-messages":
         stream = _AnthropicStream()
         for index, data in events:
             stream.feed(index, data)
@@ -912,9 +869,11 @@ def _sequence(provider: str, events: list[tuple[int, dict[str, Any]]]) -> list[V
 
 def check_events(route: Route, events: list[Event], contracts: Contracts | None = None,
                  profile: Profile = STRICT) -> list[Violation]:
-    """Every event of a stream against ``route.stream_event``, then the provider's sequence rules."""
-    if route.stream_event is None:
-        return [Violation("", "stream", f"{route.request.split('.')[0]} does not stream on this route")]
+    """Every event of a stream against the route's stream-event contract, then the provider's sequence
+    rules (a route that never streams, or no contract covers, gets one ``stream`` violation)."""
+    kind = route.contracts.stream_event if route.contracts else None
+    if kind is None:
+        return [Violation("", "stream", f"{route.name} does not stream")]
     chosen = contracts or default()
     found: list[Violation] = []
     parsed: list[tuple[int, dict[str, Any]]] = []
@@ -926,11 +885,11 @@ def check_events(route: Route, events: list[Event], contracts: Contracts | None 
         except ValueError:
             found.append(Violation("", "json", "data is not JSON", event=index))
             continue
-        found += [replace(v, event=index) for v in chosen.validate(route.stream_event, data, profile)]
+        found += [replace(v, event=index) for v in chosen.validate(kind, data, profile)]
         if isinstance(data, dict):
             found += _event_name(index, event, data)
             parsed.append((index, data))
-    return found + _sequence(route.provider, parsed)
+    return found + _sequence(route.api, parsed)
 
 
 def _event_name(index: int, event: Event, data: dict[str, Any]) -> list[Violation]:
@@ -948,13 +907,14 @@ def check_interaction(interaction: Interaction, contracts: Contracts | None = No
     """The request, then the response body or every stream event, against the route's contracts."""
     chosen = contracts or default()
     request = interaction.request
-    route = classify(request.method, request.uri)
-    if route is None:
+    route = known(request.method, request.uri)
+    if route is None or route.contracts is None:
         path = urlsplit(request.uri).path
         return [Violation("", "route", f"no contract covers {request.method.upper()} {path}", part="request")]
     body = request.json()
-    found = [replace(v, part="request") for v in check_body(route.request, body, "request", chosen, profile)]
-    response = _check_response(chosen, route, interaction.response, _asks_stream(body), profile)
+    kinds = route.contracts
+    found = [replace(v, part="request") for v in check_body(kinds.request, body, "request", chosen, profile)]
+    response = _check_response(chosen, route, kinds, interaction.response, _asks_stream(body), profile)
     return found + [replace(v, part="response") for v in response]
 
 
@@ -970,10 +930,10 @@ def _asks_stream(body: Any) -> bool:
     return isinstance(body, dict) and body.get("stream") is True
 
 
-def _check_response(contracts: Contracts, route: Route, response: Response, streamed: bool,
+def _check_response(contracts: Contracts, route: Route, kinds: Kinds, response: Response, streamed: bool,
                     profile: Profile) -> list[Violation]:
     if response.status >= 400:
-        return check_body(route.error, response.json(), f"HTTP {response.status} error", contracts, profile)
+        return check_body(kinds.error, response.json(), f"HTTP {response.status} error", contracts, profile)
     if response.is_stream:
         found = [] if streamed else [Violation("", "stream", "an event stream answers a request without "
                                                "stream: true")]
@@ -981,7 +941,7 @@ def _check_response(contracts: Contracts, route: Route, response: Response, stre
     if streamed:
         return [Violation("", "stream", "the request asked for stream: true but the response is not "
                           "text/event-stream")]
-    return check_body(route.response, response.json(), "response", contracts, profile)
+    return check_body(kinds.response, response.json(), "response", contracts, profile)
 
 
 def verify_check(path: Path, cassette: Cassette) -> list[Finding]:

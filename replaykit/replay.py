@@ -45,15 +45,13 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from replaykit.errors import LocalRequestError, UsageError
+from replaykit.routes import APIS, Api
+from replaykit.routes import MODEL_APIS as PROVIDERS
 
 __all__ = ["APIS", "PROVIDERS", "Api", "Note", "Projection", "Provider", "Target", "project", "projection",
            "search_text_projection"]
 
-Provider = Literal["anthropic", "openai", "azure"]
-Api = Literal["anthropic-messages", "openai-responses"]
-PROVIDERS: dict[str, str] = {"anthropic": "anthropic-messages", "openai": "openai-responses",
-                             "azure": "openai-responses"}
-APIS: tuple[Api, ...] = ("anthropic-messages", "openai-responses")
+Provider = Literal["anthropic", "openai", "azure"]  # providers of model turns (replaykit.routes.MODEL_APIS)
 JSON = dict[str, Any]
 ANTHROPIC_SEARCH_TOOL = "web_search_20250305"
 _C = TypeVar("_C")

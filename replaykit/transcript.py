@@ -57,11 +57,10 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from typing import Any, Literal, NotRequired, TypedDict, TypeVar, cast
-from urllib.parse import urlsplit
 
 import jsonschema  # type: ignore[import-untyped]
 
-from replaykit import contracts
+from replaykit import contracts, routes
 from replaykit.cassette import Interaction
 from replaykit.errors import LocalRequestError, ReplaykitError, UsageError, json_pointer
 
@@ -959,15 +958,14 @@ def from_openai_stream(events: Iterable[Mapping[str, Any]], *, timestamp: int,
 
 
 def _route(interaction: Interaction) -> tuple[str, str]:
-    parts = urlsplit(interaction.request.uri)
-    path = parts.path.rstrip("/")
-    if path.endswith("/v1/messages"):
-        return "anthropic", ANTHROPIC_API
-    if path.endswith("/responses"):
-        azure = "azure" in (parts.hostname or "") or path.startswith("/openai/")
-        return ("azure" if azure else "openai"), OPENAI_API
-    raise ConversionError(f"{interaction.request.method} {interaction.request.uri} is neither Anthropic "
-                          "/v1/messages nor OpenAI /responses")
+    """The provider and API of a recorded model turn, from the route table."""
+    request = interaction.request
+    route = routes.classify_uri(request.method, request.uri)
+    if route.provider is None or route.api is None:
+        turns = ", ".join(route.name for route in routes.ROUTES if route.api)
+        raise ConversionError(f"{request.method} {request.uri} is neither Anthropic Messages nor OpenAI "
+                              f"Responses: convert a model turn ({turns})")
+    return route.provider, route.api
 
 
 def _event_data(interaction: Interaction) -> list[JSON]:

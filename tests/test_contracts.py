@@ -15,7 +15,7 @@ from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
 from replaykit import contracts
-from replaykit.contracts import Contracts, classify
+from replaykit.contracts import Contracts
 from replaykit.errors import ContractError, UsageError
 from replaykit.resources import data_dir
 
@@ -132,51 +132,6 @@ def test_a_missing_kind_target_is_a_contract_error(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- routes
-
-
-@pytest.mark.parametrize(("method", "path", "request_kind", "provider"), [
-    ("POST", "/v1/messages", "anthropic.request", "anthropic"),
-    ("post", "https://api.anthropic.com/v1/messages?beta=true", "anthropic.request", "anthropic"),
-    ("POST", "/v1/messages/count_tokens", "anthropic.count_tokens_request", "anthropic"),
-    ("POST", "http://127.0.0.1:8080/v1/messages/count_tokens?beta=true", "anthropic.count_tokens_request",
-     "anthropic"),
-    ("POST", "/v1/responses", "openai.request", "openai"),
-    ("POST", "https://api.openai.com/v1/responses", "openai.request", "openai"),
-    ("POST", "https://res.openai.azure.com/openai/v1/responses?api-version=preview", "openai.request",
-     "azure"),
-    ("POST", "/openai/deployments/gpt-5-prod/responses?api-version=2025-04-01-preview", "openai.request",
-     "azure"),
-    ("POST", "https://res.openai.azure.com/openai/responses?api-version=2025-04-01-preview", "openai.request",
-     "azure"),
-    ("POST", "/client/v4/accounts/0123abcd/ai/websearch", "cloudflare.request", "cloudflare"),
-    ("POST", "https://api.cloudflare.com/client/v4/accounts/0123abcd/ai/websearch/", "cloudflare.request",
-     "cloudflare"),
-])
-def test_classify_known_routes(method: str, path: str, request_kind: str, provider: str) -> None:
-    route = classify(method, path)
-    assert route is not None
-    assert (route.request, route.provider) == (request_kind, provider)
-    assert route.error.split(".")[0] == request_kind.split(".")[0]
-
-
-@pytest.mark.parametrize(("method", "path"), [
-    ("GET", "/v1/messages"),
-    ("POST", "/v1/messages/"),
-    ("POST", "/v1/models"),
-    ("POST", "/v1/chat/completions"),
-    ("POST", "/openai/deployments/a/b/responses"),
-    ("POST", "/client/v4/accounts/x/ai/websearch//"),
-    ("POST", "/prefix/v1/messages"),
-])
-def test_classify_unknown_routes(method: str, path: str) -> None:
-    assert classify(method, path) is None
-
-
-def test_streaming_routes_name_their_event_contract() -> None:
-    streaming = classify("POST", "/v1/responses")
-    counting = classify("POST", "/v1/messages/count_tokens")
-    assert streaming is not None and streaming.stream_event == "openai.stream_event"
-    assert counting is not None and counting.stream_event is None
 
 
 # ---------------------------------------------------------------- fast paths keep jsonschema's verdicts

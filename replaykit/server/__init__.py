@@ -59,11 +59,11 @@ thread by ``check_errors()`` and when the ``with`` block ends; ``check(unused=Fa
 :class:`~replaykit.errors.MatchError` for unmatched requests, with their near misses.
 """
 
+from replaykit.routes import PROVIDERS, ROUTES, Route, base_urls
 from replaykit.server.faults import Fault, load_faults
 from replaykit.server.journal import Entry, Journal
 from replaykit.server.matching import DEFAULT_VOLATILE, Matcher, Received
 from replaykit.server.plan import Timing
-from replaykit.server.routes import PROVIDERS, ROUTES, Route, base_urls
 from replaykit.server.runner import DUMMY_KEY, FakeProvider
 
 __all__ = [

@@ -25,12 +25,12 @@ from aiohttp import web
 from replaykit import sse
 from replaykit.contracts import STRICT, Profile
 from replaykit.errors import ReplaykitError
+from replaykit.routes import classify
 from replaykit.server import envelopes, verdicts
 from replaykit.server.faults import Fault, faults_json
 from replaykit.server.journal import Entry, Journal, redact_headers
 from replaykit.server.matching import Match, Pool, Received, Slot
 from replaykit.server.plan import ORDER, Plan, Timing, apply, error_plan, plan_for, status_plan
-from replaykit.server.routes import classify
 from replaykit.server.streaming import Progress, deliver
 
 __all__ = ["ADMIN_PREFIX", "MAX_BODY", "Settings", "State", "make_server"]

@@ -39,7 +39,7 @@ from typing import Any, Literal, get_args
 import yaml
 
 from replaykit.errors import UsageError, located
-from replaykit.server.routes import PROVIDERS, ROUTES
+from replaykit.routes import PROVIDERS, ROUTES
 
 __all__ = ["COMPLETE_KINDS", "STREAM_KINDS", "Fault", "FaultKind", "faults_json", "load_faults"]
 

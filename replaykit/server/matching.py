@@ -24,9 +24,9 @@ from urllib.parse import parse_qs, urlsplit
 
 from replaykit import sse
 from replaykit.cassette import Interaction, Request, body_json
+from replaykit.routes import Route, classify_uri
 from replaykit.server.diff import Pattern, compile_patterns, diff
 from replaykit.server.plan import Batch, fitting_batches
-from replaykit.server.routes import Route, classify_uri
 
 __all__ = [
     "BUILTIN_MATCHERS",

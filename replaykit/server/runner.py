@@ -27,12 +27,12 @@ from replaykit import cassette as cassette_mod
 from replaykit.cassette import Cassette
 from replaykit.contracts import Profile, resolve_profile
 from replaykit.errors import MatchError, UsageError
+from replaykit.routes import PROVIDERS, base_urls
 from replaykit.server.app import Settings, State, make_server
 from replaykit.server.faults import Fault
 from replaykit.server.journal import Entry
 from replaykit.server.matching import DEFAULT_VOLATILE, Matcher, Pool, slots_of
 from replaykit.server.plan import Timing
-from replaykit.server.routes import PROVIDERS, base_urls
 
 __all__ = ["DUMMY_KEY", "CassetteSource", "FakeProvider", "check_host", "declared_profile", "new_loop"]
 
@@ -232,7 +232,7 @@ class FakeProvider:
         return f"http://[{host}]:{self._port}" if ":" in host else f"http://{host}:{self._port}"
 
     def base_urls(self) -> dict[str, str]:
-        """Each provider's SDK base URL (see :func:`replaykit.server.routes.base_urls`)."""
+        """Each provider's SDK base URL (see :func:`replaykit.routes.base_urls`)."""
         return base_urls(self.url)
 
     def base_url(self, provider: str) -> str:

@@ -1,6 +1,7 @@
 """Contract verdicts for the journal: the violations of each request received and each response served.
 
-Built on :mod:`replaykit.contracts` (``classify`` picks the route's contracts). The response checked is
+Built on :mod:`replaykit.contracts`; the route of the request received (:mod:`replaykit.routes`) names the
+contracts. The response checked is
 the one *served*: a recorded response as replayed (checked once per interaction, then cached), an error
 envelope, or a stream or body as a fault changed it (a corrupted event is reported as such).
 
@@ -19,6 +20,7 @@ from typing import Any
 
 from replaykit import contracts, sse
 from replaykit.cassette import body_json
+from replaykit.routes import Kinds, Route
 from replaykit.server.matching import Received, Slot
 from replaykit.server.plan import Plan
 
@@ -73,26 +75,27 @@ def request_violations(received: Received,
 
     Cached per body (see the module docstring); each call returns new lists and dicts.
     """
-    route = contracts.classify(received.method, received.path)
-    if route is None:
+    kinds = received.route.contracts
+    if kinds is None:
         return []
-    key = (f"{route.request}:{profile.name}", hashlib.sha256(received.body).digest())
+    key = (f"{kinds.request}:{profile.name}", hashlib.sha256(received.body).digest())
     rows = _VERDICTS.get(key)
     if rows is None:
-        found = contracts.check_body(route.request, received.json, "request", profile=profile)
+        found = contracts.check_body(kinds.request, received.json, "request", profile=profile)
         rows = tuple(_rows(found))
         _VERDICTS.put(key, rows)
     return [dict(row) for row in rows]
 
 
-def _check_plan(route: contracts.Route, plan: Plan, profile: contracts.Profile) -> list[contracts.Violation]:
+def _check_plan(route: Route, kinds: Kinds, plan: Plan,
+                profile: contracts.Profile) -> list[contracts.Violation]:
     body = b"".join(plan.chunks)
     if plan.status >= 400:
         what = f"HTTP {plan.status} error"
-        return contracts.check_body(route.error, body_json(body), what, profile=profile)
+        return contracts.check_body(kinds.error, body_json(body), what, profile=profile)
     if plan.stream:
         return contracts.check_events(route, sse.parse(body), profile=profile)
-    return contracts.check_body(route.response, body_json(body), "response", profile=profile)
+    return contracts.check_body(kinds.response, body_json(body), "response", profile=profile)
 
 
 def response_violations(received: Received, slot: Slot | None, plan: Plan,
@@ -103,13 +106,13 @@ def response_violations(received: Received, slot: Slot | None, plan: Plan,
     A body over :data:`CHECK_LIMIT` bytes is not checked (it would be held parsed in memory, several times
     its size): the plan gets a note saying so, and ``replaykit verify`` checks the cassette offline.
     """
-    route = contracts.classify(received.method, received.path)
-    if route is None:
+    route = received.route
+    if route.contracts is None:
         return []
     if slot is None or plan.altered or plan.status >= 400:
         rows = _checked(route, plan, profile)
     else:
-        key = f"violations:{route.response}:{profile.name}"
+        key = f"violations:{route.contracts.response}:{profile.name}"
         if key not in slot.memo:
             slot.memo[key] = _checked(route, plan, profile)
         rows = slot.memo[key]
@@ -120,8 +123,9 @@ def response_violations(received: Received, slot: Slot | None, plan: Plan,
     return [dict(row) for row in rows]
 
 
-def _checked(route: contracts.Route, plan: Plan, profile: contracts.Profile) -> list[dict[str, Any]] | None:
-    """The violations of ``plan`` as journal rows; None when its body is over :data:`CHECK_LIMIT`."""
-    if sum(map(len, plan.chunks)) > CHECK_LIMIT:
+def _checked(route: Route, plan: Plan, profile: contracts.Profile) -> list[dict[str, Any]] | None:
+    """The violations of ``plan`` as journal rows; None when its body is over :data:`CHECK_LIMIT` (or no
+    contract covers the route)."""
+    if sum(map(len, plan.chunks)) > CHECK_LIMIT or route.contracts is None:
         return None
-    return _rows(_check_plan(route, plan, profile))
+    return _rows(_check_plan(route, route.contracts, plan, profile))

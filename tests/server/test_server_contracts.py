@@ -11,9 +11,9 @@ import pytest
 from server_support import ANTHROPIC, anthropic_request, cassette_of, json_interaction, message_cassette
 
 from replaykit import contracts
+from replaykit.routes import ROUTES, classify
 from replaykit.server import verdicts
 from replaykit.server.matching import Received
-from replaykit.server.routes import classify
 
 BOTH_DOMAIN_LISTS = {
     **anthropic_request(),
@@ -154,3 +154,33 @@ def test_the_cache_keeps_the_most_recently_used(
     assert len(validations) == 3
     verdicts.request_violations(_received(anthropic_request("b")))
     assert len(validations) == 4
+
+
+# One bad body per contract family, sent to every spelling a client may use for each route.
+BAD = {"anthropic": {"model": 7, "max_tokens": "x", "messages": "hi"}, "openai": {"model": 7, "input": 3},
+       "cloudflare": {"query": "", "limit": 99}}
+SPELLINGS = {
+    "anthropic.messages": ["/v1/messages", "/v1/messages/", "/v1/messages?beta=true",
+                           "/v1/messages/?beta=true"],
+    "anthropic.count_tokens": ["/v1/messages/count_tokens", "/v1/messages/count_tokens/"],
+    "openai.responses": ["/v1/responses", "/v1/responses/"],
+    "azure.responses": ["/openai/v1/responses", "/openai/v1/responses/",
+                        "/openai/responses?api-version=2025-04-01", "/openai/deployments/gpt-5/responses",
+                        "/openai/deployments/gpt-5/responses/"],
+    "cloudflare.websearch": ["/client/v4/accounts/abc/ai/websearch", "/client/v4/accounts/abc/ai/websearch/"],
+}
+
+
+def test_every_spelling_of_every_route_is_checked_against_the_same_contract(serve: Any) -> None:
+    assert set(SPELLINGS) == {route.name for route in ROUTES}
+    fake = serve()
+    for route in ROUTES:
+        assert route.contracts is not None
+        body = BAD[route.contracts.request.partition(".")[0]]
+        expected = [(v.pointer, v.keyword) for v in contracts.validate(route.contracts.request, body)]
+        assert len(expected) >= 2, route.name
+        for path in SPELLINGS[route.name]:
+            httpx.post(f"{fake.url}{path}", json=body)
+            entry = fake.journal[-1]
+            assert entry.route == route.name, path
+            assert [(v["pointer"], v["keyword"]) for v in entry.request_violations] == expected, path

@@ -1,0 +1,135 @@
+"""The one route table: every provider endpoint replaykit knows, and the contracts of each.
+
+A :class:`Route` names one endpoint (``anthropic.messages``, ``openai.responses``…): its method and path
+pattern (every spelling a client sends, a trailing slash included), its provider, the API a model turn on it
+belongs to (``anthropic-messages`` / ``openai-responses``; None where the response is not a model turn), and
+the contract kinds (:mod:`replaykit.contracts`) of its request, response, stream events and error envelope.
+The fake provider routes and validates with it, the contract checks of a cassette look routes up in it,
+and the transcript converters take a recorded turn's provider and API from it::
+
+    route = known("POST", "/v1/messages/")            # the trailing slash is the same route
+    assert route.name == "anthropic.messages" and route.contracts.request == "anthropic.request"
+
+:func:`known` answers for a known endpoint only; :func:`classify` always answers: a path no route
+covers gets a route of its own (``METHOD /path``, no contracts), its provider guessed from the host. The paths
+are the public APIs' own: Anthropic ``POST /v1/messages`` (https://docs.anthropic.com/en/api/messages) and
+``/v1/messages/count_tokens``; OpenAI ``POST /v1/responses``; Azure OpenAI's v1 route
+(``/openai/v1/responses``), its preview route (``/openai/responses?api-version=…``) and the deployment-scoped
+one; Cloudflare Web Search ``POST /client/v4/accounts/{id}/ai/websearch``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Literal
+from urllib.parse import urlsplit
+
+__all__ = ["APIS", "MODEL_APIS", "PROVIDERS", "ROUTES", "Api", "Kinds", "Provider", "Route", "base_urls",
+           "classify", "classify_uri", "known"]
+
+Provider = Literal["anthropic", "openai", "azure", "cloudflare"]
+PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "azure", "cloudflare")
+Api = Literal["anthropic-messages", "openai-responses"]
+APIS: tuple[Api, ...] = ("anthropic-messages", "openai-responses")
+
+
+@dataclass(frozen=True, slots=True)
+class Kinds:
+    """The contract kinds of a route: request, response, stream events (None: it never streams), errors."""
+
+    request: str
+    response: str
+    stream_event: str | None
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One endpoint. ``name`` is stable (journal, faults); ``provider`` picks the error envelopes; ``api`` is
+    the API of the model turn a response on it carries (None: not a turn); ``contracts`` is None on a route no
+    contract covers."""
+
+    name: str
+    provider: Provider | None
+    pattern: re.Pattern[str]
+    method: str = "POST"
+    api: Api | None = None
+    contracts: Kinds | None = None
+
+    def matches(self, method: str, path: str) -> bool:
+        """True when ``method`` and ``path`` (no query) are this endpoint."""
+        return method.upper() == self.method and self.pattern.fullmatch(path) is not None
+
+
+def _post(name: str, provider: Provider, pattern: str, api: Api | None, contracts: str) -> Route:
+    """A POST route; ``contracts`` is the prefix of its request / response kinds (``anthropic``,
+    ``anthropic.count_tokens``…). Its stream events and errors are those of its provider's family."""
+    family = contracts.partition(".")[0]
+    sep = "_" if "." in contracts else "."
+    kinds = Kinds(f"{contracts}{sep}request", f"{contracts}{sep}response",
+                  f"{family}.stream_event" if api else None, f"{family}.error")
+    return Route(name, provider, re.compile(pattern), "POST", api, kinds)
+
+
+ROUTES: tuple[Route, ...] = (
+    _post("anthropic.messages", "anthropic", r"/v1/messages/?", "anthropic-messages", "anthropic"),
+    _post("anthropic.count_tokens", "anthropic", r"/v1/messages/count_tokens/?", None,
+          "anthropic.count_tokens"),
+    _post("openai.responses", "openai", r"/v1/responses/?", "openai-responses", "openai"),
+    # The v1 API (base_url .../openai/v1/), the preview API the AzureOpenAI client uses with an endpoint
+    # (/openai/responses?api-version=...), and the deployment-scoped form: the same bodies as OpenAI's.
+    _post("azure.responses", "azure", r"/openai(?:/v1|/deployments/[^/]+)?/responses/?", "openai-responses",
+          "openai"),
+    _post("cloudflare.websearch", "cloudflare", r"/client/v4/accounts/[^/]+/ai/websearch/?", None,
+          "cloudflare"),
+)
+
+#: The API of the model turns each model provider serves (from the table): anthropic, openai, azure.
+MODEL_APIS: dict[str, Api] = {route.provider: route.api for route in ROUTES if route.provider and route.api}
+
+_HOSTS: tuple[tuple[str, Provider], ...] = (
+    ("anthropic.com", "anthropic"),
+    ("openai.azure.com", "azure"),
+    ("azure.com", "azure"),
+    ("openai.com", "openai"),
+    ("cloudflare.com", "cloudflare"),
+)
+
+
+@functools.lru_cache(maxsize=256)  # once or twice per request: the same few paths again and again
+def known(method: str, path: str) -> Route | None:
+    """The known route of ``method path`` (a path or a full URI, query ignored), or None."""
+    bare = urlsplit(path).path if "://" in path or "?" in path else path
+    return next((route for route in ROUTES if route.matches(method, bare)), None)
+
+
+def classify(method: str, path: str, host: str = "") -> Route:
+    """The route of a request; an unknown path gets a route of its own, its provider guessed from ``host``."""
+    found = known(method.upper(), path)
+    if found is not None:
+        return found
+    provider = next((p for suffix, p in _HOSTS if host.endswith(suffix)), None)
+    return Route(f"{method.upper()} {path}", provider, re.compile(re.escape(path)), method.upper())
+
+
+def classify_uri(method: str, uri: str) -> Route:
+    """The route of a recorded request, from its full URI."""
+    parts = urlsplit(uri)
+    return classify(method, parts.path or "/", parts.hostname or "")
+
+
+def base_urls(origin: str) -> dict[str, str]:
+    """The base URL each provider's SDK is given, for a server at ``origin`` (``http://host:port``).
+
+    Checked against the SDKs: ``Anthropic(base_url=...)`` appends ``/v1/messages``; ``OpenAI(base_url=...)``
+    appends ``/responses``; ``OpenAI`` or ``AzureOpenAI(base_url=..., api_version=...)`` on the Azure v1 URL;
+    the Cloudflare client appends ``/accounts/{id}/ai/websearch``.
+    """
+    return {
+        "anthropic": origin,
+        "openai": f"{origin}/v1",
+        "azure": f"{origin}/openai/v1",
+        "cloudflare": f"{origin}/client/v4",
+    }
