@@ -12,7 +12,6 @@ from replaykit.errors import (
     CassetteError,
     CitationError,
     ContractError,
-    ErrorInfo,
     LocalRequestError,
     MatchError,
     NetworkBlockedError,
@@ -23,10 +22,12 @@ from replaykit.errors import (
     WebSearchError,
 )
 from replaykit.estimate import Budget, Estimate, budget, estimate_tokens
+from replaykit.findings import Finding
+from replaykit.provenance import ErrorInfo
 from replaykit.redact import Rules, SecretFinding
 from replaykit.replay import Target, project
 from replaykit.transcript import ConversionError, Transcript, from_interaction, restore
-from replaykit.verify import Finding, Report, verify_paths
+from replaykit.verify import Report, verify_paths
 
 __version__ = "0.1.0"
 

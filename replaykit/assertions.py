@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from replaykit.errors import ErrorInfo, classify
+from replaykit.provenance import ErrorInfo, classify
 
 __all__ = [
     "assert_no_provider_request",

@@ -183,12 +183,14 @@ _Loader.add_constructor("tag:yaml.org,2002:python/unicode", _BaseLoader.construc
 _Loader.add_constructor("tag:yaml.org,2002:python/tuple", _BaseLoader.construct_yaml_seq)
 
 
-def header(headers: Headers, name: str) -> str | None:
-    """First value of header ``name`` (case-insensitive), or ``None``."""
+def header(headers: Any, name: str) -> str | None:
+    """First value of header ``name`` (case-insensitive), or ``None``: the one header lookup, for a
+    cassette's ``{name: [values]}``, a plain ``{name: value}`` dict, or httpx / aiohttp headers."""
     lowered = name.lower()
-    for key, values in headers.items():
-        if key.lower() == lowered and values:
-            return values[0]
+    for key, value in headers.items() if hasattr(headers, "items") else ():
+        if str(key).lower() == lowered:
+            first = (value[0] if value else None) if isinstance(value, list) else value
+            return str(first) if first is not None else None
     return None
 
 

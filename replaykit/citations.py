@@ -15,8 +15,8 @@ Three kinds of citation, each checked against evidence seen *before* it::
 
 Entry points: :func:`verify_transcript` (a neutral transcript, DESIGN.md), :func:`verify_anthropic_message`
 and :func:`verify_openai_response` (raw wire bodies, e.g. from cassettes), :func:`verify_evidence_answer`.
-Each returns :class:`~replaykit.search.Finding` objects (JSON pointer, severity, code, message); an empty list
-means every citation verified.
+Each returns :class:`~replaykit.findings.Finding` objects (severity, code, message, at a JSON pointer); an
+empty list means every citation verified.
 
 URLs are compared by :func:`replaykit.search.dedupe_key` of their safe form: scheme, fragment, ``utm_*`` and
 ``ref`` parameters do not make a cited URL unknown (OpenAI appends ``utm_source=openai`` to cited links).
@@ -32,7 +32,8 @@ from typing import Any
 
 from replaykit.contracts import STRICT, Profile, resolve_profile
 from replaykit.errors import CitationError
-from replaykit.search import Evidence, Finding, dedupe_key, safe_http_url
+from replaykit.findings import Finding, errors_only
+from replaykit.search import Evidence, dedupe_key, safe_http_url
 
 __all__ = [
     "CITED_TEXT_MAX",
@@ -53,11 +54,6 @@ URL_CITATION = "url_citation"
 DOCUMENT_CITATION_TYPES = frozenset({"char_location", "page_location", "content_block_location",
                                      "search_result_location"})
 FILE_ANNOTATION_TYPES = frozenset({"file_citation", "container_file_citation", "file_path"})
-
-
-def errors_only(findings: Iterable[Finding]) -> list[Finding]:
-    """The findings of severity ``error``."""
-    return [finding for finding in findings if finding.severity == "error"]
 
 
 # ---------------------------------------------------------------- evidence seen so far
@@ -153,16 +149,16 @@ def _url_findings(pointer: str, citation: Mapping[str, Any], seen: _Seen, check_
     url = citation.get("url")
     safe = safe_http_url(url)
     if safe is None:
-        return [Finding(f"{pointer}/url", "error", "url-scheme",
+        return [Finding.at(f"{pointer}/url", "error", "url-scheme",
                         f"{_short(url)} is not an http(s) URL; a citation may only link to a web page")]
     if not check_known:
         return []
     titles, title = seen.titles.get(dedupe_key(safe)), citation.get("title")
     if titles is None:
-        return [Finding(f"{pointer}/url", "error", "unknown-url",
+        return [Finding.at(f"{pointer}/url", "error", "unknown-url",
                         f"{_short(url)} was not returned by any search earlier in the transcript")]
     if isinstance(title, str) and titles and title not in titles:
-        return [Finding(f"{pointer}/title", "warning", "title-mismatch",
+        return [Finding.at(f"{pointer}/title", "warning", "title-mismatch",
                         f"title {_short(title)} differs from the search result's title")]
     return []
 
@@ -175,11 +171,11 @@ def _short(value: object, limit: int = 80) -> str:
 def _cited_text(pointer: str, citation: Mapping[str, Any]) -> list[Finding]:
     text = citation.get("cited_text")
     if not isinstance(text, str):
-        return [Finding(f"{pointer}/cited_text", "error", "cited-text-missing",
+        return [Finding.at(f"{pointer}/cited_text", "error", "cited-text-missing",
                         "cited_text is required (a string, the quoted passage)")]
     length = len(text.removesuffix("..."))
     if length > CITED_TEXT_MAX:
-        return [Finding(f"{pointer}/cited_text", "error", "cited-text-too-long",
+        return [Finding.at(f"{pointer}/cited_text", "error", "cited-text-too-long",
                         f"cited_text has {length} characters; the API quotes at most {CITED_TEXT_MAX}")]
     return []
 
@@ -188,7 +184,7 @@ def _encrypted_index(pointer: str, citation: Mapping[str, Any]) -> list[Finding]
     value = citation.get("encrypted_index")
     if isinstance(value, str) and value:
         return []
-    return [Finding(f"{pointer}/encrypted_index", "error", "encrypted-index-missing",
+    return [Finding.at(f"{pointer}/encrypted_index", "error", "encrypted-index-missing",
                     "encrypted_index is required and must be sent back unchanged when the turn is replayed")]
 
 
@@ -200,7 +196,7 @@ def _web_citation(pointer: str, citation: Mapping[str, Any], seen: _Seen) -> lis
 def _wrong_type(pointer: str, kind: object, web_types: frozenset[str]) -> Finding:
     what = "a document citation" if kind in DOCUMENT_CITATION_TYPES | FILE_ANNOTATION_TYPES else "a citation"
     expected = " or ".join(sorted(web_types))
-    return Finding(f"{pointer}/type", "error", "wrong-citation-type",
+    return Finding.at(f"{pointer}/type", "error", "wrong-citation-type",
                    f"{what} of type {_short(kind)} in a web-search answer; web citations are {expected}")
 
 
@@ -209,11 +205,11 @@ def _span(pointer: str, citation: Mapping[str, Any], text: str, optional: bool) 
     if optional and start is None and end is None:
         return []  # an OpenAI-compatible provider's citation: a URL with no span
     if type(start) is not int or type(end) is not int:
-        return [Finding(pointer, "error", "span-missing", "start_index and end_index must be integers")]
+        return [Finding.at(pointer, "error", "span-missing", "start_index and end_index must be integers")]
     if 0 <= start <= end <= len(text):
         return []
     bad = "start_index" if start < 0 or start > len(text) else "end_index"
-    return [Finding(f"{pointer}/{bad}", "error", "span-out-of-range",
+    return [Finding.at(f"{pointer}/{bad}", "error", "span-out-of-range",
                     f"span [{start}, {end}) breaks 0 <= start_index <= end_index <= {len(text)} (len(text))")]
 
 
@@ -224,7 +220,7 @@ def _url_citation(pointer: str, citation: Mapping[str, Any], text: str, seen: _S
 
 def _citation(pointer: str, citation: object, text: str, seen: _Seen) -> list[Finding]:
     if not isinstance(citation, Mapping):
-        return [Finding(pointer, "error", "not-an-object", "a citation must be a JSON object")]
+        return [Finding.at(pointer, "error", "not-an-object", "a citation must be a JSON object")]
     kind = citation.get("type")
     if kind in (WEB_CITATION, URL_CITATION) and kind not in seen.web_types:
         return [_wrong_type(pointer, kind, seen.web_types)]
@@ -326,15 +322,15 @@ def _record(item: Evidence | Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _answer_shape(answer: object) -> list[Finding]:
     if not isinstance(answer, Mapping):
-        return [Finding("", "error", "answer-shape", "the answer must be a JSON object")]
+        return [Finding.at("", "error", "answer-shape", "the answer must be a JSON object")]
     findings: list[Finding] = []
     if not isinstance(answer.get("answer"), str):
-        findings.append(Finding("/answer", "error", "answer-shape", "answer must be a string"))
+        findings.append(Finding.at("/answer", "error", "answer-shape", "answer must be a string"))
     if not isinstance(answer.get("citations"), list):
-        findings.append(Finding("/citations", "error", "answer-shape", "citations must be a list"))
+        findings.append(Finding.at("/citations", "error", "answer-shape", "citations must be a list"))
     claims = answer.get("unsupportedClaims")
     if not isinstance(claims, list) or not all(isinstance(claim, str) for claim in claims):
-        findings.append(Finding("/unsupportedClaims", "error", "answer-shape",
+        findings.append(Finding.at("/unsupportedClaims", "error", "answer-shape",
                                 "unsupportedClaims must be a list of strings"))
     return findings
 
@@ -342,17 +338,17 @@ def _answer_shape(answer: object) -> list[Finding]:
 def _evidence_citation(index: int, citation: object, ids: set[str]) -> list[Finding]:
     pointer = f"/citations/{index}"
     if not isinstance(citation, Mapping):
-        return [Finding(pointer, "error", "answer-shape", "a citation must be {sourceId, claim}")]
+        return [Finding.at(pointer, "error", "answer-shape", "a citation must be {sourceId, claim}")]
     findings: list[Finding] = []
     source = citation.get("sourceId")
     if not isinstance(source, str) or source not in ids:
-        findings.append(Finding(f"{pointer}/sourceId", "error", "unknown-source-id",
+        findings.append(Finding.at(f"{pointer}/sourceId", "error", "unknown-source-id",
                                 f"sourceId {_short(source)} names no evidence record ({_ids(ids)})"))
     if not isinstance(citation.get("claim"), str) or not str(citation.get("claim")).strip():
-        findings.append(Finding(f"{pointer}/claim", "error", "answer-shape",
+        findings.append(Finding.at(f"{pointer}/claim", "error", "answer-shape",
                                 "claim must be a non-empty string"))
     if "url" in citation:
-        findings.append(Finding(f"{pointer}/url", "warning", "model-url-ignored",
+        findings.append(Finding.at(f"{pointer}/url", "warning", "model-url-ignored",
                                 "a URL written by the model is never rendered; links come from the evidence"))
     return findings
 

@@ -52,9 +52,10 @@ its ``x-rules`` list; they run inside the same validation and report violations 
 Which contracts apply to which request is said by the route table (:mod:`replaykit.routes`);
 :func:`check_interaction` checks one recorded interaction: the request, and the response body or every stream
 event (with its ``event`` index) plus the stream's sequence rules; error statuses are checked against the
-provider's error envelope (:func:`check_body` and :func:`check_events` are its parts). :func:`verify_check`
-is the ``replaykit verify`` check built on it; a cassette that is off-contract on purpose lists its
-violations under ``replaykit: {x-expected-violations: [...]}``.
+provider's error envelope (:func:`check_body` and :func:`check_events` are its parts); ``replaykit verify``
+builds its contract check on it (:func:`replaykit.verify.check_contracts`). A cassette that is off-contract on
+purpose lists its violations under ``replaykit: {x-expected-violations: [...]}`` (:func:`expected_violations`,
+:func:`expected_keys`).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeGuard
+from typing import Any, ClassVar, Literal, TypeGuard
 from urllib.parse import urlsplit
 
 import attrs
@@ -76,13 +77,11 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from replaykit.cassette import Cassette, Interaction, Response
-from replaykit.errors import ContractError, UsageError, json_pointer, located
+from replaykit.errors import ContractError, UsageError, located
+from replaykit.pointer import json_pointer
 from replaykit.resources import data_dir
 from replaykit.routes import Kinds, Route, known
 from replaykit.sse import Event
-
-if TYPE_CHECKING:
-    from replaykit.verify import Finding
 
 __all__ = [
     "EXPECTED_VIOLATIONS",
@@ -99,11 +98,12 @@ __all__ = [
     "check_interaction",
     "default",
     "expected_keys",
+    "expected_violations",
     "kinds",
+    "place",
     "profile_of",
     "resolve_profile",
     "validate",
-    "verify_check",
 ]
 
 BASE_URI = "https://replaykit.dev/contracts/"
@@ -944,47 +944,11 @@ def _check_response(contracts: Contracts, route: Route, kinds: Kinds, response: 
     return check_body(kinds.response, response.json(), "response", contracts, profile)
 
 
-def verify_check(path: Path, cassette: Cassette) -> list[Finding]:
-    """The ``replaykit verify`` check: every interaction against its contracts, one finding per violation.
-
-    A finding's place is ``interactions[i]`` or ``interactions[i]:events[j]``, its message
-    ``request|response /json/pointer message``. A deliberately off-contract fixture lists what it breaks
-    under ``replaykit: {x-expected-violations: ["response /items/1/url", ...]}`` (``<part> <pointer>``, or
-    ``<place> <part> <pointer>`` for one interaction or event): those are warnings, and a listed violation
-    that no longer occurs is an error. Traffic on a route no contract covers is a warning, and so is a rule
-    the cassette's profile (:func:`profile_of`) relaxes; event data that is not JSON is left to verify's
-    sse-framing check, so one defect makes one finding.
-    """
-    from replaykit.verify import Finding  # verify sits above contracts: imported only when it calls us
-
-    expected = _expected(cassette)
-    unmet = set(expected)
-    found: list[Finding] = []
-    try:
-        chosen = profile_of(cassette)
-    except ContractError as exc:
-        why = str(exc).partition("replaykit.profile: ")[2]
-        return [Finding(str(path), "replaykit.profile", "contract", why)]
-    for index, item in enumerate(cassette.interactions):
-        for violation in check_interaction(item, profile=chosen):
-            if violation.keyword == "json" and violation.event is not None:
-                continue  # event data that is not JSON is verify's own sse-framing finding
-            keys = expected_keys(index, violation)
-            listed = keys & expected
-            unmet -= listed
-            message = f"{violation.part} {violation.pointer or '/'} {violation.message}"
-            # traffic no contract covers, and a rule the cassette's profile relaxes: a warning
-            lenient = listed or violation.keyword == "route" or violation.severity == "warning"
-            found.append(Finding(str(path), _place(index, violation), "contract", message,
-                                 "warning" if lenient else "error"))
-    gone = f"is listed in {EXPECTED_VIOLATIONS} but no longer occurs; remove it from the list"
-    return found + [Finding(str(path), f"replaykit.{EXPECTED_VIOLATIONS}", "contract", f"{key} {gone}")
-                    for key in sorted(unmet)]
-
-
-def _place(index: int, violation: Violation) -> str:
-    place = f"interactions[{index}]"
-    return place if violation.event is None else f"{place}:events[{violation.event}]"
+def place(index: int, violation: Violation) -> str:
+    """Where ``violation`` of interaction ``index`` is: ``interactions[i]`` or
+    ``interactions[i]:events[j]``."""
+    at = f"interactions[{index}]"
+    return at if violation.event is None else f"{at}:events[{violation.event}]"
 
 
 def expected_keys(index: int, violation: Violation) -> set[str]:
@@ -994,9 +958,10 @@ def expected_keys(index: int, violation: Violation) -> set[str]:
     ``"interactions[i]:events[j] <part> <pointer>"`` for a stream event); the pointer of the root is ``/``.
     """
     short = f"{violation.part} {violation.pointer or '/'}"
-    return {short, f"{_place(index, violation)} {short}"}
+    return {short, f"{place(index, violation)} {short}"}
 
 
-def _expected(cassette: Cassette) -> set[str]:
+def expected_violations(cassette: Cassette) -> set[str]:
+    """The ``x-expected-violations`` a cassette lists (deliberate contract violations of a fixture)."""
     listed = cassette.meta.extra.get(EXPECTED_VIOLATIONS) or []
     return {str(entry) for entry in listed} if isinstance(listed, list) else set()

@@ -19,8 +19,12 @@ gap                        meaning                                              
 A blocking gap means a payload the SDK accepts would fail the contract; :func:`compare` reports it and
 ``replaykit drift`` exits 1, unless the contract explains it: an ``x-drift-ignore`` mapping on the
 ``$defs`` entry, from the gap id (``enum:<field>:<value>``, ``required:<field>``,
-``discriminator:<value>``, ``closed:<field>``) to the reason, turns it into ``explained``. For a union the
-members are compared too, each with the branch of its discriminator value.
+``discriminator:<value>``, ``closed:<field>``, ``sdk-required:<field>``) to the reason, turns it into
+``explained``. For a union the members are compared too, each with the branch of its discriminator value.
+
+Gaps are :class:`~replaykit.findings.Finding` s: ``code`` the gap, ``message`` its detail, ``file`` the
+contract entry, ``place`` ``<sdk>:<type>``, ``note`` the reason of an explained gap; :func:`verdict` reads
+the verdict back (severity ``error``: blocking; ``info`` with a note: explained; ``info``: info).
 """
 
 from __future__ import annotations
@@ -30,14 +34,15 @@ import importlib.metadata
 import types
 import typing
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 from urllib.parse import urldefrag, urljoin
 
 from replaykit.contracts import BASE_URI, Contracts, default
 from replaykit.errors import UsageError
+from replaykit.findings import Finding
 
-__all__ = ["MAPPING", "SDKS", "Entry", "Gap", "Verdict", "compare", "sdk_version"]
+__all__ = ["MAPPING", "SDKS", "Entry", "Verdict", "compare", "sdk_version", "verdict"]
 
 Verdict = Literal["blocking", "info", "explained"]
 SDKS = ("anthropic", "openai")
@@ -58,21 +63,11 @@ class Entry:
         return self.sdk.split(".", 1)[0]
 
 
-@dataclass(frozen=True, slots=True)
-class Gap:
-    """One difference between an SDK type and its contract."""
-
-    sdk: str
-    sdk_type: str
-    contract: str
-    gap: str
-    detail: str
-    verdict: Verdict
-    reason: str = ""
-
-    def to_json(self) -> dict[str, str]:
-        """The gap as a JSON object."""
-        return asdict(self)
+def verdict(gap: Finding) -> Verdict:
+    """The verdict of a gap :func:`compare` found: ``blocking``, ``explained`` or ``info``."""
+    if gap.severity == "error":
+        return "blocking"
+    return "explained" if gap.note else "info"
 
 
 _A, _O = "anthropic.types", "openai.types.responses"
@@ -272,18 +267,20 @@ class _Target:
 class _Comparison:
     def __init__(self, entry: Entry, schemas: _Schemas) -> None:
         self.entry, self.schemas = entry, schemas
-        self.gaps: list[Gap] = []
+        self.gaps: list[Finding] = []
 
     def add(self, target: _Target, gap: str, gap_id: str, detail: str) -> None:
         reason = target.ignore.get(gap_id, "")
-        verdict: Verdict = "explained" if reason else ("blocking" if gap in _BLOCKING else "info")
         label = target.where.removeprefix(BASE_URI)
-        self.gaps.append(Gap(self.entry.package, target.name, label, gap, detail, verdict, reason))
+        blocking = gap in _BLOCKING and not reason
+        fix = f"allow it in the contract, or explain it there (x-drift-ignore: {gap_id})" if blocking else ""
+        self.gaps.append(Finding("error" if blocking else "info", gap, detail, label,
+                                 f"{self.entry.package}:{target.name}", fix=fix, note=reason))
 
     def target(self, name: str, schema: Any, base: str, where: str) -> _Target:
         return _Target.of(name, where, list(self.schemas.parts(schema, base)))
 
-    def run(self) -> list[Gap]:
+    def run(self) -> list[Finding]:
         annotation = _load(self.entry.sdk)
         where = BASE_URI + self.entry.contract
         schema, base = self.schemas.get(where)
@@ -364,7 +361,7 @@ def sdk_version(sdk: str) -> str:
 
 
 def compare(sdks: tuple[str, ...] = SDKS, contracts: Contracts | None = None,
-            mapping: tuple[Entry, ...] = MAPPING) -> list[Gap]:
+            mapping: tuple[Entry, ...] = MAPPING) -> list[Finding]:
     """Every gap between the installed ``sdks`` and the contracts, in mapping order."""
     for sdk in sdks:
         sdk_version(sdk)

@@ -1,4 +1,4 @@
-"""Errors replaykit raises, and the error taxonomy it checks harnesses against.
+"""The errors replaykit raises, and the one shape of their messages (:func:`located`).
 
 The exception tree::
 
@@ -24,67 +24,29 @@ Every message names the file, the place in it (``path:line`` or a JSON pointer) 
 Errors of the libraries underneath (YAML, jsonschema, sockets) are translated where they enter:
 ``raise CassetteError(...) from exc``.
 
-The taxonomy a harness's outcome is judged by (``error`` of the target outcome, see DESIGN.md)::
-
-    code                 provenance  retryable                        raised by
-    LOCAL_REQUEST_ERROR  local       never (terminal, no request)     LocalRequestError, anywhere in the chain
-    PROVIDER_ERROR       provider    408 409 429 5xx 529, not 4xx;    SDK APIStatusError, HTTPStatusError,
-                                     ``x-should-retry`` overrides     an error response, WebSearchError
-    TRANSPORT_ERROR      transport   yes                              reset / refused / dropped connections
-    DEADLINE_EXCEEDED    deadline    yes (a new attempt, if time is   SDK APITimeoutError, TimeoutException,
-                                     left)                            TimeoutError, web_search_timeout
-    CANCELLED            cancelled   never; the outcome is aborted    asyncio / concurrent.futures
-                                                                      CancelledError
-    INTERNAL_ERROR       local       never                            anything else: a bug in the harness
-
-:data:`ERROR_CODES` are exactly the codes of ``contracts/replaykit/target-outcome.schema.json``, whose
-``errorRules`` fix each code's provenance as above. An exception of no known kind is ``INTERNAL_ERROR``, not
-``LOCAL_REQUEST_ERROR``: nothing says it struck before a request was sent, and a scenario must be able to
-tell a harness that refused bad input from one that crashed.
-
-:func:`classify` maps an exception (walking ``__cause__`` / ``__context__``, so ``raise Generic(...) from
-local_error`` keeps its provenance) or a raw HTTP response to an :class:`ErrorInfo`. Messages in an
-``ErrorInfo`` are safe to log and to write to an outcome: key-shaped strings are masked and no request body
-is ever included.
+The taxonomy a harness's failures are judged by (codes, provenance, retryability) is
+:mod:`replaykit.provenance`; this module imports nothing of replaykit.
 """
 
 from __future__ import annotations
 
-import re
-import sys
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = [
-    "ERROR_CODES",
     "LOCAL_PHASES",
-    "PROVENANCES",
-    "SECRET_PATTERNS",
     "CassetteError",
     "CitationError",
     "ContractError",
-    "ErrorCode",
-    "ErrorInfo",
     "LocalPhase",
     "LocalRequestError",
     "MatchError",
     "NetworkBlockedError",
-    "Provenance",
     "ReplaykitError",
     "ScenarioError",
     "TargetError",
     "UsageError",
     "WebSearchError",
-    "causes",
-    "classify",
-    "header_value",
-    "is_retryable",
-    "json_pointer",
     "located",
-    "outcome_json",
-    "safe_message",
-    "status_retryable",
 ]
 
 
@@ -120,7 +82,8 @@ class NetworkBlockedError(ReplaykitError, ConnectionRefusedError):
     """The network guard refused a connection (or DNS lookup) to an address that is not loopback.
 
     A :class:`ConnectionRefusedError`, so the code under test sees a refused connection (``TRANSPORT_ERROR``
-    to :func:`classify`); the guard records every refusal, so one the code swallows is still reported.
+    to :func:`replaykit.provenance.classify`); the guard records every refusal, so one the code swallows
+    is still reported.
     """
 
 
@@ -132,18 +95,8 @@ class CitationError(ReplaykitError, ValueError):
         self.findings = findings
 
 
-Provenance = Literal["local", "provider", "transport", "cancelled", "deadline"]
-PROVENANCES: tuple[Provenance, ...] = ("local", "provider", "transport", "cancelled", "deadline")
 LocalPhase = Literal["validation", "estimation", "preparation"]
 LOCAL_PHASES: tuple[LocalPhase, ...] = ("validation", "estimation", "preparation")
-ErrorCode = Literal[
-    "LOCAL_REQUEST_ERROR", "PROVIDER_ERROR", "TRANSPORT_ERROR", "DEADLINE_EXCEEDED", "CANCELLED",
-    "INTERNAL_ERROR",
-]
-ERROR_CODES: tuple[ErrorCode, ...] = (
-    "LOCAL_REQUEST_ERROR", "PROVIDER_ERROR", "TRANSPORT_ERROR", "DEADLINE_EXCEEDED", "CANCELLED",
-    "INTERNAL_ERROR",
-)
 
 
 class LocalRequestError(ReplaykitError, ValueError):
@@ -153,7 +106,7 @@ class LocalRequestError(ReplaykitError, ValueError):
     """
 
     code = "LOCAL_REQUEST_ERROR"
-    provenance: Provenance = "local"
+    provenance: Literal["local"] = "local"
     retryable = False
 
     def __init__(
@@ -190,325 +143,8 @@ class WebSearchError(ReplaykitError):
                 "requestId": self.request_id, "message": str(self)}
 
 
-def json_pointer(parts: Iterable[object]) -> str:
-    """The RFC 6901 JSON pointer of ``parts`` (in each token ``~`` becomes ``~0``, ``/`` becomes ``~1``)."""
-    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
-
-
 def located(path: object, place: object, message: str, fix: str = "") -> str:
     """Format ``path:place: message (fix)`` — the shape of every replaykit error message."""
     where = f"{path}:{place}" if place not in (None, "") else str(path)
     tail = f"; {fix}" if fix else ""
     return f"{where}: {message}{tail}"
-
-
-# ---------------------------------------------------------------- the taxonomy
-
-
-@dataclass(frozen=True, slots=True)
-class ErrorInfo:
-    """A classified failure: the ``error`` object of a target outcome (DESIGN.md, "Protocols").
-
-    ``phase`` is the local phase that failed, set for ``LOCAL_REQUEST_ERROR`` only (the outcome contract
-    allows no phase on the others). ``status``, ``provider_type`` (the provider's error type or code) and
-    ``request_id`` are known only for provider errors.
-    """
-
-    code: ErrorCode
-    phase: LocalPhase | None
-    provenance: Provenance
-    retryable: bool
-    message: str
-    status: int | None = None
-    provider_type: str | None = None
-    request_id: str | None = None
-
-    @property
-    def outcome(self) -> Literal["error", "aborted"]:
-        """The outcome status this failure gives a step: ``aborted`` when cancelled, else ``error``."""
-        return "aborted" if self.code == "CANCELLED" else "error"
-
-    def to_json(self) -> dict[str, Any]:
-        """The outcome's ``error`` object (camelCase keys; fields that do not apply are left out)."""
-        fields = {"code": self.code, "phase": self.phase, "provenance": self.provenance,
-                  "retryable": self.retryable, "message": self.message, "status": self.status,
-                  "providerType": self.provider_type, "requestId": self.request_id}
-        return {key: value for key, value in fields.items() if value is not None}
-
-
-_EDGE = r"(?<![A-Za-z0-9_-])"  # a key starts at a token boundary, never inside a base64(url) blob
-_END = r"(?![A-Za-z0-9_-])"
-_CF_PREFIXED = rf"{_EDGE}cf(?:k|ut|at)_[A-Za-z0-9]{{40,64}}{_END}"
-_CF_NAMED = (r"(?i:c(?:f|loudflare)[_-]?api[_-]?(?:token|key))"  # CLOUDFLARE_API_TOKEN=… (unprefixed tokens)
-             r"[\"']?\s*[:=]\s*[\"']?(?P<v>[A-Za-z0-9_-]{37,40})")
-_PEM_END = r"(?:(?:.|\n)*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)?"
-
-# The key shapes replaykit knows, by kind, most specific first: the ONE list both the secret scanner
-# (replaykit.redact, which sits above this module) and safe_message use. A named group ``v`` is the secret
-# itself, ``label`` the part of it that is safe to show.
-SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("anthropic", re.compile(rf"{_EDGE}sk-ant-[A-Za-z0-9_-]{{20,}}{_END}")),
-    ("openai", re.compile(rf"{_EDGE}sk-(?!ant-)[A-Za-z0-9_-]{{20,}}{_END}")),
-    ("cloudflare", re.compile(rf"{_CF_PREFIXED}|{_CF_NAMED}{_END}")),
-    ("aws", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])")),
-    ("github", re.compile(rf"{_EDGE}(?:gh[pousr]_[A-Za-z0-9]{{36,}}|github_pat_[A-Za-z0-9_]{{50,}}){_END}")),
-    ("bearer", re.compile(r"(?i:\bbearer)\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)(?![A-Za-z0-9._~+/=-])")),
-    ("pem", re.compile(rf"(?P<label>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----){_PEM_END}")),
-)
-
-_MASK = "[REDACTED]"
-_SECRETS = re.compile(
-    r"\bsk-[A-Za-z0-9_*\-]{6,}"                      # sk-ant-…, sk-… and sk-proj-…, even half-masked
-    r"|\bAKIA[0-9A-Z]{12,}"                           # AWS access key ids
-    r"|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_\w{20,}"
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
-    r"|(?i:\bbearer)\s+[A-Za-z0-9._~+/=\-]{8,}"
-    r"|(?i:\b(?:x-)?api[-_]?key|\btoken|\bsecret|\bpassword)(?:\"?\s*[=:]\s*\"?)[^\s\"',;}]+"
-)
-_MAX_MESSAGE = 500
-
-
-def safe_message(text: str) -> str:
-    """``text`` with key-shaped substrings masked, on one line, at most 500 characters."""
-    masked = text
-    for _, pattern in SECRET_PATTERNS:  # every key the scanner knows, then looser shapes (half-masked keys)
-        masked = pattern.sub(_MASK, masked)
-    masked = _SECRETS.sub(_MASK, masked)
-    flat = " ".join(masked.split())
-    return flat if len(flat) <= _MAX_MESSAGE else flat[: _MAX_MESSAGE - 1] + "…"
-
-
-def status_retryable(status: int, should_retry: str | None = None, provider_type: str | None = None) -> bool:
-    """The retry rule of the provider SDKs: ``x-should-retry`` first, then 408, 409, 429 and 5xx (529 too).
-
-    A 2xx status carries a mid-stream error event: it is retryable when its type is a transient one.
-    """
-    hint = (should_retry or "").strip().lower()
-    if hint in ("true", "false"):
-        return hint == "true"
-    if status in (408, 409, 429) or status >= 500:
-        return True
-    return 200 <= status < 300 and provider_type in _TRANSIENT_TYPES
-
-
-_TRANSIENT_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error", "timeout_error",
-                              "server_error", "rate_limit_exceeded"})
-
-
-def causes(exc: BaseException) -> Iterator[BaseException]:
-    """``exc`` and what it was raised from: ``__cause__``, else ``__context__`` unless suppressed."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
-
-
-def classify(failure: BaseException | object) -> ErrorInfo:
-    """Classify an exception (with what it wraps) or a raw HTTP error response.
-
-    Exceptions: cancellation anywhere in the chain wins (a cancelled step is aborted whatever it broke on the
-    way out); otherwise the outermost exception of a known kind decides, so a local error wrapped in a generic
-    exception stays local. Known kinds: :class:`LocalRequestError`, :class:`WebSearchError`, the ``anthropic``
-    and ``openai`` SDK errors, ``httpx`` / ``httpx2`` / ``aiohttp`` errors, ``TimeoutError``,
-    ``ConnectionError``. Responses: anything with an int ``status_code`` or ``status`` and ``headers``
-    (httpx, a cassette :class:`~replaykit.cassette.Response`).
-    """
-    if not isinstance(failure, BaseException):
-        return _from_response(failure)
-    chain = list(causes(failure))
-    for exc in chain:
-        if _is_cancelled(exc):
-            message = safe_message(_describe(exc, "cancelled"))
-            return ErrorInfo("CANCELLED", None, "cancelled", False, message)
-    for exc in chain:
-        info = _classify_one(exc)
-        if info is not None:
-            return info
-    return ErrorInfo("INTERNAL_ERROR", None, "local", False, safe_message(_describe(failure, "")))
-
-
-def is_retryable(failure: BaseException | object) -> bool:
-    """Whether a harness should retry after ``failure`` (see :func:`classify`)."""
-    return classify(failure).retryable
-
-
-def outcome_json(failure: BaseException | object) -> dict[str, Any]:
-    """The ``status`` and ``error`` fields of a target outcome for a step that ended in ``failure``."""
-    info = classify(failure)
-    return {"status": info.outcome, "error": info.to_json()}
-
-
-def _describe(exc: BaseException, default: str) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else (default or type(exc).__name__)
-
-
-def _classes(module: str, *names: str) -> tuple[type[BaseException], ...]:
-    """Classes of ``module`` if it is already imported: an exception of it cannot exist otherwise."""
-    loaded = sys.modules.get(module)
-    found = (getattr(loaded, name, None) for name in names) if loaded is not None else ()
-    return tuple(cls for cls in found if isinstance(cls, type))
-
-
-def _is_cancelled(exc: BaseException) -> bool:
-    kinds = (_classes("asyncio", "CancelledError") + _classes("concurrent.futures", "CancelledError")
-             + _classes("trio", "Cancelled"))
-    return isinstance(exc, kinds)
-
-
-def _classify_one(exc: BaseException) -> ErrorInfo | None:
-    for rule in (_local, _web_search, _sdk, _httpx, _aiohttp, _builtin):
-        info = rule(exc)
-        if info is not None:
-            return info
-    return None
-
-
-def _local(exc: BaseException) -> ErrorInfo | None:
-    if not isinstance(exc, LocalRequestError):
-        return None
-    return ErrorInfo("LOCAL_REQUEST_ERROR", exc.phase, "local", False, safe_message(str(exc)))
-
-
-def _web_search(exc: BaseException) -> ErrorInfo | None:
-    if not isinstance(exc, WebSearchError):
-        return None
-    if exc.status is None:
-        return _deadline(f"web search {exc.code}: {exc}", exc.retryable)
-    return ErrorInfo("PROVIDER_ERROR", None, "provider", exc.retryable,
-                     safe_message(f"web search {exc.status} {exc.code}: {exc}"), exc.status, exc.code,
-                     exc.request_id)
-
-
-def _sdk(exc: BaseException) -> ErrorInfo | None:
-    for module in ("anthropic", "openai"):
-        if isinstance(exc, _classes(module, "APITimeoutError")):
-            return _deadline(f"{module}: request timed out", True)
-        if isinstance(exc, _classes(module, "APIStatusError")):
-            headers = getattr(getattr(exc, "response", None), "headers", {})
-            return _provider(int(getattr(exc, "status_code", 0)), headers, getattr(exc, "body", None), module)
-        if isinstance(exc, _classes(module, "APIConnectionError")):
-            return _transport(f"{module}: {_describe(_root(exc), 'connection error')}", True)
-    return None
-
-
-def _root(exc: BaseException) -> BaseException:
-    """The innermost cause: names the real transport failure under an SDK's generic "Connection error"."""
-    return list(causes(exc))[-1]
-
-
-def _httpx(exc: BaseException) -> ErrorInfo | None:
-    for module in ("httpx", "httpx2"):
-        if isinstance(exc, _classes(module, "TimeoutException")):
-            return _deadline(f"{module}: {_describe(exc, 'timed out')}", True)
-        if isinstance(exc, _classes(module, "HTTPStatusError")):
-            return _from_response(getattr(exc, "response", None), module)
-        if isinstance(exc, _classes(module, "TransportError")):
-            terminal = isinstance(exc, _classes(module, "LocalProtocolError", "UnsupportedProtocol"))
-            return _transport(f"{module}: {_describe(exc, 'transport error')}", not terminal)
-    return None
-
-
-def _aiohttp(exc: BaseException) -> ErrorInfo | None:
-    if isinstance(exc, _classes("aiohttp", "ClientResponseError")):
-        status = int(getattr(exc, "status", 0))
-        headers = getattr(exc, "headers", None) or {}
-        return _provider(status, headers, {"error": {"message": getattr(exc, "message", "")}}, "aiohttp")
-    if isinstance(exc, _classes("aiohttp", "ServerTimeoutError")):
-        return _deadline(f"aiohttp: {_describe(exc, 'timed out')}", True)
-    if isinstance(exc, _classes("aiohttp", "ClientConnectionError", "ClientPayloadError")):
-        return _transport(f"aiohttp: {_describe(exc, 'connection error')}", True)
-    return None
-
-
-def _builtin(exc: BaseException) -> ErrorInfo | None:
-    if isinstance(exc, TimeoutError):
-        return _deadline(_describe(exc, "timed out"), True)
-    if isinstance(exc, (ConnectionError, *_classes("socket", "gaierror"))):
-        return _transport(_describe(exc, "connection error"), True)
-    return None
-
-
-def _deadline(message: str, retryable: bool) -> ErrorInfo:
-    return ErrorInfo("DEADLINE_EXCEEDED", None, "deadline", retryable, safe_message(message))
-
-
-def _transport(message: str, retryable: bool) -> ErrorInfo:
-    return ErrorInfo("TRANSPORT_ERROR", None, "transport", retryable, safe_message(message))
-
-
-# ---------------------------------------------------------------- provider responses
-
-
-def header_value(headers: Any, name: str) -> str | None:
-    """Header ``name`` (given in lower case) from httpx or aiohttp headers, a plain dict, or a cassette's
-    ``{name: [values]}``; ``None`` when absent."""
-    items = headers.items() if hasattr(headers, "items") else ()
-    for key, value in items:
-        if str(key).lower() == name:
-            first = (value[0] if value else None) if isinstance(value, list) else value
-            return str(first) if first is not None else None
-    return None
-
-
-def _body_of(response: Any) -> Any:
-    try:
-        return response.json()
-    except Exception:  # an unread stream or a non-JSON body simply has no error details
-        return None
-
-
-def _from_response(response: Any, source: str = "") -> ErrorInfo:
-    status = getattr(response, "status_code", None)
-    status = getattr(response, "status", None) if not isinstance(status, int) else status
-    if not isinstance(status, int) or not hasattr(response, "headers"):
-        raise TypeError(f"cannot classify {type(response).__name__}: not an exception nor an HTTP response")
-    if 200 <= status < 400:
-        raise ValueError(f"HTTP {status} is not an error response")
-    return _provider(status, response.headers, _body_of(response), source)
-
-
-def _error_fields(body: Any) -> tuple[str | None, str, str | None]:
-    """(provider error type, provider message, request id) from any provider's error body."""
-    if not isinstance(body, Mapping):
-        return None, "", None
-    error = body.get("error")
-    if isinstance(error, Mapping):
-        kind = error.get("type") or error.get("code")
-        message = error.get("message") or ""
-        request_id = body.get("request_id") or error.get("gatewayRequestId")
-        return _str_or_none(kind), str(message), _str_or_none(request_id)
-    errors = body.get("errors")
-    if isinstance(errors, list) and errors and isinstance(errors[0], Mapping):
-        first = errors[0]
-        return _str_or_none(first.get("code")), str(first.get("message") or ""), None
-    return None, "", None
-
-
-def _str_or_none(value: Any) -> str | None:
-    return str(value) if value is not None else None
-
-
-def _request_id(headers: Any, from_body: str | None) -> str | None:
-    for name in ("request-id", "x-request-id", "cf-aig-request-id"):
-        value = header_value(headers, name)
-        if value:
-            return value
-    return from_body
-
-
-def _provider(status: int, headers: Any, body: Any, source: str = "") -> ErrorInfo:
-    kind, text, body_request_id = _error_fields(body)
-    request_id = _request_id(headers, body_request_id)
-    should_retry = header_value(headers, "x-should-retry")
-    retryable = status_retryable(status, should_retry, kind)
-    error = body.get("error") if isinstance(body, Mapping) else None
-    if isinstance(error, Mapping) and isinstance(error.get("retryable"), bool) and not should_retry:
-        retryable = error["retryable"]  # Cloudflare's gateway says so itself
-    prefix = f"{source}: " if source else ""
-    label = " ".join(part for part in (str(status), kind or "") if part)
-    message = f"{prefix}provider error {label}" + (f": {text}" if text else "")
-    return ErrorInfo("PROVIDER_ERROR", None, "provider", retryable, safe_message(message), status, kind,
-                     request_id)

@@ -36,19 +36,21 @@ from urllib.parse import unquote_plus
 
 from replaykit import sse
 from replaykit.cassette import Cassette, Headers, Interaction, Request, Response
-from replaykit.errors import SECRET_PATTERNS, json_pointer
+from replaykit.pointer import json_pointer
 
 __all__ = [
     "ACCOUNT_PLACEHOLDER",
     "PLACEHOLDER",
     "SECRET_HEADERS",
     "SECRET_KINDS",
+    "SECRET_PATTERNS",
     "Rules",
     "SecretFinding",
     "is_secret_field",
     "is_secret_query",
     "kind_label",
     "redact",
+    "safe_message",
     "scan",
     "scan_text",
 ]
@@ -87,6 +89,50 @@ def is_secret_query(name: str) -> bool:
     """True when a query parameter of this name holds a secret by default (``key``, ``api_key``, ``sig``…)."""
     normal = _normal_name(name)
     return bool(_SECRET_QUERY.match(normal) or _SECRET_FIELD.match(normal))
+
+
+# ---------------------------------------------------------------- key shapes
+
+_EDGE = r"(?<![A-Za-z0-9_-])"  # a key starts at a token boundary, never inside a base64(url) blob
+_END = r"(?![A-Za-z0-9_-])"
+_CF_PREFIXED = rf"{_EDGE}cf(?:k|ut|at)_[A-Za-z0-9]{{40,64}}{_END}"
+_CF_NAMED = (r"(?i:c(?:f|loudflare)[_-]?api[_-]?(?:token|key))"  # CLOUDFLARE_API_TOKEN=… (unprefixed tokens)
+             r"[\"']?\s*[:=]\s*[\"']?(?P<v>[A-Za-z0-9_-]{37,40})")
+_PEM_END = r"(?:(?:.|\n)*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)?"
+
+# The key shapes replaykit knows, by kind, most specific first: the ONE list both the secret scanner
+# (scan, scan_text) and safe_message use. A named group ``v`` is the secret
+# itself, ``label`` the part of it that is safe to show.
+SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("anthropic", re.compile(rf"{_EDGE}sk-ant-[A-Za-z0-9_-]{{20,}}{_END}")),
+    ("openai", re.compile(rf"{_EDGE}sk-(?!ant-)[A-Za-z0-9_-]{{20,}}{_END}")),
+    ("cloudflare", re.compile(rf"{_CF_PREFIXED}|{_CF_NAMED}{_END}")),
+    ("aws", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])")),
+    ("github", re.compile(rf"{_EDGE}(?:gh[pousr]_[A-Za-z0-9]{{36,}}|github_pat_[A-Za-z0-9_]{{50,}}){_END}")),
+    ("bearer", re.compile(r"(?i:\bbearer)\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)(?![A-Za-z0-9._~+/=-])")),
+    ("pem", re.compile(rf"(?P<label>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----){_PEM_END}")),
+)
+
+_MASK = "[REDACTED]"
+_SECRETS = re.compile(
+    r"\bsk-[A-Za-z0-9_*\-]{6,}"                      # sk-ant-…, sk-… and sk-proj-…, even half-masked
+    r"|\bAKIA[0-9A-Z]{12,}"                           # AWS access key ids
+    r"|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_\w{20,}"
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
+    r"|(?i:\bbearer)\s+[A-Za-z0-9._~+/=\-]{8,}"
+    r"|(?i:\b(?:x-)?api[-_]?key|\btoken|\bsecret|\bpassword)(?:\"?\s*[=:]\s*\"?)[^\s\"',;}]+"
+)
+_MAX_MESSAGE = 500
+
+
+def safe_message(text: str) -> str:
+    """``text`` with key-shaped substrings masked, on one line, at most 500 characters."""
+    masked = text
+    for _, pattern in SECRET_PATTERNS:  # every key the scanner knows, then looser shapes (half-masked keys)
+        masked = pattern.sub(_MASK, masked)
+    masked = _SECRETS.sub(_MASK, masked)
+    flat = " ".join(masked.split())
+    return flat if len(flat) <= _MAX_MESSAGE else flat[: _MAX_MESSAGE - 1] + "…"
 
 
 # ---------------------------------------------------------------- rules
@@ -300,7 +346,7 @@ _LABELS = {"anthropic": "Anthropic API key", "openai": "OpenAI API key", "cloudf
            "pem": "PEM private key"}
 _FIXED = {"aws", "pem"}  # shapes that are not random text: no mixed-case check
 _KINDS: tuple[_Kind, ...] = tuple(_Kind(name, pattern, name not in _FIXED)
-                                  for name, pattern in SECRET_PATTERNS)  # errors.py holds the one list
+                                  for name, pattern in SECRET_PATTERNS)
 SECRET_KINDS: tuple[str, ...] = tuple(kind.name for kind in _KINDS)
 
 

@@ -27,20 +27,21 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import SplitResult, unquote_plus, urlsplit
 
 import idna
 
-from replaykit.errors import UsageError, WebSearchError, header_value, json_pointer
+from replaykit.cassette import header
+from replaykit.errors import UsageError, WebSearchError
+from replaykit.findings import Finding
+from replaykit.pointer import json_pointer
 
 __all__ = [
     "BYOK_ALIAS",
     "DEFAULT_MAX_DESCRIPTION_CHARS",
     "PROVIDERS",
     "Evidence",
-    "Finding",
-    "Severity",
     "check_request",
     "dedupe_key",
     "error_from_response",
@@ -57,27 +58,6 @@ QUERY_CHARS = (1, 1024)
 LIMIT_RANGE = (1, 10)
 GATEWAY_ID_CHARS = (1, 64)
 
-Severity = Literal["error", "warning"]
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """A problem at a JSON pointer of the checked document; an ``error`` breaks the contract."""
-
-    pointer: str
-    severity: Severity
-    code: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.pointer or '/'}: {self.severity}: {self.code}: {self.message}"
-
-    def to_json(self) -> dict[str, str]:
-        """The finding as a JSON object."""
-        return {"pointer": self.pointer, "severity": self.severity, "code": self.code,
-                "message": self.message}
-
-
 # ---------------------------------------------------------------- request checks
 
 _REST_KEYS = frozenset({"query", "provider", "limit", "byokAlias", "options"})
@@ -87,12 +67,12 @@ _BINDING_KEYS = frozenset({"query", "provider", "limit", "byokAlias", "gatewayId
 def check_request(body: object) -> list[Finding]:
     """Check a search request: the REST body (``options.gateway.id``) or the binding's (``gatewayId``)."""
     if not isinstance(body, Mapping):
-        return [Finding("", "error", "not-an-object", "the request body must be a JSON object")]
+        return [Finding.at("", "error", "not-an-object", "the request body must be a JSON object")]
     binding = "gatewayId" in body and "options" not in body
     findings = _check_query(body) + _check_provider(body) + _check_limit(body) + _check_byok(body)
     findings += _check_binding_gateway(body) if binding else _check_rest_gateway(body)
     known = _BINDING_KEYS if binding else _REST_KEYS
-    findings += [Finding(json_pointer([k]), "error", "unknown-field",
+    findings += [Finding.at(json_pointer([k]), "error", "unknown-field",
                          f"{k!r} is not a documented field; check its spelling")
                  for k in body if k not in known]
     return findings
@@ -102,19 +82,19 @@ def _check_query(body: Mapping[str, Any]) -> list[Finding]:
     query = body.get("query")
     low, high = QUERY_CHARS
     if not isinstance(query, str):
-        return [Finding("/query", "error", "query-missing", "query is required and must be a string")]
+        return [Finding.at("/query", "error", "query-missing", "query is required and must be a string")]
     if not low <= len(query) <= high:
-        return [Finding("/query", "error", "query-length",
+        return [Finding.at("/query", "error", "query-length",
                         f"query has {len(query)} characters; it must have {low} to {high}")]
     if not query.strip():
-        return [Finding("/query", "warning", "query-blank", "query is only whitespace")]
+        return [Finding.at("/query", "warning", "query-blank", "query is only whitespace")]
     return []
 
 
 def _check_provider(body: Mapping[str, Any]) -> list[Finding]:
     if "provider" not in body or body["provider"] in PROVIDERS:
         return []
-    return [Finding("/provider", "error", "provider-unknown",
+    return [Finding.at("/provider", "error", "provider-unknown",
                     f"provider {body['provider']!r} must be one of {', '.join(PROVIDERS)}")]
 
 
@@ -124,7 +104,7 @@ def _check_limit(body: Mapping[str, Any]) -> list[Finding]:
     whole = _whole(limit)
     if "limit" not in body or (whole is not None and low <= whole <= high):
         return []
-    return [Finding("/limit", "error", "limit-range",
+    return [Finding.at("/limit", "error", "limit-range",
                     f"limit {limit!r} must be an integer from {low} to {high}")]
 
 
@@ -139,17 +119,17 @@ def _check_byok(body: Mapping[str, Any]) -> list[Finding]:
     alias = body.get("byokAlias")
     if "byokAlias" not in body or (isinstance(alias, str) and BYOK_ALIAS.fullmatch(alias)):
         return []
-    return [Finding("/byokAlias", "error", "byok-alias-pattern",
+    return [Finding.at("/byokAlias", "error", "byok-alias-pattern",
                     f"byokAlias {alias!r} must match ^[A-Za-z0-9_-]{{1,64}}$")]
 
 
 def _gateway_id(pointer: str, value: object) -> list[Finding]:
     low, high = GATEWAY_ID_CHARS
     if not isinstance(value, str) or not low <= len(value) <= high:
-        return [Finding(pointer, "error", "gateway-id",
+        return [Finding.at(pointer, "error", "gateway-id",
                         f"gateway id {_short(value)} must be a string of {low} to {high} characters")]
     if re.search(r"[\s/]", value):
-        return [Finding(pointer, "warning", "gateway-id-characters",
+        return [Finding.at(pointer, "warning", "gateway-id-characters",
                         "a gateway id with whitespace or '/' is unlikely to name a gateway")]
     return []
 
@@ -163,7 +143,7 @@ def _check_rest_gateway(body: Mapping[str, Any]) -> list[Finding]:
     options = body.get("options")
     gateway = options.get("gateway") if isinstance(options, Mapping) else None
     if not isinstance(gateway, Mapping) or "id" not in gateway:
-        return [Finding("/options/gateway/id", "error", "gateway-missing",
+        return [Finding.at("/options/gateway/id", "error", "gateway-missing",
                         "options.gateway.id is required (the AI Gateway the search runs through)")]
     return _gateway_id("/options/gateway/id", gateway["id"])
 
@@ -358,7 +338,7 @@ def error_from_response(status: int, body: object = None,
     code = error.get("code") if isinstance(error.get("code"), str) else _code_for(status)
     stated = error.get("retryable")
     retryable = stated if isinstance(stated, bool) else status == 429 or status >= 500
-    request_id = header_value(headers, "cf-aig-request-id") or error.get("gatewayRequestId")
+    request_id = header(headers, "cf-aig-request-id") or error.get("gatewayRequestId")
     message = f"web search failed with HTTP {status} ({code})" + (f": {detail}" if detail else "")
     return WebSearchError(message, status=status, code=str(code), retryable=retryable,
                           request_id=str(request_id) if request_id else None)

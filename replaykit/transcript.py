@@ -62,7 +62,8 @@ import jsonschema  # type: ignore[import-untyped]
 
 from replaykit import contracts, routes
 from replaykit.cassette import Interaction
-from replaykit.errors import LocalRequestError, ReplaykitError, UsageError, json_pointer
+from replaykit.errors import LocalRequestError, ReplaykitError, UsageError
+from replaykit.pointer import json_pointer, resolve
 
 __all__ = [
     "CONTRACT",
@@ -382,7 +383,7 @@ def _safe_message(data: object, errors: list[Any], violation: contracts.Violatio
     """
     if violation.keyword in ("required", "x-rules"):
         return violation.message
-    value, expected = _at(data, violation.pointer), _expected(errors, violation)
+    value, expected = resolve(data, violation.pointer), _expected(errors, violation)
     got = _describe(value)
     if violation.keyword == "type" and expected is not _UNKNOWN:
         return f"expected {_types(expected)}, got {got}"
@@ -395,18 +396,6 @@ def _safe_message(data: object, errors: list[Any], violation: contracts.Violatio
 
 def _types(expected: object) -> str:
     return " or ".join(expected) if isinstance(expected, list) else str(expected)
-
-
-def _at(data: object, pointer: str) -> object:
-    """The value at ``pointer``, or None where there is none."""
-    node = data
-    for part in pointer.split("/")[1:]:
-        key = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, list):
-            node = node[int(key)] if key.isdigit() and int(key) < len(node) else None
-        else:
-            node = node.get(key) if isinstance(node, dict) else None
-    return node
 
 
 _UNKNOWN = object()

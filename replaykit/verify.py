@@ -1,19 +1,18 @@
 """Verify cassettes: parse errors, secrets left behind, SSE framing, contracts (the ``verify`` library).
 
 :func:`verify_paths` loads every cassette named (files, or folders searched for ``*.yaml`` / ``*.yml``) and
-returns a :class:`Report`: one :class:`FileResult` per file, each with its :class:`Finding` list. A file that
-does not parse gets one ``parse`` finding (the :class:`~replaykit.errors.CassetteError` text, with its line)
-and is still searched, as raw text, for keys. The contract check is
-:func:`replaykit.contracts.verify_check` (places ``interactions[i]`` or ``interactions[i]:events[j]``;
+returns a :class:`Report`: one :class:`FileResult` per file, each with its
+:class:`~replaykit.findings.Finding` list. A file that does not parse gets one ``parse`` finding (the
+:class:`~replaykit.errors.CassetteError` text, with its line) and is still searched, as raw text, for keys.
+The contract check is :func:`check_contracts` (places ``interactions[i]`` or ``interactions[i]:events[j]``;
 traffic on a route no contract covers is a warning).
 
 Adding a check (the seam)
 -------------------------
 A check is a small function ``check(path, cassette) -> list[Finding]`` run on every cassette that parsed.
-:data:`CHECKS` lists them in order. To add one, write the function here, importing what it needs from
-its own module inside the function, or write it in that module (as :mod:`replaykit.contracts` does: it sits
-below this module, so it imports :class:`Finding` inside the function); then add ONE line with its name to
-:data:`CHECKS`. Callers may also pass their own tuple: ``verify_paths(paths, checks=CHECKS + (my_check,))``
+:data:`CHECKS` lists them in order. To add one, write the function here on top of the module that knows the
+concept (as :func:`check_contracts` is written on :mod:`replaykit.contracts`); then add ONE line with its name
+to :data:`CHECKS`. Callers may also pass their own tuple: ``verify_paths(paths, checks=CHECKS + (my_check,))``
 or run one check alone (``checks=(check_secrets,)``). A check reports problems as findings, never raises for
 them; ``severity="warning"`` findings are shown but do not fail the run.
 """
@@ -27,50 +26,26 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from replaykit import cassette as cassettes
 from replaykit import contracts, redact
 from replaykit.cassette import Cassette, Interaction
-from replaykit.errors import CassetteError, UsageError, located
+from replaykit.errors import CassetteError, ContractError, UsageError, located
+from replaykit.findings import Finding
 
 __all__ = [
     "CHECKS",
     "Check",
     "FileResult",
-    "Finding",
     "Report",
-    "Severity",
+    "check_contracts",
     "check_fingerprint",
     "check_secrets",
     "check_sse_framing",
     "verify_file",
     "verify_paths",
 ]
-
-Severity = Literal["error", "warning"]
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One problem, shown as ``file:place: kind: message``; ``place`` is a line or a pointer into the file."""
-
-    file: str
-    place: str
-    kind: str
-    message: str
-    severity: Severity = "error"
-
-    def __str__(self) -> str:
-        where = f"{self.file}:{self.place}" if self.place else self.file
-        tail = " (warning)" if self.severity == "warning" else ""
-        return f"{where}: {self.kind}: {self.message}{tail}"
-
-    def to_json(self) -> dict[str, str]:
-        """The finding as a JSON object."""
-        return {"file": self.file, "place": self.place, "kind": self.kind, "message": self.message,
-                "severity": self.severity}
-
 
 @dataclass(slots=True)
 class FileResult:
@@ -112,12 +87,12 @@ class Report:
         return all(result.ok for result in self.files)
 
     def summary(self) -> dict[str, Any]:
-        """Counts: files, interactions, findings (errors, warnings, by kind) and the verdict."""
+        """Counts: files, interactions, findings (errors, warnings, by code) and the verdict."""
         found = self.findings
         errors = sum(f.severity == "error" for f in found)
         return {"files": len(self.files), "interactions": sum(r.interactions for r in self.files),
                 "findings": len(found), "errors": errors, "warnings": len(found) - errors,
-                "by_kind": dict(sorted(Counter(f.kind for f in found).items())), "ok": self.ok}
+                "by_code": dict(sorted(Counter(f.code for f in found).items())), "ok": self.ok}
 
     def to_json(self) -> dict[str, Any]:
         """``{"files": [...], "summary": {...}}``: the document ``replaykit verify --json`` prints."""
@@ -173,9 +148,9 @@ def _secret(path: Path, found: Secret) -> Finding:
     field_name = found.field if index is None else f"interactions[{index}].{found.field}"
     place = str(found.line) if found.line else field_name
     where = "" if found.field.startswith("line ") else f"{field_name}: "
-    message = (f"{where}{redact.kind_label(found.kind)} {found.excerpt}; "
-               "remove it (replaykit redact) and rotate the key")
-    return Finding(str(path), place, "secret", message)
+    message = f"{where}{redact.kind_label(found.kind)} {found.excerpt}"
+    fix = "remove it (replaykit redact) and rotate the key"
+    return Finding("error", "secret", message, str(path), place, fix=fix)
 
 
 _STREAMS_JSON = re.compile(r"/v1/messages|/responses|/chat/completions|/openai/")
@@ -196,8 +171,8 @@ def check_sse_framing(path: Path, cassette: Cassette) -> list[Finding]:
     for index, item in enumerate(cassette.interactions):
         if item.response.is_stream:
             problems = _framing(item, _streams_json(cassette, item))
-            found += [Finding(str(path), _place(item, index), "sse-framing",
-                              f"interactions[{index}].response.body{message}") for message in problems]
+            found += [Finding("error", "sse-framing", f"interactions[{index}].response.body{message}",
+                              str(path), _place(item, index)) for message in problems]
     return found
 
 
@@ -231,9 +206,58 @@ def check_fingerprint(path: Path, cassette: Cassette) -> list[Finding]:
     stored, actual = cassette.meta.fingerprint, cassette.fingerprint()
     if stored is None or stored == actual:
         return []
-    message = (f"stored fingerprint {stored[:19]}… does not match the traffic ({actual[:19]}…); "
-               "the file was edited by hand: load and save it to refresh")
-    return [Finding(str(path), "replaykit.fingerprint", "fingerprint", message, "warning")]
+    message = f"stored fingerprint {stored[:19]}… does not match the traffic ({actual[:19]}…)"
+    return [Finding("warning", "fingerprint", message, str(path), "replaykit.fingerprint",
+                    fix="the file was edited by hand: load and save it to refresh")]
+
+
+def check_contracts(path: Path, cassette: Cassette) -> list[Finding]:
+    """Every interaction against its contracts (:func:`replaykit.contracts.check_interaction`), one finding
+    per violation, under the cassette's profile (:func:`replaykit.contracts.profile_of`).
+
+    A finding's place is ``interactions[i]`` or ``interactions[i]:events[j]``, its message
+    ``request|response /json/pointer message``. A deliberately off-contract fixture lists what it breaks
+    under ``replaykit: {x-expected-violations: ["response /items/1/url", ...]}`` (``<part> <pointer>``, or
+    ``<place> <part> <pointer>`` for one interaction or event): those are warnings, and a listed violation
+    that no longer occurs is an error. Traffic on a route no contract covers is a warning, and so is a rule
+    the profile relaxes; event data that is not JSON is left to :func:`check_sse_framing`, so one defect
+    makes one finding.
+    """
+    try:
+        profile = contracts.profile_of(cassette)
+    except ContractError as exc:
+        message, _, fix = str(exc).partition("replaykit.profile: ")[2].partition("; ")
+        return [Finding("error", "contract", message, str(path), "replaykit.profile", fix=fix)]
+    expected = contracts.expected_violations(cassette)
+    unmet = set(expected)
+    found: list[Finding] = []
+    for index, item in enumerate(cassette.interactions):
+        for violation in contracts.check_interaction(item, profile=profile):
+            if violation.keyword == "json" and violation.event is not None:
+                continue  # event data that is not JSON is check_sse_framing's finding
+            listed = contracts.expected_keys(index, violation) & expected
+            unmet -= listed
+            found.append(_contract_finding(path, index, violation, bool(listed)))
+    gone = f"is listed in {contracts.EXPECTED_VIOLATIONS} but no longer occurs"
+    return found + [Finding("error", "contract", f"{key} {gone}", str(path),
+                            f"replaykit.{contracts.EXPECTED_VIOLATIONS}", fix="remove it from the list")
+                    for key in sorted(unmet)]
+
+
+def _contract_finding(path: Path, index: int, violation: contracts.Violation, listed: bool) -> Finding:
+    message = f"{violation.part} {violation.pointer or '/'} {violation.message}"
+    note = _leniency(violation, listed)
+    return Finding("warning" if note else "error", "contract", message, str(path),
+                   contracts.place(index, violation), note=note)
+
+
+def _leniency(violation: contracts.Violation, listed: bool) -> str:
+    """Why a violation is only a warning ("" when it is an error)."""
+    if listed:
+        return f"listed in {contracts.EXPECTED_VIOLATIONS}"
+    if violation.keyword == "route":
+        return "no contract covers this route"
+    return "relaxed by the cassette's profile" if violation.severity == "warning" else ""
 
 
 # Every check run on a cassette that parsed, in order. Add a check: one line here (see the module docstring).
@@ -241,7 +265,7 @@ CHECKS: tuple[Check, ...] = (
     check_secrets,
     check_sse_framing,
     check_fingerprint,
-    contracts.verify_check,
+    check_contracts,
 )
 
 
@@ -277,8 +301,8 @@ def _parse_finding(path: Path, exc: CassetteError) -> Finding:
     rest = text[len(prefix):].lstrip() if text.startswith(prefix) else text
     place, sep, message = rest.partition(": ")
     if sep and re.fullmatch(r"\d+|interactions\[\d+\]", place):
-        return Finding(str(path), place, "parse", message)
-    return Finding(str(path), "", "parse", rest)
+        return Finding("error", "parse", message, str(path), place)
+    return Finding("error", "parse", rest, str(path))
 
 
 def verify_paths(paths: Iterable[str | os.PathLike[str]], checks: Iterable[Check] = CHECKS,

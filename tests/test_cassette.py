@@ -759,3 +759,12 @@ def test_a_huge_integer_offset_is_a_clear_error_not_a_crash(tmp_path: Path) -> N
     text = path.read_text().replace("    - 30\n", "    - " + "9" * 400 + "\n")
     with pytest.raises(CassetteError, match="must be a list of finite numbers >= 0"):
         cassette.loads(text, path)
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [({"Retry-After": "2"}, "2"), ({"retry-after": ["3", "4"]}, "3"), ({"retry-after": []}, None),
+     ({"retry-after": None}, None), ({}, None), (None, None)],
+)
+def test_header_reads_every_header_shape(headers: Any, expected: str | None) -> None:
+    assert cassette.header(headers, "retry-after") == expected

@@ -55,7 +55,7 @@ def _patched(document: Any, pointer: str, value: object) -> Any:
 
 
 def _found(findings: list[Finding]) -> list[tuple[str, str, str]]:
-    return [(f.pointer, f.severity, f.code) for f in findings]
+    return [(f.place, f.severity, f.code) for f in findings]
 
 
 # ---------------------------------------------------------------- the clean fixtures verify
@@ -379,7 +379,7 @@ def test_a_bad_scheme_or_unknown_url_is_always_caught(message: dict[str, Any], d
     index = data.draw(st.integers(0, len(citations) - 1))
     bad = data.draw(st.one_of(_BAD_SCHEMES, _SAFE_URLS.map(lambda u: u.replace("://", "://unknown-host."))))
     citations[index]["url"] = bad
-    assert (f"/content/2/citations/{index}/url", "error") in {(f.pointer, f.severity)
+    assert (f"/content/2/citations/{index}/url", "error") in {(f.place, f.severity)
                                                               for f in verify_anthropic_message(message)}
 
 
@@ -394,7 +394,7 @@ def test_an_out_of_range_span_is_always_caught(response: dict[str, Any], data: s
         st.tuples(st.integers(0, size), st.integers(size + 1, size + 50)),
         st.tuples(st.integers(1, size + 5), st.integers(0, size)).filter(lambda p: p[0] > p[1])))
     part["annotations"][index].update(start_index=start, end_index=end)
-    codes = {(f.pointer.rsplit("/", 1)[0], f.code) for f in verify_openai_response(response)}
+    codes = {(f.place.rsplit("/", 1)[0], f.code) for f in verify_openai_response(response)}
     assert (f"/output/1/content/0/annotations/{index}", "span-out-of-range") in codes
 
 

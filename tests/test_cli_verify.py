@@ -102,14 +102,14 @@ def test_json_output_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     assert (clean["origin"], clean["provider"]) == ("synthesized", "anthropic")
     assert clean["fingerprint"].startswith("sha256:") and len(clean["fingerprint"]) == 71
     assert (broken["ok"], broken["interactions"], broken["fingerprint"]) == (False, 0, None)
-    assert [f["kind"] for f in broken["findings"]] == ["parse"]
+    assert [f["code"] for f in broken["findings"]] == ["parse"]
     (finding,) = leaked["findings"]
-    assert set(finding) == {"file", "place", "kind", "message", "severity"}
-    assert (finding["kind"], finding["place"], finding["severity"]) == ("secret", "5", "error")
+    assert set(finding) == {"file", "place", "code", "message", "severity", "fix", "note"}
+    assert (finding["code"], finding["place"], finding["severity"]) == ("secret", "5", "error")
     assert "interactions[0].request.headers.x-api-key: Anthropic API key sk-ant-a" in finding["message"]
     assert key not in out
     assert doc["summary"] == {"files": 3, "interactions": 2, "findings": 2, "errors": 2, "warnings": 0,
-                              "by_kind": {"parse": 1, "secret": 1}, "ok": False}
+                              "by_code": {"parse": 1, "secret": 1}, "ok": False}
 
 
 def test_the_demo_command_passes_on_the_real_recordings(capsys: pytest.CaptureFixture[str]) -> None:

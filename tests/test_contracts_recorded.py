@@ -15,6 +15,7 @@ from replaykit import cassette, contracts, sse
 from replaykit.cassette import Interaction, Request, Response
 from replaykit.contracts import Violation, check_interaction
 from replaykit.resources import data_dir
+from replaykit.verify import check_contracts
 
 BUNDLED = cassette.iter_paths([data_dir("cassettes")])
 LLM_STREAM = RECORDED / "llm-anthropic__web_search_stream.yaml"
@@ -203,11 +204,11 @@ def test_verify_check_findings_and_expected_violations(tmp_path: Path) -> None:
     item = _interaction("https://api.anthropic.com/v1/messages", REQUEST, 400, bad)
     path = tmp_path / "c.yaml"
     loaded = cassette.Cassette([item])
-    [finding] = contracts.verify_check(path, loaded)
-    assert (finding.place, finding.kind, finding.severity) == ("interactions[0]", "contract", "error")
+    [finding] = check_contracts(path, loaded)
+    assert (finding.place, finding.code, finding.severity) == ("interactions[0]", "contract", "error")
     assert finding.message.startswith("response /error/type 'nope' is not one of ")
     loaded.meta.extra["x-expected-violations"] = ["response /error/type", "request /model"]
-    found = contracts.verify_check(path, loaded)
+    found = check_contracts(path, loaded)
     assert [(f.place, f.severity) for f in found] == [("interactions[0]", "warning"),
                                                        ("replaykit.x-expected-violations", "error")]
     assert found[1].message.startswith("request /model is listed in x-expected-violations but no longer")
@@ -217,6 +218,6 @@ def test_verify_check_places_stream_findings_at_their_event() -> None:
     item, events = _stream(LLM_STREAM)
     broken = copy.deepcopy(events)
     broken[1]["content_block"]["name"] = "web_browse"
-    found = contracts.verify_check(Path("x.yaml"), cassette.Cassette([_with_events(item, broken)]))
+    found = check_contracts(Path("x.yaml"), cassette.Cassette([_with_events(item, broken)]))
     assert [(f.place, f.message.split(" '")[0]) for f in found] == [
         ("interactions[0]:events[1]", "response /content_block/name")]

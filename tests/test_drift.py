@@ -20,8 +20,8 @@ from replaykit.resources import data_dir
 
 def test_installed_sdks_have_no_unexplained_blocking_gap() -> None:
     gaps = drift.compare()
-    assert [g for g in gaps if g.verdict == "blocking"] == []
-    assert all(g.reason for g in gaps if g.verdict == "explained")
+    assert [g for g in gaps if drift.verdict(g) == "blocking"] == []
+    assert all(g.note for g in gaps if drift.verdict(g) == "explained")
 
 
 def test_every_mapping_names_an_existing_sdk_type_and_contract_entry() -> None:
@@ -45,7 +45,7 @@ def test_cli_json_for_one_sdk(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["drift", "--sdk", "openai", "--json"]) == EXIT_OK
     document = json.loads(capsys.readouterr().out)
     assert list(document["sdks"]) == ["openai"]
-    assert {gap["sdk"] for gap in document["gaps"]} <= {"openai"}
+    assert {gap["place"].partition(":")[0] for gap in document["gaps"]} <= {"openai"}
     assert document["summary"]["ok"] is True
     assert document["summary"]["entries"] == sum(e.package == "openai" for e in drift.MAPPING)
 
@@ -112,7 +112,8 @@ CASES = [
 def test_each_blocking_gap_is_found(tmp_path: Path, relative: str, edit: Callable[[dict[str, Any]], None],
                                     sdk_type: str, gap: str, detail: str) -> None:
     found = drift.compare(contracts=_edited(tmp_path, relative, edit))
-    blocking = [(g.sdk_type, g.gap, g.detail) for g in found if g.verdict == "blocking"]
+    blocking = [(g.place.rpartition(":")[2], g.code, g.message) for g in found
+                if drift.verdict(g) == "blocking"]
     assert (sdk_type, gap, detail) in blocking, blocking
 
 
@@ -154,6 +155,7 @@ def test_cli_run_as_a_program_never_prints_a_traceback() -> None:
 
 def test_the_action_the_wire_omits_is_explained_not_blocking() -> None:
     gaps = [gap for gap in drift.compare(("openai",))
-            if gap.gap == "sdk-required" and "action:" in gap.detail]
-    assert {gap.sdk_type for gap in gaps} == {"ResponseFunctionWebSearch", "ResponseFunctionWebSearchParam"}
-    assert all(gap.verdict == "explained" and "the wire" in gap.reason for gap in gaps)
+            if gap.code == "sdk-required" and "action:" in gap.message]
+    assert {gap.place for gap in gaps} == {"openai:ResponseFunctionWebSearch",
+                                           "openai:ResponseFunctionWebSearchParam"}
+    assert all(drift.verdict(gap) == "explained" and "the wire" in gap.note for gap in gaps)

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from replaykit.errors import NetworkBlockedError, ReplaykitError, UsageError, classify
+from replaykit.errors import NetworkBlockedError, ReplaykitError, UsageError
 from replaykit.netguard import DEFAULT_HINT, NetworkGuard, is_loopback
+from replaykit.provenance import classify
 
 ENTRY_POINTS = ((socket.socket, "connect"), (socket.socket, "connect_ex"), (socket, "create_connection"),
                 (socket, "getaddrinfo"))

@@ -1,436 +1,376 @@
-"""Error provenance end to end: a reference harness step, the real SDK clients and the loopback fake provider.
-
-The harness step restores a stored transcript (validation), estimates it (estimation), projects the request
-(preparation), sends it with the ``anthropic`` or ``openai`` async client (SDK retries off) and retries by the
-taxonomy of :mod:`replaykit.errors`. Every failure leaves the step wrapped in a generic ``StepError``, as real
-harnesses do; the outcome is written by classifying that wrapper. The journal then shows what reached the
-provider.
-"""
+"""The error taxonomy (replaykit.provenance): classify() on local, SDK, httpx, socket and cancellation errors
+and raw responses."""
 
 from __future__ import annotations
 
 import asyncio
-import copy
+import concurrent.futures
 import json
-import math
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
+import httpx
+import httpx2
 import openai
 import pytest
 
-from replaykit import contracts, replay, server
-from replaykit import transcript as transcript_module
-from replaykit.assertions import (
-    assert_no_provider_request,
-    assert_provenance,
-    assert_requests,
-    assert_retries,
-    describe_journal,
-    journal_entries,
-    outcome_fields,
+from replaykit import cassette, contracts
+from replaykit.errors import LOCAL_PHASES, LocalRequestError, WebSearchError
+from replaykit.provenance import (
+    ERROR_CODES,
+    ErrorInfo,
+    causes,
+    classify,
+    is_retryable,
+    outcome_json,
+    status_retryable,
 )
-from replaykit.errors import ErrorInfo, LocalRequestError, UsageError, classify, outcome_json
-from replaykit.resources import data_dir
 
-Json = dict[str, Any]
-NOW = 1_764_662_420_000
-CASSETTES = [data_dir("cassettes") / "anthropic" / "web_search.yaml",
-             data_dir("cassettes") / "openai" / "web_search.yaml"]
-ROUTES = {"anthropic": "anthropic.messages", "openai": "openai.responses"}
-STORED: Json = {
-    "version": 1, "system": "You are a research assistant.", "tools": [],
-    "messages": [
-        {"role": "user", "content": "What changed in the Web Search API this week?",
-         "timestamp": NOW - 20_000},
-        {"role": "assistant", "provider": "anthropic", "api": "anthropic-messages",
-         "model": "claude-sonnet-4-5", "stopReason": "stop", "timestamp": NOW - 15_000,
-         "usage": {"input": 2050, "output": 310, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2360},
-         "content": [
-             {"type": "hostedSearch", "phase": "result", "provider": "anthropic", "api": "anthropic-messages",
-              "toolUseId": "srvtoolu_01", "results": [{"url": "https://example.com/changelog",
-                                                       "title": "Changelog", "pageAge": None}]},
-             {"type": "text", "text": "It gained a linkup provider."}]},
-    ]}
+ANTHROPIC_URL = "http://127.0.0.1:9/v1/messages"
+OPENAI_URL = "http://127.0.0.1:9/v1/responses"
+SECRET_PROMPT = "the user's private question " + "P" * 8
 
 
-# ---------------------------------------------------------------- the reference harness step
+def _anthropic_error(status: int, kind: str,
+                     headers: dict[str, str] | None = None) -> anthropic.APIStatusError:
+    body = {"type": "error", "error": {"type": kind, "message": f"{kind} happened"}, "request_id": "req_body"}
+    request = httpx2.Request("POST", ANTHROPIC_URL, json={"messages": [SECRET_PROMPT]})
+    response = httpx2.Response(status, headers={"request-id": "req_011", **(headers or {})}, json=body,
+                               request=request)
+    return anthropic.APIStatusError(f"Error code: {status}", response=response, body=body)
 
 
-class StepError(RuntimeError):
-    """The generic error a harness wraps every failed step in (provenance must survive it)."""
+def _openai_error(status: int, kind: str, message: str = "oops",
+                  headers: dict[str, str] | None = None) -> openai.APIStatusError:
+    body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    request = httpx2.Request("POST", OPENAI_URL, json={"input": SECRET_PROMPT})
+    response = httpx2.Response(status, headers={"x-request-id": "req_oa", **(headers or {})}, json=body,
+                               request=request)
+    return openai.APIStatusError(f"Error code: {status}", response=response, body=body)
 
 
-def careful_estimate(transcript: Json) -> int:
-    """ceil(chars / 4) over the whole stored conversation: never looks for fields a block may lack."""
-    return math.ceil(len(json.dumps(transcript["messages"], ensure_ascii=False)) / 4)
-
-
-def naive_estimate(transcript: Json) -> int:
-    """The defect of the seed report: every non-text assistant block is taken for a tool call."""
-    chars = 0
-    for message in transcript["messages"]:
-        for block in message["content"] if isinstance(message["content"], list) else []:
-            chars += len(block["text"]) if block["type"] == "text" else len(block["name"])
-    return math.ceil(chars / 4)
-
-
-@dataclass(frozen=True)
-class Step:
-    """One turn to run: the new prompt and where it goes."""
-
-    provider: str
-    model: str
-    prompt: str = "And what about the docs?"
-
-
-@dataclass
-class Harness:
-    """A small, correct harness: local checks first, then the request, retried by the taxonomy."""
-
-    fake: Any
-    estimator: Callable[[Json], int] = careful_estimate
-    attempts: int = 3
-    timeout: float = 5.0
-    window: int = 200_000
-    failures: list[ErrorInfo] = field(default_factory=list)
-    transcript: Json | None = None
-    estimates: list[Json] = field(default_factory=list)
-
-    async def run(self, data: object, step: Step) -> Json:
-        """The target's top level: the step's outcome (target-outcome contract), whatever happened."""
+def _raise_from(outer: BaseException, inner: BaseException) -> BaseException:
+    try:
         try:
-            final = await self.step(data, step)
-            return {"status": "ok", "transcript": final, "persistWrites": 0, "estimates": self.estimates}
-        except (Exception, asyncio.CancelledError) as exc:
-            return {**outcome_json(exc), "transcript": self.transcript, "persistWrites": 0,
-                    "estimates": self.estimates}
+            raise inner
+        except BaseException as exc:
+            raise outer from exc
+    except BaseException as caught:
+        return caught
 
-    async def step(self, data: object, step: Step) -> Json:
-        """Validate, estimate, prepare (all local), then send with retries; the new transcript."""
+
+# ---------------------------------------------------------------- local errors
+
+
+@pytest.mark.parametrize("phase", LOCAL_PHASES)
+def test_local_error_is_terminal_with_its_phase(phase: Any) -> None:
+    error = LocalRequestError("bad block", phase=phase, pointer="/messages/2/content", message_index=2)
+    info = classify(error)
+    assert (info.code, info.phase, info.provenance) == ("LOCAL_REQUEST_ERROR", phase, "local")
+    assert info.retryable is False
+    assert "/messages/2/content" in info.message
+    assert info.outcome == "error"
+
+
+def test_local_error_wrapped_with_raise_from_keeps_its_provenance() -> None:
+    wrapped = _raise_from(RuntimeError("step failed"), LocalRequestError("x", phase="estimation"))
+    info = classify(wrapped)
+    assert (info.code, info.phase, info.provenance) == ("LOCAL_REQUEST_ERROR", "estimation", "local")
+
+
+def test_local_error_wrapped_implicitly_in_an_except_block_keeps_its_provenance() -> None:
+    def step() -> None:
         try:
-            self.transcript = dict(transcript_module.restore(data))
-            self.estimates.append({"step": 0, "tokens": self._estimate(self.transcript)})
-            prompt = {"role": "user", "content": step.prompt, "timestamp": NOW}
-            asked = {**self.transcript, "messages": [*self.transcript["messages"], prompt]}
-            body = self._prepare(asked, step)
-        except LocalRequestError as exc:
-            raise StepError("the step failed before any request was made") from exc
-        answer = await self._send_with_retries(step, body)
-        return {**asked, "messages": [*asked["messages"], answer]}
+            raise LocalRequestError("x", phase="preparation")
+        except LocalRequestError:
+            raise ValueError("while preparing")  # noqa: B904 - the implicit __context__ is what is tested
 
-    def _estimate(self, restored: Json) -> int:
+    with pytest.raises(ValueError) as caught:
+        step()
+    assert caught.value.__cause__ is None and caught.value.__context__ is not None
+    assert classify(caught.value).phase == "preparation"
+
+
+def test_raise_from_none_hides_the_context() -> None:
+    try:
         try:
-            tokens = self.estimator(restored)
-        except Exception as exc:
-            message = f"the estimator failed ({type(exc).__name__})"
-            raise LocalRequestError(message, phase="estimation") from exc
-        if not 0 <= tokens <= self.window:
-            message = f"{tokens} tokens do not fit the {self.window} window"
-            raise LocalRequestError(message, phase="estimation")
-        return tokens
-
-    def _prepare(self, asked: Json, step: Step) -> Json:
-        try:
-            api = replay.PROVIDERS.get(step.provider, "unknown")
-            max_tokens = 1024 if step.provider == "anthropic" else None
-            target = replay.Target(step.provider, api, step.model, max_tokens)
-        except UsageError as exc:
-            raise LocalRequestError(str(exc), phase="preparation", pointer="/steps/0/provider") from exc
-        return dict(replay.project(asked, target))
-
-    async def _send_with_retries(self, step: Step, body: Json) -> Json:
-        for attempt in range(1, self.attempts + 1):
-            try:
-                return await self._send(step, body)
-            except asyncio.CancelledError as exc:
-                raise StepError("the step was cancelled") from exc
-            except Exception as exc:
-                info = classify(exc)
-                self.failures.append(info)
-                if not info.retryable or attempt == self.attempts:
-                    raise StepError(f"the step failed after {attempt} attempt(s)") from exc
-        raise AssertionError("unreachable: attempts must be >= 1")
-
-    async def _send(self, step: Step, body: Json) -> Json:
-        options = {"api_key": "dummy", "max_retries": 0, "timeout": self.timeout,
-                   "base_url": self.fake.base_url(step.provider)}
-        if step.provider == "anthropic":
-            async with anthropic.AsyncAnthropic(**options) as client:
-                message = await client.messages.create(**body)
-            return dict(transcript_module.from_anthropic(message.to_dict(), timestamp=NOW + 1))
-        async with openai.AsyncOpenAI(**options) as client:
-            response = await client.responses.create(**body)
-        return dict(transcript_module.from_openai(response.to_dict(), timestamp=NOW + 1))
+            raise LocalRequestError("x", phase="validation")
+        except LocalRequestError:
+            raise KeyError("unrelated") from None
+    except KeyError as exc:
+        info = classify(exc)
+    assert info.code == "INTERNAL_ERROR" and not info.retryable
 
 
-# ---------------------------------------------------------------- fixtures
+def test_the_outermost_known_error_decides() -> None:
+    provider = _anthropic_error(429, "rate_limit_error")
+    inner = _raise_from(provider, LocalRequestError("y", phase="validation"))
+    wrapped = _raise_from(RuntimeError("x"), inner)
+    assert classify(wrapped).code == "PROVIDER_ERROR"
 
 
-@pytest.fixture(scope="module")
-def shared_fake() -> Iterator[Any]:
-    with server.FakeProvider(CASSETTES, repeat=True) as fake:
-        yield fake
+def test_a_cycle_of_causes_terminates() -> None:
+    first, second = RuntimeError("a"), RuntimeError("b")
+    first.__cause__, second.__cause__ = second, first
+    assert [str(e) for e in causes(first)] == ["a", "b"]
+    assert classify(first).code == "INTERNAL_ERROR"
 
 
-@pytest.fixture
-def fake(shared_fake: Any) -> Iterator[Any]:
-    shared_fake.reset()
-    yield shared_fake
-    shared_fake.check_errors()
-
-
-def _valid(outcome: Json) -> Json:
-    """``outcome`` after checking it against contracts/replaykit/target-outcome.schema.json."""
-    assert contracts.validate("replaykit.target-outcome", outcome) == []
-    return outcome
-
-
-def _run(fake: Any, data: object, step: Step, **options: Any) -> tuple[Json, Harness]:
-    harness = Harness(fake, **options)
-    return _valid(asyncio.run(harness.run(data, step))), harness
-
-
-def _fault(provider: str, **fields: Any) -> Any:
-    return server.Fault(route=ROUTES[provider], nth=1, **fields)
-
-
-PROVIDERS = [Step("anthropic", "claude-sonnet-4-5"), Step("openai", "gpt-5")]
-
-
-# ---------------------------------------------------------------- the local phases are terminal
-
-
-def _broken_container() -> Json:
-    data = copy.deepcopy(STORED)
-    data["messages"][1]["content"] = {"type": "text", "text": "not a list"}
-    return data
-
-
-LOCAL_CASES = {
-    "validation": (_broken_container, {}, None),
-    "estimation": (lambda: copy.deepcopy(STORED), {"estimator": naive_estimate}, None),
-    "preparation": (lambda: copy.deepcopy(STORED), {}, "mistral"),
-}
-
-
-@pytest.mark.parametrize("step", PROVIDERS, ids=lambda s: s.provider)
-@pytest.mark.parametrize("phase", list(LOCAL_CASES))
-def test_each_local_phase_is_terminal_with_no_provider_request(fake: Any, phase: str, step: Step) -> None:
-    make, options, provider = LOCAL_CASES[phase]
-    outcome, harness = _run(fake, make(), Step(provider or step.provider, step.model), **options)
-    assert_provenance(outcome, outcome="error", code="LOCAL_REQUEST_ERROR", phase=phase, provenance="local",
-                      retryable=False)
-    assert harness.failures == []
-    assert_no_provider_request(fake.journal)
-
-
-def test_the_local_error_message_is_safe_and_points_at_the_fault(fake: Any) -> None:
-    key = "sk-" + "ant-api03-" + "k3Y" * 16
-    data = _broken_container()
-    data["messages"][1]["content"]["text"] = key
-    outcome, _ = _run(fake, data, PROVIDERS[0])
-    assert "/messages/1/content" in outcome["error"]["message"]
-    assert key[:16] not in json.dumps(outcome)
-
-
-def test_the_careful_estimator_passes_where_the_naive_one_failed(fake: Any) -> None:
-    outcome, _ = _run(fake, copy.deepcopy(STORED), PROVIDERS[0])
-    assert outcome["status"] == "ok" and outcome["estimates"][0]["tokens"] > 0
-    assert_requests(fake.journal, 1, route="anthropic.messages")
-
-
-# ---------------------------------------------------------------- provider and transport errors
-
-
-@pytest.mark.parametrize(("provider", "status"), [("anthropic", 429), ("anthropic", 503), ("anthropic", 529),
-                                                  ("openai", 429), ("openai", 503)])
-def test_transient_statuses_are_retried_before_giving_up(fake: Any, provider: str, status: int) -> None:
-    fake.inject(_fault(provider, kind="status", status=status, retry_after=0))
-    step = next(s for s in PROVIDERS if s.provider == provider)
-    outcome, harness = _run(fake, copy.deepcopy(STORED), step)
-    assert outcome["status"] == "ok"
-    assert [(f.code, f.status, f.retryable) for f in harness.failures] == [("PROVIDER_ERROR", status, True)]
-    assert_retries(fake.journal, ROUTES[provider], 1)
-
-
-@pytest.mark.parametrize(("provider", "status"), [("anthropic", 429), ("openai", 503)])
-def test_a_persisting_transient_error_gives_up_after_the_last_attempt(fake: Any, provider: str,
-                                                                      status: int) -> None:
-    fake.inject(_fault(provider, kind="status", status=status, retry_after=0, times=3))
-    step = next(s for s in PROVIDERS if s.provider == provider)
-    outcome, _ = _run(fake, copy.deepcopy(STORED), step, attempts=3)
-    assert_provenance(outcome, outcome="error", code="PROVIDER_ERROR", provenance="provider", status=status,
-                      retryable=True)
-    assert_retries(fake.journal, ROUTES[provider], 2)
-
-
-@pytest.mark.parametrize("step", PROVIDERS, ids=lambda s: s.provider)
-@pytest.mark.parametrize("status", [400, 401])
-def test_a_client_error_is_not_retried(fake: Any, step: Step, status: int) -> None:
-    fake.inject(_fault(step.provider, kind="status", status=status))
-    outcome, _ = _run(fake, copy.deepcopy(STORED), step)
-    assert_provenance(outcome, outcome="error", code="PROVIDER_ERROR", status=status, retryable=False)
-    assert_retries(fake.journal, ROUTES[step.provider], 0)
-
-
-def test_x_should_retry_false_stops_the_retry(fake: Any) -> None:
-    fake.inject(_fault("anthropic", kind="status", status=503, should_retry=False))
-    outcome, _ = _run(fake, copy.deepcopy(STORED), PROVIDERS[0])
-    assert_provenance(outcome, outcome="error", status=503, retryable=False)
-    assert_retries(fake.journal, "anthropic.messages", 0)
-
-
-@pytest.mark.parametrize("step", PROVIDERS, ids=lambda s: s.provider)
-def test_a_dropped_connection_is_a_transport_error_and_retried(fake: Any, step: Step) -> None:
-    fake.inject(_fault(step.provider, kind="disconnect", after=0))
-    outcome, harness = _run(fake, copy.deepcopy(STORED), step)
-    assert outcome["status"] == "ok"
-    assert [(f.code, f.provenance, f.retryable) for f in harness.failures] == [
-        ("TRANSPORT_ERROR", "transport", True)]
-    assert_retries(fake.journal, ROUTES[step.provider], 1)
-
-
-def test_a_client_deadline_is_deadline_exceeded(fake: Any) -> None:
-    fake.inject(_fault("anthropic", kind="delay_headers", ms=1500, times=2))
-    outcome, harness = _run(fake, copy.deepcopy(STORED), PROVIDERS[0], attempts=2, timeout=0.3)
-    assert_provenance(outcome, outcome="error", code="DEADLINE_EXCEEDED", provenance="deadline",
-                      retryable=True)
-    assert len(harness.failures) == 2
-    _wait_for_entries(fake, 2)
-    assert_retries(fake.journal, "anthropic.messages", 1)
+def test_local_request_error_rejects_an_unknown_phase() -> None:
+    with pytest.raises(ValueError, match="phase='sending'"):
+        LocalRequestError("x", phase="sending")  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- cancellation
 
 
-def _wait_for_entries(fake: Any, count: int, seconds: float = 10.0) -> None:
-    """The journal records a request once it is answered; a cancelled one is recorded when the server sees
-    the client go."""
-    async def wait() -> None:
-        for _ in range(int(seconds / 0.02)):
-            if len(fake.journal) >= count:
-                return
-            await asyncio.sleep(0.02)
-    asyncio.run(wait())
+@pytest.mark.parametrize("cancel", [asyncio.CancelledError(), concurrent.futures.CancelledError()])
+def test_cancellation_is_aborted_never_retried(cancel: BaseException) -> None:
+    info = classify(cancel)
+    assert (info.code, info.provenance, info.outcome) == ("CANCELLED", "cancelled", "aborted")
+    assert info.retryable is False
+    assert outcome_json(cancel)["status"] == "aborted"
 
 
-@pytest.mark.parametrize("step", PROVIDERS, ids=lambda s: s.provider)
-def test_a_cancelled_request_is_aborted_not_an_error_and_not_retried(fake: Any, step: Step) -> None:
-    fake.inject(_fault(step.provider, kind="delay_headers", ms=3000))
-    harness = Harness(fake)
-
-    async def main() -> Json:
-        task = asyncio.ensure_future(harness.run(copy.deepcopy(STORED), step))
-        await asyncio.sleep(0.4)
-        task.cancel()
-        return await task
-
-    outcome = _valid(asyncio.run(main()))
-    assert_provenance(outcome, outcome="aborted", code="CANCELLED", provenance="cancelled", retryable=False)
-    assert harness.failures == []
-    _wait_for_entries(fake, 1)
-    assert_requests(fake.journal, 1, route=ROUTES[step.provider])
+def test_wrapped_cancellation_is_still_aborted() -> None:
+    wrapped = _raise_from(RuntimeError("subagent stopped"), asyncio.CancelledError())
+    assert classify(wrapped).outcome == "aborted"
 
 
-def test_the_wrapped_cancellation_keeps_its_provenance() -> None:
-    try:
-        try:
-            raise asyncio.CancelledError()
-        except asyncio.CancelledError as exc:
-            raise StepError("subagent stopped") from exc
-    except StepError as wrapped:
-        assert outcome_json(wrapped)["status"] == "aborted"
+def test_cancellation_beats_the_transport_error_it_caused() -> None:
+    broken = _raise_from(httpx.ReadError("connection closed"), asyncio.CancelledError())
+    assert classify(broken).code == "CANCELLED"
 
 
-def test_a_local_error_wrapped_in_a_generic_exception_keeps_its_provenance() -> None:
+def test_a_real_cancelled_task_is_aborted() -> None:
     async def main() -> BaseException:
+        task = asyncio.ensure_future(asyncio.sleep(10))
+        await asyncio.sleep(0)
+        task.cancel()
         try:
-            await Harness(fake=None).step(_broken_container(), PROVIDERS[0])
-        except StepError as exc:
+            await task
+        except asyncio.CancelledError as exc:
             return exc
-        raise AssertionError("the step did not fail")
+        raise AssertionError("not cancelled")
 
-    wrapped = asyncio.run(main())
-    assert isinstance(wrapped.__cause__, LocalRequestError)
-    assert_provenance(wrapped, code="LOCAL_REQUEST_ERROR", phase="validation", provenance="local")
+    assert classify(asyncio.run(main())).code == "CANCELLED"
 
 
-def test_provider_details_are_admitted_by_the_outcome_contract(fake: Any) -> None:
-    fake.inject(_fault("anthropic", kind="status", status=400))
-    harness = Harness(fake)
-    outcome = asyncio.run(harness.run(copy.deepcopy(STORED), PROVIDERS[0]))
-    assert outcome["error"]["status"] == 400 and outcome["error"]["providerType"]
-    _valid(outcome)
+# ---------------------------------------------------------------- provider errors through the SDKs
+
+STATUS_RULE = [(400, False), (401, False), (402, False), (403, False), (404, False), (413, False),
+               (422, False), (408, True), (409, True), (429, True), (500, True), (502, True), (503, True),
+               (529, True)]
 
 
-# ---------------------------------------------------------------- the assertion helpers themselves
+@pytest.mark.parametrize(("status", "retryable"), STATUS_RULE)
+def test_anthropic_status_errors_follow_the_sdk_retry_rule(status: int, retryable: bool) -> None:
+    info = classify(_anthropic_error(status, "some_error"))
+    assert (info.code, info.provenance, info.status, info.retryable) == ("PROVIDER_ERROR", "provider", status,
+                                                                         retryable)
+    assert info.request_id == "req_011" and info.provider_type == "some_error"
 
 
-def _entry(seq: int, status: int, route: str = "anthropic.messages", **extra: Any) -> Json:
-    return {"seq": seq, "method": "POST", "path": "/v1/messages", "route": route,
-            "provider": route.split(".")[0], "status": status, "faults": [], "outcome": "complete", **extra}
+@pytest.mark.parametrize(("status", "retryable"), STATUS_RULE)
+def test_openai_status_errors_follow_the_sdk_retry_rule(status: int, retryable: bool) -> None:
+    info = classify(_openai_error(status, "server_error"))
+    assert (info.status, info.retryable, info.request_id) == (status, retryable, "req_oa")
 
 
-def test_assert_no_provider_request_lists_what_was_sent() -> None:
-    assert_no_provider_request([])
-    journal = [_entry(1, 429, faults=[{"kind": "status", "status": 429}]), _entry(2, 200)]
-    with pytest.raises(AssertionError) as caught:
-        assert_no_provider_request(journal)
-    assert str(caught.value) == ("expected no provider request, the journal holds 2:\n"
-                                 "  #1 POST /v1/messages -> 429 [anthropic.messages] faults: status=429\n"
-                                 "  #2 POST /v1/messages -> 200 [anthropic.messages]")
+@pytest.mark.parametrize(("status", "header", "retryable"), [(429, "false", False), (503, "false", False),
+                                                              (400, "true", True), (409, "TRUE", True)])
+def test_x_should_retry_overrides_the_status(status: int, header: str, retryable: bool) -> None:
+    assert classify(_anthropic_error(status, "e", {"x-should-retry": header})).retryable is retryable
+    assert is_retryable(_openai_error(status, "e", headers={"x-should-retry": header})) is retryable
 
 
-def test_assert_retries_counts_per_route() -> None:
-    journal = [_entry(1, 503), _entry(2, 200), _entry(3, 200, route="openai.responses")]
-    assert_retries(journal, "anthropic.messages", 1)
-    assert_retries(journal, "anthropic", 1)
-    assert_retries(journal, "openai.responses", 0)
-    expected = r"expected exactly 2 retries on anthropic.messages \(3 requests\), found 1 retries:\n  #1 POST"
-    with pytest.raises(AssertionError, match=expected):
-        assert_retries(journal, "anthropic.messages", 2)
-    with pytest.raises(AssertionError, match=r"expected exactly 0 retries on anthropic .*found 1 retries"):
-        assert_retries(journal, "anthropic", 0)
-    with pytest.raises(AssertionError, match="found no request at all"):
-        assert_retries(journal, "cloudflare.websearch", 0)
-    with pytest.raises(ValueError, match="must not be negative"):
-        assert_retries(journal, "anthropic", -1)
+def test_sdk_subclasses_are_recognised() -> None:
+    error = _anthropic_error(529, "overloaded_error")
+    specific = anthropic.InternalServerError("overloaded", response=error.response, body=error.body)
+    assert classify(specific).provider_type == "overloaded_error"
 
 
-def test_assert_requests_and_describe() -> None:
-    journal = [_entry(1, 200, outcome="client_closed")]
-    assert_requests(journal, 1)
-    assert describe_journal([]) == "  (no requests)"
-    assert "client_closed" in describe_journal(journal)
-    with pytest.raises(AssertionError, match="expected 0 provider request"):
-        assert_requests(journal, 0, route="anthropic.messages")
-    with pytest.raises(TypeError, match="not a journal"):
-        journal_entries({"seq": 1})
+@pytest.mark.parametrize(("kind", "retryable"), [
+    ("api_error", True), ("overloaded_error", True), ("rate_limit_error", True), ("timeout_error", True),
+    ("invalid_request_error", False), ("authentication_error", False), ("permission_error", False),
+])
+def test_a_mid_stream_error_event_is_retryable_only_when_transient(kind: str, retryable: bool) -> None:
+    """An ``event: error`` after a 200 (the SDK raises it with the stream's status) retries as its 5xx or 429
+    twin would: ``api_error`` is Anthropic's 500."""
+    assert classify(_anthropic_error(200, kind)).retryable is retryable
 
 
-def test_assert_provenance_reports_each_wrong_field() -> None:
-    error = {"code": "PROVIDER_ERROR", "provenance": "provider", "retryable": True, "message": "m",
-             "status": 429}
-    outcome = {"status": "error", "error": error}
-    assert_provenance(outcome, {"code": "PROVIDER_ERROR"}, status=429, outcome="error")
-    assert outcome_fields(outcome)["outcome"] == "error" and outcome_fields(outcome)["status"] == 429
-    with pytest.raises(AssertionError) as caught:
-        assert_provenance(outcome, provenance="local", phase="validation", code="PROVIDER_ERROR")
-    assert str(caught.value).splitlines()[:3] == [
-        "the outcome's provenance is not what was expected:",
-        "  provenance: expected 'local', got 'provider'",
-        "  phase: expected 'validation', got None"]
-    assert_provenance(classify(asyncio.CancelledError()), outcome="aborted")
-    assert_provenance(asyncio.CancelledError(), provenance="cancelled")
-    with pytest.raises(ValueError, match="at least one"):
-        assert_provenance(outcome)
+def test_sdk_connection_errors_are_transport_and_timeouts_are_deadlines() -> None:
+    request = httpx2.Request("POST", ANTHROPIC_URL)
+    refused = _raise_from(anthropic.APIConnectionError(request=request),
+                          httpx2.ConnectError("[Errno 111] Connection refused"))
+    info = classify(refused)
+    assert (info.code, info.provenance, info.retryable) == ("TRANSPORT_ERROR", "transport", True)
+    assert "Connection refused" in info.message
+    timeout = classify(openai.APITimeoutError(request=request))
+    assert (timeout.code, timeout.provenance, timeout.retryable) == ("DEADLINE_EXCEEDED", "deadline", True)
 
 
-def test_a_real_journal_entry_is_read(fake: Any) -> None:
-    _run(fake, copy.deepcopy(STORED), PROVIDERS[1])
-    [entry] = journal_entries(fake.journal)
-    assert (entry["route"], entry["status"]) == ("openai.responses", 200)
-    assert "[openai.responses]" in describe_journal(fake.journal)
+# ---------------------------------------------------------------- httpx, sockets
+
+
+@pytest.mark.parametrize("module", [httpx, httpx2])
+@pytest.mark.parametrize(("name", "code", "retryable"), [
+    ("ConnectError", "TRANSPORT_ERROR", True), ("ReadError", "TRANSPORT_ERROR", True),
+    ("RemoteProtocolError", "TRANSPORT_ERROR", True), ("LocalProtocolError", "TRANSPORT_ERROR", False),
+    ("ReadTimeout", "DEADLINE_EXCEEDED", True), ("ConnectTimeout", "DEADLINE_EXCEEDED", True),
+])
+def test_httpx_errors(module: Any, name: str, code: str, retryable: bool) -> None:
+    info = classify(getattr(module, name)("boom"))
+    assert (info.code, info.retryable) == (code, retryable)
+
+
+def test_httpx_status_error_is_a_provider_error() -> None:
+    request = httpx.Request("POST", OPENAI_URL)
+    response = httpx.Response(503, headers={"x-request-id": "req_h"}, request=request,
+                              json={"error": {"message": "busy", "type": "server_error"}})
+    error = httpx.HTTPStatusError("503", request=request, response=response)
+    info = classify(error)
+    assert (info.code, info.status, info.retryable, info.request_id) == ("PROVIDER_ERROR", 503, True, "req_h")
+
+
+@pytest.mark.parametrize(("exc", "code"), [(ConnectionResetError(104, "reset"), "TRANSPORT_ERROR"),
+                                           (ConnectionRefusedError(111, "refused"), "TRANSPORT_ERROR"),
+                                           (BrokenPipeError(), "TRANSPORT_ERROR"),
+                                           (TimeoutError(), "DEADLINE_EXCEEDED")])
+def test_socket_errors(exc: BaseException, code: str) -> None:
+    assert classify(exc).code == code and classify(exc).retryable
+
+
+def test_an_unknown_exception_is_internal_and_terminal() -> None:
+    info = classify(ZeroDivisionError("division by zero"))
+    assert (info.code, info.provenance, info.retryable) == ("INTERNAL_ERROR", "local", False)
+    assert "ZeroDivisionError" in info.message
+
+
+# ---------------------------------------------------------------- raw responses
+
+
+def test_a_cassette_error_response_is_classified() -> None:
+    body = json.dumps({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    headers = {"Request-Id": ["req_529"], "content-type": ["application/json"]}
+    response = cassette.Response(529, headers=headers, body=body.encode())
+    info = classify(response)
+    assert (info.status, info.provider_type, info.request_id, info.retryable) == (529, "overloaded_error",
+                                                                                   "req_529", True)
+
+
+def test_an_httpx_response_is_classified() -> None:
+    response = httpx.Response(400, json={"error": {"message": "bad", "type": "invalid_request_error"}})
+    assert not classify(response).retryable and classify(response).provider_type == "invalid_request_error"
+
+
+def test_a_cloudflare_gateway_error_body_states_its_own_retryability() -> None:
+    body = {"ok": False, "error": {"category": "gateway", "code": "web_search_payment_required",
+                                   "status": 402, "retryable": False, "gatewayRequestId": "gw_1"}}
+    info = classify(httpx.Response(402, json=body))
+    assert (info.provider_type, info.request_id) == ("web_search_payment_required", "gw_1")
+    assert info.retryable is False
+    v4 = {"success": False, "errors": [{"code": 7000, "message": "Invalid web search request body"}]}
+    info = classify(httpx.Response(400, json=v4))
+    assert info.provider_type == "7000" and "Invalid web search request body" in info.message
+    says_no = {"ok": False, "error": {"code": "web_search_unavailable", "retryable": False}}
+    assert classify(httpx.Response(503, json=says_no)).retryable is False
+    assert classify(httpx.Response(503, json=says_no, headers={"x-should-retry": "true"})).retryable is True
+
+
+def test_a_success_response_or_a_stranger_is_refused() -> None:
+    with pytest.raises(ValueError, match="not an error"):
+        classify(httpx.Response(200, json={}))
+    with pytest.raises(TypeError, match="cannot classify"):
+        classify(object())
+
+
+def test_web_search_errors() -> None:
+    failed = WebSearchError("rate limited", status=429, code="web_search_rate_limited", retryable=True,
+                            request_id="cf_1")
+    info = classify(failed)
+    assert (info.code, info.status, info.request_id) == ("PROVIDER_ERROR", 429, "cf_1")
+    assert info.provider_type == "web_search_rate_limited"
+    timeout = classify(WebSearchError("slow", status=None, code="web_search_timeout", retryable=True))
+    assert (timeout.code, timeout.provenance, timeout.retryable) == ("DEADLINE_EXCEEDED", "deadline", True)
+
+
+# ---------------------------------------------------------------- safety and JSON
+
+
+def _keys() -> list[str]:
+    return ["sk-" + "ant-api03-" + "a1B2" * 12, "sk-" + "proj-" + "Zx9_" * 10, "sk-" + "Q" * 40,
+            "AKIA" + "IOSFODNN7EXAMPLE", "ghp_" + "x1" * 18, "github_pat_" + "A1_" * 10]
+
+
+@pytest.mark.parametrize("key", _keys())
+def test_messages_never_hold_a_key(key: str) -> None:
+    error = _openai_error(401, "invalid_request_error", message=f"Incorrect API key provided: {key}.")
+    info = classify(error)
+    assert key not in info.message and key[:12] not in info.message
+    assert "[REDACTED]" in info.message and "401" in info.message
+    assert key not in json.dumps(info.to_json())
+
+
+def test_messages_never_hold_the_request_body() -> None:
+    for error in (_anthropic_error(400, "invalid_request_error"), _openai_error(500, "server_error")):
+        assert SECRET_PROMPT not in classify(error).message
+
+
+def test_error_info_json_is_the_outcome_error_object() -> None:
+    info = classify(_anthropic_error(429, "rate_limit_error"))
+    assert info.to_json() == {"code": "PROVIDER_ERROR", "provenance": "provider",
+                              "retryable": True, "message": info.message, "status": 429,
+                              "providerType": "rate_limit_error", "requestId": "req_011"}
+    local = ErrorInfo("LOCAL_REQUEST_ERROR", "validation", "local", False, "m")
+    assert local.to_json() == {"code": "LOCAL_REQUEST_ERROR", "phase": "validation", "provenance": "local",
+                               "retryable": False, "message": "m"}
+    assert set(ERROR_CODES) >= {"LOCAL_REQUEST_ERROR", "PROVIDER_ERROR", "TRANSPORT_ERROR", "CANCELLED",
+                                "DEADLINE_EXCEEDED"}
+
+
+def _outcome_failures() -> dict[str, BaseException | object]:
+    """One failure of every code (provider ones with status, type and request id), wrapped as harnesses do."""
+    return {
+        "local": _raise_from(RuntimeError("step failed"), LocalRequestError("x", phase="validation")),
+        "provider": _anthropic_error(529, "overloaded_error"),
+        "openai": _openai_error(400, "invalid_request_error"),
+        "web-search": WebSearchError("rate limited", status=429, code="web_search_rate_limited",
+                                     retryable=True, request_id="cf_1"),
+        "response": httpx.Response(503, headers={"cf-aig-request-id": "cf_2"}, json={"errors": []}),
+        "transport": ConnectionResetError(104, "reset"),
+        "deadline": TimeoutError(),
+        "cancelled": _raise_from(RuntimeError("stopped"), asyncio.CancelledError()),
+        "internal": _raise_from(KeyError("content"), ZeroDivisionError("division by zero")),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_outcome_failures()))
+def test_every_classified_failure_is_a_valid_outcome(name: str) -> None:
+    outcome = {**outcome_json(_outcome_failures()[name]), "transcript": None, "persistWrites": 0}
+    assert contracts.validate("replaykit.target-outcome", outcome) == []
+
+
+def test_the_error_codes_are_the_outcome_contract_codes() -> None:
+    schema = contracts.default().schema("replaykit.target-outcome")
+    assert sorted(schema["$defs"]["code"]["enum"]) == sorted(ERROR_CODES)
+
+
+def test_an_internal_error_with_a_phase_or_retryable_is_refused_by_the_outcome_contract() -> None:
+    error = classify(ZeroDivisionError()).to_json()
+    for wrong in ({"phase": "preparation"}, {"retryable": True}, {"provenance": "provider"}):
+        outcome = {"status": "error", "error": {**error, **wrong}, "transcript": None, "persistWrites": 0}
+        assert [v.pointer for v in contracts.validate("replaykit.target-outcome", outcome)] == [
+            "/error/" + next(iter(wrong))]
+
+
+@pytest.mark.parametrize(("status", "hint", "kind", "expected"), [
+    (429, None, None, True), (529, None, None, True), (413, None, None, False), (429, " false ", None, False),
+    (200, None, "rate_limit_error", True), (200, None, None, False), (404, "maybe", None, False),
+    (200, None, "api_error", True), (200, None, "server_error", True),
+    (200, None, "rate_limit_exceeded", True), (200, None, "invalid_request_error", False),
+    (400, None, "api_error", False),
+])
+def test_status_retryable(status: int, hint: str | None, kind: str | None, expected: bool) -> None:
+    assert status_retryable(status, hint, kind) is expected

@@ -24,6 +24,7 @@ from replaykit.redact import (
     is_secret_field,
     is_secret_query,
     redact,
+    safe_message,
     scan,
     scan_text,
 )
@@ -421,3 +422,34 @@ def test_scan_text_finds_any_key_between_separators(kind: str, seed: int, before
     assert [f.kind for f in found] == [kind]
     assert key not in found[0].excerpt
 
+
+# ---------------------------------------------------------------- safe messages
+
+
+def test_masked_keys_and_bearer_tokens_are_masked_too() -> None:
+    half_masked = "sk-" + "proj-" + "*" * 20 + "abcd"
+    bearer = "Bearer " + "tok" + "e" * 30
+    text = safe_message(f"Incorrect API key provided: {half_masked}; header {bearer}; api_key=" + "v" * 12)
+    assert half_masked not in text and "tokeeee" not in text and "v" * 12 not in text
+
+
+def test_messages_are_one_bounded_line() -> None:
+    text = safe_message("line one\nline two " + "x" * 2000)
+    assert "\n" not in text and len(text) <= 500
+
+
+def _scanner_keys() -> list[tuple[str, str]]:
+    """Every key shape the scanner knows, ASIA session keys and named Cloudflare tokens too."""
+    keys = [(kind, f"Bearer {key}" if kind == "bearer" else key) for kind, found in planted(11).items()
+            for key in found]
+    session = "AS" + "IA" + "Q" * 4 + "7" * 12
+    named = "CLOUDFLARE_" + "API_TOKEN=" + "Ab3" * 13
+    return [*keys, ("aws", session), ("cloudflare", named)]
+
+
+@pytest.mark.parametrize(("kind", "key"), _scanner_keys())
+def test_every_key_kind_the_scanner_knows_is_masked(kind: str, key: str) -> None:
+    assert [f.kind for f in scan_text(f"failed: {key} !")] == [kind]  # the scanner knows this key
+    text = safe_message(f"failed: {key} !")
+    body = key.split()[-1].partition("=")[2] or key.split()[-1]
+    assert body[-12:] not in text and body[:12] not in text.replace("[REDACTED]", "")

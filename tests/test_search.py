@@ -36,7 +36,7 @@ def _bundled() -> list[Path]:
 
 
 def _codes(body: object) -> list[tuple[str, str, str]]:
-    return [(f.pointer, f.severity, f.code) for f in check_request(body)]
+    return [(f.place, f.severity, f.code) for f in check_request(body)]
 
 
 # ---------------------------------------------------------------- request checks

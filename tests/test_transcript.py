@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from replaykit import cassette, contracts
 from replaykit.cassette import Interaction
-from replaykit.errors import LocalRequestError, classify
+from replaykit.errors import LocalRequestError
+from replaykit.provenance import classify
 from replaykit.resources import data_dir
 from replaykit.transcript import (
     ConversionError,

@@ -12,10 +12,11 @@ from test_redact import planted
 from replaykit import contracts
 from replaykit.cassette import Cassette
 from replaykit.errors import UsageError
+from replaykit.findings import Finding
 from replaykit.redact import SECRET_KINDS
 from replaykit.verify import (
     CHECKS,
-    Finding,
+    check_contracts,
     check_fingerprint,
     check_secrets,
     check_sse_framing,
@@ -30,7 +31,7 @@ LOCAL = (check_secrets, check_sse_framing, check_fingerprint)  # every check but
 
 
 def _kinds(name: str) -> list[tuple[str, str]]:
-    return [(f.kind, f.place) for f in verify_file(DATA / name).findings]
+    return [(f.code, f.place) for f in verify_file(DATA / name).findings]
 
 
 @pytest.mark.parametrize("name", CLEAN)
@@ -50,15 +51,15 @@ def test_well_formed_streams_on_uncovered_routes_have_no_local_findings(name: st
 @pytest.mark.parametrize("name", UNCOVERED)
 def test_a_route_no_contract_covers_is_one_warning_that_does_not_fail(name: str) -> None:
     result = verify_file(DATA / name)
-    assert [(f.kind, f.place, f.severity) for f in result.findings] == [
+    assert [(f.code, f.place, f.severity) for f in result.findings] == [
         ("contract", "interactions[0]", "warning")]
     assert "no contract covers" in result.findings[0].message and result.ok
 
 
 def test_the_contract_check_runs_by_default() -> None:
-    assert contracts.verify_check in CHECKS
+    assert check_contracts in CHECKS
     findings = verify_file(DATA / "contract_violation.yaml").findings
-    assert [(f.kind, f.place, f.severity) for f in findings] == [
+    assert [(f.code, f.place, f.severity) for f in findings] == [
         ("contract", "interactions[0]", "error"), ("contract", "interactions[0]:events[0]", "error")]
     assert verify_file(DATA / "contract_violation.yaml", checks=LOCAL).findings == []
 
@@ -72,7 +73,7 @@ def test_the_contract_check_runs_by_default() -> None:
 def test_parse_errors_are_one_finding_with_their_line(name: str, place: str, words: str) -> None:
     result = verify_file(DATA / name)
     (finding,) = result.findings
-    assert (finding.kind, finding.place, finding.file) == ("parse", place, str(DATA / name))
+    assert (finding.code, finding.place, finding.file) == ("parse", place, str(DATA / name))
     assert words in finding.message
     assert not result.ok and result.interactions == 0 and result.fingerprint is None
 
@@ -84,7 +85,7 @@ def test_parse_errors_are_one_finding_with_their_line(name: str, place: str, wor
 ])
 def test_sse_framing_problems(name: str, message: str) -> None:
     (finding,) = verify_file(DATA / name).findings
-    assert (finding.kind, finding.place, finding.severity) == ("sse-framing", "4", "error")
+    assert (finding.code, finding.place, finding.severity) == ("sse-framing", "4", "error")
     assert finding.message.startswith(message)
 
 
@@ -110,7 +111,7 @@ def test_provider_from_metadata_decides_that_data_must_be_json() -> None:
 
 def test_a_stale_fingerprint_is_a_warning_that_does_not_fail() -> None:
     result = verify_file(DATA / "stale_fingerprint.yaml")
-    assert [(f.kind, f.severity) for f in result.findings] == [("fingerprint", "warning")]
+    assert [(f.code, f.severity) for f in result.findings] == [("fingerprint", "warning")]
     assert result.ok
 
 
@@ -137,7 +138,7 @@ def test_secrets_of_every_kind_are_findings_with_field_and_mask(tmp_path: Path, 
     key = planted()[kind][0]
     path = _with_secret(tmp_path, kind, key)
     result = verify_file(path)
-    assert [(f.kind, f.place) for f in result.findings] == [("secret", "5")]
+    assert [(f.code, f.place) for f in result.findings] == [("secret", "5")]
     message = result.findings[0].message
     assert message.startswith("interactions[0].request.body/messages/0/content: ")
     assert key not in message and key not in json.dumps(result.to_json())
@@ -150,7 +151,7 @@ def test_a_secret_outside_the_traffic_is_found_in_the_raw_text(tmp_path: Path) -
     text = (DATA / "clean_stream.yaml").read_text()
     target.write_text(text.replace("provider: anthropic}", f"provider: anthropic}}\n# recorded by {key}"))
     (finding,) = check_secrets(target, _loads(target.read_text()))
-    assert (finding.place, finding.kind) == ("4", "secret")
+    assert (finding.place, finding.code) == ("4", "secret")
     assert finding.message.startswith("AWS access key id AK")
 
 
@@ -158,7 +159,7 @@ def test_a_secret_in_a_file_that_does_not_parse_is_still_reported(tmp_path: Path
     key = planted()["github"][0]
     target = tmp_path / "broken.yaml"
     target.write_text(f"version: 1\ninteractions: [\n# {key}\n")
-    assert [f.kind for f in verify_file(target).findings] == ["parse", "secret"]
+    assert [f.code for f in verify_file(target).findings] == ["parse", "secret"]
 
 
 def test_a_secret_reported_in_the_traffic_is_not_reported_twice(tmp_path: Path) -> None:
@@ -171,11 +172,11 @@ def test_checks_is_the_seam_for_more_checks(tmp_path: Path) -> None:
 
     def count_interactions(path: Path, cassette: Cassette) -> list[Finding]:
         seen.append((path, len(cassette.interactions)))
-        return [Finding(str(path), "1", "contract", "a violation", "error")]
+        return [Finding("error", "contract", "a violation", str(path), "1")]
 
     report = verify_paths([DATA / "clean_stream.yaml"], checks=(*CHECKS, count_interactions))
     assert seen == [(DATA / "clean_stream.yaml", 1)]
-    assert [f.kind for f in report.findings] == ["contract"] and not report.ok
+    assert [f.code for f in report.findings] == ["contract"] and not report.ok
     assert check_secrets in CHECKS and check_sse_framing in CHECKS
 
 
@@ -188,7 +189,7 @@ def test_folders_are_searched_and_the_report_counts(tmp_path: Path) -> None:
     assert [Path(r.path).name for r in report.files] == ["clean_stream.yaml", "unterminated_stream.yaml"]
     summary = report.summary()
     assert summary == {"files": 2, "interactions": 2, "findings": 1, "errors": 1, "warnings": 0,
-                       "by_kind": {"sse-framing": 1}, "ok": False}
+                       "by_code": {"sse-framing": 1}, "ok": False}
 
 
 def test_a_missing_path_is_a_usage_error(tmp_path: Path) -> None:
@@ -207,14 +208,6 @@ def test_no_paths_is_a_usage_error() -> None:
         verify_paths([])
 
 
-def test_finding_text_and_json() -> None:
-    finding = Finding("a.yaml", "12", "secret", "m")
-    assert str(finding) == "a.yaml:12: secret: m"
-    assert str(Finding("a.yaml", "", "parse", "m", "warning")) == "a.yaml: parse: m (warning)"
-    assert finding.to_json() == {"file": "a.yaml", "place": "12", "kind": "secret", "message": "m",
-                                 "severity": "error"}
-
-
 def test_every_real_recording_verifies_clean() -> None:
     report = verify_paths([RECORDED])
     assert report.findings == []
@@ -225,7 +218,7 @@ def test_a_request_body_that_is_not_json_is_a_contract_error() -> None:
     text = (DATA / "clean_stream.yaml").read_text()
     start = text.index("    body: '{")
     broken = text[:start] + "    body: 'model=claude stream=true'\n" + text[text.index("\n", start) + 1:]
-    findings = contracts.verify_check(Path("s.yaml"), _loads(broken))
+    findings = check_contracts(Path("s.yaml"), _loads(broken))
     assert [(f.place, f.severity) for f in findings if f.message.startswith(
         "request / the request body is empty or not JSON")] == [("interactions[0]", "error")]
 
@@ -266,7 +259,7 @@ def test_two_distinct_keys_of_one_kind_are_two_findings(tmp_path: Path) -> None:
     text = (DATA / "clean_stream.yaml").read_text().replace("x-api-key: [REDACTED]", f"x-api-key: [{first}]")
     target.write_text(text.replace("provider: anthropic}", f"provider: anthropic}}\n# old key {second}"))
     findings = check_secrets(target, _loads(target.read_text()))
-    assert [(f.place, f.kind) for f in findings] == [("6", "secret"), ("4", "secret")]
+    assert [(f.place, f.code) for f in findings] == [("6", "secret"), ("4", "secret")]
 
 
 def test_shared_yaml_aliases_are_scanned_once(tmp_path: Path) -> None:
@@ -283,4 +276,4 @@ def test_shared_yaml_aliases_are_scanned_once(tmp_path: Path) -> None:
     assert visited < 200  # 9 ** 8 strings when every alias is walked again
     target = tmp_path / "laughs.yaml"
     target.write_text(text)
-    assert [f.kind for f in verify_file(target, checks=LOCAL).findings] == []
+    assert [f.code for f in verify_file(target, checks=LOCAL).findings] == []

@@ -14,7 +14,8 @@ import sys
 import traceback
 from collections.abc import Collection, Sequence
 
-from replaykit.errors import ReplaykitError, UsageError, safe_message
+from replaykit.errors import ReplaykitError, UsageError
+from replaykit.redact import safe_message
 
 __all__ = ["EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "table"]
 

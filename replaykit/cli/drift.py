@@ -13,7 +13,8 @@ from collections import Counter
 from typing import Any
 
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK, table
-from replaykit.drift import MAPPING, SDKS, Gap, compare, sdk_version
+from replaykit.drift import MAPPING, SDKS, compare, sdk_version, verdict
+from replaykit.findings import Finding
 
 __all__ = ["register", "render", "run"]
 
@@ -42,29 +43,34 @@ def run(args: argparse.Namespace) -> int:
     text = json.dumps(_document(gaps, versions, entries), indent=2) if args.json else \
         render(gaps, versions, entries)
     print(text)
-    return EXIT_FINDINGS if any(gap.verdict == "blocking" for gap in gaps) else EXIT_OK
+    return EXIT_FINDINGS if any(verdict(gap) == "blocking" for gap in gaps) else EXIT_OK
 
 
-def _summary(gaps: list[Gap], entries: int) -> dict[str, Any]:
-    counts = Counter(gap.verdict for gap in gaps)
+def _summary(gaps: list[Finding], entries: int) -> dict[str, Any]:
+    counts = Counter(verdict(gap) for gap in gaps)
     return {"entries": entries, "gaps": len(gaps), "blocking": counts["blocking"],
             "explained": counts["explained"], "info": counts["info"], "ok": not counts["blocking"]}
 
 
-def _document(gaps: list[Gap], versions: dict[str, str], entries: int) -> dict[str, Any]:
-    return {"sdks": versions, "gaps": [gap.to_json() for gap in gaps], "summary": _summary(gaps, entries)}
+def _document(gaps: list[Finding], versions: dict[str, str], entries: int) -> dict[str, Any]:
+    found = [{**gap.to_json(), "verdict": verdict(gap)} for gap in gaps]
+    return {"sdks": versions, "gaps": found, "summary": _summary(gaps, entries)}
 
 
-def render(gaps: list[Gap], versions: dict[str, str], entries: int) -> str:
-    """The human report: a table of gaps (blocking first), explanations, a summary line."""
+def _row(gap: Finding) -> tuple[str, ...]:
+    sdk, _, sdk_type = gap.place.partition(":")
+    return (verdict(gap).upper(), sdk, sdk_type.rpartition(":")[2], gap.file, gap.code, gap.message)
+
+
+def render(gaps: list[Finding], versions: dict[str, str], entries: int) -> str:
+    """The human report: a table of gaps (blocking first), explanations and fixes, a summary line."""
     order = {"blocking": 0, "explained": 1, "info": 2}
-    rows = [_HEAD] + [(g.verdict.upper(), g.sdk, g.sdk_type.rpartition(":")[2], g.contract, g.gap, g.detail)
-                      for g in sorted(gaps, key=lambda gap: order[gap.verdict])]
-    lines = table(rows)
-    lines += [f"explained: {g.contract} {g.gap}: {g.reason}" for g in gaps if g.verdict == "explained"]
+    lines = table([_HEAD, *(_row(gap) for gap in sorted(gaps, key=lambda gap: order[verdict(gap)]))])
+    lines += [f"fix: {g.file} {g.code}: {g.fix}" for g in gaps if g.fix]
+    lines += [f"explained: {g.file} {g.code}: {g.note}" for g in gaps if verdict(g) == "explained"]
     counts = _summary(gaps, entries)
     sdk_text = ", ".join(f"{sdk} {version}" for sdk, version in versions.items())
-    verdict = "OK" if counts["ok"] else "FAILED (a payload the SDK accepts would fail a contract)"
+    overall = "OK" if counts["ok"] else "FAILED (a payload the SDK accepts would fail a contract)"
     lines.append(f"{sdk_text}: {entries} mappings, {counts['gaps']} gaps ({counts['blocking']} blocking, "
-                 f"{counts['explained']} explained, {counts['info']} info): {verdict}")
+                 f"{counts['explained']} explained, {counts['info']} info): {overall}")
     return "\n".join(lines)

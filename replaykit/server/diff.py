@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from replaykit.errors import json_pointer
+from replaykit.pointer import json_pointer
 
 __all__ = ["MAX_VALUE_CHARS", "Pattern", "compile_patterns", "diff"]
 

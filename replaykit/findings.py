@@ -1,0 +1,59 @@
+"""A finding: one problem replaykit found in someone's input, whichever check found it.
+
+``replaykit verify`` (cassettes), :mod:`replaykit.search` (search requests and results),
+:mod:`replaykit.citations` (citations against their evidence) and :mod:`replaykit.drift` (contracts against
+the SDKs' types) all report :class:`Finding` s, so a finding prints, serializes and fails a run the same way
+everywhere::
+
+    cassettes/x.yaml:interactions[0]: contract: response /output/0/id 'fc_1' does not match '^ws_' (warning)
+
+``severity``: ``error`` fails the check, ``warning`` and ``info`` do not. ``code`` says what kind of problem
+(``secret``, ``contract``, ``span-missing``, ``unknown-url``, a drift gap such as ``enum``…). ``place`` is
+where in ``file`` (a line number, a JSON pointer, ``interactions[i]:events[j]``), ``fix`` what to do, and
+``note`` why a finding is not an error (a contract profile, a deliberate violation, an explained drift gap).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["SEVERITIES", "Finding", "Severity", "errors_only"]
+
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One problem: ``file:place: code: message; fix`` (see the module docstring)."""
+
+    severity: Severity
+    code: str
+    message: str
+    file: str = ""
+    place: str = ""
+    fix: str = ""
+    note: str = ""
+
+    @classmethod
+    def at(cls, pointer: str, severity: Severity, code: str, message: str) -> Finding:
+        """A finding at a JSON pointer of the document checked (the file is the caller's)."""
+        return cls(severity, code, message, place=pointer)
+
+    def __str__(self) -> str:
+        where = ":".join(part for part in (self.file, self.place) if part) or "/"
+        fix = f"; {self.fix}" if self.fix else ""
+        tail = "" if self.severity == "error" else f" ({self.severity})"
+        return f"{where}: {self.code}: {self.message}{fix}{tail}"
+
+    def to_json(self) -> dict[str, str]:
+        """The finding as a JSON object (every field, empty strings included)."""
+        return {"severity": self.severity, "code": self.code, "message": self.message, "file": self.file,
+                "place": self.place, "fix": self.fix, "note": self.note}
+
+
+def errors_only(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings of severity ``error``."""
+    return [finding for finding in findings if finding.severity == "error"]
