@@ -30,7 +30,7 @@ from replaykit.server import envelopes, verdicts
 from replaykit.server.faults import EVENT_KINDS, Fault, apply_all, faults_json, status_plan
 from replaykit.server.journal import Entry, Journal, redact_headers
 from replaykit.server.matching import Match, Pool, Received, Slot
-from replaykit.server.plan import Plan, Timing, error_plan, plan_for
+from replaykit.server.plan import Plan, Timing, error_plan, plan_for, recorded_batches, recorded_chunks
 from replaykit.server.streaming import Progress, deliver
 
 __all__ = ["ADMIN_PREFIX", "MAX_BODY", "Settings", "State", "make_server"]
@@ -159,9 +159,10 @@ def _replay_plan(state: State, slot: Slot, faults: list[Fault]) -> Plan:
     if not response.is_stream:
         return plan_for(response, state.settings.timing, provider)
     events = sse.parse(response.body) if any(f.kind in EVENT_KINDS for f in faults) else []
-    plan = plan_for(response, state.settings.timing, provider, chunks=slot.chunks(), events=events)
+    chunks = recorded_chunks(response.body, slot.memo)
+    plan = plan_for(response, state.settings.timing, provider, chunks=chunks, events=events)
     if plan.batch and not faults:  # the recording unchanged, at once: framed once, sent as framed
-        plan.framed = slot.batches()
+        plan.framed = recorded_batches(response.body, slot.memo)
     return plan
 
 

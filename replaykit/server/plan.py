@@ -9,9 +9,9 @@ nothing of them either.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, TypeVar, cast
 
 from replaykit import sse
 from replaykit.cassette import Response
@@ -31,6 +31,8 @@ __all__ = [
     "fitting_batches",
     "http_chunk",
     "plan_for",
+    "recorded_batches",
+    "recorded_chunks",
     "replay_headers",
 ]
 
@@ -52,8 +54,10 @@ BATCH_LIMIT = 16 << 10  # bytes gathered at most into one write in fast timing (
 # A stream framed longer than this is not batched: the server would get ahead of a client by more than one
 # of its reads (httpx reads 64 KiB), and that read would end inside an event.
 BATCHED_STREAM_LIMIT = 64 << 10
+PARSE_SLICE = 1 << 16  # bytes of a recorded body parsed at a time when it is cut into events
 End = Literal["eof", "disconnect", "hang"]
 Batch = tuple[bytes, int]  # HTTP chunks framed and joined, and how many they are
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +170,51 @@ def batched(plan: Plan) -> list[Batch] | None:
     if not plan.batch or plan.timed:
         return None
     return plan.framed if plan.framed is not None else fitting_batches(plan.chunks)
+
+
+# ---------------------------------------------------------------- a recording framed once per interaction
+
+
+def _per_body(memo: dict[str, Any], key: str, body: bytes, make: Callable[[], _T]) -> _T:
+    """``make()``, kept in ``memo`` under ``key`` for as long as ``body`` is the very same object."""
+    cached = memo.get(key)
+    if cached is None or cached[0] is not body:
+        cached = memo[key] = (body, make())
+    return cast(_T, cached[1])
+
+
+def _event_ends(body: bytes) -> list[int]:
+    view = memoryview(body)
+    pieces = (bytes(view[i : i + PARSE_SLICE]) for i in range(0, len(body), PARSE_SLICE))
+    ends, total = [], 0
+    for event in sse.iter_events(pieces):  # a slice at a time: a huge stream never exists twice in memory
+        total += len(event.raw)
+        ends.append(total)
+    if total != len(body):  # a BOM or other bytes outside the blocks: keep the body whole
+        return [len(body)]
+    return ends
+
+
+def _event_views(body: bytes) -> list[bytes | memoryview]:
+    view, ends = memoryview(body), _event_ends(body)
+    return [view[a:b] for a, b in zip([0, *ends], ends, strict=False)]
+
+
+def recorded_chunks(body: bytes, memo: dict[str, Any]) -> list[bytes | memoryview]:
+    """The SSE events of a recorded ``body`` as views into it, one per event (their ``raw`` bytes uncopied).
+
+    ``memo`` is the interaction's cache (``Slot.memo``): the views are made once per body (a new ``body``
+    gets new ones); the list returned is a new one.
+    """
+    return list(_per_body(memo, "framing:chunks", body, lambda: _event_views(body)))
+
+
+def recorded_batches(body: bytes, memo: dict[str, Any]) -> list[Batch] | None:
+    """The events of a recorded ``body`` framed as HTTP chunks, in :func:`batches`, made once per body (kept
+    in ``memo`` as :func:`recorded_chunks`); None for a stream that does not fit
+    :data:`BATCHED_STREAM_LIMIT` framed (it goes event by event)."""
+    framed = _per_body(memo, "framing:batches", body, lambda: fitting_batches(recorded_chunks(body, memo)))
+    return None if framed is None else list(framed)
 
 
 def _slices(body: bytes) -> list[bytes | memoryview]:
