@@ -27,11 +27,11 @@ Options (command line, else environment variable, else ini key of the same name 
 ``--replaykit-enforce-contracts`` (``REPLAYKIT_ENFORCE_CONTRACTS``: invalid requests get a 400) and
 ``--replaykit-allow-network`` (``REPLAYKIT_ALLOW_NETWORK``: turns the network guard off).
 
-When the test body ends, the test fails with one readable report if the traffic had problems: requests no
-recorded interaction matched (with their near misses and body diffs), interactions never served (unless
-``allow_unused``), contract violations (of every request, and of every recorded response served
-unaltered; those a cassette lists under ``replaykit: x-expected-violations`` excepted), and connections
-the network guard refused. A test that failed anyway gets the report as a ``replaykit`` section.
+When the test body ends, the test fails with one readable report (:mod:`replaykit.traffic`) if the traffic
+had problems: requests no recorded interaction matched (with their near misses and body diffs), interactions
+never served (unless ``allow_unused``), contract violations (of every request, and of every recorded response
+served unaltered; those a cassette lists under ``replaykit: x-expected-violations`` excepted), and
+connections the network guard refused. A test that failed anyway gets the report as a ``replaykit`` section.
 
 Network guard: while a replaykit test runs, a :class:`~replaykit.netguard.NetworkGuard` makes
 ``socket.socket.connect`` / ``connect_ex``, ``socket.create_connection`` and ``socket.getaddrinfo`` refuse any
@@ -43,9 +43,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -56,6 +55,7 @@ from replaykit.cassette import Cassette
 from replaykit.errors import ReplaykitError, UsageError
 from replaykit.netguard import NetworkGuard
 from replaykit.resources import data_dir
+from replaykit.traffic import NETWORK_HINT, expected_violations, format_report
 
 if TYPE_CHECKING:
     from replaykit.server import Entry, FakeProvider, Fault
@@ -63,7 +63,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ReplayHandle",
     "ReplaykitOptions",
-    "format_report",
     "replaykit",
     "replaykit_options",
     "replaykit_server",
@@ -72,10 +71,6 @@ __all__ = [
 MARKER_KEYS = ("cassettes", "faults", "strict", "allow_unused")
 _HANDLE = pytest.StashKey["ReplayHandle"]()
 _TRUE, _FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off", ""})
-_ALLOW_HINT = (
-    "point the client at replaykit.base_url(...) or replaykit.env(), or allow the network with "
-    "--replaykit-allow-network (ini replaykit_allow_network = true, env REPLAYKIT_ALLOW_NETWORK=1)"
-)
 
 
 # ---------------------------------------------------------------- options
@@ -215,7 +210,7 @@ def replaykit(
         handle = ReplayHandle.open(request.node, replaykit_server, base, request.config.rootpath)
     except ReplaykitError as exc:
         _fail(exc)
-    handle.guard = None if replaykit_options.allow_network else NetworkGuard(_ALLOW_HINT)
+    handle.guard = None if replaykit_options.allow_network else NetworkGuard(NETWORK_HINT)
     request.node.stash[_HANDLE] = handle
     try:
         with handle.guard or contextlib.nullcontext():
@@ -413,7 +408,7 @@ class ReplayHandle:
     def _expected(self, label: str) -> frozenset[str]:
         """The ``x-expected-violations`` of the cassette loaded under ``label`` (read once)."""
         if label not in self._listed:
-            self._listed[label] = _listed(self._cassette(label))
+            self._listed[label] = expected_violations(self._cassette(label))
         return self._listed[label]
 
     def _cassette(self, label: str) -> Cassette | None:
@@ -423,13 +418,6 @@ class ReplayHandle:
         return cassette_mod.load(label) if Path(label).is_file() else None
 
 
-def _listed(loaded: Cassette | None) -> frozenset[str]:
-    from replaykit.contracts import EXPECTED_VIOLATIONS  # jsonschema is imported only on a violation
-
-    listed = loaded.meta.extra.get(EXPECTED_VIOLATIONS) if loaded is not None else None
-    return frozenset(map(str, listed)) if isinstance(listed, list) else frozenset()
-
-
 def _strict_twin(session: FakeProvider) -> FakeProvider:
     """A strict server with the session server's timing and contract enforcement, started."""
     from replaykit.server import FakeProvider
@@ -437,103 +425,3 @@ def _strict_twin(session: FakeProvider) -> FakeProvider:
     timing, enforce = session.settings.timing, session.settings.enforce_contracts
     return FakeProvider(strict=True, timing=timing, enforce_contracts=enforce).start()
 
-
-# ---------------------------------------------------------------- the report
-
-
-def format_report(
-    journal: list[Entry],
-    unused: list[dict[str, Any]],
-    refused: list[str],
-    display: Callable[[str], str] = str,
-    expected: Callable[[str], frozenset[str]] = lambda label: frozenset(),
-) -> str:
-    """The report of one test's traffic: unmatched requests, unused interactions, violations, refusals."""
-    sections = [
-        _section("requests no recorded interaction matched", _unmatched(journal, display),
-                 "record the missing interaction, or fix the request (the near misses show the closest)"),
-        _section("recorded interactions never served", [[_unused_line(u, display)] for u in unused],
-                 "make the code send them, drop them from the cassette, or mark the test "
-                 "@pytest.mark.replaykit(allow_unused=True)"),
-        _section("contract violations", _violations(journal, display, expected),
-                 "fix the request (a response: the cassette); list a deliberate violation under the "
-                 "cassette's replaykit: x-expected-violations"),
-        _section("network connections refused", [[line] for line in refused], _ALLOW_HINT),
-    ]
-    found = [text for text in sections if text]
-    return "\n".join(["replaykit: this test's provider traffic has problems", *found]) if found else ""
-
-
-def _section(title: str, items: list[list[str]], fix: str) -> str:
-    """A titled, counted list; each item is a first line and the lines explaining it."""
-    if not items:
-        return ""
-    lines = [f"  {line}" for item in items for line in item]
-    return "\n".join([f"{title} ({len(items)}); fix: {fix}", *lines])
-
-
-def _request(entry: Entry) -> str:
-    return f"request {entry.seq}: {entry.method} {entry.path}"
-
-
-def _unmatched(journal: list[Entry], display: Callable[[str], str]) -> list[list[str]]:
-    return [_unmatched_item(entry, display) for entry in journal if entry.verdict == "unmatched"]
-
-
-def _unmatched_item(entry: Entry, display: Callable[[str], str]) -> list[str]:
-    lines = [f"{_request(entry)} got {entry.status or 404}: {entry.error}"]
-    for miss in entry.near_misses:
-        refused = ", ".join(miss["failed"]) or "nothing"
-        place = f"{display(miss['cassette'])}:interactions[{miss['index']}]"
-        lines.append(f"  near miss {place} (line {miss['line']}, refused by: {refused})")
-        lines.extend(f"    {_change(change)}" for change in miss["diff"])
-    return lines
-
-
-def _shown(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _change(change: dict[str, Any]) -> str:
-    pointer = change["pointer"] or "/"
-    if change["change"] == "added":
-        return f"{pointer}: only in the request sent: {_shown(change['received'])}"
-    if change["change"] == "removed":
-        return f"{pointer}: only in the recording: {_shown(change['recorded'])}"
-    return f"{pointer}: sent {_shown(change['received'])}, recorded {_shown(change['recorded'])}"
-
-
-def _unused_line(row: dict[str, Any], display: Callable[[str], str]) -> str:
-    where = f"{display(row['cassette'])}:interactions[{row['index']}]"
-    return f"{where} (line {row['line']}, route {row['route']})"
-
-
-def _violations(
-    journal: list[Entry], display: Callable[[str], str], expected: Callable[[str], frozenset[str]]
-) -> list[list[str]]:
-    items: list[list[str]] = []
-    for entry in journal:
-        rows = [("request", row) for row in entry.request_violations]
-        if entry.verdict == "served" and not any(f.get("applied") for f in entry.faults):
-            rows += [("response", row) for row in entry.response_violations]
-        matched = entry.matched or {}
-        listed = expected(matched["cassette"]) if rows and matched else frozenset()
-        source = f"{display(matched['cassette'])}:interactions[{matched['index']}]" if matched else ""
-        items += [[f"{_request(entry)}: {_violation(part, row)}"
-                   + (f" (recorded in {source})" if part == "response" else "")]
-                  for part, row in rows if not (listed and _names(part, row, matched["index"]) & listed)]
-    return items
-
-
-def _names(part: str, row: dict[str, Any], index: int) -> set[str]:
-    """The ways an ``x-expected-violations`` entry may name this journal violation row."""
-    from replaykit.contracts import Violation, expected_keys  # jsonschema is imported only on a violation
-
-    violation = Violation(str(row.get("pointer") or ""), str(row.get("keyword") or ""),
-                          str(row.get("message") or ""), event=row.get("event"), part=part)
-    return expected_keys(index, violation)
-
-
-def _violation(part: str, row: dict[str, Any]) -> str:
-    event = f" events[{row['event']}]" if row.get("event") is not None else ""
-    return f"{part}{event} {row.get('pointer') or '/'}: {row.get('message')}"

@@ -27,17 +27,16 @@ from replaykit.contracts import STRICT, Profile
 from replaykit.errors import ReplaykitError
 from replaykit.routes import classify
 from replaykit.server import envelopes, verdicts
-from replaykit.server.faults import Fault, faults_json
+from replaykit.server.faults import EVENT_KINDS, Fault, apply_all, faults_json, status_plan
 from replaykit.server.journal import Entry, Journal, redact_headers
 from replaykit.server.matching import Match, Pool, Received, Slot
-from replaykit.server.plan import ORDER, Plan, Timing, apply, error_plan, plan_for, status_plan
+from replaykit.server.plan import Plan, Timing, error_plan, plan_for, recorded_batches, recorded_chunks
 from replaykit.server.streaming import Progress, deliver
 
 __all__ = ["ADMIN_PREFIX", "MAX_BODY", "Settings", "State", "make_server"]
 
 ADMIN_PREFIX = "/__replaykit"
 MAX_BODY = 1 << 30  # bytes a request body may have
-_EVENT_FAULTS = frozenset({"error_event", "drop_terminal"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,19 +158,17 @@ def _replay_plan(state: State, slot: Slot, faults: list[Fault]) -> Plan:
     provider = slot.route.provider
     if not response.is_stream:
         return plan_for(response, state.settings.timing, provider)
-    events = sse.parse(response.body) if any(f.kind in _EVENT_FAULTS for f in faults) else []
-    plan = plan_for(response, state.settings.timing, provider, chunks=slot.chunks(), events=events)
+    events = sse.parse(response.body) if any(f.kind in EVENT_KINDS for f in faults) else []
+    chunks = recorded_chunks(response.body, slot.memo)
+    plan = plan_for(response, state.settings.timing, provider, chunks=chunks, events=events)
     if plan.batch and not faults:  # the recording unchanged, at once: framed once, sent as framed
-        plan.framed = slot.batches()
+        plan.framed = recorded_batches(response.body, slot.memo)
     return plan
 
 
 def _faulted(plan: Plan, faults: list[Fault], entry: Entry, answered: Fault | None = None) -> Plan:
-    """Apply the faults in :data:`ORDER`; ``answered`` is the ``status`` fault the plan already serves."""
-    if not faults:
-        return plan
-    for fault in sorted(faults, key=lambda f: ORDER.index(f.kind) if f.kind in ORDER else len(ORDER)):
-        applied = fault is answered or (fault.kind != "status" and apply(plan, fault))
+    """Apply the faults (see :func:`~replaykit.server.faults.apply_all`) and journal whether each applied."""
+    for fault, applied in apply_all(plan, faults, answered):
         entry.faults.append({**fault.to_json(), "applied": applied})
     return plan
 

@@ -23,6 +23,10 @@ A faulted request does not use up its recorded interaction unless the response w
 
 Command-line syntax (``--fault``): ``kind=status,route=anthropic,nth=1,status=429,retry_after=0``
 (``kind`` may be left out when ``status=`` is given). A faults file holds a list of fault objects.
+
+Applying them: a ``status`` fault replaces the response (:func:`status_plan`); every other kind rewrites the
+:class:`~replaykit.server.plan.Plan` of the response (:func:`apply`), several in :data:`ORDER`
+(:func:`apply_all`). Kinds in :data:`EVENT_KINDS` read the stream's parsed events, which the plan must carry.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +43,27 @@ from typing import Any, Literal, get_args
 
 import yaml
 
+from replaykit import sse
 from replaykit.errors import UsageError, located
 from replaykit.routes import PROVIDERS, ROUTES
+from replaykit.server import envelopes
+from replaykit.server.plan import Plan, error_plan
 
-__all__ = ["COMPLETE_KINDS", "STREAM_KINDS", "Fault", "FaultKind", "faults_json", "load_faults"]
+__all__ = [
+    "COMPLETE_KINDS",
+    "EVENT_KINDS",
+    "ORDER",
+    "STREAM_KINDS",
+    "TERMINAL_EVENTS",
+    "Fault",
+    "FaultKind",
+    "apply",
+    "apply_all",
+    "corrupt",
+    "faults_json",
+    "load_faults",
+    "status_plan",
+]
 
 FaultKind = Literal[
     "status",
@@ -57,6 +79,8 @@ FaultKind = Literal[
 KINDS: tuple[str, ...] = get_args(FaultKind)
 STREAM_KINDS = frozenset({"delay_events", "stall", "error_event", "corrupt_event", "drop_terminal"})
 COMPLETE_KINDS = frozenset({"delay_headers", "delay_events"})
+EVENT_KINDS = frozenset({"error_event", "drop_terminal"})
+TERMINAL_EVENTS = frozenset({"message_stop", "response.completed", "response.incomplete", "response.failed"})
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "status": ("status",),
     "delay_headers": ("ms",),
@@ -78,6 +102,7 @@ _ALLOWED: dict[str, tuple[str, ...]] = {
     "truncate": ("at",),
 }
 _SELECTORS = ("kind", "route", "nth", "times")
+_DATA = re.compile(rb"(?m)^data: ?([^\r\n]*)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,3 +277,213 @@ def _item(path: str | os.PathLike[str], index: int, raw: Any) -> Fault:
 def faults_json(faults: Iterable[Fault]) -> list[dict[str, Any]]:
     """Faults as a JSON list (for the journal and the admin endpoint)."""
     return [fault.to_json() for fault in faults]
+
+
+# ---------------------------------------------------------------- applying faults: changes of plan
+
+
+def _cut(plan: Plan, count: int) -> int:
+    count = min(count, len(plan.chunks))
+    del plan.chunks[count:], plan.due[count:]
+    return count
+
+
+def _json_of(event: sse.Event) -> Any:
+    try:
+        return event.json() if event.data is not None else None
+    except ValueError:
+        return None
+
+
+def _type_of(event: sse.Event) -> str | None:
+    data = _json_of(event)
+    return event.event or (data.get("type") if isinstance(data, dict) else None)
+
+
+def _after(plan: Plan, fault: Fault) -> int:
+    return min(fault.after or 0, len(plan.chunks))
+
+
+def _stall(plan: Plan, fault: Fault) -> bool:
+    at = _after(plan, fault)
+    if fault.ms is None:
+        _cut(plan, at)
+        plan.end, plan.altered = "hang", True
+    else:
+        plan.due[at:] = [due + fault.ms / 1000 for due in plan.due[at:]]
+    plan.notes.append(f"stalled after event {at}")
+    return True
+
+
+def _disconnect(plan: Plan, fault: Fault) -> bool:
+    if plan.stream:
+        at = _cut(plan, _after(plan, fault))
+        plan.notes.append(f"disconnected after event {at}")
+    else:
+        body = b"".join(plan.chunks)
+        plan.chunks = [body[: len(body) // 2]]
+        plan.notes.append(f"disconnected after {len(body) // 2} of {len(body)} bytes")
+    plan.end, plan.altered = "disconnect", True
+    return True
+
+
+def _next_sequence(events: list[sse.Event]) -> int:
+    for event in reversed(events):
+        data = _json_of(event)
+        if isinstance(data, dict) and isinstance(data.get("sequence_number"), int):
+            return int(data["sequence_number"]) + 1
+    return len(events)
+
+
+def _last_response(events: list[sse.Event]) -> dict[str, Any] | None:
+    for event in reversed(events):
+        data = _json_of(event)
+        if isinstance(data, dict) and isinstance(data.get("response"), dict):
+            return dict(data["response"])
+    return None
+
+
+def _error_event(plan: Plan, fault: Fault) -> bool:
+    at = _cut(plan, _after(plan, fault))
+    sent = plan.events[:at]
+    sequence = _next_sequence(sent)
+    if fault.as_failed and plan.provider != "anthropic":
+        raw = envelopes.failed_event(
+            _last_response(sent), code=fault.error_type, message=fault.message or "", sequence_number=sequence
+        )
+    else:
+        raw = envelopes.error_event(
+            plan.provider, error_type=fault.error_type, message=fault.message or "", sequence_number=sequence
+        )
+    plan.chunks.append(raw)
+    plan.due.append(plan.due[-1] if plan.due else 0.0)
+    plan.notes.append(f"error event after event {at}")
+    plan.altered = True
+    return True
+
+
+def corrupt(raw: bytes) -> bytes:
+    """The block with the payload of its first ``data:`` line cut in half (the JSON no longer parses)."""
+    found = _DATA.search(raw)
+    if found is None:
+        return raw[: len(raw) // 2] + b"\n\n"
+    payload = found.group(1).rstrip()
+    return raw[: found.start(1)] + payload[: len(payload) // 2] + raw[found.end(1) :]
+
+
+def _corrupt_event(plan: Plan, fault: Fault) -> bool:
+    index = (fault.event or 1) - 1
+    if index >= len(plan.chunks):
+        plan.notes.append(f"not applied: the stream has {len(plan.chunks)} events, not {index + 1}")
+        return False
+    plan.chunks[index] = corrupt(bytes(plan.chunks[index]))
+    plan.notes.append(f"event {index + 1} corrupted")
+    plan.altered = True
+    return True
+
+
+def _drop_terminal(plan: Plan, fault: Fault) -> bool:
+    for index in range(min(len(plan.events), len(plan.chunks)) - 1, -1, -1):
+        event = plan.events[index]
+        if _type_of(event) in TERMINAL_EVENTS or (event.data or "").strip() == "[DONE]":
+            del plan.chunks[index], plan.due[index]
+            plan.notes.append(f"terminal event {index + 1} ({_type_of(event) or event.data}) dropped")
+            plan.altered = True
+            return True
+    plan.notes.append("not applied: no terminal event in the stream")
+    return False
+
+
+def _truncate(plan: Plan, fault: Fault) -> bool:
+    body = b"".join(plan.chunks)
+    at = len(body) // 2 if fault.at is None else min(fault.at, len(body))
+    plan.chunks, plan.length = [body[:at]], at
+    plan.notes.append(f"body truncated to {at} of {len(body)} bytes")
+    plan.altered = True
+    return True
+
+
+def _delay_events(plan: Plan, fault: Fault) -> bool:
+    step = (fault.ms or 0) / 1000
+    plan.due = [due + (i + 1) * step for i, due in enumerate(plan.due)]
+    plan.notes.append(f"{fault.ms:g} ms before each event")
+    return True
+
+
+def _delay_headers(plan: Plan, fault: Fault) -> bool:
+    plan.head_delay += (fault.ms or 0) / 1000
+    plan.notes.append(f"{fault.ms:g} ms before the headers")
+    return True
+
+
+_STREAM_ONLY = {
+    "stall": _stall,
+    "error_event": _error_event,
+    "corrupt_event": _corrupt_event,
+    "drop_terminal": _drop_terminal,
+    "delay_events": _delay_events,
+}
+_ANY = {"disconnect": _disconnect, "delay_headers": _delay_headers}
+
+
+# Content changes first, then cuts, then delays: a delay or a cut applies to the content as changed.
+ORDER = (
+    "corrupt_event",
+    "drop_terminal",
+    "truncate",
+    "error_event",
+    "disconnect",
+    "stall",
+    "delay_events",
+    "delay_headers",
+)
+
+
+def apply(plan: Plan, fault: Fault) -> bool:
+    """Rewrite ``plan`` for ``fault`` (not ``status``, which replaces the plan); False when it cannot apply.
+
+    Apply several faults in :data:`ORDER` (:func:`apply_all`).
+    """
+    if fault.kind in _ANY:
+        return _ANY[fault.kind](plan, fault)
+    if fault.kind == "truncate" and not plan.stream:
+        return _truncate(plan, fault)
+    if fault.kind in _STREAM_ONLY and plan.stream:
+        return _STREAM_ONLY[fault.kind](plan, fault)
+    return False
+
+
+def _rank(fault: Fault) -> int:
+    return ORDER.index(fault.kind) if fault.kind in ORDER else len(ORDER)
+
+
+def apply_all(plan: Plan, faults: Iterable[Fault], answered: Fault | None = None) -> list[tuple[Fault, bool]]:
+    """Rewrite ``plan`` for ``faults`` in :data:`ORDER`: each fault, and whether it applied.
+
+    ``answered`` is the ``status`` fault whose :func:`status_plan` ``plan`` is (it counts as applied; any
+    other ``status`` fault does not apply).
+    """
+    return [(fault, fault is answered or (fault.kind != "status" and apply(plan, fault)))
+            for fault in sorted(faults, key=_rank)]
+
+
+def status_plan(fault: Fault, provider: str | None) -> Plan:
+    """The plan of a ``status`` fault: the provider's error envelope with its retry headers."""
+    extra: dict[str, str] = {}
+    if fault.retry_after is not None:
+        extra["retry-after"] = f"{fault.retry_after:g}"
+    elif fault.status == 429:
+        extra["retry-after"] = "1"
+    if fault.retry_after_ms is not None:
+        extra["retry-after-ms"] = f"{fault.retry_after_ms:g}"
+    if fault.should_retry is not None:
+        extra["x-should-retry"] = "true" if fault.should_retry else "false"
+    reply = envelopes.error_reply(
+        provider,
+        fault.status or 500,
+        message=fault.message or "",
+        error_type=fault.error_type,
+        code=fault.code,
+        headers=extra,
+    )
+    return error_plan(reply)

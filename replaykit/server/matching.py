@@ -22,11 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from replaykit import sse
 from replaykit.cassette import Interaction, Request, body_json
 from replaykit.routes import Route, classify_uri
 from replaykit.server.diff import Pattern, compile_patterns, diff
-from replaykit.server.plan import Batch, fitting_batches
 
 __all__ = [
     "BUILTIN_MATCHERS",
@@ -42,7 +40,6 @@ __all__ = [
 DEFAULT_VOLATILE: tuple[str, ...] = ("/metadata/user_id", "/user", "/safety_identifier", "/prompt_cache_key")
 BUILTIN_MATCHERS: tuple[str, ...] = ("method", "path", "query", "body", "model")
 NEAR_MISSES = 3
-PARSE_SLICE = 1 << 16
 _DEPLOYMENT = re.compile(r"/openai/deployments/([^/]+)/")
 
 Matcher = Callable[["Received", Request], bool]
@@ -76,7 +73,11 @@ class Received:
 
 @dataclass(slots=True)
 class Slot:
-    """One loaded interaction: where it came from, its route, and how often it was taken and served."""
+    """One loaded interaction: where it came from, its route, and how often it was taken and served.
+
+    ``memo`` holds what other modules keep per interaction (its stream framed, by
+    :mod:`~replaykit.server.plan`; its response's contract verdicts, by :mod:`~replaykit.server.verdicts`).
+    """
 
     cassette: str
     index: int
@@ -85,7 +86,6 @@ class Slot:
     taken: int = 0
     served: int = 0
     _json: list[Any] = field(default_factory=list, repr=False)
-    _chunks: list[tuple[bytes, list[bytes | memoryview]]] = field(default_factory=list, repr=False)
     memo: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -95,43 +95,9 @@ class Slot:
             self._json.append(self.interaction.request.json())
         return self._json[0]
 
-    def chunks(self) -> list[bytes | memoryview]:
-        """The recorded SSE events as views into the body, one per event (their ``raw`` bytes, not copied).
-
-        The views are made once per body (a new ``body`` gets new ones); the list returned is a new one.
-        """
-        body = self.interaction.response.body
-        if not self._chunks or self._chunks[0][0] is not body:
-            view, ends = memoryview(body), _event_ends(body)
-            views: list[bytes | memoryview] = [view[a:b] for a, b in zip([0, *ends], ends, strict=False)]
-            self._chunks[:] = [(body, views)]
-        return list(self._chunks[0][1])
-
-    def batches(self) -> list[Batch] | None:
-        """The recorded events framed as HTTP chunks, in :func:`~replaykit.server.plan.batches`, made once
-        per body; None for a stream that does not fit :data:`~replaykit.server.plan.BATCHED_STREAM_LIMIT`
-        framed (it goes event by event)."""
-        body = self.interaction.response.body
-        cached = self.memo.get("batches")
-        if cached is None or cached[0] is not body:
-            cached = self.memo["batches"] = (body, fitting_batches(self.chunks()))
-        return None if cached[1] is None else list(cached[1])
-
     def where(self) -> dict[str, Any]:
         """``{cassette, index, line}`` for the journal."""
         return {"cassette": self.cassette, "index": self.index, "line": self.interaction.line}
-
-
-def _event_ends(body: bytes) -> list[int]:
-    view = memoryview(body)
-    pieces = (bytes(view[i : i + PARSE_SLICE]) for i in range(0, len(body), PARSE_SLICE))
-    ends, total = [], 0
-    for event in sse.iter_events(pieces):  # a slice at a time: a huge stream never exists twice in memory
-        total += len(event.raw)
-        ends.append(total)
-    if total != len(body):  # a BOM or other bytes outside the blocks: keep the body whole
-        return [len(body)]
-    return ends
 
 
 @dataclass(frozen=True, slots=True)

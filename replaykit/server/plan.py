@@ -1,43 +1,39 @@
 """What a response will look like on the wire, before it is sent: a :class:`Plan`, which faults rewrite.
 
 A plan is the status, the headers, the chunks to write (one per recorded SSE event, or the body of a
-non-stream response) and when each is due. :func:`apply` turns each :class:`~replaykit.server.faults.Fault`
-into a change of plan, so the network code (:mod:`replaykit.server.streaming`) knows nothing of faults.
+non-stream response) and when each is due. :mod:`replaykit.server.faults` turns each fault into a change of
+plan, so the network code (:mod:`replaykit.server.streaming`) knows nothing of faults; this module knows
+nothing of them either.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, cast
 
 from replaykit import sse
 from replaykit.cassette import Response
 from replaykit.errors import UsageError
 from replaykit.server import envelopes
-from replaykit.server.faults import Fault
 
 __all__ = [
     "BATCHED_STREAM_LIMIT",
     "BATCH_LIMIT",
     "HOP_BY_HOP",
-    "ORDER",
-    "TERMINAL_EVENTS",
     "Batch",
     "Plan",
     "Timing",
-    "apply",
     "batched",
     "batches",
-    "corrupt",
     "error_plan",
     "fitting_batches",
     "http_chunk",
     "plan_for",
+    "recorded_batches",
+    "recorded_chunks",
     "replay_headers",
-    "status_plan",
 ]
 
 HOP_BY_HOP = frozenset(
@@ -53,15 +49,15 @@ HOP_BY_HOP = frozenset(
         "proxy-connection",
     }
 )
-TERMINAL_EVENTS = frozenset({"message_stop", "response.completed", "response.incomplete", "response.failed"})
 WRITE_SIZE = 1 << 20  # a large non-stream body is written in slices of this size
 BATCH_LIMIT = 16 << 10  # bytes gathered at most into one write in fast timing (see streaming)
 # A stream framed longer than this is not batched: the server would get ahead of a client by more than one
 # of its reads (httpx reads 64 KiB), and that read would end inside an event.
 BATCHED_STREAM_LIMIT = 64 << 10
-_DATA = re.compile(rb"(?m)^data: ?([^\r\n]*)")
+PARSE_SLICE = 1 << 16  # bytes of a recorded body parsed at a time when it is cut into events
 End = Literal["eof", "disconnect", "hang"]
 Batch = tuple[bytes, int]  # HTTP chunks framed and joined, and how many they are
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +172,51 @@ def batched(plan: Plan) -> list[Batch] | None:
     return plan.framed if plan.framed is not None else fitting_batches(plan.chunks)
 
 
+# ---------------------------------------------------------------- a recording framed once per interaction
+
+
+def _per_body(memo: dict[str, Any], key: str, body: bytes, make: Callable[[], _T]) -> _T:
+    """``make()``, kept in ``memo`` under ``key`` for as long as ``body`` is the very same object."""
+    cached = memo.get(key)
+    if cached is None or cached[0] is not body:
+        cached = memo[key] = (body, make())
+    return cast(_T, cached[1])
+
+
+def _event_ends(body: bytes) -> list[int]:
+    view = memoryview(body)
+    pieces = (bytes(view[i : i + PARSE_SLICE]) for i in range(0, len(body), PARSE_SLICE))
+    ends, total = [], 0
+    for event in sse.iter_events(pieces):  # a slice at a time: a huge stream never exists twice in memory
+        total += len(event.raw)
+        ends.append(total)
+    if total != len(body):  # a BOM or other bytes outside the blocks: keep the body whole
+        return [len(body)]
+    return ends
+
+
+def _event_views(body: bytes) -> list[bytes | memoryview]:
+    view, ends = memoryview(body), _event_ends(body)
+    return [view[a:b] for a, b in zip([0, *ends], ends, strict=False)]
+
+
+def recorded_chunks(body: bytes, memo: dict[str, Any]) -> list[bytes | memoryview]:
+    """The SSE events of a recorded ``body`` as views into it, one per event (their ``raw`` bytes uncopied).
+
+    ``memo`` is the interaction's cache (``Slot.memo``): the views are made once per body (a new ``body``
+    gets new ones); the list returned is a new one.
+    """
+    return list(_per_body(memo, "framing:chunks", body, lambda: _event_views(body)))
+
+
+def recorded_batches(body: bytes, memo: dict[str, Any]) -> list[Batch] | None:
+    """The events of a recorded ``body`` framed as HTTP chunks, in :func:`batches`, made once per body (kept
+    in ``memo`` as :func:`recorded_chunks`); None for a stream that does not fit
+    :data:`BATCHED_STREAM_LIMIT` framed (it goes event by event)."""
+    framed = _per_body(memo, "framing:batches", body, lambda: fitting_batches(recorded_chunks(body, memo)))
+    return None if framed is None else list(framed)
+
+
 def _slices(body: bytes) -> list[bytes | memoryview]:
     if len(body) <= WRITE_SIZE:
         return [body]
@@ -225,199 +266,3 @@ def plan_for(
 def error_plan(reply: envelopes.ErrorReply) -> Plan:
     """A plan serving an error envelope."""
     return Plan(reply.status, list(reply.headers.items()), [reply.body], False, length=len(reply.body))
-
-
-# ---------------------------------------------------------------- faults as changes of plan
-
-
-def _cut(plan: Plan, count: int) -> int:
-    count = min(count, len(plan.chunks))
-    del plan.chunks[count:], plan.due[count:]
-    return count
-
-
-def _json_of(event: sse.Event) -> Any:
-    try:
-        return event.json() if event.data is not None else None
-    except ValueError:
-        return None
-
-
-def _type_of(event: sse.Event) -> str | None:
-    data = _json_of(event)
-    return event.event or (data.get("type") if isinstance(data, dict) else None)
-
-
-def _after(plan: Plan, fault: Fault) -> int:
-    return min(fault.after or 0, len(plan.chunks))
-
-
-def _stall(plan: Plan, fault: Fault) -> bool:
-    at = _after(plan, fault)
-    if fault.ms is None:
-        _cut(plan, at)
-        plan.end, plan.altered = "hang", True
-    else:
-        plan.due[at:] = [due + fault.ms / 1000 for due in plan.due[at:]]
-    plan.notes.append(f"stalled after event {at}")
-    return True
-
-
-def _disconnect(plan: Plan, fault: Fault) -> bool:
-    if plan.stream:
-        at = _cut(plan, _after(plan, fault))
-        plan.notes.append(f"disconnected after event {at}")
-    else:
-        body = b"".join(plan.chunks)
-        plan.chunks = [body[: len(body) // 2]]
-        plan.notes.append(f"disconnected after {len(body) // 2} of {len(body)} bytes")
-    plan.end, plan.altered = "disconnect", True
-    return True
-
-
-def _next_sequence(events: list[sse.Event]) -> int:
-    for event in reversed(events):
-        data = _json_of(event)
-        if isinstance(data, dict) and isinstance(data.get("sequence_number"), int):
-            return int(data["sequence_number"]) + 1
-    return len(events)
-
-
-def _last_response(events: list[sse.Event]) -> dict[str, Any] | None:
-    for event in reversed(events):
-        data = _json_of(event)
-        if isinstance(data, dict) and isinstance(data.get("response"), dict):
-            return dict(data["response"])
-    return None
-
-
-def _error_event(plan: Plan, fault: Fault) -> bool:
-    at = _cut(plan, _after(plan, fault))
-    sent = plan.events[:at]
-    sequence = _next_sequence(sent)
-    if fault.as_failed and plan.provider != "anthropic":
-        raw = envelopes.failed_event(
-            _last_response(sent), code=fault.error_type, message=fault.message or "", sequence_number=sequence
-        )
-    else:
-        raw = envelopes.error_event(
-            plan.provider, error_type=fault.error_type, message=fault.message or "", sequence_number=sequence
-        )
-    plan.chunks.append(raw)
-    plan.due.append(plan.due[-1] if plan.due else 0.0)
-    plan.notes.append(f"error event after event {at}")
-    plan.altered = True
-    return True
-
-
-def corrupt(raw: bytes) -> bytes:
-    """The block with the payload of its first ``data:`` line cut in half (the JSON no longer parses)."""
-    found = _DATA.search(raw)
-    if found is None:
-        return raw[: len(raw) // 2] + b"\n\n"
-    payload = found.group(1).rstrip()
-    return raw[: found.start(1)] + payload[: len(payload) // 2] + raw[found.end(1) :]
-
-
-def _corrupt_event(plan: Plan, fault: Fault) -> bool:
-    index = (fault.event or 1) - 1
-    if index >= len(plan.chunks):
-        plan.notes.append(f"not applied: the stream has {len(plan.chunks)} events, not {index + 1}")
-        return False
-    plan.chunks[index] = corrupt(bytes(plan.chunks[index]))
-    plan.notes.append(f"event {index + 1} corrupted")
-    plan.altered = True
-    return True
-
-
-def _drop_terminal(plan: Plan, fault: Fault) -> bool:
-    for index in range(min(len(plan.events), len(plan.chunks)) - 1, -1, -1):
-        event = plan.events[index]
-        if _type_of(event) in TERMINAL_EVENTS or (event.data or "").strip() == "[DONE]":
-            del plan.chunks[index], plan.due[index]
-            plan.notes.append(f"terminal event {index + 1} ({_type_of(event) or event.data}) dropped")
-            plan.altered = True
-            return True
-    plan.notes.append("not applied: no terminal event in the stream")
-    return False
-
-
-def _truncate(plan: Plan, fault: Fault) -> bool:
-    body = b"".join(plan.chunks)
-    at = len(body) // 2 if fault.at is None else min(fault.at, len(body))
-    plan.chunks, plan.length = [body[:at]], at
-    plan.notes.append(f"body truncated to {at} of {len(body)} bytes")
-    plan.altered = True
-    return True
-
-
-def _delay_events(plan: Plan, fault: Fault) -> bool:
-    step = (fault.ms or 0) / 1000
-    plan.due = [due + (i + 1) * step for i, due in enumerate(plan.due)]
-    plan.notes.append(f"{fault.ms:g} ms before each event")
-    return True
-
-
-def _delay_headers(plan: Plan, fault: Fault) -> bool:
-    plan.head_delay += (fault.ms or 0) / 1000
-    plan.notes.append(f"{fault.ms:g} ms before the headers")
-    return True
-
-
-_STREAM_ONLY = {
-    "stall": _stall,
-    "error_event": _error_event,
-    "corrupt_event": _corrupt_event,
-    "drop_terminal": _drop_terminal,
-    "delay_events": _delay_events,
-}
-_ANY = {"disconnect": _disconnect, "delay_headers": _delay_headers}
-
-
-# Content changes first, then cuts, then delays: a delay or a cut applies to the content as changed.
-ORDER = (
-    "corrupt_event",
-    "drop_terminal",
-    "truncate",
-    "error_event",
-    "disconnect",
-    "stall",
-    "delay_events",
-    "delay_headers",
-)
-
-
-def apply(plan: Plan, fault: Fault) -> bool:
-    """Rewrite ``plan`` for ``fault`` (not ``status``, which replaces the plan); False when it cannot apply.
-
-    Apply several faults in :data:`ORDER`.
-    """
-    if fault.kind in _ANY:
-        return _ANY[fault.kind](plan, fault)
-    if fault.kind == "truncate" and not plan.stream:
-        return _truncate(plan, fault)
-    if fault.kind in _STREAM_ONLY and plan.stream:
-        return _STREAM_ONLY[fault.kind](plan, fault)
-    return False
-
-
-def status_plan(fault: Fault, provider: str | None) -> Plan:
-    """The plan of a ``status`` fault: the provider's error envelope with its retry headers."""
-    extra: dict[str, str] = {}
-    if fault.retry_after is not None:
-        extra["retry-after"] = f"{fault.retry_after:g}"
-    elif fault.status == 429:
-        extra["retry-after"] = "1"
-    if fault.retry_after_ms is not None:
-        extra["retry-after-ms"] = f"{fault.retry_after_ms:g}"
-    if fault.should_retry is not None:
-        extra["x-should-retry"] = "true" if fault.should_retry else "false"
-    reply = envelopes.error_reply(
-        provider,
-        fault.status or 500,
-        message=fault.message or "",
-        error_type=fault.error_type,
-        code=fault.code,
-        headers=extra,
-    )
-    return error_plan(reply)

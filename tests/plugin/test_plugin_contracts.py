@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from replaykit import contracts
-from replaykit.pytest_plugin import format_report
 from replaykit.resources import data_dir
 from replaykit.server.journal import Entry
+from replaykit.traffic import format_report
 
 INNER = '''
 from urllib.parse import urlsplit

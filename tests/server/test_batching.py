@@ -1,7 +1,9 @@
 """Batching in ``fast`` timing: one HTTP chunk per event, framed together into few writes; never held.
 
-Unit tests drive :class:`~replaykit.server.streaming.Wire` over a recording transport and
-:func:`~replaykit.server.plan.batches`; the end-to-end tests read what a real client receives, and when.
+Unit tests drive :class:`~replaykit.server.streaming.Wire` over a recording transport,
+:func:`~replaykit.server.plan.batches` and a recording framed once per interaction
+(:func:`~replaykit.server.plan.recorded_chunks`, :func:`~replaykit.server.plan.recorded_batches`); the
+end-to-end tests read what a real client receives, and when.
 """
 
 from __future__ import annotations
@@ -30,7 +32,17 @@ from replaykit.server import FakeProvider, Timing, streaming
 from replaykit.server.app import State, _replay_plan
 from replaykit.server.faults import Fault
 from replaykit.server.matching import Pool, slots_of
-from replaykit.server.plan import BATCH_LIMIT, BATCHED_STREAM_LIMIT, batched, batches, http_chunk, plan_for
+from replaykit.server.plan import (
+    BATCH_LIMIT,
+    BATCHED_STREAM_LIMIT,
+    Batch,
+    batched,
+    batches,
+    http_chunk,
+    plan_for,
+    recorded_batches,
+    recorded_chunks,
+)
 from replaykit.server.streaming import Progress, Wire
 
 
@@ -156,14 +168,34 @@ def _slot(cassette: Cassette) -> Any:
     return slots_of("c", cassette.interactions)[0]
 
 
+def _chunks(slot: Any) -> list[bytes | memoryview]:
+    """The slot's recorded events, framed once per interaction (in ``slot.memo``)."""
+    return recorded_chunks(slot.interaction.response.body, slot.memo)
+
+
+def _batches(slot: Any) -> list[Batch] | None:
+    return recorded_batches(slot.interaction.response.body, slot.memo)
+
+
 def test_a_slot_frames_its_stream_once_per_body() -> None:
     slot = _slot(stream_cassette())
-    first = slot.batches()
-    assert first == list(batches(slot.chunks()))
-    assert slot.batches() is not first and slot.batches()[0][0] is first[0][0]  # cached, a new list
+    first = _batches(slot)
+    assert first == list(batches(_chunks(slot)))
+    assert _batches(slot) is not first and _batches(slot)[0][0] is first[0][0]  # cached, a new list
     response = slot.interaction.response
     response.body = response.body + b"event: ping\ndata: {}\n\n"
-    assert slot.batches()[-1][0].endswith(_frame(b"event: ping\ndata: {}\n\n"))
+    assert _batches(slot)[-1][0].endswith(_frame(b"event: ping\ndata: {}\n\n"))
+
+
+def test_slot_chunks_are_the_events_of_the_current_body() -> None:
+    first, second = stream_cassette(1).interactions[0], stream_cassette(2).interactions[0]
+    slot = slots_of("mem", [first])[0]
+    chunks = _chunks(slot)
+    assert [bytes(c) for c in chunks] == [e.raw for e in first.response.events]
+    chunks.clear()  # the caller's list: the slot keeps its own
+    assert len(_chunks(slot)) == len(first.response.events)
+    first.response.body = second.response.body  # a new body gets its own views
+    assert [bytes(c) for c in _chunks(slot)] == [e.raw for e in second.response.events]
 
 
 @pytest.mark.parametrize("fits", [True, False])
@@ -175,7 +207,7 @@ def test_only_a_stream_that_fits_one_client_read_is_batched(fits: bool) -> None:
     plan = plan_for(cassette.interactions[0].response, Timing.parse("fast"), "anthropic")
     framed = batched(plan)
     assert (framed is not None) is fits
-    assert (_slot(cassette).batches() is not None) is fits
+    assert (_batches(_slot(cassette)) is not None) is fits
     if framed is not None:
         assert sum(len(data) for data, _ in framed) <= BATCHED_STREAM_LIMIT
 

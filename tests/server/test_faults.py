@@ -21,7 +21,9 @@ from server_support import (
 
 from replaykit import contracts, sse
 from replaykit.errors import UsageError
-from replaykit.server import FakeProvider, Fault, load_faults
+from replaykit.server import FakeProvider, Fault, Timing, load_faults
+from replaykit.server.faults import apply_all
+from replaykit.server.plan import plan_for
 
 STREAM_EVENTS = 8  # stream_cassette(text_deltas=3)
 
@@ -264,6 +266,17 @@ def test_faults_combine(serve: Any) -> None:
     assert isinstance(error, httpx.RemoteProtocolError) and len(chunks) == 3
     with pytest.raises(ValueError):
         sse.parse(chunks[1])[0].json()
+
+
+def test_apply_all_goes_in_order_and_only_the_status_answered_applies() -> None:
+    """Content changes before cuts; a ``status`` fault is applied only as the one the plan serves."""
+    plan = plan_for(stream_cassette().interactions[0].response, Timing(), "anthropic")
+    served, other = Fault.parse("status=500"), Fault.parse("status=503")
+    cut, corrupt = Fault.parse("kind=disconnect,after=3"), Fault.parse("kind=corrupt_event,event=3")
+    faults = [cut, other, corrupt, served]
+    applied = [(fault.kind, ok) for fault, ok in apply_all(plan, faults, answered=served)]
+    assert applied == [("corrupt_event", True), ("disconnect", True), ("status", False), ("status", True)]
+    assert plan.notes == ["event 3 corrupted", "disconnected after event 3"]
 
 
 # ---------------------------------------------------------------- declaring faults

@@ -17,14 +17,12 @@ from server_support import (
     cassette_of,
     json_interaction,
     message_cassette,
-    stream_cassette,
 )
 
 from replaykit import cassette, contracts
 from replaykit.cassette import Request
 from replaykit.errors import MatchError, UsageError
 from replaykit.server import FakeProvider, Received
-from replaykit.server.matching import slots_of
 
 
 def _text(response: httpx.Response) -> str:
@@ -240,14 +238,3 @@ def test_a_bundled_cloudflare_search_is_replayed_with_its_headers(serve: Any) ->
         if recorded.response.header(name):
             assert response.headers[name] == recorded.response.header(name)
     assert fake.journal[0].route == "cloudflare.websearch" and fake.journal[0].request_violations == []
-
-
-def test_slot_chunks_are_the_events_of_the_current_body() -> None:
-    first, second = stream_cassette(1).interactions[0], stream_cassette(2).interactions[0]
-    slot = slots_of("mem", [first])[0]
-    chunks = slot.chunks()
-    assert [bytes(c) for c in chunks] == [e.raw for e in first.response.events]
-    chunks.clear()  # the caller's list: the slot keeps its own
-    assert len(slot.chunks()) == len(first.response.events)
-    first.response.body = second.response.body  # a new body gets its own views
-    assert [bytes(c) for c in slot.chunks()] == [e.raw for e in second.response.events]

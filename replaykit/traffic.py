@@ -1,0 +1,133 @@
+"""The report on one test's provider traffic: what the pytest plugin fails a test with.
+
+:func:`format_report` lists, each under a title with a count and the fix, the requests no recorded
+interaction matched (with their near misses and the body diffs against them), the recorded interactions never
+served, the contract violations (of every request, and of every recorded response served unaltered; those the
+cassette lists under ``replaykit: x-expected-violations`` excepted, see :func:`expected_violations`) and the
+connections the network guard refused. No problems, no report: an empty string.
+
+Cheap to import (no aiohttp, no jsonschema until a violation is reported), as the plugin must be.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from replaykit.cassette import Cassette
+    from replaykit.server import Entry
+
+__all__ = ["NETWORK_HINT", "expected_violations", "format_report"]
+
+NETWORK_HINT = (
+    "point the client at replaykit.base_url(...) or replaykit.env(), or allow the network with "
+    "--replaykit-allow-network (ini replaykit_allow_network = true, env REPLAYKIT_ALLOW_NETWORK=1)"
+)
+
+
+def format_report(
+    journal: list[Entry],
+    unused: list[dict[str, Any]],
+    refused: list[str],
+    display: Callable[[str], str] = str,
+    expected: Callable[[str], frozenset[str]] = lambda label: frozenset(),
+) -> str:
+    """The report of one test's traffic: unmatched requests, unused interactions, violations, refusals."""
+    sections = [
+        _section("requests no recorded interaction matched", _unmatched(journal, display),
+                 "record the missing interaction, or fix the request (the near misses show the closest)"),
+        _section("recorded interactions never served", [[_unused_line(u, display)] for u in unused],
+                 "make the code send them, drop them from the cassette, or mark the test "
+                 "@pytest.mark.replaykit(allow_unused=True)"),
+        _section("contract violations", _violations(journal, display, expected),
+                 "fix the request (a response: the cassette); list a deliberate violation under the "
+                 "cassette's replaykit: x-expected-violations"),
+        _section("network connections refused", [[line] for line in refused], NETWORK_HINT),
+    ]
+    found = [text for text in sections if text]
+    return "\n".join(["replaykit: this test's provider traffic has problems", *found]) if found else ""
+
+
+def expected_violations(loaded: Cassette | None) -> frozenset[str]:
+    """The violations ``loaded`` lists under ``replaykit: x-expected-violations`` (none: no cassette)."""
+    from replaykit.contracts import EXPECTED_VIOLATIONS  # jsonschema is imported only on a violation
+
+    listed = loaded.meta.extra.get(EXPECTED_VIOLATIONS) if loaded is not None else None
+    return frozenset(map(str, listed)) if isinstance(listed, list) else frozenset()
+
+
+def _section(title: str, items: list[list[str]], fix: str) -> str:
+    """A titled, counted list; each item is a first line and the lines explaining it."""
+    if not items:
+        return ""
+    lines = [f"  {line}" for item in items for line in item]
+    return "\n".join([f"{title} ({len(items)}); fix: {fix}", *lines])
+
+
+def _request(entry: Entry) -> str:
+    return f"request {entry.seq}: {entry.method} {entry.path}"
+
+
+def _unmatched(journal: list[Entry], display: Callable[[str], str]) -> list[list[str]]:
+    return [_unmatched_item(entry, display) for entry in journal if entry.verdict == "unmatched"]
+
+
+def _unmatched_item(entry: Entry, display: Callable[[str], str]) -> list[str]:
+    lines = [f"{_request(entry)} got {entry.status or 404}: {entry.error}"]
+    for miss in entry.near_misses:
+        refused = ", ".join(miss["failed"]) or "nothing"
+        place = f"{display(miss['cassette'])}:interactions[{miss['index']}]"
+        lines.append(f"  near miss {place} (line {miss['line']}, refused by: {refused})")
+        lines.extend(f"    {_change(change)}" for change in miss["diff"])
+    return lines
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _change(change: dict[str, Any]) -> str:
+    pointer = change["pointer"] or "/"
+    if change["change"] == "added":
+        return f"{pointer}: only in the request sent: {_shown(change['received'])}"
+    if change["change"] == "removed":
+        return f"{pointer}: only in the recording: {_shown(change['recorded'])}"
+    return f"{pointer}: sent {_shown(change['received'])}, recorded {_shown(change['recorded'])}"
+
+
+def _unused_line(row: dict[str, Any], display: Callable[[str], str]) -> str:
+    where = f"{display(row['cassette'])}:interactions[{row['index']}]"
+    return f"{where} (line {row['line']}, route {row['route']})"
+
+
+def _violations(
+    journal: list[Entry], display: Callable[[str], str], expected: Callable[[str], frozenset[str]]
+) -> list[list[str]]:
+    items: list[list[str]] = []
+    for entry in journal:
+        rows = [("request", row) for row in entry.request_violations]
+        if entry.verdict == "served" and not any(f.get("applied") for f in entry.faults):
+            rows += [("response", row) for row in entry.response_violations]
+        matched = entry.matched or {}
+        listed = expected(matched["cassette"]) if rows and matched else frozenset()
+        source = f"{display(matched['cassette'])}:interactions[{matched['index']}]" if matched else ""
+        items += [[f"{_request(entry)}: {_violation(part, row)}"
+                   + (f" (recorded in {source})" if part == "response" else "")]
+                  for part, row in rows if not (listed and _names(part, row, matched["index"]) & listed)]
+    return items
+
+
+def _names(part: str, row: dict[str, Any], index: int) -> set[str]:
+    """The ways an ``x-expected-violations`` entry may name this journal violation row."""
+    from replaykit.contracts import Violation, expected_keys  # jsonschema is imported only on a violation
+
+    violation = Violation(str(row.get("pointer") or ""), str(row.get("keyword") or ""),
+                          str(row.get("message") or ""), event=row.get("event"), part=part)
+    return expected_keys(index, violation)
+
+
+def _violation(part: str, row: dict[str, Any]) -> str:
+    event = f" events[{row['event']}]" if row.get("event") is not None else ""
+    return f"{part}{event} {row.get('pointer') or '/'}: {row.get('message')}"
