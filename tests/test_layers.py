@@ -1,0 +1,67 @@
+"""Modules depend downward only: no import cycle, ``errors`` imports nothing of replaykit, and the lowest modules
+(``sse``, ``cassette``, ``redact``, ``contracts``…) import neither the taxonomy nor the server.
+
+Every import counts, at module level or inside a function: an import moved into a function to dodge a cycle
+is still a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "replaykit"
+LOWEST = ("errors", "pointer", "findings", "sse", "resources", "cassette", "routes", "redact", "contracts")
+
+
+def _name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def graph() -> dict[str, set[str]]:
+    """``{module: the replaykit modules it imports}`` for every module of the package."""
+    modules = {_name(path): path for path in PACKAGE.rglob("*.py")}
+    edges: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found |= {f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules
+                          else node.module for alias in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+        edges[name] = {target for target in found if target in modules and target != name}
+    return edges
+
+
+def _reach(start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for target in graph()[todo.pop()] - seen:
+            seen.add(target)
+            todo.append(target)
+    return seen
+
+
+def test_the_graph_sees_the_package() -> None:
+    assert {"replaykit.errors", "replaykit.server.app", "replaykit.cli"} <= set(graph())
+    assert "replaykit.contracts" in graph()["replaykit.verify"]
+
+
+def test_there_is_no_import_cycle() -> None:
+    cycles = sorted(name for name in graph() if name in _reach(name))
+    assert cycles == []
+
+
+def test_errors_imports_nothing_of_replaykit() -> None:
+    assert graph()["replaykit.errors"] == set()
+
+
+def test_the_lowest_modules_import_neither_the_taxonomy_nor_the_server() -> None:
+    for low in LOWEST:
+        above = {name for name in _reach(f"replaykit.{low}")
+                 if name == "replaykit.provenance" or name.startswith("replaykit.server")}
+        assert above == set(), low
