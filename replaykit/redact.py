@@ -40,6 +40,7 @@ from replaykit.pointer import json_pointer
 
 __all__ = [
     "ACCOUNT_PLACEHOLDER",
+    "CREDENTIAL_HEADERS",
     "PLACEHOLDER",
     "SECRET_HEADERS",
     "SECRET_KINDS",
@@ -50,6 +51,7 @@ __all__ = [
     "is_secret_query",
     "kind_label",
     "redact",
+    "redact_header",
     "safe_message",
     "scan",
     "scan_text",
@@ -57,10 +59,14 @@ __all__ = [
 
 PLACEHOLDER = "REDACTED"
 ACCOUNT_PLACEHOLDER = "0123456789abcdef0123456789abcdef"
-SECRET_HEADERS = frozenset({
-    "authorization", "x-api-key", "api-key", "openai-organization", "openai-project",
-    "cf-aig-authorization", "cookie", "set-cookie",
-})
+#: Headers that carry a credential: their value is a secret whatever its shape (an Azure key, a Basic
+#: credential), so :func:`scan` reports one that :func:`redact` would still change.
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key",
+                                "cf-aig-authorization"})
+#: Headers scrubbed by :func:`redact` and in the fake provider's journal: the credentials, and what ties
+#: traffic to an account or a session (organization, project, cookies; found by :func:`scan` only when a key
+#: of a known shape sits in them).
+SECRET_HEADERS = CREDENTIAL_HEADERS | {"openai-organization", "openai-project", "cookie", "set-cookie"}
 
 _TOKEN_OWNERS = "access|refresh|id|auth|authorization|api|bearer|session|security|oauth|tunnel|github|hf|bot"
 _SECRET_FIELD = re.compile(
@@ -176,6 +182,9 @@ class Rules:
         return text
 
 
+_DEFAULT_RULES = Rules()
+
+
 # ---------------------------------------------------------------- redact
 
 
@@ -203,16 +212,20 @@ def _interaction(item: Interaction, rules: Rules) -> Interaction:
 
 
 def _headers(headers: Headers, rules: Rules) -> Headers:
-    return {name: [_header_value(name, value, rules) for value in values] for name, values in headers.items()}
+    return {name: [redact_header(name, value, rules) for value in values] for name, values in headers.items()}
 
 
-def _header_value(name: str, value: str, rules: Rules) -> str:
-    if not rules.secret_header(name):
-        return rules.substitute(value)
+def redact_header(name: str, value: str, rules: Rules | None = None) -> str:
+    """The value header ``name`` may be stored with: a secret header's (:data:`SECRET_HEADERS`, or a user
+    rule) replaced by the placeholder, ``Authorization: Bearer REDACTED`` keeping its scheme; any other value
+    with the user's substitutions applied."""
+    active = rules or _DEFAULT_RULES
+    if not active.secret_header(name):
+        return active.substitute(value)
     scheme, sep, rest = value.partition(" ")
     if sep and rest and name.lower().endswith("authorization") and scheme.isalpha():
-        return f"{scheme} {rules.placeholder}"
-    return rules.placeholder
+        return f"{scheme} {active.placeholder}"
+    return active.placeholder
 
 
 def _uri(uri: str, rules: Rules) -> str:
@@ -343,7 +356,7 @@ class _Kind:
 
 _LABELS = {"anthropic": "Anthropic API key", "openai": "OpenAI API key", "cloudflare": "Cloudflare API token",
            "aws": "AWS access key id", "github": "GitHub token", "bearer": "bearer token",
-           "pem": "PEM private key"}
+           "pem": "PEM private key", "header": "value of a credential header"}
 _FIXED = {"aws", "pem"}  # shapes that are not random text: no mixed-case check
 _KINDS: tuple[_Kind, ...] = tuple(_Kind(name, pattern, name not in _FIXED)
                                   for name, pattern in SECRET_PATTERNS)
@@ -396,11 +409,25 @@ def scan_text(text: str, file: str = "") -> list[SecretFinding]:
 
 def scan(cassette: Cassette) -> list[SecretFinding]:
     """Keys in every URI, header and body (JSON strings, SSE event data) of ``cassette``, and in its other
-    top-level keys and metadata (``interaction`` is ``None`` there), each masked."""
+    top-level keys and metadata (``interaction`` is ``None`` there), each masked. A value in a credential
+    header (:data:`CREDENTIAL_HEADERS`) that :func:`redact` would change is a finding whatever its shape
+    (kind ``header``)."""
     file = str(cassette.path) if cassette.path is not None else ""
-    return [SecretFinding(file, index, place, kind.name, excerpt, line)
-            for index, line, place, text in _cassette_places(cassette)
-            for kind, excerpt, _ in _matches(text)]
+    found: list[SecretFinding] = []
+    for index, line, place, text in _cassette_places(cassette):
+        keys = [SecretFinding(file, index, place, kind.name, excerpt, line)
+                for kind, excerpt, _ in _matches(text)]
+        if not keys and _unredacted_header(place, text):
+            keys = [SecretFinding(file, index, place, "header", _excerpt(text, None), line)]
+        found += keys
+    return found
+
+
+def _unredacted_header(place: str, value: str) -> bool:
+    """True for the value of a credential header (place ``request.headers.<name>``) not yet redacted."""
+    side, sep, name = place.partition(".headers.")
+    credential = sep and side in ("request", "response") and name in CREDENTIAL_HEADERS
+    return bool(credential) and redact_header(name, value) != value
 
 
 def _cassette_places(cassette: Cassette) -> Iterator[tuple[int | None, int | None, str, str]]:

@@ -1,5 +1,5 @@
-"""Modules depend downward only: no import cycle, ``errors`` imports nothing of replaykit, and the lowest modules
-(``sse``, ``cassette``, ``redact``, ``contracts``…) import neither the taxonomy nor the server.
+"""Modules depend downward only: no import cycle, ``errors`` imports nothing of replaykit, and the lowest
+modules (``sse``, ``cassette``, ``redact``, ``contracts``…) import neither the taxonomy nor the server.
 
 Every import counts, at module level or inside a function: an import moved into a function to dodge a cycle
 is still a cycle.

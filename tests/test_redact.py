@@ -131,8 +131,8 @@ def test_secret_query_names(name: str, secret: bool) -> None:
 # ---------------------------------------------------------------- redact: headers, URIs, bodies
 
 
-SPEC_HEADERS = ("authorization", "x-api-key", "api-key", "openai-organization", "openai-project",
-                "cf-aig-authorization", "cookie", "set-cookie")  # the issue's list, not the module's
+SPEC_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key", "openai-organization",
+                "openai-project", "cf-aig-authorization", "cookie", "set-cookie")  # the issues' list
 
 
 def test_the_default_header_list_is_the_specified_one() -> None:
@@ -151,6 +151,24 @@ def test_every_default_header_is_scrubbed_on_both_sides(header: str) -> None:
     assert clean.interactions[0].request.headers["accept"] == ["*/*"]
     assert key not in _dumped(clean)
     assert scan(clean) == []
+
+
+@pytest.mark.parametrize(("header", "value"), [
+    ("Proxy-Authorization", "Basic " + "dXNlcjpw" + "YXNzd29yZA=="), ("api-key", "0f" * 16),
+    ("Authorization", "Basic " + "YWxhZGRpbjpvcGVuc2VzYW1l"), ("x-api-key", "a-key-of-no-known-shape")])
+def test_a_credential_header_is_a_secret_whatever_its_shape(header: str, value: str) -> None:
+    tape = _one(Request("POST", "https://example.openai.azure.com/openai/v1/responses", {header: [value]}))
+    (finding,) = scan(tape)
+    assert (finding.kind, finding.field) == ("header", f"request.headers.{header.lower()}")
+    assert value not in repr(finding)
+    assert scan(redact(tape)) == [] and value not in _dumped(redact(tape))
+
+
+def test_an_identifier_header_is_scrubbed_but_not_a_finding() -> None:
+    headers = {"openai-organization": ["pydantic-28gund"], "cookie": ["__cf_bm=abc; _cfuvid=def"]}
+    tape = _one(Request("POST", "https://api.openai.com/v1/responses", headers))
+    assert scan(tape) == []
+    assert redact(tape).interactions[0].request.headers == {name: [PLACEHOLDER] for name in headers}
 
 
 def test_authorization_keeps_its_scheme() -> None:

@@ -25,10 +25,11 @@ from aiohttp import web
 from replaykit import sse
 from replaykit.contracts import STRICT, Profile
 from replaykit.errors import ReplaykitError
+from replaykit.redact import redact_header
 from replaykit.routes import classify
 from replaykit.server import envelopes, verdicts
 from replaykit.server.faults import EVENT_KINDS, Fault, apply_all, faults_json, status_plan
-from replaykit.server.journal import Entry, Journal, redact_headers
+from replaykit.server.journal import Entry, Journal
 from replaykit.server.matching import Match, Pool, Received, Slot
 from replaykit.server.plan import Plan, Timing, error_plan, plan_for, recorded_batches, recorded_chunks
 from replaykit.server.streaming import Progress, deliver
@@ -116,7 +117,7 @@ def _entry(state: State, received: Received) -> Entry:
         received.method,
         received.path,
         received.query,
-        redact_headers(received.headers),
+        {name: redact_header(name, value) for name, value in received.headers.items()},
         body,
     )
 

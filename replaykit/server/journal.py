@@ -29,26 +29,10 @@ from typing import Any
 
 from replaykit.cassette import write_atomic
 from replaykit.errors import UsageError, located
-from replaykit.redact import PLACEHOLDER, SECRET_HEADERS
 
-__all__ = ["SCHEMA_ID", "Entry", "Journal", "redact_headers"]
+__all__ = ["SCHEMA_ID", "Entry", "Journal"]
 
 SCHEMA_ID = "https://replaykit.dev/contracts/replaykit/journal-entry.schema.json"
-
-# The project's secret headers, and the proxy's (a request to a fake provider may carry one).
-_SECRET_HEADERS = SECRET_HEADERS | {"proxy-authorization"}
-
-
-def redact_headers(headers: dict[str, str]) -> dict[str, str]:
-    """Headers with secret values replaced (``Authorization: Bearer REDACTED`` keeps its scheme)."""
-    out: dict[str, str] = {}
-    for name, value in headers.items():
-        if name.lower() in _SECRET_HEADERS:
-            scheme, sep, _ = value.partition(" ")
-            value = f"{scheme} {PLACEHOLDER}" if sep and scheme.isalpha() else PLACEHOLDER
-        out[name] = value
-    return out
-
 
 @dataclass(slots=True)
 class Entry:
