@@ -13,15 +13,16 @@ Three kinds of citation, each checked against evidence seen *before* it::
                                            every sourceId names an evidence record; links are rendered from
                                            the records only (:func:`render_sources`), never from model text
 
-Entry points: :func:`verify_transcript` (a neutral transcript, DESIGN.md), :func:`verify_anthropic_message`
-and :func:`verify_openai_response` (raw wire bodies, e.g. from cassettes), :func:`verify_evidence_answer`.
-Each returns :class:`~replaykit.findings.Finding` objects (severity, code, message, at a JSON pointer); an
-empty list means every citation verified.
+Entry points: :func:`verify_transcript` (a neutral transcript,
+``contracts/replaykit/transcript.schema.json``), :func:`verify_anthropic_message` and
+:func:`verify_openai_response` (raw wire bodies, e.g. from cassettes), :func:`verify_evidence_answer`. Each
+returns :class:`~replaykit.findings.Finding` objects (severity, code, message, at a JSON pointer); an empty
+list means every citation verified.
 
 URLs are compared by :func:`replaykit.search.dedupe_key` of their safe form: scheme, fragment, ``utm_*`` and
 ``ref`` parameters do not make a cited URL unknown (OpenAI appends ``utm_source=openai`` to cited links).
 ``cited_text`` is measured without the ``...`` the API appends when it cuts a quote at 150 characters: every
-recorded cassette in /work/shared/recorded holds such 153-character quotes.
+real recording bundled in ``cassettes/recorded/`` holds such 153-character quotes.
 """
 
 from __future__ import annotations

@@ -63,7 +63,8 @@ ERROR_CODES: tuple[ErrorCode, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class ErrorInfo:
-    """A classified failure: the ``error`` object of a target outcome (DESIGN.md, "Protocols").
+    """A classified failure: the ``error`` object of a target outcome
+    (``contracts/replaykit/target-outcome.schema.json``).
 
     ``phase`` is the local phase that failed, set for ``LOCAL_REQUEST_ERROR`` only (the outcome contract
     allows no phase on the others). ``status``, ``provider_type`` (the provider's error type or code) and

@@ -7,10 +7,12 @@ Four steps, each a small public function::
     render(query, evidence) -> str                'N results for "q":' then a numbered list
     error_from_response(status, body, headers)    -> WebSearchError (402/429/5xx/400/401/403); timeout_error()
 
-Sources: WIRE.md §3 (request body, response, error envelopes, the agents SDK's rendering and
-``WebSearchError`` codes) and the evidence-record pattern of the Web Search guide in /work/shared/seeds
-(``safeHttpUrl``, ``dedupeEvidence``). The gateway id limit (1–64 characters) is the AI Gateway API's
-(developers.cloudflare.com/api/resources/ai_gateway/methods/create).
+Sources: https://developers.cloudflare.com/web-search/how-to-use/ (request body, response, error envelopes),
+the agents SDK's ``web_search`` tool
+(https://developers.cloudflare.com/changelog/post/2026-10-12-web-search/: its rendering and
+``WebSearchError`` codes) and the evidence-record pattern of Cloudflare's guide to web-connected agents (keep
+http(s) URLs only, drop fragments, dedupe on a normalized URL). The gateway id limit (1–64 characters) is the
+AI Gateway API's (developers.cloudflare.com/api/resources/ai_gateway/methods/create).
 
 URLs are made safe by :func:`safe_http_url`: only ``http``/``https`` with a host and no credentials; the
 fragment removed; the host lower-cased and IDNA-encoded (``bücher.example`` → ``xn--bcher-kva.example``, with

@@ -8,6 +8,7 @@ is still a cycle.
 from __future__ import annotations
 
 import ast
+import re
 from functools import cache
 from pathlib import Path
 
@@ -65,3 +66,15 @@ def test_the_lowest_modules_import_neither_the_taxonomy_nor_the_server() -> None
         above = {name for name in _reach(f"replaykit.{low}")
                  if name == "replaykit.provenance" or name.startswith("replaykit.server")}
         assert above == set(), low
+
+
+OUTSIDE = re.compile(r"WIRE\.md|DESIGN\.md|STYLE\.md|/work/|\.\./shared|shared/(?:recorded|seeds)")
+
+
+def test_what_ships_cites_only_what_ships_or_a_public_url() -> None:
+    root = PACKAGE.parent
+    shipped = [*PACKAGE.rglob("*.py"), *(root / "contracts").rglob("*.json"), *(root / "cassettes").rglob("*"),
+               *(root / "scenarios").rglob("*")]
+    cited = [str(path.relative_to(root)) for path in shipped
+             if path.is_file() and OUTSIDE.search(path.read_text(encoding="utf-8", errors="replace"))]
+    assert cited == []

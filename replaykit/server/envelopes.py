@@ -1,6 +1,8 @@
 """Error bodies and headers in each provider's own envelope, so SDKs raise their normal errors.
 
-Shapes (see ``/work/shared/WIRE.md`` and the SDKs' ``_exceptions`` / ``types``):
+Shapes, from the providers' error references (https://docs.anthropic.com/en/api/errors,
+https://platform.openai.com/docs/guides/error-codes, https://developers.cloudflare.com/web-search/how-to-use/)
+and the SDKs' ``_exceptions`` / ``types``:
 
 * Anthropic: ``{"type": "error", "error": {"type", "message"}, "request_id"}`` with a ``request-id`` header;
   mid-stream ``event: error`` with ``{"type": "error", "error": {"type": "overloaded_error", ...}}``.
