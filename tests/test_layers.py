@@ -73,8 +73,8 @@ OUTSIDE = re.compile(r"WIRE\.md|DESIGN\.md|STYLE\.md|/work/|\.\./shared|shared/(
 
 def test_what_ships_cites_only_what_ships_or_a_public_url() -> None:
     root = PACKAGE.parent
-    shipped = [*PACKAGE.rglob("*.py"), *(root / "contracts").rglob("*.json"), *(root / "cassettes").rglob("*"),
-               *(root / "scenarios").rglob("*")]
+    shipped = [*PACKAGE.rglob("*.py"), *(root / "contracts").rglob("*.json"),
+               *(root / "cassettes").rglob("*"), *(root / "scenarios").rglob("*")]
     cited = [str(path.relative_to(root)) for path in shipped
              if path.is_file() and OUTSIDE.search(path.read_text(encoding="utf-8", errors="replace"))]
     assert cited == []
