@@ -106,7 +106,7 @@ def test_json_output_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     (finding,) = leaked["findings"]
     assert set(finding) == {"file", "place", "code", "message", "severity", "fix", "note"}
     assert (finding["code"], finding["place"], finding["severity"]) == ("secret", "5", "error")
-    assert "interactions[0].request.headers.x-api-key: Anthropic API key sk-ant-a" in finding["message"]
+    assert "interactions[0].request.headers.x-api-key: Anthropic API key sk-a…" in finding["message"]
     assert key not in out
     assert doc["summary"] == {"files": 3, "interactions": 2, "findings": 2, "errors": 2, "warnings": 0,
                               "by_code": {"parse": 1, "secret": 1}, "ok": False}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 import string
@@ -60,12 +61,23 @@ def planted(seed: int = 7) -> dict[str, list[str]]:
                    "github" + under + "pat" + under + _random(rng, 22) + under + _random(rng, 59)],
         "bearer": [_random(rng, 40, _URLSAFE + ".")],
         "pem": [f"{pem_head}\n{pem_body}\n{pem_tail}"],
+        "google": ["AI" + "za" + _random(rng, 35, _URLSAFE)],
+        "slack": ["xo" + "xb-" + f"{rng.randrange(10**11, 10**12)}-" + _random(rng, 24)],
+        "jwt": [".".join(base64.urlsafe_b64encode(json.dumps(part).encode()).decode().rstrip("=") for part in
+                         ({"alg": "HS256", "typ": "JWT"},
+                          {"sub": _random(rng, 12), "iat": rng.getrandbits(31)}, _random(rng, 32)))],
+        "basic": [base64.b64encode(f"user{rng.randrange(100)}:{_random(rng, 14)}".encode()).decode()],
+        "labelled": ["".join(rng.choice("0123456789abcdef") for _ in range(30)) + "a1"],  # an Azure key: hex
     }
 
 
+_SCHEMES = {"bearer": "Bearer ", "basic": "Basic ", "labelled": "api-key: "}
+
+
 def _in_text(kind: str, key: str) -> str:
-    """How a key of ``kind`` appears in free text (a bearer token with its scheme, as in a pasted header)."""
-    return f"Bearer {key}" if kind == "bearer" else key
+    """How a key of ``kind`` appears in free text: a bearer token or a Basic credential with its scheme (as
+    in a pasted header), a shape-less key after its label."""
+    return _SCHEMES.get(kind, "") + key
 
 
 def _every_key() -> list[tuple[str, str]]:
@@ -159,7 +171,7 @@ def test_every_default_header_is_scrubbed_on_both_sides(header: str) -> None:
 def test_a_credential_header_is_a_secret_whatever_its_shape(header: str, value: str) -> None:
     tape = _one(Request("POST", "https://example.openai.azure.com/openai/v1/responses", {header: [value]}))
     (finding,) = scan(tape)
-    assert (finding.kind, finding.field) == ("header", f"request.headers.{header.lower()}")
+    assert finding.field == f"request.headers.{header.lower()}" and finding.kind in ("basic", "labelled")
     assert value not in repr(finding)
     assert scan(redact(tape)) == [] and value not in _dumped(redact(tape))
 
@@ -342,7 +354,7 @@ def test_scan_finds_every_kind_in_every_place_and_never_shows_it(kind: str, key:
     places = {(f.interaction, f.field) for f in found if f.kind == kind}
     expected = {(0, "request.headers.x-forwarded-note"), (0, "request.body/messages/0/content"),
                 (0, "response.body/events[1]/data/delta/text"), (1, "response.body")}
-    if kind not in {"pem", "bearer"}:
+    if kind not in {"pem", "bearer", "basic", "labelled"}:  # a shape-less key needs its label, a URI has none
         expected.add((0, "request.uri"))
     assert places == expected
     assert {f.kind for f in found} == {kind}
@@ -352,15 +364,15 @@ def test_scan_finds_every_kind_in_every_place_and_never_shows_it(kind: str, key:
 
 def _assert_masked(found: list[SecretFinding], key: str) -> None:
     for finding in found:
-        shown = finding.excerpt.split("…")[0]
+        head, _, tail = finding.excerpt.partition("…")
         assert key not in finding.excerpt
-        assert f"({len(key)} chars)" in finding.excerpt
-        assert len(shown) <= 8 or shown.startswith("-----BEGIN")
-        assert shown == key[: len(shown)] or shown.startswith("-----BEGIN")
+        assert tail.endswith(f" ({len(key)} chars)")
+        assert len(head) <= 4 and key.startswith(head)
+        assert len(tail) - len(f" ({len(key)} chars)") <= 2
 
 
 def test_every_kind_is_covered_by_the_planted_keys() -> None:
-    assert set(planted()) == set(SECRET_KINDS)
+    assert set(planted()) | {"cloudflare_account"} == set(SECRET_KINDS)
 
 
 @pytest.mark.parametrize(("kind", "key"), _every_key(), ids=lambda value: value[:12])
@@ -374,14 +386,15 @@ def test_scan_text_finds_keys_where_the_model_does_not_look(kind: str, key: str)
 def test_a_bearer_token_is_flagged_from_twenty_characters() -> None:
     token = _random(random.Random(3), 20, _URLSAFE)
     (finding,) = scan_text(f"Authorization: Bearer {token}")
-    assert (finding.kind, finding.excerpt) == ("bearer", f"{token[:4]}…(20 chars)")
+    assert (finding.kind, finding.excerpt) == ("bearer", f"{token[:4]}…{token[-2:]} (20 chars)")
     assert scan_text(f"Authorization: Bearer {token[:19]}") == []  # one short: not a token
 
 
-def test_a_pem_excerpt_shows_only_its_label() -> None:
+def test_a_pem_excerpt_shows_no_more_than_four_and_two_characters() -> None:
     key = planted()["pem"][0]
     (finding,) = scan_text(key)
-    assert finding.excerpt == "-----BEGIN " + "RSA PRIVATE" + f" KEY-----…({len(key)} chars)"
+    assert (finding.kind, finding.excerpt) == ("pem", f"----…--- ({len(key)} chars)"[:4] + "…" + key[-2:]
+                                               + f" ({len(key)} chars)")
 
 
 def test_redacted_cassette_scans_clean_after_every_kind_is_planted_in_scrubbed_places() -> None:
@@ -389,7 +402,10 @@ def test_redacted_cassette_scans_clean_after_every_kind_is_planted_in_scrubbed_p
     body = {"api_key": keys["anthropic"][0], "secret": keys["cloudflare"][0], "password": keys["openai"][1],
             "credentials": {"aws_secret_access_key": keys["aws"][0], "private_key": keys["pem"][0],
                             "github_token": keys["github"][0], "cloudflare_api_token": keys["cloudflare"][1]}}
-    uri = "https://api.cloudflare.com/client/v4/accounts/abc/ai/websearch/?key=" + keys["openai"][2]
+    body |= {"note": f"{_in_text('basic', keys['basic'][0])} {keys['google'][0]} {keys['slack'][0]}",
+             "jwt": keys["jwt"][0], "azure_api_key": keys["labelled"][0]}
+    account = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+    uri = f"https://api.cloudflare.com/client/v4/accounts/{account}/ai/websearch/?key=" + keys["openai"][2]
     headers = {"authorization": ["Bearer " + keys["bearer"][0]], "x-api-key": [keys["openai"][0]]}
     request = Request("POST", uri, headers, json.dumps(body).encode())
     dirty = _one(request)
@@ -458,8 +474,7 @@ def test_messages_are_one_bounded_line() -> None:
 
 def _scanner_keys() -> list[tuple[str, str]]:
     """Every key shape the scanner knows, ASIA session keys and named Cloudflare tokens too."""
-    keys = [(kind, f"Bearer {key}" if kind == "bearer" else key) for kind, found in planted(11).items()
-            for key in found]
+    keys = [(kind, _in_text(kind, key)) for kind, found in planted(11).items() for key in found]
     session = "AS" + "IA" + "Q" * 4 + "7" * 12
     named = "CLOUDFLARE_" + "API_TOKEN=" + "Ab3" * 13
     return [*keys, ("aws", session), ("cloudflare", named)]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from recordings import RECORDED
-from test_redact import planted
+from test_redact import _in_text, planted
 
 from replaykit import contracts
 from replaykit.cassette import Cassette
@@ -125,7 +125,7 @@ def test_a_fresh_fingerprint_is_not_reported(tmp_path: Path) -> None:
 
 def _with_secret(tmp_path: Path, kind: str, key: str) -> Path:
     """clean_stream.yaml with ``key`` planted in the request's user message (still contract-valid)."""
-    shown = f"Bearer {key}" if kind == "bearer" else key
+    shown = _in_text(kind, key)
     text = (DATA / "clean_stream.yaml").read_text()
     planted_text = json.dumps(f"my key is {shown}")[1:-1].replace("'", "''")  # inside a '...' YAML scalar
     target = tmp_path / f"{kind}.yaml"
@@ -133,7 +133,7 @@ def _with_secret(tmp_path: Path, kind: str, key: str) -> Path:
     return target
 
 
-@pytest.mark.parametrize("kind", sorted(SECRET_KINDS))
+@pytest.mark.parametrize("kind", sorted(set(SECRET_KINDS) - {"cloudflare_account"}))  # that one: URIs only
 def test_secrets_of_every_kind_are_findings_with_field_and_mask(tmp_path: Path, kind: str) -> None:
     key = planted()[kind][0]
     path = _with_secret(tmp_path, kind, key)
@@ -262,18 +262,18 @@ def test_two_distinct_keys_of_one_kind_are_two_findings(tmp_path: Path) -> None:
     assert [(f.place, f.code) for f in findings] == [("6", "secret"), ("4", "secret")]
 
 
-def test_shared_yaml_aliases_are_scanned_once(tmp_path: Path) -> None:
-    from itertools import islice
+def test_shared_yaml_aliases_are_scanned_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from replaykit.redact import cassettes
 
-    from replaykit import redact
-
+    searched: list[str] = []
+    real = cassettes.find
+    monkeypatch.setattr(cassettes, "find", lambda text: searched.append(text) or real(text))
     levels = ["a0: &a0 [x, y, z, w, v, u, t, s, r]"]
     levels += [f"a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 9) + "]" for n in range(1, 9)]
     anchors = "\n".join(levels)
     text = (DATA / "clean_stream.yaml").read_text().replace("interactions:", f"{anchors}\ninteractions:")
-    loaded = _loads(text)
-    visited = sum(1 for _ in islice(redact._cassette_places(loaded), 100_000))
-    assert visited < 200  # 9 ** 8 strings when every alias is walked again
+    cassettes.scan(_loads(text))
+    assert len(searched) < 200  # 9 ** 8 strings when every alias is walked again
     target = tmp_path / "laughs.yaml"
     target.write_text(text)
     assert [f.code for f in verify_file(target, checks=LOCAL).findings] == []

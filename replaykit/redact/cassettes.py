@@ -1,0 +1,324 @@
+"""One walk over a cassette, two uses: :func:`redact` scrubs every secret, :func:`scan` reports each one.
+
+The walk visits every place a secret can sit, and knows what it is called there:
+
+* the URI: the password of its userinfo, the Cloudflare account id of ``/client/v4/accounts/{id}/``, a path
+  segment after a secret-named one (``/api-key/{value}``), the value of a secret-named query parameter, and
+  any key anywhere in it (URL-encoded too);
+* headers: a credential header's value whatever its shape (``Authorization: Bearer REDACTED`` keeps its
+  scheme), an identifying header's value (organization, project, cookies: scrubbed, reported only when a key
+  sits in it), a key in any other header;
+* bodies, request and response: every string of a JSON body with the name it is held under (a secret-named
+  field's value whatever its shape, OpenAI's ``client_secret: {value}`` too), keys in free text, in the JSON
+  ``data`` of each SSE event, URL-encoded or base64-encoded; a body that is not JSON as text;
+* the ``replaykit:`` metadata and the cassette's other top-level keys.
+
+JSON is walked to :data:`MAX_DEPTH` levels; a deeper document is searched as text. Bodies are rewritten
+only where something changed: an SSE event is rebuilt with :func:`replaykit.sse.encode` only when its data
+held a secret, the other events keep their bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+from urllib.parse import unquote_plus
+
+from replaykit import sse
+from replaykit.cassette import Cassette, Headers, Interaction, Request, Response
+from replaykit.pointer import json_pointer
+from replaykit.redact.names import DEFAULT_RULES, Rules, is_secret_field
+from replaykit.redact.shapes import ACCOUNT_PLACEHOLDER, Hit, encoded_forms, excerpt, find, is_placeholder
+
+__all__ = ["MAX_DEPTH", "SecretFinding", "redact", "redact_header", "scan", "scan_text"]
+
+MAX_DEPTH = 256  # JSON nesting walked; deeper, a document is searched as text
+_ACCOUNT = re.compile(r"(/client/v4/accounts/)([^/?#]+)")
+_ACCOUNT_ID = re.compile(r"[0-9a-fA-F]{32}")
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#@:]*):([^/?#@]*)@")
+
+
+@dataclass(frozen=True, slots=True)
+class SecretFinding:
+    """A key found. ``excerpt`` masks all but a few characters (:func:`~replaykit.redact.shapes.excerpt`).
+
+    ``interaction`` is the index in the cassette (``None`` for a raw-text finding or the metadata); ``field``
+    where it sits: ``request.headers.x-api-key``, ``request.uri``,
+    ``response.body/events[3]/data/delta/text``,
+    ``line 12``; ``line`` the 1-based line in the file (for an interaction: where it starts) when known.
+    """
+
+    file: str
+    interaction: int | None
+    field: str
+    kind: str
+    excerpt: str
+    line: int | None = None
+
+
+class _TooDeep(Exception):
+    """A JSON document nested deeper than :data:`MAX_DEPTH`."""
+
+
+@dataclass(slots=True)
+class _Walk:
+    """The state of one walk: the rules, where it is, and what it found."""
+
+    rules: Rules
+    file: str = ""
+    interaction: int | None = None
+    line: int | None = None
+    found: list[SecretFinding] = field(default_factory=list)
+    memo: dict[int, tuple[Any, Any]] = field(default_factory=dict)  # id: (container, walked): aliases once
+
+    def report(self, place: str, hit: Hit) -> None:
+        self.found.append(SecretFinding(self.file, self.interaction, place, hit.kind, excerpt(hit.secret),
+                                        self.line))
+
+    # ------------------------------------------------------------ text
+
+    def text(self, place: str, text: str, secret: bool = False) -> str:
+        """``text`` scrubbed, each secret in it reported; ``secret``: the whole value is one (its name says
+        so)."""
+        hits = find(text)
+        if secret and not hits and text and not is_placeholder(text) and text != self.rules.placeholder:
+            hits = [Hit("labelled", text)]
+        for hit in hits:
+            self.report(place, hit)
+        return _scrubbed(text, hits, self.rules.placeholder)
+
+    # ------------------------------------------------------------ URIs and headers
+
+    def uri(self, uri: str) -> str:
+        uri = self.account(self.rules.substitute(uri))
+        uri = _USERINFO.sub(lambda m: f"{m[1]}{m[2]}:{self.text('request.uri', m[3], secret=True)}@", uri)
+        base, sep, rest = uri.partition("?")
+        query, hash_sep, fragment = rest.partition("#")
+        base = self.path(base)
+        parts = [self.query_part(part) for part in query.split("&")] if sep else []
+        tail = self.text("request.uri", f"{hash_sep}{fragment}") if hash_sep else ""
+        return f"{base}{sep}{'&'.join(parts)}{tail}"
+
+    def account(self, uri: str) -> str:
+        def swap(match: re.Match[str]) -> str:
+            if _ACCOUNT_ID.fullmatch(match[2]) and match[2] != ACCOUNT_PLACEHOLDER:
+                self.report("request.uri", Hit("cloudflare_account", match[2]))
+            return match[1] + ACCOUNT_PLACEHOLDER
+
+        return _ACCOUNT.sub(swap, uri)
+
+    def path(self, base: str) -> str:
+        segments = base.split("/")
+        out = [self.text("request.uri", segment, secret=index > 0 and is_secret_field(segments[index - 1]))
+               for index, segment in enumerate(segments)]
+        return "/".join(out)
+
+    def query_part(self, part: str) -> str:
+        name, sep, value = part.partition("=")
+        secret = bool(sep and value) and self.rules.secret_query(unquote_plus(name))
+        if not sep:
+            return self.text("request.uri", part)
+        return f"{name}{sep}{self.text('request.uri', value, secret)}"
+
+    def headers(self, side: str, headers: Headers) -> Headers:
+        return {name: [self.header(f"{side}.headers.{name.lower()}", name, value) for value in values]
+                for name, values in headers.items()}
+
+    def header(self, place: str, name: str, value: str) -> str:
+        if self.rules.credential_header(name):
+            kept = redact_header(name, value, self.rules)
+            self.text(place, value, secret=kept != value)  # reported; the header keeps its scheme
+            return kept
+        if self.rules.secret_header(name):
+            self.text(place, value)  # an identifier: reported only when a key sits in it
+            return redact_header(name, value, self.rules)
+        return self.text(place, self.rules.substitute(value))
+
+    # ------------------------------------------------------------ bodies
+
+    def body(self, place: str, body: bytes | None) -> bytes | None:
+        text = _utf8(body) if body else None
+        if text is None:
+            if body:
+                self.text(place, body.decode("utf-8", "replace"))  # a binary body is still searched
+            return body
+        changed = self.rules.substitute(text)
+        doc = _loads(changed)
+        self.memo.clear()  # a parsed body shares no container: nothing to remember beyond it
+        if doc is None:
+            scrubbed = self.text(place, changed)
+            return body if scrubbed == text else scrubbed.encode("utf-8")
+        try:
+            walked = self.json(place, doc, 0)
+        except _TooDeep:
+            scrubbed = self.text(place, changed)
+            return body if scrubbed == text else scrubbed.encode("utf-8")
+        return body if walked == doc and changed == text else _dumps(walked, changed).encode("utf-8")
+
+    def json(self, place: str, doc: Any, depth: int, secret: bool = False) -> Any:
+        """``doc`` scrubbed (a new object where something changed); ``secret``: held under a secret name."""
+        if depth > MAX_DEPTH:
+            raise _TooDeep(place)
+        if isinstance(doc, str):
+            return self.text(place, doc, secret)
+        if not isinstance(doc, (dict, list)):
+            return doc
+        seen = self.memo.get(id(doc))
+        if seen is None or seen[0] is not doc:  # a YAML alias shares a container: walked (and reported) once
+            seen = self.memo[id(doc)] = (doc, self.container(place, doc, depth, secret))
+        return seen[1]
+
+    def container(self, place: str, doc: dict[str, Any] | list[Any], depth: int, secret: bool) -> Any:
+        if isinstance(doc, list):
+            return [self.json(f"{place}/{index}", item, depth + 1, secret) for index, item in enumerate(doc)]
+        return self.mapping(place, doc, depth)
+
+    def mapping(self, place: str, doc: dict[str, Any], depth: int, holder: bool = False) -> dict[str, Any]:
+        """``holder``: ``doc`` is held under a secret name (``client_secret: {value, expires_at}``): its
+        ``value`` is the secret."""
+        out: dict[str, Any] = {}
+        for key, value in doc.items():
+            at = place + json_pointer([key])
+            named = self.rules.secret_field(key) or (holder and key == "value")
+            if named and isinstance(value, dict):
+                out[self.text(at, key)] = self.mapping(at, value, depth + 1, holder=True)
+            else:
+                out[self.text(at, key)] = self.json(at, value, depth + 1, named)
+        return out
+
+    def stream(self, place: str, response: Response) -> bytes:
+        text = _utf8(response.body)
+        if text is None:
+            return self.body(place, response.body) or b""
+        changed = self.rules.substitute(text)
+        events = sse.parse(changed.encode("utf-8")) if changed != text else response.events
+        return sse.serialize(self.event(f"{place}/events[{n}]/data", event) for n, event in enumerate(events))
+
+    def event(self, place: str, event: sse.Event) -> sse.Event:
+        if event.data is None:
+            return event
+        data = self.body(place, event.data.encode("utf-8"))
+        if data is None or data.decode("utf-8") == event.data:
+            return event
+        rebuilt = sse.encode(data.decode("utf-8"), event=event.event, comments=event.comments, id=event.id,
+                             retry=event.retry)
+        return rebuilt if event.terminated else sse.parse(rebuilt.raw[:-1])[0]
+
+    # ------------------------------------------------------------ the cassette
+
+    def visit(self, index: int, item: Interaction) -> Interaction:
+        self.interaction, self.line = index, item.line
+        req, resp = item.request, item.response
+        request = Request(req.method, self.uri(req.uri), self.headers("request", req.headers),
+                          self.body("request.body", req.body))
+        headers = self.headers("response", resp.headers)
+        body = self.stream("response.body", resp) if resp.is_stream else self.body("response.body", resp.body)
+        response = Response(status=resp.status, reason=resp.reason, headers=headers, body=body or b"",
+                            event_offsets_ms=copy.copy(resp.event_offsets_ms))
+        return Interaction(request, response, item.line)
+
+    def metadata(self, place: str, doc: dict[str, Any]) -> dict[str, Any]:
+        self.interaction, self.line = None, None
+        try:
+            walked: dict[str, Any] = self.json(place, doc, 0)
+        except _TooDeep:
+            return copy.deepcopy(doc)
+        return walked
+
+
+def _scrubbed(text: str, hits: list[Hit], placeholder: str) -> str:
+    """``text`` with every hit replaced by ``placeholder`` (a base64 string holding one is re-encoded)."""
+    for hit in hits:
+        if hit.kind == "labelled" and hit.secret == text:
+            return placeholder
+        if hit.encoding == "base64":
+            text = text.replace(hit.found_in, _reencoded(hit.found_in, hit.secret, placeholder))
+            continue
+        for form in encoded_forms(hit.secret):
+            text = text.replace(form, placeholder)
+    return text
+
+
+def _reencoded(encoded: str, secret: str, placeholder: str) -> str:
+    urlsafe = "-" in encoded or "_" in encoded
+    decode = base64.urlsafe_b64decode if urlsafe else base64.b64decode
+    plain = decode(encoded + "=" * (-len(encoded) % 4)).decode("utf-8").replace(secret, placeholder)
+    encode = base64.urlsafe_b64encode if urlsafe else base64.b64encode
+    out = encode(plain.encode("utf-8")).decode("ascii")
+    return out if encoded.endswith("=") else out.rstrip("=")
+
+
+def _utf8(body: bytes | None) -> str | None:
+    try:
+        return body.decode("utf-8") if body is not None else None
+    except UnicodeDecodeError:
+        return None
+
+
+def _loads(text: str) -> Any:
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return doc if isinstance(doc, dict | list) else None
+
+
+def _dumps(doc: Any, original: str) -> str:
+    separators = (", ", ": ") if '": ' in original else (",", ":")
+    return json.dumps(doc, ensure_ascii=False, separators=separators)
+
+
+# ---------------------------------------------------------------- the two uses
+
+
+def _walk(cassette: Cassette, rules: Rules) -> tuple[Cassette, list[SecretFinding]]:
+    walk = _Walk(rules, str(cassette.path) if cassette.path is not None else "")
+    items = [walk.visit(index, item) for index, item in enumerate(cassette.interactions)]
+    meta_extra, extra = walk.metadata("/replaykit", cassette.meta.extra), walk.metadata("", cassette.extra)
+    meta = replace(cassette.meta, fingerprint=None, extra=meta_extra)
+    return replace(cassette, interactions=items, meta=meta, extra=extra), walk.found
+
+
+def redact(cassette: Cassette, rules: Rules | None = None) -> Cassette:
+    """A new cassette with every secret scrubbed (see the module docstring); ``cassette`` is not changed.
+
+    The traffic changes, so the cassette's fingerprint is recomputed when it is saved: a redacted cassette's
+    fingerprint is that of its redacted traffic.
+    """
+    return _walk(cassette, rules or DEFAULT_RULES)[0]
+
+
+def scan(cassette: Cassette, rules: Rules | None = None) -> list[SecretFinding]:
+    """Every secret :func:`redact` would scrub in ``cassette`` (identifying headers aside: those are reported
+    only when a key sits in them), each masked; the metadata's findings have ``interaction`` None."""
+    return _walk(cassette, rules or DEFAULT_RULES)[1]
+
+
+def scan_text(text: str, file: str = "") -> list[SecretFinding]:
+    """Keys anywhere in raw text (a whole cassette file): each reported with its line, masked."""
+    found: list[SecretFinding] = []
+    for hit in find(text):
+        offset = hit.start if hit.start >= 0 else min(
+            (at for form in encoded_forms(hit.secret) if (at := text.find(form)) >= 0), default=0)
+        line = text.count("\n", 0, offset) + 1
+        found.append(SecretFinding(file, None, f"line {line}", hit.kind, excerpt(hit.secret), line))
+    return sorted(found, key=lambda f: (f.line or 0, f.kind))
+
+
+def redact_header(name: str, value: str, rules: Rules | None = None) -> str:
+    """The value header ``name`` may be stored with: a secret header's (:data:`SECRET_HEADERS`, a
+    credential-named one, or a user rule's) replaced by the placeholder, ``Authorization: Bearer REDACTED``
+    keeping its scheme; any other value with the user's substitutions applied."""
+    active = rules or DEFAULT_RULES
+    if not active.secret_header(name):
+        return active.substitute(value)
+    scheme, sep, rest = value.partition(" ")
+    if sep and rest and name.lower().endswith("authorization") and scheme.isalpha():
+        return f"{scheme} {active.placeholder}"
+    return active.placeholder
+
+
