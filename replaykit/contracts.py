@@ -79,6 +79,7 @@ from referencing.jsonschema import DRAFT202012
 from replaykit.cassette import Cassette, Interaction, Response
 from replaykit.errors import ContractError, UsageError, located
 from replaykit.pointer import json_pointer
+from replaykit.redact.shapes import mask
 from replaykit.resources import data_dir
 from replaykit.routes import Kinds, Route, known
 from replaykit.sse import Event
@@ -207,8 +208,9 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _short(value: Any, limit: int = 60) -> str:
+    """``value`` quoted for a message: any secret in it masked first (never shown whole), then clipped."""
     text = json.dumps(value, ensure_ascii=False, default=repr) if not isinstance(value, str) else repr(value)
-    return _clip(text, limit)
+    return _clip(mask(text), limit)
 
 
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number",
@@ -289,7 +291,7 @@ def _message(error: ValidationError, keyword: str, instance: Any) -> str:
         return f"{_short(instance)} is not one of {', '.join(map(str, shown))}"
     if keyword == "pattern":
         return f"{_short(instance)} does not match {expected!r}"
-    return _clip(str(error.message), 200)
+    return _clip(mask(str(error.message)), 200)
 
 
 # ---------------------------------------------------------------- cross-field rules
@@ -873,7 +875,7 @@ def check_events(route: Route, events: list[Event], contracts: Contracts | None 
     rules (a route that never streams, or no contract covers, gets one ``stream`` violation)."""
     kind = route.contracts.stream_event if route.contracts else None
     if kind is None:
-        return [Violation("", "stream", f"{route.name} does not stream")]
+        return [Violation("", "stream", f"{mask(route.name)} does not stream")]
     chosen = contracts or default()
     found: list[Violation] = []
     parsed: list[tuple[int, dict[str, Any]]] = []
@@ -910,7 +912,8 @@ def check_interaction(interaction: Interaction, contracts: Contracts | None = No
     route = known(request.method, request.uri)
     if route is None or route.contracts is None:
         path = urlsplit(request.uri).path
-        return [Violation("", "route", f"no contract covers {request.method.upper()} {path}", part="request")]
+        covers = f"no contract covers {request.method.upper()} {mask(path)}"
+        return [Violation("", "route", covers, part="request")]
     body = request.json()
     kinds = route.contracts
     found = [replace(v, part="request") for v in check_body(kinds.request, body, "request", chosen, profile)]

@@ -85,11 +85,12 @@ class _Walk:
         """``text`` scrubbed, each secret in it reported; ``secret``: the whole value is one (its name says
         so)."""
         hits = find(text)
-        if secret and not hits and text and not is_placeholder(text) and text != self.rules.placeholder:
+        whole = secret and bool(text) and not is_placeholder(text) and text != self.rules.placeholder
+        if whole and not hits:
             hits = [Hit("labelled", text)]
         for hit in hits:
             self.report(place, hit)
-        return _scrubbed(text, hits, self.rules.placeholder)
+        return self.rules.placeholder if whole else _scrubbed(text, hits, self.rules.placeholder)
 
     # ------------------------------------------------------------ URIs and headers
 
@@ -231,25 +232,28 @@ class _Walk:
 
 
 def _scrubbed(text: str, hits: list[Hit], placeholder: str) -> str:
-    """``text`` with every hit replaced by ``placeholder`` (a base64 string holding one is re-encoded)."""
+    """``text`` with every hit replaced by ``placeholder`` (a base64 string holding some is re-encoded)."""
+    encoded: dict[str, list[str]] = {}
     for hit in hits:
-        if hit.kind == "labelled" and hit.secret == text:
-            return placeholder
         if hit.encoding == "base64":
-            text = text.replace(hit.found_in, _reencoded(hit.found_in, hit.secret, placeholder))
+            encoded.setdefault(hit.found_in, []).append(hit.secret)
             continue
         for form in encoded_forms(hit.secret):
             text = text.replace(form, placeholder)
+    for blob, secrets in encoded.items():
+        text = text.replace(blob, _reencoded(blob, secrets, placeholder))
     return text
 
 
-def _reencoded(encoded: str, secret: str, placeholder: str) -> str:
+def _reencoded(encoded: str, secrets: list[str], placeholder: str) -> str:
     urlsafe = "-" in encoded or "_" in encoded
     decode = base64.urlsafe_b64decode if urlsafe else base64.b64decode
-    plain = decode(encoded + "=" * (-len(encoded) % 4)).decode("utf-8").replace(secret, placeholder)
+    plain = decode(encoded + "=" * (-len(encoded) % 4)).decode("utf-8")
+    for secret in secrets:
+        plain = plain.replace(secret, placeholder)
     encode = base64.urlsafe_b64encode if urlsafe else base64.b64encode
     out = encode(plain.encode("utf-8")).decode("ascii")
-    return out if encoded.endswith("=") else out.rstrip("=")
+    return out if len(encoded) % 4 == 0 else out.rstrip("=")  # unpadded stays unpadded
 
 
 def _utf8(body: bytes | None) -> str | None:

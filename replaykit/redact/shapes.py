@@ -7,9 +7,10 @@
   ``github_pat_…``, Google ``AIza…``, Slack ``xox?-…``, JWTs, bearer tokens, HTTP Basic credentials and PEM
   private key blocks. A key starts at a token boundary (never inside a base64 blob) and, where its shape is
   loose, must look random (letters and digits), so slugs and placeholders are not keys;
-* a value labelled as a secret in prose or config text (``api-key: …``, ``AWS_SECRET_ACCESS_KEY=…``,
-  ``password is …``): shape-less keys (an Azure key, a Cloudflare token, an AWS secret key) are found by
-  their label. Such a value has at least 16 characters, letters and digits;
+* a value labelled as a secret in prose, config text or a URL path (``api-key: …``,
+  ``AWS_SECRET_ACCESS_KEY=…``, ``password is …``, ``/api_key/…``): shape-less keys (an Azure key, a
+  Cloudflare token, an AWS secret key) are found by their label. Such a value has at least 16 characters,
+  letters and digits;
 * the same inside a URL-encoded text (``%22sk-ant-…%22``, ``api_key%3D…``) and inside a base64-encoded
   string whose bytes are text (a key base64-encoded in a field). Random bytes are never text, so the
   base64 blobs of real recordings (``encrypted_content``, ``signature``) are decoded and left alone.
@@ -99,8 +100,8 @@ def _always(value: str) -> bool:
 _EDGE = r"(?<![A-Za-z0-9_-])"  # a key starts at a token boundary, never inside a base64(url) blob
 _END = r"(?![A-Za-z0-9_-])"
 _LABEL = (r"(?:[A-Za-z0-9]+[_-])*(?:api[_-]?key|secret(?:[_-]?(?:access[_-]?)?key)?|password|passwd"
-          r"|passphrase|private[_-]?key|access[_-]?key|credentials?|(?:access|auth|api|bearer|session|refresh|oauth)"
-          r"[_-]?token|token)")
+          r"|passphrase|private[_-]?key|access[_-]?key|credentials?|authorization"
+          r"|(?:access|auth|api|bearer|session|refresh|oauth)[_-]?token|token)")
 _PEM_END = r"(?:(?:.|\n)*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)?"
 
 
@@ -128,7 +129,7 @@ KINDS: tuple[Kind, ...] = (
           r"(?i:\bbasic)\s+(?P<v>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])", _basic),
     _kind("pem", "PEM private key", rf"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----{_PEM_END}", _always),
     _kind("labelled", "value labelled as a secret",
-          rf"(?i:(?<![A-Za-z0-9]){_LABEL}(?![A-Za-z0-9]))[\"']?(?:\s*[:=]\s*|\s+is\s+)[\"']?"
+          rf"(?i:(?<![A-Za-z0-9]){_LABEL}(?![A-Za-z0-9]))[\"']?(?:\s*[:=]\s*|\s+is\s+|/)[\"']?"
           r"(?P<v>[A-Za-z0-9+/_.~-]{16,}={0,2})(?![A-Za-z0-9+/_.~=-])", _labelled_value),
 )
 #: Every kind a finding may have: the shapes, and ``cloudflare_account`` (the account id of a Cloudflare
