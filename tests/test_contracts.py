@@ -16,6 +16,7 @@ from referencing.jsonschema import DRAFT202012
 
 from replaykit import contracts
 from replaykit.contracts import Contracts
+from replaykit.contracts.violations import _explain, _without_cascades
 from replaykit.errors import ContractError, UsageError
 from replaykit.resources import data_dir
 
@@ -188,8 +189,8 @@ def test_replaykit_and_stock_jsonschema_agree(mutant: tuple[str, Any]) -> None:
     assert (ours == []) == stock.is_valid(document)
     parent_keywords = {"required", "additionalProperties", "unevaluatedProperties", "false"}
     ours_places = {v.pointer.rsplit("/", 1)[0] if v.keyword in parent_keywords else v.pointer for v in ours}
-    explained = [v for error in stock.iter_errors(document) for v in contracts._explain(error)]
-    stock_found = contracts._without_cascades(explained)
+    explained = [v for error in stock.iter_errors(document) for v in _explain(error)]
+    stock_found = _without_cascades(explained)
     stock_places = {v.pointer.rsplit("/", 1)[0] if v.keyword in parent_keywords else v.pointer
                     for v in stock_found}
     assert ours_places == stock_places
@@ -198,7 +199,7 @@ def test_replaykit_and_stock_jsonschema_agree(mutant: tuple[str, Any]) -> None:
 def test_a_closed_object_with_pattern_properties_reports_each_unexpected_member() -> None:
     schema = {"type": "object", "patternProperties": {"^x-": {}}, "additionalProperties": False}
     error = next(Draft202012Validator(schema).iter_errors({"bogus": 1, "x-ok": 2, "zz": 3}))
-    found = contracts._explain(error)
+    found = _explain(error)
     assert [v.pointer for v in found] == ["/bogus", "/zz"]
     assert all("closed object" in v.message for v in found)
 

@@ -14,7 +14,7 @@ import pytest
 
 from replaykit import contracts, drift
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, main
-from replaykit.contracts import Contracts
+from replaykit.contracts import Contracts, registry
 from replaykit.resources import data_dir
 
 
@@ -120,7 +120,7 @@ def test_each_blocking_gap_is_found(tmp_path: Path, relative: str, edit: Callabl
 def test_a_blocking_gap_fails_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     edited = _edited(tmp_path, "anthropic/content-blocks.schema.json", _remove_error_code)
-    monkeypatch.setattr(contracts, "_DEFAULT", [edited])
+    monkeypatch.setattr(registry, "_DEFAULT", [edited])
     assert main(["drift", "--sdk", "anthropic"]) == EXIT_FINDINGS
     out = capsys.readouterr().out
     assert "BLOCKING  anthropic  WebSearchToolResultErrorObject" in out
@@ -135,7 +135,7 @@ def test_an_explained_gap_does_not_fail(tmp_path: Path, monkeypatch: pytest.Monk
             "enum:error_code:max_uses_exceeded": "never sent on this route (test)"}
 
     edited = _edited(tmp_path, "anthropic/content-blocks.schema.json", explain)
-    monkeypatch.setattr(contracts, "_DEFAULT", [edited])
+    monkeypatch.setattr(registry, "_DEFAULT", [edited])
     assert main(["drift", "--sdk", "anthropic"]) == EXIT_OK
     out = capsys.readouterr().out
     assert "EXPLAINED  anthropic  WebSearchToolResultErrorObject" in out

@@ -11,6 +11,7 @@ import pytest
 from server_support import ANTHROPIC, anthropic_request, cassette_of, json_interaction, message_cassette
 
 from replaykit import contracts
+from replaykit.contracts import interactions
 from replaykit.routes import ROUTES, classify
 from replaykit.server import verdicts
 from replaykit.server.matching import Received
@@ -114,7 +115,7 @@ def validations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         calls.append(kind)
         return real(kind, value, profile)
 
-    monkeypatch.setattr(contracts, "validate", counted)
+    monkeypatch.setattr(interactions, "validate", counted)  # where check_body finds it
     monkeypatch.setattr(verdicts, "_VERDICTS", verdicts._Verdicts())
     return calls
 

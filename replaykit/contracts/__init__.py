@@ -1,0 +1,87 @@
+"""Wire-format contracts: JSON Schema (draft 2020-12) files in ``contracts/``, checked offline.
+
+Every ``*.schema.json`` under ``contracts/`` is loaded into one local registry keyed by its ``$id``; nothing
+is ever fetched (:mod:`~replaykit.contracts.registry`). :func:`validate` returns :class:`Violation` s (JSON
+pointer, keyword, message; :mod:`~replaykit.contracts.violations`).
+
+Contract kinds (``validate(kind, value)``)::
+
+    anthropic.request                Messages request body (messages and content blocks closed)
+    anthropic.response               a successful non-streaming Messages response
+    anthropic.stream_event           the JSON data of one Messages SSE event
+    anthropic.error                  the HTTP error envelope {type: error, error: {type, message}}
+    anthropic.count_tokens_request   POST /v1/messages/count_tokens body
+    anthropic.count_tokens_response  its response {input_tokens}
+    anthropic.content_block          one response content block
+    anthropic.citation               one text citation
+    anthropic.usage                  a usage object
+    anthropic.tool                   one tool definition (web search / web fetch closed)
+    openai.request                   Responses request body (input items closed)
+    openai.response                  a Response object
+    openai.stream_event              the JSON data of one Responses SSE event
+    openai.error                     the HTTP error envelope {error: {message, type, param, code}}
+    openai.input_item                one item of ``input``
+    openai.output_item               one item of ``output``
+    openai.usage                     a Response usage object
+    openai.tool                      one tool definition
+    cloudflare.request               Web Search REST request body (closed)
+    cloudflare.binding_options       the Worker binding's options (closed)
+    cloudflare.response              {items, metadata}
+    cloudflare.error                 the AI Gateway error object or a v4 envelope
+    replaykit.<stem>                 every other ``contracts/**/<stem>.schema.json`` (replaykit's own formats,
+                                     e.g. replaykit.transcript, replaykit.scenario, replaykit.journal-entry)
+
+
+Azure OpenAI shares the ``openai.*`` shapes. The parts: :mod:`~replaykit.contracts.validator` (jsonschema's
+validator with cached fast paths), :mod:`~replaykit.contracts.rules` (the cross-field rules of the ``x-rules``
+keyword), :mod:`~replaykit.contracts.profiles` (``strict`` and ``openai-compatible``),
+:mod:`~replaykit.contracts.streams` (stream sequence rules) and :mod:`~replaykit.contracts.interactions`
+(which contracts a recorded interaction is checked against, and its deliberate violations).
+"""
+
+from __future__ import annotations
+
+from replaykit.contracts.interactions import (
+    EXPECTED_VIOLATIONS,
+    check_body,
+    check_interaction,
+    expected_keys,
+    expected_violations,
+    place,
+)
+from replaykit.contracts.profiles import (
+    OPENAI_COMPATIBLE,
+    PROFILES,
+    STRICT,
+    Profile,
+    profile_of,
+    resolve_profile,
+)
+from replaykit.contracts.registry import BASE_URI as BASE_URI  # the contracts' $id prefix, not in __all__
+from replaykit.contracts.registry import PROVIDER_KINDS, Contracts, default, kinds, validate
+from replaykit.contracts.rules import RULES
+from replaykit.contracts.streams import check_events
+from replaykit.contracts.violations import Violation
+
+__all__ = [
+    "EXPECTED_VIOLATIONS",
+    "OPENAI_COMPATIBLE",
+    "PROFILES",
+    "PROVIDER_KINDS",
+    "RULES",
+    "STRICT",
+    "Contracts",
+    "Profile",
+    "Violation",
+    "check_body",
+    "check_events",
+    "check_interaction",
+    "default",
+    "expected_keys",
+    "expected_violations",
+    "kinds",
+    "place",
+    "profile_of",
+    "resolve_profile",
+    "validate",
+]

@@ -1,0 +1,221 @@
+"""The registry: every ``*.schema.json`` under ``contracts/``, loaded into one local :mod:`referencing`
+registry keyed by its ``$id`` (``https://replaykit.dev/contracts/...``).
+
+A ``$ref`` to any other URI raises :class:`~replaykit.errors.ContractError`: nothing is ever fetched.
+:func:`validate` returns :class:`~replaykit.contracts.violations.Violation` s; compiled validators are cached
+per kind.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import referencing.exceptions
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from replaykit.contracts.profiles import (
+    PROFILE_KEYWORD,
+    PROFILES,
+    STRICT,
+    Profile,
+    _profile_names,
+    resolve_profile,
+)
+from replaykit.contracts.rules import RULES, _rule_names
+from replaykit.contracts.validator import _Unresolved, _Validator
+from replaykit.contracts.violations import Violation, _explain, _without_cascades
+from replaykit.errors import ContractError, located
+from replaykit.resources import data_dir
+
+__all__ = ["BASE_URI", "PROVIDER_KINDS", "Contracts", "default", "kinds", "validate"]
+
+BASE_URI = "https://replaykit.dev/contracts/"
+
+PROVIDER_KINDS: dict[str, str] = {
+    "anthropic.request": "anthropic/request.schema.json",
+    "anthropic.response": "anthropic/message.schema.json",
+    "anthropic.stream_event": "anthropic/stream-event.schema.json",
+    "anthropic.error": "anthropic/error.schema.json",
+    "anthropic.count_tokens_request": "anthropic/count-tokens.schema.json#/$defs/request",
+    "anthropic.count_tokens_response": "anthropic/count-tokens.schema.json#/$defs/response",
+    "anthropic.content_block": "anthropic/content-blocks.schema.json",
+    "anthropic.citation": "anthropic/citations.schema.json",
+    "anthropic.usage": "anthropic/usage.schema.json",
+    "anthropic.tool": "anthropic/tools.schema.json",
+    "openai.request": "openai/request.schema.json",
+    "openai.response": "openai/response.schema.json",
+    "openai.stream_event": "openai/stream-event.schema.json",
+    "openai.error": "openai/error.schema.json",
+    "openai.input_item": "openai/input-items.schema.json",
+    "openai.output_item": "openai/output-items.schema.json",
+    "openai.usage": "openai/usage.schema.json",
+    "openai.tool": "openai/tools.schema.json",
+    "cloudflare.request": "cloudflare/request.schema.json",
+    "cloudflare.binding_options": "cloudflare/binding-options.schema.json",
+    "cloudflare.response": "cloudflare/response.schema.json",
+    "cloudflare.error": "cloudflare/error.schema.json",
+}
+_PROVIDER_DIRS = ("anthropic", "openai", "cloudflare")
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        contents = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ContractError(located(path, None, f"cannot read: {exc.strerror}")) from exc
+    except ValueError as exc:
+        line = getattr(exc, "lineno", None)
+        raise ContractError(located(path, line, f"not valid JSON: {exc}", "fix the JSON syntax")) from exc
+    if not isinstance(contents, dict) or not isinstance(contents.get("$id"), str):
+        raise ContractError(located(path, "/$id", "a contract needs a string $id",
+                                    f'add "$id": "{BASE_URI}<folder>/<name>.schema.json"'))
+    return contents
+
+
+def _refuse(uri: str) -> Resource[Any]:
+    raise ContractError(f"{uri}: not a replaykit contract and never fetched; "
+                        "refer to a $id of a file under contracts/")
+
+
+def _kind_of(root: Path, path: Path) -> str:
+    relative = path.relative_to(root)
+    stem = path.name.removesuffix(".schema.json")
+    return f"replaykit.{stem}" if relative.parts[0] not in _PROVIDER_DIRS else ""
+
+
+class Contracts:
+    """The contracts of one ``contracts/`` folder (the bundled one by default), loaded on first use."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root if root is not None else data_dir("contracts")
+        self._files: dict[str, Path] | None = None
+        self._registry: Registry[Any] | None = None
+        self._kinds: dict[str, str] = {}
+        self._validators: dict[str, Any] = {}
+
+    def _load(self) -> Registry[Any]:
+        if self._registry is not None:
+            return self._registry
+        files: dict[str, Path] = {}
+        resources: list[tuple[str, Resource[Any]]] = []
+        for path in sorted(self.root.rglob("*.schema.json")):
+            contents = _read(path)
+            uri = contents["$id"]
+            if uri in files:
+                raise ContractError(located(path, "/$id", f"$id {uri} is also used by {files[uri]}",
+                                            "give every contract its own $id"))
+            self._check_rules(path, contents)
+            files[uri] = path
+            resources.append((uri, DRAFT202012.create_resource(contents)))
+            if kind := _kind_of(self.root, path):
+                self._kinds[kind] = uri
+        self._kinds.update({kind: BASE_URI + target for kind, target in PROVIDER_KINDS.items()})
+        self._files = files
+        self._registry = Registry(retrieve=_refuse).with_resources(resources)  # type: ignore[call-arg]
+        return self._registry
+
+    @staticmethod
+    def _check_rules(path: Path, contents: dict[str, Any]) -> None:
+        for name in _rule_names(contents):
+            if name not in RULES:
+                raise ContractError(located(path, "x-rules", f"unknown rule {name!r}",
+                                            f"use one of {', '.join(sorted(RULES))}"))
+        for name in _profile_names(contents):
+            if name not in PROFILES:
+                raise ContractError(located(path, PROFILE_KEYWORD, f"unknown profile {name!r}",
+                                            f"use one of {', '.join(PROFILES)}"))
+
+    def kinds(self) -> dict[str, str]:
+        """Every contract kind and the URI of its schema."""
+        self._load()
+        return dict(sorted(self._kinds.items()))
+
+    def rule_names(self, kind: str) -> list[str]:
+        """The cross-field rules (:data:`RULES`) the file of ``kind`` names."""
+        return sorted(set(_rule_names(self.lookup(self._resolve(kind)[0]))))
+
+    def schema(self, kind: str) -> dict[str, Any]:
+        """The schema of ``kind`` (a whole file or a ``$defs`` entry of one)."""
+        return self._resolve(kind)[1]
+
+    def file(self, kind: str) -> Path:
+        """The file that holds the schema of ``kind``."""
+        self._load()
+        assert self._files is not None
+        return self._files[self._resolve(kind)[0]]
+
+    def _resolve(self, kind: str) -> tuple[str, dict[str, Any]]:
+        self._load()
+        uri = self._kinds.get(kind)
+        if uri is None:
+            raise ContractError(f"unknown contract kind {kind!r}; known kinds: {', '.join(self.kinds())}")
+        return uri.partition("#")[0], self.lookup(uri)
+
+    def lookup(self, uri: str) -> dict[str, Any]:
+        """The schema at ``uri``: a contract's ``$id``, optionally with a ``#/json/pointer`` fragment."""
+        registry = self._load()
+        base, _, fragment = uri.partition("#")
+        try:
+            resource = registry.get_or_retrieve(base).value
+            found = resource.pointer(fragment, registry.resolver(base)).contents if fragment else \
+                resource.contents
+        except (referencing.exceptions.Unresolvable, LookupError, ContractError) as exc:
+            raise ContractError(f"{uri}: no such contract or $defs entry under {self.root}; "
+                                "check the URI against the files' $id") from exc
+        if not isinstance(found, dict):
+            raise ContractError(f"{uri}: not a schema object")
+        return found
+
+    def validator(self, kind: str) -> Any:
+        """The compiled (cached) validator of ``kind``."""
+        cached = self._validators.get(kind)
+        if cached is None:
+            base, contents = self._resolve(kind)
+            registry = self._load()
+            whole = registry.get_or_retrieve(base).value.contents
+            root = _Validator(whole, registry=registry)
+            # evolve() would pick the stock class for a schema with "$schema": keep ours for whole files
+            cached = self._validators[kind] = root if contents is whole else root.evolve(schema=contents)
+        return cached
+
+    def validate(self, kind: str, value: Any, profile: Profile = STRICT) -> list[Violation]:
+        """Every violation of ``value`` against contract ``kind`` (empty when it conforms); the rules
+        ``profile`` relaxes come as warnings."""
+        validator = self.validator(kind)
+        try:
+            found = [v for error in validator.iter_errors(value) for v in _explain(error, profile)]
+        except (referencing.exceptions.Unresolvable, _Unresolved) as exc:
+            raise ContractError(self._unresolvable(kind, exc)) from exc
+        return _without_cascades(list(dict.fromkeys(found)))
+
+    def _unresolvable(self, kind: str, exc: BaseException) -> str:
+        cause: BaseException | None = exc
+        while cause is not None and not isinstance(cause, ContractError):
+            cause = cause.__cause__ or cause.__context__
+        ref = getattr(exc, "ref", "?")
+        why = str(cause) if cause is not None else f"$ref {ref} resolves to nothing"
+        return located(self.file(kind), ref, f"contract {kind!r} cannot be used: {why}",
+                       "fix the $ref to point at a contract's $id and $defs entry")
+
+
+_DEFAULT: list[Contracts] = []
+
+
+def default() -> Contracts:
+    """The bundled contracts (loaded once)."""
+    if not _DEFAULT:
+        _DEFAULT.append(Contracts())
+    return _DEFAULT[0]
+
+
+def kinds() -> dict[str, str]:
+    """Every contract kind of the bundled contracts and its schema URI."""
+    return default().kinds()
+
+
+def validate(kind: str, value: Any, profile: str | Profile | None = None) -> list[Violation]:
+    """Violations of ``value`` against the bundled contract ``kind`` (under ``profile``, default strict)."""
+    return default().validate(kind, value, resolve_profile(profile))

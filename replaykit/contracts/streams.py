@@ -1,0 +1,156 @@
+"""Streams: every event against the route's stream-event contract, then the provider's sequence rules
+(Anthropic: ``message_start`` first, blocks paired by index, ``message_stop`` last; OpenAI:
+``sequence_number`` increasing, one terminal event, last)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, ClassVar
+
+from replaykit.contracts.profiles import STRICT, Profile
+from replaykit.contracts.registry import Contracts, default
+from replaykit.contracts.rules import _is_int
+from replaykit.contracts.violations import Violation
+from replaykit.redact.shapes import mask
+from replaykit.routes import Route
+from replaykit.sse import Event
+
+__all__ = ["check_events"]
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else ``{}`` (the schema reports the wrong type on its own)."""
+    return value if isinstance(value, dict) else {}
+
+
+class _AnthropicStream:
+    """Sequence rules of a Messages stream: message_start first, blocks paired by index, message_stop last."""
+
+    _DELTAS: ClassVar[dict[str, set[str]]] = {
+        "text": {"text_delta", "citations_delta"}, "thinking": {"thinking_delta", "signature_delta"},
+        "tool_use": {"input_json_delta"}, "server_tool_use": {"input_json_delta"}}
+
+    def __init__(self) -> None:
+        self.found: list[Violation] = []
+        self.open: dict[int, str] = {}
+        self.started = 0
+        self.first = True
+        self.ended: str | None = None
+
+    def flag(self, index: int, pointer: str, message: str) -> None:
+        self.found.append(Violation(pointer, "sequence", message, event=index))
+
+    def feed(self, index: int, data: dict[str, Any]) -> None:
+        kind = data.get("type")
+        if self.first and kind != "message_start":
+            self.flag(index, "/type", f"the stream starts with {kind!r}; message_start must come first")
+        elif not self.first and kind == "message_start":
+            self.flag(index, "/type", "a second message_start; a stream carries one message")
+        self.first = False
+        if self.ended is not None and kind != "ping":
+            self.flag(index, "/type", f"{kind!r} after {self.ended}; {self.ended} ends the stream")
+        handler = getattr(self, f"_on_{kind}", None)
+        if handler is not None and isinstance(data.get("index", 0), int):
+            handler(index, data)
+
+    def _on_content_block_start(self, index: int, data: dict[str, Any]) -> None:
+        block, block_type = data.get("index", 0), _object(data.get("content_block")).get("type", "")
+        if block in self.open or block != self.started:
+            expected = f"the next block is {self.started}"
+            self.flag(index, "/index", f"content_block_start for index {block}; {expected}")
+        self.open[block] = str(block_type)
+        self.started = max(self.started, block + 1)
+
+    def _on_content_block_delta(self, index: int, data: dict[str, Any]) -> None:
+        block = data.get("index", 0)
+        if block not in self.open:
+            self.flag(index, "/index", f"content_block_delta for block {block}, which is not open")
+            return
+        delta = _object(data.get("delta")).get("type")
+        allowed = self._DELTAS.get(self.open[block])
+        if allowed is not None and delta not in allowed:
+            self.flag(index, "/delta/type", f"{delta!r} cannot extend a {self.open[block]} block")
+
+    def _on_content_block_stop(self, index: int, data: dict[str, Any]) -> None:
+        if self.open.pop(data.get("index", 0), None) is None:
+            self.flag(index, "/index", f"content_block_stop for block {data.get('index')}, which is not open")
+
+    def _on_message_stop(self, index: int, data: dict[str, Any]) -> None:
+        if self.open:
+            self.flag(index, "/type", f"message_stop while blocks {sorted(self.open)} are still open")
+        self.ended = "message_stop"
+
+    def _on_error(self, index: int, data: dict[str, Any]) -> None:
+        self.ended = "an error event"
+
+    def finish(self, last: int) -> list[Violation]:
+        if self.ended is None and not self.first:
+            self.flag(last, "", "the stream ends without message_stop (or an error event)")
+        return self.found
+
+
+_OPENAI_TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete", "error"})
+
+
+def _openai_sequence(events: list[tuple[int, dict[str, Any]]]) -> list[Violation]:
+    """sequence_number strictly increasing; exactly one terminal event, and it is last."""
+    found: list[Violation] = []
+    previous: int | None = None
+    terminal: tuple[int, str] | None = None
+    for index, data in events:
+        number = data.get("sequence_number")
+        if _is_int(number):
+            if previous is not None and number <= previous:
+                found.append(Violation("/sequence_number", "sequence",
+                                       f"{number} does not increase on the previous {previous}", event=index))
+            previous = number
+        if terminal is not None:
+            found.append(Violation("/type", "sequence", f"{data.get('type')!r} after the terminal event "
+                                   f"{terminal[1]!r} (event {terminal[0]})", event=index))
+        if data.get("type") in _OPENAI_TERMINAL and terminal is None:
+            terminal = (index, str(data.get("type")))
+    if terminal is None and events:
+        found.append(Violation("", "sequence", "the stream has no terminal event (response.completed, "
+                               "response.failed, response.incomplete or error)", event=events[-1][0]))
+    return found
+
+
+def _sequence(api: str | None, events: list[tuple[int, dict[str, Any]]]) -> list[Violation]:
+    if api == "anthropic-messages":
+        stream = _AnthropicStream()
+        for index, data in events:
+            stream.feed(index, data)
+        return stream.finish(events[-1][0] if events else 0)
+    return _openai_sequence(events)
+
+
+def check_events(route: Route, events: list[Event], contracts: Contracts | None = None,
+                 profile: Profile = STRICT) -> list[Violation]:
+    """Every event of a stream against the route's stream-event contract, then the provider's sequence
+    rules (a route that never streams, or no contract covers, gets one ``stream`` violation)."""
+    kind = route.contracts.stream_event if route.contracts else None
+    if kind is None:
+        return [Violation("", "stream", f"{mask(route.name)} does not stream")]
+    chosen = contracts or default()
+    found: list[Violation] = []
+    parsed: list[tuple[int, dict[str, Any]]] = []
+    for index, event in enumerate(events):
+        if event.data is None:
+            continue
+        try:
+            data = event.json()
+        except ValueError:
+            found.append(Violation("", "json", "data is not JSON", event=index))
+            continue
+        found += [replace(v, event=index) for v in chosen.validate(kind, data, profile)]
+        if isinstance(data, dict):
+            found += _event_name(index, event, data)
+            parsed.append((index, data))
+    return found + _sequence(route.api, parsed)
+
+
+def _event_name(index: int, event: Event, data: dict[str, Any]) -> list[Violation]:
+    if event.event is None or data.get("type") in (None, event.event):
+        return []
+    return [Violation("/type", "event", f"the SSE event name is {event.event!r} but the data's type is "
+                      f"{data.get('type')!r}", event=index)]
