@@ -55,7 +55,7 @@ from typing import Any, Literal, NoReturn
 import brotli  # type: ignore[import-untyped]
 import yaml
 
-from replaykit import sse
+from replaykit import jsondoc, sse
 from replaykit.errors import CassetteError, located
 
 __all__ = [
@@ -195,12 +195,13 @@ def header(headers: Any, name: str) -> str | None:
 
 
 def body_json(body: bytes | None) -> Any:
-    """``body`` parsed as JSON, or ``None`` when it is empty or not JSON."""
+    """``body`` parsed as JSON, or ``None`` when it is empty, not JSON, or nested deeper than
+    :data:`replaykit.jsondoc.MAX_DEPTH`."""
     if not body:
         return None
     try:
-        return json.loads(body)
-    except (ValueError, RecursionError):  # RecursionError: a body nested deeper than Python recurses
+        return jsondoc.loads(body)
+    except ValueError:
         return None
 
 

@@ -20,11 +20,12 @@ know of (httpx-sse, the SDKs' decoders) drop the byte boundaries that replay nee
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from replaykit import jsondoc
 
 __all__ = ["Event", "Parser", "count", "encode", "iter_events", "parse", "serialize"]
 
@@ -68,13 +69,14 @@ class Event:
         return self.data is not None and self.terminated
 
     def json(self) -> Any:
-        """``data`` parsed as JSON (padding whitespace allowed); raises ``ValueError`` if it is not.
+        """``data`` parsed as JSON (padding whitespace allowed); raises ``ValueError`` if it is not, or if it
+        nests deeper than :data:`replaykit.jsondoc.MAX_DEPTH`.
 
         Parsed afresh on every call, so a caller that edits the result cannot change the event.
         """
         if self.data is None:
             raise ValueError("event has no data")
-        return json.loads(self.data)
+        return jsondoc.loads(self.data)
 
 
 def _fields(raw: bytes, skip: int, terminated: bool, last_id: str) -> tuple[Event, str]:

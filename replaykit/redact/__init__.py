@@ -23,7 +23,7 @@ cassette's fingerprint is that of its redacted traffic (recomputed on save). :fu
 text safe to print; :func:`scan_text` searches a raw file.
 """
 
-from replaykit.redact.cassettes import MAX_DEPTH, SecretFinding, redact, redact_header, scan, scan_text
+from replaykit.redact.cassettes import SecretFinding, redact, redact_header, scan, scan_text
 from replaykit.redact.names import (
     CREDENTIAL_HEADERS,
     SECRET_HEADERS,
@@ -46,7 +46,6 @@ __all__ = [
     "ACCOUNT_PLACEHOLDER",
     "CREDENTIAL_HEADERS",
     "KINDS",
-    "MAX_DEPTH",
     "PLACEHOLDER",
     "SECRET_HEADERS",
     "SECRET_KINDS",

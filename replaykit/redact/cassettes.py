@@ -13,9 +13,9 @@ The walk visits every place a secret can sit, and knows what it is called there:
   ``data`` of each SSE event, URL-encoded or base64-encoded; a body that is not JSON as text;
 * the ``replaykit:`` metadata and the cassette's other top-level keys.
 
-JSON is walked to :data:`MAX_DEPTH` levels; a deeper document is searched as text. Bodies are rewritten
-only where something changed: an SSE event is rebuilt with :func:`replaykit.sse.encode` only when its data
-held a secret, the other events keep their bytes.
+JSON is walked to :data:`replaykit.jsondoc.MAX_DEPTH` levels; a deeper document is searched as text. Bodies
+are rewritten only where something changed: an SSE event is rebuilt with :func:`replaykit.sse.encode` only
+when its data held a secret, the other events keep their bytes.
 """
 
 from __future__ import annotations
@@ -28,15 +28,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote_plus
 
-from replaykit import sse
+from replaykit import jsondoc, sse
 from replaykit.cassette import Cassette, Headers, Interaction, Request, Response
 from replaykit.pointer import json_pointer
 from replaykit.redact.names import DEFAULT_RULES, Rules, is_secret_field
 from replaykit.redact.shapes import ACCOUNT_PLACEHOLDER, Hit, encoded_forms, excerpt, find, is_placeholder
 
-__all__ = ["MAX_DEPTH", "SecretFinding", "redact", "redact_header", "scan", "scan_text"]
-
-MAX_DEPTH = 256  # JSON nesting walked; deeper, a document is searched as text
+__all__ = ["SecretFinding", "redact", "redact_header", "scan", "scan_text"]
 _ACCOUNT = re.compile(r"(/client/v4/accounts/)([^/?#]+)")
 _ACCOUNT_ID = re.compile(r"[0-9a-fA-F]{32}")
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#@:]*):([^/?#@]*)@")
@@ -61,7 +59,7 @@ class SecretFinding:
 
 
 class _TooDeep(Exception):
-    """A JSON document nested deeper than :data:`MAX_DEPTH`."""
+    """Metadata nested deeper than :data:`replaykit.jsondoc.MAX_DEPTH` (bodies never are: see _loads)."""
 
 
 @dataclass(slots=True)
@@ -162,7 +160,7 @@ class _Walk:
 
     def json(self, place: str, doc: Any, depth: int, secret: bool = False) -> Any:
         """``doc`` scrubbed (a new object where something changed); ``secret``: held under a secret name."""
-        if depth > MAX_DEPTH:
+        if depth > jsondoc.MAX_DEPTH:
             raise _TooDeep(place)
         if isinstance(doc, str):
             return self.text(place, doc, secret)
@@ -265,8 +263,8 @@ def _utf8(body: bytes | None) -> str | None:
 
 def _loads(text: str) -> Any:
     try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError):
+        doc = jsondoc.loads(text)
+    except ValueError:  # not JSON, or too deep to walk: searched as text
         return None
     return doc if isinstance(doc, dict | list) else None
 
