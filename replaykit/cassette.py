@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import codecs
 import copy
-import gzip
 import hashlib
 import io
 import itertools
@@ -43,11 +42,13 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
 import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NoReturn
@@ -56,7 +57,7 @@ import brotli  # type: ignore[import-untyped]
 import yaml
 
 from replaykit import jsondoc, sse
-from replaykit.errors import CassetteError, located
+from replaykit.errors import CassetteError, UsageError, located
 
 __all__ = [
     "ORIGINS",
@@ -75,6 +76,7 @@ __all__ = [
     "iter_paths",
     "load",
     "loads",
+    "named_paths",
     "save",
     "write_atomic",
 ]
@@ -443,21 +445,61 @@ def _response(raw: dict[str, Any], at: _Path) -> Response:
     return Response(code, reason, headers, _decoded(body, encoding, at))
 
 
-def _inflate(body: bytes) -> bytes:
+class _TooLarge(Exception):
+    """A body decodes to more than the limit (a decompression bomb, or a body too large to hold)."""
+
+
+_PIECE = 1 << 20  # bytes of decoded output produced at a time
+
+
+def _gunzip(body: bytes) -> Iterator[bytes]:
+    """Every gzip member of ``body`` decoded, a piece at a time (trailing zero padding ignored)."""
+    while body and body.strip(b"\x00"):
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        yield from _inflated(inflater, body)
+        if not inflater.eof:
+            raise zlib.error("the gzip data ends before its member does")
+        body = inflater.unused_data
+
+
+def _inflated(inflater: Any, body: bytes) -> Iterator[bytes]:
+    piece = inflater.decompress(body, _PIECE)
+    while piece:
+        yield piece
+        piece = inflater.decompress(inflater.unconsumed_tail, _PIECE)
+
+
+def _inflate(body: bytes) -> Iterator[bytes]:
     """``deflate`` as servers send it: zlib-wrapped, or (a common mistake) raw deflate."""
     try:
-        return zlib.decompress(body)
+        zlib.decompressobj().decompress(body[:_PIECE], 1)  # the header tells which
     except zlib.error:
-        return zlib.decompress(body, -zlib.MAX_WBITS)
+        yield from _inflated(zlib.decompressobj(-zlib.MAX_WBITS), body)
+        return
+    yield from _inflated(zlib.decompressobj(), body)
 
 
-_CODECS: dict[str, Callable[[bytes], bytes]] = {
-    "gzip": gzip.decompress,
-    "x-gzip": gzip.decompress,
-    "br": brotli.decompress,
+def _unbrotli(body: bytes) -> Iterator[bytes]:
+    decoder = brotli.Decompressor()
+    piece = decoder.process(body, output_buffer_limit=_PIECE)
+    while piece:
+        yield piece
+        if decoder.is_finished() or decoder.can_accept_more_data():
+            break
+        piece = decoder.process(b"", output_buffer_limit=_PIECE)
+    if not decoder.is_finished():
+        raise brotli.error("the brotli data ends early")
+
+
+_CODECS: dict[str, Callable[[bytes], Iterator[bytes]]] = {
+    "gzip": _gunzip,
+    "x-gzip": _gunzip,
+    "br": _unbrotli,
     "deflate": _inflate,
-    "identity": lambda body: body,
+    "identity": lambda body: iter((body,)),
 }
+MAX_BODY = 256 << 20  # bytes a body may decode to, by default (``load(max_body=...)``, ``--max-body``)
+_MAX_BODY: ContextVar[int] = ContextVar("replaykit_max_body", default=MAX_BODY)
 
 
 def _decoded(body: bytes, encoding: str, at: _Path) -> bytes:
@@ -467,13 +509,32 @@ def _decoded(body: bytes, encoding: str, at: _Path) -> bytes:
         if codec is None:
             raise _Invalid((*at, "headers"), f"{_dotted(at)}: unsupported content-encoding {name!r}",
                            "decode the body yourself and remove the content-encoding header")
-        try:
-            body = codec(body)
-        except (OSError, EOFError, zlib.error, brotli.error) as exc:
-            message = f"{_dotted(at)}.body is not valid {name} data ({exc})"
-            fix = "store the encoded bytes as !!binary, or remove content-encoding for a plain body"
-            raise _Invalid((*at, "body"), message, fix) from exc
+        body = _decode(codec, name, body, at)
     return body
+
+
+def _measure(pieces: Iterator[bytes], limit: int) -> None:
+    total = 0
+    for piece in pieces:
+        total += len(piece)
+        if total > limit:
+            raise _TooLarge
+
+
+def _decode(codec: Callable[[bytes], Iterator[bytes]], name: str, body: bytes, at: _Path) -> bytes:
+    """``body`` decoded; measured first, a piece at a time, so a bomb is refused without being held."""
+    limit = _MAX_BODY.get()
+    try:
+        _measure(codec(body), limit)
+        return b"".join(codec(body))
+    except _TooLarge:
+        message = f"{_dotted(at)}.body decodes ({name}) to more than {limit} bytes (a decompression bomb?)"
+        fix = "raise the limit (--max-body, load(max_body=...)) if the body is real"
+        raise _Invalid((*at, "body"), message, fix) from None
+    except (OSError, EOFError, zlib.error, brotli.error) as exc:
+        message = f"{_dotted(at)}.body is not valid {name} data ({exc})"
+        fix = "store the encoded bytes as !!binary, or remove content-encoding for a plain body"
+        raise _Invalid((*at, "body"), message, fix) from exc
 
 
 def _offsets(raw: Any, response: Response, at: _Path) -> list[float] | None:
@@ -531,13 +592,16 @@ def _meta(raw: Any) -> Meta:
     return Meta(origin, texts[0], texts[1], texts[2], ours)
 
 
-def _cassette(doc: Any, lines: Callable[[int], list[int | None]], consume: bool = False) -> Cassette:
+def _cassette(doc: Any, lines: Callable[[int], list[int | None]], shared: bool) -> Cassette:
     """The cassette in a loaded document.
 
-    ``consume`` empties the document's interactions list as each one is converted, so each text body
-    can be freed as soon as its bytes exist; only for a document in which nothing is shared.
+    In a document where nothing is ``shared`` (no YAML alias), the interactions list is emptied as each one
+    is converted, so each text body can be freed as soon as its bytes exist. A shared one is first checked
+    for what its aliases expand to (:func:`_check_expansion`).
     """
     fix = "a vcrpy cassette is a mapping with `version: 1` and `interactions:`"
+    if shared:
+        _check_expansion(doc)
     top = _mapping(doc, (), fix) if doc is not None else _empty()
     version = _need(top, "version", (), "add `version: 1`")
     if version != 1 or isinstance(version, bool):
@@ -550,10 +614,45 @@ def _cassette(doc: Any, lines: Callable[[int], list[int | None]], consume: bool 
     items = []
     for index, raw in enumerate(raw_items):
         items.append(_interaction(raw, index, starts[index]))
-        if consume:
+        if not shared:
             raw_items[index] = None
     extra = {str(k): v for k, v in top.items() if k not in {"version", "interactions", "replaykit"}}
     return Cassette(items, _meta(top.get("replaykit")), None, extra)
+
+
+MAX_EXPANSION = 1_000_000  # nodes YAML aliases may expand to (and then 10x the nodes written), at most
+
+
+def _check_expansion(doc: Any) -> None:
+    """Refuse a document whose aliases expand past :data:`MAX_EXPANSION` nodes (a "billion laughs" bomb:
+    a few hundred bytes that expand to billions of values), or that refers to itself."""
+    written, expanded = _expansion(doc)
+    if expanded > max(MAX_EXPANSION, 10 * written):
+        message = f"its YAML aliases expand to {expanded:,} values from {written:,} written"
+        raise _Invalid((), message, "write the values out instead of repeating aliases (an alias bomb?)")
+
+
+def _expansion(doc: Any) -> tuple[int, int]:
+    """``(values written, values once every alias is expanded)``, counted without expanding (each shared
+    container is counted once, by its size); a container that contains itself is refused."""
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(doc, False)]
+    while stack:
+        node, done = stack.pop()
+        children = list(node.values()) if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None or (id(node) in sizes and not done):
+            continue
+        if done:
+            open_.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes.get(id(child), 1) for child in children)
+            continue
+        if id(node) in open_:
+            raise _Invalid((), "a YAML alias refers to the mapping or list it is in", "remove the alias")
+        open_.add(id(node))
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if isinstance(child, dict | list))
+    return len(sizes), sizes.get(id(doc), 1)
 
 
 def _empty() -> NoReturn:
@@ -698,7 +797,7 @@ def _stream(handle: io.BufferedIOBase) -> tuple[Cassette, bytes, int]:
     reader = _Reader(handle)
     doc, composed, shared = _load_doc(reader)
     key = reader.digest()
-    return _cassette(doc, lambda count: reader.lines.lines(count, composed), not shared), key, reader.size
+    return _cassette(doc, lambda count: reader.lines.lines(count, composed), shared), key, reader.size
 
 
 # ---------------------------------------------------------------- reading: explaining a problem
@@ -750,7 +849,7 @@ def _explain(data: bytes | str, where: str) -> Cassette:
     # libyaml reads UTF-8 bytes directly (faster than from str); the pure-Python reader wants text
     source = data if isinstance(data, bytes) and _BaseLoader is not yaml.SafeLoader else text
     try:
-        doc, composed, _ = _load_doc(source)  # a safe loader: no Python objects
+        doc, composed, shared = _load_doc(source)  # a safe loader: no Python objects
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, source, where) from exc
     except RecursionError as exc:  # pragma: no cover - libyaml stops at depth 1000 first
@@ -758,7 +857,7 @@ def _explain(data: bytes | str, where: str) -> Cassette:
     scan = _Lines()
     scan.feed(_utf8(data), final=True)
     try:
-        return _cassette(doc, lambda count: scan.lines(count, composed))
+        return _cassette(doc, lambda count: scan.lines(count, composed), shared)
     except _Invalid as exc:
         raise CassetteError(located(where, _line_at(text, exc.at), exc.message, exc.fix)) from None
 
@@ -840,43 +939,66 @@ def _copy_response(resp: Response) -> Response:
 
 
 def _cached(handle: io.BufferedIOBase, where: str, original: Callable[[], bytes | str],
-            key: bytes | None) -> Cassette:
-    """A copy from the cache when ``key`` (the SHA-256 of the bytes) is there, else parsed from ``handle``.
+            key: bytes | None, max_body: int) -> Cassette:
+    """A copy from the cache when ``key`` (the SHA-256 of the bytes) is there, else parsed from ``handle``
+    with bodies decoded to at most ``max_body`` bytes.
 
-    A parse is kept under the hash of the bytes it read (not ``key``: the file may have changed since).
+    A parse is kept under the hash of the bytes it read (not ``key``: the file may have changed since), and
+    the limit it was made under.
     """
-    cassette = _CACHE.get(key) if key is not None else None
+    limit = max_body.to_bytes(8, "big")
+    cassette = _CACHE.get(key + limit) if key is not None else None
     if cassette is None:
-        cassette, digest, size = _parse(handle, where, original)
+        token = _MAX_BODY.set(max_body)
+        try:
+            cassette, digest, size = _parse(handle, where, original)
+        finally:
+            _MAX_BODY.reset(token)
         if key is not None:
-            _CACHE.put(digest, size, cassette)
+            _CACHE.put(digest + limit, size, cassette)
     return cassette
 
 
-def loads(data: bytes | str, path: str | os.PathLike[str] | None = None, *, cache: bool = True) -> Cassette:
-    """Parse cassette text; errors name ``path`` and the line at fault. ``cache=False`` always parses."""
+def loads(data: bytes | str, path: str | os.PathLike[str] | None = None, *, cache: bool = True,
+          max_body: int = MAX_BODY) -> Cassette:
+    """Parse cassette text; errors name ``path`` and the line at fault. ``cache=False`` always parses;
+    an encoded body that decodes to more than ``max_body`` bytes is an error (a decompression bomb)."""
     where = str(path) if path is not None else "<string>"
     raw = _utf8(data)
     key = hashlib.sha256(raw).digest() if cache else None
-    cassette = _cached(io.BytesIO(raw), where, lambda: data, key)
+    cassette = _cached(io.BytesIO(raw), where, lambda: data, key, max_body)
     cassette.path = Path(path) if path is not None else None
     return cassette
 
 
-def load(path: str | os.PathLike[str], *, cache: bool = True) -> Cassette:
-    """Load a cassette file (see :func:`loads`), parsed as it is read: the text is never held whole."""
+def load(path: str | os.PathLike[str], *, cache: bool = True, max_body: int = MAX_BODY) -> Cassette:
+    """Load a cassette file (see :func:`loads`), parsed as it is read: the text is never held whole.
+
+    Only a regular file is read: a FIFO or a device named as a cassette is an error, never a wait.
+    """
+    _regular(path)
     try:
         with open(path, "rb") as handle:
-            if not handle.seekable():  # a pipe: read once
-                return loads(handle.read(), path, cache=cache)
             key = hashlib.file_digest(handle, "sha256").digest() if cache else None
             handle.seek(0)
-            cassette = _cached(handle, str(path), lambda: _read_again(handle), key)
+            cassette = _cached(handle, str(path), lambda: _read_again(handle), key, max_body)
     except OSError as exc:
         raise CassetteError(located(path, None, f"cannot read: {exc.strerror or exc}",
                                     "check the path and its permissions")) from exc
     cassette.path = Path(path)
     return cassette
+
+
+def _regular(path: str | os.PathLike[str]) -> None:
+    """Refuse what is not a regular file (a FIFO would block the read forever), without opening it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise CassetteError(located(path, None, f"cannot read: {exc.strerror or exc}",
+                                    "check the path and its permissions")) from exc
+    if not stat.S_ISREG(mode):
+        raise CassetteError(located(path, None, "not a regular file (a FIFO, a device or a socket)",
+                                    "name a cassette file"))
 
 
 def _read_again(handle: io.BufferedIOBase) -> bytes:
@@ -968,6 +1090,28 @@ def write_atomic(target: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def named_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """The cassette files named on a command line (files, or folders of ``*.yaml`` / ``*.yml``); a path that
+    does not exist, a folder with no cassettes, something not a regular file (a FIFO would block a read
+    forever) or no path at all is a :class:`~replaykit.errors.UsageError`."""
+    found: list[Path] = []
+    for entry in map(Path, paths):
+        if not entry.exists():
+            raise UsageError(located(entry, None, "no such file or directory",
+                                     "name a cassette file or a folder of cassettes"))
+        if not entry.is_dir() and not entry.is_file():
+            raise UsageError(located(entry, None, "not a regular file (a FIFO, a device or a socket)",
+                                     "name a cassette file or a folder of cassettes"))
+        files = iter_paths([entry])
+        if not files:
+            raise UsageError(located(entry, None, "no cassettes (*.yaml, *.yml) in this directory",
+                                     "point at a folder that holds cassettes"))
+        found += files
+    if not found:
+        raise UsageError("no paths given; name cassette files or folders")
+    return found
 
 
 def iter_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:

@@ -31,7 +31,7 @@ from typing import Any
 from replaykit import cassette as cassettes
 from replaykit import contracts, redact
 from replaykit.cassette import Cassette, Interaction
-from replaykit.errors import CassetteError, ContractError, UsageError, located
+from replaykit.errors import CassetteError, ContractError
 from replaykit.findings import Finding
 
 __all__ = [
@@ -135,6 +135,8 @@ def _same(found: Secret) -> tuple[str, str]:
 
 
 def _text_secrets(path: Path) -> list[Secret]:
+    if not path.is_file():  # a FIFO would block the read forever
+        return []
     try:
         text = path.read_bytes().decode("utf-8", errors="replace")
     except OSError:
@@ -310,20 +312,4 @@ def verify_paths(paths: Iterable[str | os.PathLike[str]], checks: Iterable[Check
     """Verify every cassette under ``paths`` (under ``profile`` when given, see :func:`verify_file`); a
     missing path or a folder without cassettes is a UsageError."""
     chosen = tuple(checks)
-    return Report([verify_file(path, chosen, profile) for path in _cassette_paths(paths)])
-
-
-def _cassette_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    found: list[Path] = []
-    for entry in map(Path, paths):
-        if not entry.exists():
-            raise UsageError(located(entry, None, "no such file or directory",
-                                     "name a cassette file or a folder of cassettes"))
-        files = cassettes.iter_paths([entry])
-        if not files:
-            raise UsageError(located(entry, None, "no cassettes (*.yaml, *.yml) in this directory",
-                                     "point at a folder that holds cassettes"))
-        found += files
-    if not found:
-        raise UsageError("no paths given; name cassette files or folders")
-    return found
+    return Report([verify_file(path, chosen, profile) for path in cassettes.named_paths(paths)])

@@ -269,11 +269,11 @@ def test_shared_yaml_aliases_are_scanned_once(tmp_path: Path, monkeypatch: pytes
     real = cassettes.find
     monkeypatch.setattr(cassettes, "find", lambda text: searched.append(text) or real(text))
     levels = ["a0: &a0 [x, y, z, w, v, u, t, s, r]"]
-    levels += [f"a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 9) + "]" for n in range(1, 9)]
+    levels += [f"a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 9) + "]" for n in range(1, 6)]
     anchors = "\n".join(levels)
     text = (DATA / "clean_stream.yaml").read_text().replace("interactions:", f"{anchors}\ninteractions:")
     cassettes.scan(_loads(text))
-    assert len(searched) < 200  # 9 ** 8 strings when every alias is walked again
+    assert len(searched) < 200  # 9 ** 6 strings when every alias is walked again
     target = tmp_path / "laughs.yaml"
     target.write_text(text)
     assert [f.code for f in verify_file(target, checks=LOCAL).findings] == []
