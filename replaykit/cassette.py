@@ -60,6 +60,8 @@ from replaykit import jsondoc, sse
 from replaykit.errors import CassetteError, UsageError, located
 
 __all__ = [
+    "MAX_BODY",
+    "MAX_EXPANSION",
     "ORIGINS",
     "Cassette",
     "Headers",

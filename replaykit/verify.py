@@ -275,15 +275,16 @@ CHECKS: tuple[Check, ...] = (
 
 
 def verify_file(path: str | os.PathLike[str], checks: Iterable[Check] = CHECKS,
-                profile: str | None = None) -> FileResult:
+                profile: str | None = None, max_body: int = cassettes.MAX_BODY) -> FileResult:
     """Verify one cassette file: a ``parse`` finding if it does not load, else every check's findings.
 
     ``profile`` (a name of :data:`replaykit.contracts.PROFILES`) overrides the cassette's own
-    ``replaykit.profile`` for this run.
+    ``replaykit.profile`` for this run; a compressed body that decodes to more than ``max_body`` bytes is a
+    parse finding.
     """
     target = Path(path)
     try:
-        loaded = cassettes.load(target)
+        loaded = cassettes.load(target, max_body=max_body)
         if profile is not None:
             loaded.meta.extra["profile"] = contracts.resolve_profile(profile).name
     except CassetteError as exc:
@@ -308,8 +309,8 @@ def _parse_finding(path: Path, exc: CassetteError) -> Finding:
 
 
 def verify_paths(paths: Iterable[str | os.PathLike[str]], checks: Iterable[Check] = CHECKS,
-                 profile: str | None = None) -> Report:
-    """Verify every cassette under ``paths`` (under ``profile`` when given, see :func:`verify_file`); a
-    missing path or a folder without cassettes is a UsageError."""
+                 profile: str | None = None, max_body: int = cassettes.MAX_BODY) -> Report:
+    """Verify every cassette under ``paths`` (see :func:`verify_file` for ``profile`` and ``max_body``); a
+    missing path, a folder without cassettes or something not a regular file is a UsageError."""
     chosen = tuple(checks)
-    return Report([verify_file(path, chosen, profile) for path in cassettes.named_paths(paths)])
+    return Report([verify_file(path, chosen, profile, max_body) for path in cassettes.named_paths(paths)])

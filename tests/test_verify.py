@@ -220,7 +220,7 @@ def test_a_request_body_that_is_not_json_is_a_contract_error() -> None:
     broken = text[:start] + "    body: 'model=claude stream=true'\n" + text[text.index("\n", start) + 1:]
     findings = check_contracts(Path("s.yaml"), _loads(broken))
     assert [(f.place, f.severity) for f in findings if f.message.startswith(
-        "request / the request body is empty or not JSON")] == [("interactions[0]", "error")]
+        "request / the request body is empty, not JSON")] == [("interactions[0]", "error")]
 
 
 _BLOCK = '{\\"type\\":\\"content_block_start\\",\\"index\\":0,\\"content_block\\":%s}'

@@ -1,6 +1,7 @@
 """The ``replaykit`` command line: one module per subcommand, each with ``register(subparsers)``.
 
-Exit codes: 0 clean, 1 findings or failures, 2 usage errors, 3 on an internal error (a replaykit bug).
+Exit codes: 0 clean, 1 findings or failures, 2 usage errors, 3 on an internal error (a replaykit bug),
+141 when the reader of the output went away (``replaykit verify ... | head -1``), quietly, as ``cat`` does.
 Bad input never prints a traceback: a ``ReplaykitError`` becomes one line on stderr, an unexpected exception
 one ``internal error`` line with key-shaped text masked (set ``REPLAYKIT_TRACEBACK=1`` to see the stack).
 """
@@ -8,8 +9,10 @@ one ``internal error`` line with key-shaped text masked (set ``REPLAYKIT_TRACEBA
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import re
 import sys
 import traceback
 from collections.abc import Collection, Sequence
@@ -17,12 +20,16 @@ from collections.abc import Collection, Sequence
 from replaykit.errors import ReplaykitError, UsageError
 from replaykit.redact import safe_message
 
-__all__ = ["EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "table"]
+__all__ = [
+    "EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE",
+    "build_parser", "byte_size", "main", "table",
+]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+EXIT_PIPE = 128 + 13  # SIGPIPE, as a shell reports a writer whose reader closed the pipe
 
 # One module per subcommand under replaykit/cli/; each defines register(subparsers).
 COMMANDS: tuple[str, ...] = (
@@ -59,6 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(exc, EXIT_FINDINGS)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _closed_pipe()
     except Exception as exc:  # the CLI never shows a bare traceback
         return _fail(exc, EXIT_INTERNAL, internal=True)
 
@@ -70,6 +79,27 @@ def table(rows: Sequence[Sequence[str]], right: Collection[int] = ()) -> list[st
     return ["  ".join([*(cell.rjust(width) if column in right else cell.ljust(width)
                          for column, (cell, width) in enumerate(zip(row, widths, strict=False))), row[-1]])
             for row in rows]
+
+
+_SIZE = re.compile(r"(\d+)\s*([kmg]i?b?)?", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def byte_size(text: str) -> int:
+    """A positive size in bytes from ``1048576``, ``512K``, ``256M``, ``1G`` (binary units; ``MiB``, ``MB``
+    and ``M`` all mean 2**20): an argparse ``type``."""
+    match = _SIZE.fullmatch(text.strip())
+    if not match or int(match[1]) == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size; write bytes, or e.g. 512K, 256M, 1G")
+    return int(match[1]) * _UNITS[(match[2] or "")[:1].lower()]
+
+
+def _closed_pipe() -> int:
+    """The reader closed stdout: stop quietly (point stdout at /dev/null so the interpreter's final flush
+    does not complain again)."""
+    with contextlib.suppress(OSError, ValueError):  # stdout is not a file (captured in tests)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_PIPE
 
 
 def _fail(exc: BaseException, code: int, internal: bool = False) -> int:

@@ -11,7 +11,8 @@ import argparse
 import json
 from typing import Any
 
-from replaykit.cli import EXIT_FINDINGS, EXIT_OK, table
+from replaykit.cassette import MAX_BODY
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK, byte_size, table
 from replaykit.contracts import PROFILES
 from replaykit.verify import FileResult, Report, verify_paths
 
@@ -33,12 +34,15 @@ def register(subparsers: Any) -> None:
                         help="contract profile for every cassette: strict, or openai-compatible for xAI / "
                              "OpenRouter / DeepSeek traffic (OpenAI-only rules become warnings); default: "
                              "each cassette's own replaykit.profile, else strict")
+    parser.add_argument("--max-body", type=byte_size, default=MAX_BODY, metavar="SIZE",
+                        help=f"refuse a compressed body that decodes to more than SIZE (e.g. 512M; default "
+                             f"{MAX_BODY >> 20}M): a decompression bomb is a parse finding, not a hang")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Verify ``args.paths`` and print the report."""
-    report = verify_paths(args.paths, profile=args.profile)
+    report = verify_paths(args.paths, profile=args.profile, max_body=args.max_body)
     print(json.dumps(report.to_json(), indent=2) if args.json else render(report))
     return EXIT_OK if report.ok else EXIT_FINDINGS
 

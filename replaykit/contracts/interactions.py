@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
+from replaykit import jsondoc
 from replaykit.cassette import Cassette, Interaction, Response
 from replaykit.contracts.profiles import STRICT, Profile
 from replaykit.contracts.registry import Contracts, default, validate
@@ -55,7 +56,8 @@ def check_body(kind: str, body: Any, what: str, contracts: Contracts | None = No
                profile: Profile = STRICT) -> list[Violation]:
     """A parsed JSON body (None when it was empty or not JSON) against ``kind``; ``what`` names it."""
     if body is None:
-        return [Violation("", "json", f"the {what} body is empty or not JSON")]
+        deep = f"nested deeper than {jsondoc.MAX_DEPTH} levels"
+        return [Violation("", "json", f"the {what} body is empty, not JSON, or {deep}")]
     return validate(kind, body, profile) if contracts is None else contracts.validate(kind, body, profile)
 
 

@@ -40,7 +40,8 @@ def test_a_body_nested_too_deep_to_parse_is_served_like_any_non_json_body(serve:
     assert response.status_code == 200
     [entry] = fake.journal
     assert isinstance(entry.body, str)  # kept as text, like any body that is not JSON
-    assert [v["message"] for v in entry.request_violations] == ["the request body is empty or not JSON"]
+    assert [v["message"] for v in entry.request_violations] == [
+        "the request body is empty, not JSON, or nested deeper than 128 levels"]
 
 
 def test_an_http_1_0_client_gets_the_events_without_chunk_framing(serve: Any) -> None:
