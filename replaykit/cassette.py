@@ -76,6 +76,7 @@ __all__ = [
     "load",
     "loads",
     "save",
+    "stale_temporaries",
     "write_atomic",
 ]
 
@@ -967,6 +968,14 @@ def write_atomic(target: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def stale_temporaries(target: Path) -> list[Path]:
+    """The temporary files :func:`write_atomic` left beside ``target`` when killed mid-write
+    (``.<name>.<8 random characters>.tmp``, as ``tempfile.mkstemp`` names them)."""
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.[a-z0-9_]{{8}}\.tmp")
+    folder = target.parent if target.parent.is_dir() else None
+    return [] if folder is None else sorted(p for p in folder.iterdir() if pattern.fullmatch(p.name))
 
 
 def iter_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
