@@ -80,6 +80,7 @@ __all__ = [
     "loads",
     "named_paths",
     "save",
+    "stale_temporaries",
     "write_atomic",
 ]
 
@@ -1114,6 +1115,14 @@ def named_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     if not found:
         raise UsageError("no paths given; name cassette files or folders")
     return found
+
+
+def stale_temporaries(target: Path) -> list[Path]:
+    """The temporary files :func:`write_atomic` left beside ``target`` when killed mid-write
+    (``.<name>.<8 random characters>.tmp``, as ``tempfile.mkstemp`` names them)."""
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.[a-z0-9_]{{8}}\.tmp")
+    folder = target.parent if target.parent.is_dir() else None
+    return [] if folder is None else sorted(p for p in folder.iterdir() if pattern.fullmatch(p.name))
 
 
 def iter_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:

@@ -1,10 +1,14 @@
 """``replaykit serve CASSETTE...``: the loopback fake provider, for an application in any language.
 
 Prints each provider's base URL (with ``--json``, one JSON line ``{"anthropic": ..., "openai": ...,
-"azure": ..., "cloudflare": ...}``) and serves until SIGINT or SIGTERM; then writes the journal
-(``--journal FILE``, JSON Lines, atomically) and prints a one-line summary on stderr. Faults come from
-``--fault SPEC`` (repeatable, e.g. ``route=anthropic,nth=1,status=429,retry_after=0``) and ``--faults FILE``
-(YAML or JSON, a list of fault objects). Exit 0 after a clean shutdown, 2 on usage errors.
+"azure": ..., "cloudflare": ...}``) and serves until SIGINT or SIGTERM, then prints a one-line summary on
+stderr. ``--journal FILE`` is emptied at start and gets one JSON line per request as each completes
+(flushed: a crash loses at most the requests in flight); ``--journal-bodies full`` keeps whole request bodies
+in it (default: the first 64 KiB, with the length and SHA-256 of the whole). Faults come from ``--fault SPEC``
+(repeatable, e.g. ``route=anthropic,nth=1,status=429,retry_after=0``) and ``--faults FILE`` (YAML or JSON, a
+list of fault objects). ``--header-timeout``, ``--body-timeout`` and ``--max-connections`` bound slow and
+numerous clients (see :mod:`replaykit.server.connections`). Exit 0 after a clean shutdown, 2 on usage
+errors.
 """
 
 from __future__ import annotations
@@ -13,11 +17,9 @@ import argparse
 import json
 import signal
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -26,6 +28,8 @@ from replaykit.contracts import PROFILES
 from replaykit.errors import CassetteError, UsageError
 from replaykit.server import FakeProvider, Fault, load_faults
 from replaykit.server.app import ADMIN_PREFIX
+from replaykit.server.connections import BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS
+from replaykit.server.journal import JOURNAL_BODIES
 from replaykit.server.matching import BUILTIN_MATCHERS
 
 __all__ = ["register", "run"]
@@ -48,7 +52,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "serve", help="serve cassettes on loopback as a fake Anthropic / OpenAI / Azure / Cloudflare API",
         description="Replay cassettes from a loopback fake provider until SIGINT or SIGTERM. Prints each "
-                    "provider's base URL; writes the journal on exit.")
+                    "provider's base URL; journals each request as it completes.")
     parser.add_argument("cassettes", nargs="+", metavar="CASSETTE", help="a cassette file or folder")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=_port, default=0, help="port to bind (default 0: a free port)")
@@ -56,7 +60,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--faults", metavar="FILE", help="a YAML or JSON list of fault objects")
     parser.add_argument("--fault", action="append", default=[], metavar="SPEC",
                         help="a fault, e.g. route=anthropic,nth=1,status=429,retry_after=0 (repeatable)")
-    parser.add_argument("--journal", metavar="FILE", help="write the journal here on exit (JSON Lines)")
+    parser.add_argument("--journal", metavar="FILE",
+                        help="write the journal here, one JSON line per request as each request completes "
+                             "(the file is emptied at start)")
+    parser.add_argument("--journal-bodies", choices=JOURNAL_BODIES, default="head",
+                        help="head (default): journal the first 64 KiB of each request body, with the length "
+                             "and SHA-256 of the whole; full: every byte")
     parser.add_argument(
         "--timing",
         default="fast",
@@ -72,6 +81,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--match-on", default="", metavar="LIST",
                         help=f"comma-separated matchers among {', '.join(BUILTIN_MATCHERS)}")
     parser.add_argument("--repeat", action="store_true", help="serve interactions again once all are used")
+    parser.add_argument("--header-timeout", type=float, default=HEADER_TIMEOUT, metavar="SECONDS",
+                        help="close a connection that has not sent a request's headers this long after "
+                             f"opening or after its previous response (default {HEADER_TIMEOUT:g})")
+    parser.add_argument("--body-timeout", type=float, default=BODY_TIMEOUT, metavar="SECONDS",
+                        help="answer 408 when a request body pauses this long between two reads "
+                             f"(default {BODY_TIMEOUT:g})")
+    parser.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS, metavar="N",
+                        help=f"answer 503 to a connection beyond N open ones (default {MAX_CONNECTIONS})")
     parser.add_argument("--json", action="store_true", help="print the base URLs as one JSON line")
     parser.set_defaults(func=run)
 
@@ -88,24 +105,11 @@ def build(args: argparse.Namespace) -> FakeProvider:
         return FakeProvider(args.cassettes, host=args.host, port=args.port, timing=args.timing,
                             strict=args.strict, enforce_contracts=args.enforce_contracts,
                             allow_remote=args.allow_remote, match_on=match_on, repeat=args.repeat,
-                            faults=_faults(args), profile=args.profile)
+                            faults=_faults(args), profile=args.profile, journal_file=args.journal,
+                            journal_bodies=args.journal_bodies, header_timeout=args.header_timeout,
+                            body_timeout=args.body_timeout, max_connections=args.max_connections)
     except CassetteError as exc:  # a cassette named on the command line: the user's input, exit 2
         raise UsageError(str(exc)) from exc
-
-
-def _check_journal_path(path: str) -> None:
-    """Refuse an unwritable ``--journal`` now, not after a whole session was served."""
-    target = Path(path)
-    if target.is_dir():
-        raise UsageError(f"--journal {path}: is a folder; give a file path, e.g. journal.jsonl")
-    if not target.parent.is_dir():
-        raise UsageError(f"--journal {path}: the folder {target.parent} does not exist; create it first")
-    try:
-        with tempfile.NamedTemporaryFile(dir=target.parent, prefix=".replaykit-journal-check."):
-            pass
-    except OSError as exc:
-        message = f"--journal {path}: cannot write there ({exc.strerror}); choose a writable path"
-        raise UsageError(message) from exc
 
 
 def _announce(fake: FakeProvider, as_json: bool) -> None:
@@ -134,9 +138,7 @@ def _until_signalled() -> Iterator[threading.Event]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until SIGINT / SIGTERM, then write the journal."""
-    if args.journal:
-        _check_journal_path(args.journal)
+    """Serve until SIGINT / SIGTERM (the journal file, opened at start, is written as requests complete)."""
     fake = build(args)
     with _until_signalled() as stop:
         fake.start()
@@ -146,8 +148,6 @@ def run(args: argparse.Namespace) -> int:
                 pass
         finally:
             fake.stop()
-            if args.journal:
-                fake.write_journal(args.journal)
     _summary(fake)
     fake.check_errors()
     return EXIT_OK

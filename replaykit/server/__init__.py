@@ -12,9 +12,18 @@ Point an application, in any language, at it instead of the real API::
 
 ``FakeProvider(cassettes=(), *, host="127.0.0.1", port=0, timing="fast", strict=False,
 enforce_contracts=False, allow_remote=False, match_on=(), volatile=DEFAULT_VOLATILE, repeat=False,
-faults=(), profile=None)`` runs an aiohttp application in a background thread with its own event loop, on
+faults=(), profile=None, journal_file=None, journal_bodies="head", header_timeout=60, body_timeout=60,
+max_connections=256)`` runs an aiohttp server in a background thread with its own event loop, on
 loopback and a free port by default (a non-loopback ``host`` is refused unless ``allow_remote``). It is a
 context manager; ``start()`` / ``stop()`` do the same by hand.
+
+Connections (:mod:`~replaykit.server.connections`): a client must send a request's headers within
+``header_timeout`` seconds of connecting or of its previous response (an idle keep-alive connection is closed
+after as long), and may pause its body at most ``body_timeout`` seconds (then 408); beyond
+``max_connections`` open connections a new one gets a 503 and is closed at once. A malformed request (bad
+request line, header, length or chunked framing) gets a 400 and one journal entry (``malformed``), nothing
+logged. A client that half-closes after its request still gets its response; one that closes while the
+server holds its response back (a delay, a stall) is journaled when it leaves.
 
 Routes (one server serves every provider): Anthropic ``POST /v1/messages`` and
 ``/v1/messages/count_tokens``; OpenAI ``POST /v1/responses``; Azure ``POST /openai/v1/responses``,
@@ -52,11 +61,16 @@ cassettes declare, else strict) turns the rules it relaxes into warnings, which 
 What happened (:mod:`~replaykit.server.journal`): ``journal`` (a list of :class:`Entry`, thread-safe; the
 contract verdict of a request body is cached, so a body sent again is not validated again),
 ``unmatched()`` (entries no interaction answered), ``unused()`` (interactions never delivered whole),
-``write_journal(path)`` (JSON Lines, atomic), ``reset()`` (journal, counters and faults). Over HTTP:
-``GET /__replaykit/journal``, ``POST /__replaykit/reset``, ``GET /__replaykit/unused``,
-``POST /__replaykit/faults``. Exceptions raised while serving are stored and re-raised in the caller's
-thread by ``check_errors()`` and when the ``with`` block ends; ``check(unused=False)`` also raises
-:class:`~replaykit.errors.MatchError` for unmatched requests, with their near misses.
+``write_journal(path)`` (a JSON Lines snapshot, atomic), ``reset()`` (journal, counters and faults).
+``journal_file`` is the journal as an append-only JSON Lines log, emptied at ``start()``, with each entry
+written and flushed when its request is done (a crash loses at most the requests in flight; temporary files
+of an atomic write killed halfway are removed at start). An entry keeps the first 64 KiB of a request body,
+with the length and SHA-256 of the whole (``journal_bodies="full"``: every byte); matching sees the whole
+body. Over HTTP: ``GET /__replaykit/journal``, ``POST /__replaykit/reset``, ``GET /__replaykit/unused``,
+``POST /__replaykit/faults`` (an invalid fault: a 400 naming the JSON pointer of the bad value and the fix).
+Exceptions raised while serving are stored and re-raised in the caller's thread by ``check_errors()`` and
+when the ``with`` block ends; ``check(unused=False)`` also raises :class:`~replaykit.errors.MatchError` for
+unmatched requests, with their near misses.
 """
 
 from replaykit.routes import PROVIDERS, ROUTES, Route, base_urls

@@ -2,14 +2,19 @@
 
 The handler reads the request, takes the next sequence number, picks the faults that apply, matches an
 interaction (unless a ``status`` fault or ``enforce_contracts`` answers first), builds the :class:`Plan`,
-lets the faults rewrite it, delivers it, and journals the outcome. Admin endpoints (not journaled):
+lets the faults rewrite it, delivers it, and journals the outcome. A request whose body stops arriving for
+``body_timeout`` seconds is answered 408, one whose framing is broken 400, and journaled (``timeout``,
+``malformed``); so is a request aiohttp cannot parse at all (:mod:`~replaykit.server.connections`). Each
+entry goes to the journal file when its request is done. Admin endpoints (not journaled):
 ``GET /__replaykit/journal``, ``POST /__replaykit/reset``, ``GET /__replaykit/unused`` and
-``POST /__replaykit/faults`` (a fault object or a list of them).
+``POST /__replaykit/faults`` (a fault object or a list of them; an error names the JSON pointer of the bad
+value and the fix, with a 400).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import threading
@@ -21,20 +26,30 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from aiohttp import web
+from aiohttp.http import HttpProcessingError
 
 from replaykit import sse
 from replaykit.contracts import STRICT, Profile
-from replaykit.errors import ReplaykitError
+from replaykit.errors import ReplaykitError, UsageError, located
 from replaykit.redact import redact_header
 from replaykit.routes import classify
 from replaykit.server import envelopes, verdicts
-from replaykit.server.faults import EVENT_KINDS, Fault, apply_all, faults_json, status_plan
-from replaykit.server.journal import Entry, Journal
+from replaykit.server.connections import Limits, Server
+from replaykit.server.faults import (
+    EVENT_KINDS,
+    Fault,
+    apply_all,
+    fault_at,
+    faults_from,
+    faults_json,
+    status_plan,
+)
+from replaykit.server.journal import Entry, Journal, body_fields
 from replaykit.server.matching import Match, Pool, Received, Slot
 from replaykit.server.plan import Plan, Timing, error_plan, plan_for, recorded_batches, recorded_chunks
 from replaykit.server.streaming import Progress, deliver
 
-__all__ = ["ADMIN_PREFIX", "MAX_BODY", "Settings", "State", "make_server"]
+__all__ = ["ADMIN_PREFIX", "MAX_BODY", "Settings", "State", "make_server", "refusal"]
 
 ADMIN_PREFIX = "/__replaykit"
 MAX_BODY = 1 << 30  # bytes a request body may have
@@ -63,6 +78,7 @@ class State:
     counts: Counter[str] = field(default_factory=Counter)
     seq: int = 0
     closing: asyncio.Event = field(default_factory=asyncio.Event)
+    limits: Limits = field(default_factory=Limits)
 
     def reset(self) -> None:
         """Forget the journal, the counters, the faults and which interactions were served."""
@@ -82,8 +98,43 @@ class State:
 # ---------------------------------------------------------------- reading the request
 
 
-async def _received(request: web.BaseRequest) -> Received:
-    body = await request.read()
+class _Unreadable(Exception):
+    """A request whose body could not be read: answered ``status`` and journaled with ``verdict``."""
+
+    def __init__(self, status: int, verdict: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.verdict = status, verdict
+
+
+async def _read_some(request: web.BaseRequest, idle: float) -> bytes:
+    content = request.content
+    try:
+        if content.is_eof():  # the rest of the body is here already: no wait, no timer
+            return await content.readany()
+        async with asyncio.timeout(idle):
+            return await content.readany()
+    except TimeoutError:
+        raise _Unreadable(408, "timeout", f"no byte of the request body came for {idle:g} s; send the body "
+                                          "without pausing, or raise --body-timeout") from None
+    except (web.RequestPayloadError, HttpProcessingError) as exc:
+        raise _Unreadable(400, "malformed", f"the request body is malformed: {exc}") from None
+
+
+async def _read_body(request: web.BaseRequest, idle: float) -> bytes:
+    """The whole body, each read waiting at most ``idle`` seconds (:class:`_Unreadable` past that, or when
+    its framing is broken); over :data:`MAX_BODY` bytes, aiohttp's 413."""
+    parts: list[bytes] = []
+    size = 0
+    while chunk := await _read_some(request, idle):
+        size += len(chunk)
+        if size >= MAX_BODY:
+            raise web.HTTPRequestEntityTooLarge(max_size=MAX_BODY, actual_size=size)
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _built(request: web.BaseRequest, body: bytes) -> Received:
+    """``request`` with ``body`` as :class:`Received` (repeated headers joined with ``, ``)."""
     headers: dict[str, str] = {}
     for name, value in request.headers.items():
         key = name.lower()
@@ -106,9 +157,7 @@ def _timestamp(now: float) -> str:
 
 def _entry(state: State, received: Received) -> Entry:
     now = _timestamp(time.time())
-    body: Any = received.json
-    if body is None and received.body:
-        body = received.body.decode("utf-8", "replace")
+    body = body_fields(received.body, received.json, received.sha256, state.journal.bodies)
     return Entry(
         state.seq,
         now,
@@ -118,7 +167,7 @@ def _entry(state: State, received: Received) -> Entry:
         received.path,
         received.query,
         {name: redact_header(name, value) for name, value in received.headers.items()},
-        body,
+        **body,
     )
 
 
@@ -139,14 +188,20 @@ def _admit(state: State, received: Received) -> tuple[Entry, list[Fault]]:
 # ---------------------------------------------------------------- choosing what to serve
 
 
-def _replaykit_error(received: Received, status: int, message: str, header: str | None = None) -> Plan:
+def _error_reply(
+    received: Received, status: int, message: str, header: str | None = None
+) -> envelopes.ErrorReply:
     """The provider's error envelope for an answer replaykit makes up itself; ``header`` (default:
-    ``message``) goes into ``x-replaykit-error``, and a 404 or 500 says not to retry."""
+    ``message``) goes into ``x-replaykit-error``, and any status but 400 says not to retry."""
     headers = {"x-replaykit-error": _header_text(header or message)}
     if status != 400:
         headers["x-should-retry"] = "false"
-    reply = envelopes.error_reply(received.route.provider, status, message=message, headers=headers)
-    return error_plan(reply)
+    return envelopes.error_reply(received.route.provider, status, message=message, headers=headers)
+
+
+def _replaykit_error(received: Received, status: int, message: str, header: str | None = None) -> Plan:
+    """The plan answering :func:`_error_reply`."""
+    return error_plan(_error_reply(received, status, message, header))
 
 
 def _header_text(text: str) -> str:
@@ -221,10 +276,12 @@ class _Exchange:
         return self.match.slot if self.match is not None else None
 
     def settle(self, progress: Progress) -> None:
-        """Record the outcome (called before the last bytes are sent, and again at the very end).
+        """Record the outcome (called before the last bytes are sent, and again at the very end), in the
+        journal and its file.
 
         The second call changes the entry only when the outcome turned out different (the client left
-        during the last write): a client that has its response never sees its entry change.
+        during the last write): a client that has its response never sees its entry change. The file then
+        gets the entry again, with its final outcome: the last line of a ``seq`` is the final one.
         """
         if self.settled == progress.outcome:
             return
@@ -242,6 +299,7 @@ class _Exchange:
         entry.duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
         if first:
             self.state.journal.append(entry)
+        _log(self.state, entry)
 
     def close(self, progress: Progress) -> None:
         """The final word: settle with what really happened; give back a slot that was not served whole."""
@@ -250,6 +308,42 @@ class _Exchange:
         if slot is not None and not self.counted:
             with self.state.lock:
                 self.state.pool.release(slot)
+
+
+def _log(state: State, entry: Entry) -> None:
+    """Append ``entry`` to the journal file; failing to write it is an error for the caller's thread."""
+    try:
+        state.journal.log(entry)
+    except ReplaykitError as exc:
+        state.errors.append(exc)
+
+
+def refusal(state: State, request: web.BaseRequest, status: int, verdict: str, message: str) -> web.Response:
+    """Journal a request that could not be read (``verdict``: ``malformed``, ``timeout``) and build its
+    answer: the provider's error envelope with ``status``, closing the connection."""
+    received = _built(request, b"")
+    text = " ".join(message.split())
+    with state.lock:
+        state.seq += 1
+        entry = _entry(state, received)
+    entry.verdict, entry.error, entry.status, entry.outcome = verdict, text, status, "complete"
+    state.journal.append(entry)
+    _log(state, entry)
+    reply = _error_reply(received, status, f"replaykit: {text}")
+    response = web.Response(status=status, body=reply.body, headers=reply.headers)
+    response.force_close()
+    return response
+
+
+async def _refuse(state: State, request: web.BaseRequest, unreadable: _Unreadable) -> web.StreamResponse:
+    """Answer a request whose body could not be read and close the connection (the rest of the body is
+    never read)."""
+    response = refusal(state, request, unreadable.status, unreadable.verdict, str(unreadable))
+    with contextlib.suppress(ConnectionError):
+        await response.prepare(request)
+        await response.write_eof()
+    request.protocol.force_close()
+    return response
 
 
 def _internal_error(state: State, received: Received, exc: Exception, entry: Entry) -> Plan:
@@ -262,7 +356,10 @@ def _internal_error(state: State, received: Received, exc: Exception, entry: Ent
 async def handle(request: web.BaseRequest, state: State) -> web.StreamResponse:
     """Answer one provider request (see the module docstring)."""
     started = time.perf_counter()
-    received = await _received(request)
+    try:
+        received = _built(request, await _read_body(request, state.limits.body_timeout))
+    except _Unreadable as unreadable:
+        return await _refuse(state, request, unreadable)
     entry, faults = _admit(state, received)
     exchange = _Exchange(state, entry, started)
     progress = Progress(on_settle=exchange.settle)
@@ -296,12 +393,33 @@ async def _unused(request: web.BaseRequest, state: State) -> web.Response:
     return web.json_response(state.unused())
 
 
+_POSTED = f"POST {ADMIN_PREFIX}/faults"
+_POST_FIX = 'send a fault object or a list of them, e.g. [{"kind": "status", "status": 429}]'
+
+
+def _posted_faults(body: bytes) -> list[Fault]:
+    """The faults a ``POST /__replaykit/faults`` body holds; a :class:`UsageError` names the JSON pointer of
+    the bad value and the fix."""
+    try:
+        doc = json.loads(body)
+    except RecursionError:
+        raise UsageError(located(_POSTED, None, "the body is nested too deep to parse", _POST_FIX)) from None
+    except ValueError as exc:
+        raise UsageError(located(_POSTED, None, f"the body is not JSON ({exc})", _POST_FIX)) from None
+    if isinstance(doc, dict):
+        return [fault_at(doc, _POSTED, "")]
+    if not isinstance(doc, list):
+        raise UsageError(located(_POSTED, None, f"the body must be a fault object or a list of them, not "
+                                                f"{json.dumps(doc)[:60]}", _POST_FIX))
+    return faults_from(doc, _POSTED)
+
+
 async def _add_faults(request: web.BaseRequest, state: State) -> web.Response:
     try:
-        raw = json.loads(await request.read())
-        items = raw if isinstance(raw, list) else [raw]
-        faults = [Fault.from_dict(item, where=f"{ADMIN_PREFIX}/faults /{i}") for i, item in enumerate(items)]
-    except (ValueError, TypeError, ReplaykitError) as exc:
+        faults = _posted_faults(await _read_body(request, state.limits.body_timeout))
+    except _Unreadable as exc:
+        return web.json_response({"error": f"{_POSTED}: {exc}"}, status=exc.status)
+    except ReplaykitError as exc:
         return web.json_response({"error": str(exc)}, status=400)
     with state.lock:
         state.faults.extend(faults)
@@ -327,9 +445,10 @@ async def _continue(request: web.BaseRequest) -> None:
         request.writer.output_size = 0  # the interim response is not the response
 
 
-def make_server(state: State, **options: Any) -> web.Server:
-    """aiohttp's low-level server answering for ``state``: the admin endpoints, every other request to
-    :func:`handle`. ``options`` go to aiohttp's connection handler (``access_log``...).
+def make_server(state: State, **options: Any) -> Server:
+    """aiohttp's low-level server answering for ``state``, under ``state.limits``: the admin endpoints, every
+    other request to :func:`handle`, requests aiohttp cannot parse to :func:`refusal`. ``options`` go to
+    aiohttp's connection handler (``access_log``...).
 
     Built in the event loop that will run it. No ``web.Application``: it has nothing to offer a server of
     five routes but its router and middlewares, which cost about a tenth of each request.
@@ -345,4 +464,8 @@ def make_server(state: State, **options: Any) -> web.Server:
     ) -> web.BaseRequest:
         return web.BaseRequest(message, payload, protocol, writer, task, loop, client_max_size=MAX_BODY)
 
-    return web.Server(dispatch, request_factory=build, handler_cancellation=True, **options)
+    def malformed(request: web.BaseRequest, message: str) -> web.StreamResponse:
+        return refusal(state, request, 400, "malformed", f"the request could not be parsed: {message}")
+
+    return Server(dispatch, limits=state.limits, on_malformed=malformed, request_factory=build,
+                  handler_cancellation=True, **options)

@@ -60,6 +60,8 @@ __all__ = [
     "apply",
     "apply_all",
     "corrupt",
+    "fault_at",
+    "faults_from",
     "faults_json",
     "load_faults",
     "status_plan",
@@ -102,6 +104,7 @@ _ALLOWED: dict[str, tuple[str, ...]] = {
     "truncate": ("at",),
 }
 _SELECTORS = ("kind", "route", "nth", "times")
+_EXAMPLE = '{"kind": "status", "route": "anthropic", "nth": 1, "status": 429}'
 _DATA = re.compile(rb"(?m)^data: ?([^\r\n]*)")
 
 
@@ -142,15 +145,21 @@ class Fault:
         return cls.from_dict(_typed(pairs, spec), where=f"--fault {spec!r}")
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any], *, where: str = "fault") -> Fault:
-        """Build from a mapping (a faults file entry, a scenario's ``faults`` item)."""
-        unknown = sorted(set(raw) - {f.name for f in dataclasses.fields(cls)})
-        if unknown:
-            raise UsageError(f"{where}: unknown key {unknown[0]!r}; known keys: {', '.join(_known(raw))}")
+    def from_dict(cls, raw: Mapping[str, Any], *, where: str = "fault", pointer: str | None = None) -> Fault:
+        """Build from a mapping (a faults file entry, a scenario's ``faults`` item). An error names ``where``,
+        and with ``pointer`` (the mapping's JSON pointer in its document) the pointer of the bad value."""
         try:
+            unknown = sorted(map(str, set(raw) - {f.name for f in dataclasses.fields(cls)}))
+            if unknown:
+                known = ", ".join(_known(raw))
+                raise _BadField(unknown[0], f"unknown key {unknown[0]!r}; known keys: {known}")
+            if "kind" not in raw:
+                raise _BadField(None, f"a fault needs a kind, one of {', '.join(KINDS)}")
             return cls(**dict(raw))
+        except _BadField as exc:
+            raise UsageError(_place(where, pointer, exc.key, str(exc))) from exc
         except (TypeError, ValueError) as exc:
-            raise UsageError(f"{where}: {exc}") from exc
+            raise UsageError(_place(where, pointer, None, str(exc))) from exc
 
     def selects(self, route: str, provider: str | None, count: int) -> bool:
         """True when this fault applies to the ``count``-th request on its selector, on ``route``."""
@@ -168,22 +177,36 @@ class Fault:
         return out
 
 
+class _BadField(ValueError):
+    """A fault's field (``key``; ``None``: the fault as a whole) is missing, unknown or has a bad value."""
+
+    def __init__(self, key: str | None, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def _place(where: str, pointer: str | None, key: str | None, message: str) -> str:
+    """``where: message``, or with a ``pointer`` ``where:pointer/key: message``."""
+    if pointer is None:
+        return f"{where}: {message}"
+    return located(where, pointer if key is None else f"{pointer}/{key}", message)
+
+
 def _known(raw: Mapping[str, Any]) -> list[str]:
     return [*_SELECTORS, *_ALLOWED.get(str(raw.get("kind", "")), ())]
 
 
 def _check(fault: Fault) -> None:
     if fault.kind not in KINDS:
-        raise ValueError(f"kind={fault.kind!r} must be one of {', '.join(KINDS)}")
+        raise _BadField("kind", f"kind={fault.kind!r} must be one of {', '.join(KINDS)}")
     for name in _REQUIRED.get(fault.kind, ()):
         if getattr(fault, name) is None:
-            raise ValueError(f"a {fault.kind} fault needs {name}=")
+            raise _BadField(None, f"a {fault.kind} fault needs {name}=")
     allowed = set(_SELECTORS) | set(_ALLOWED[fault.kind])
     for item in dataclasses.fields(fault):
         if item.name not in allowed and getattr(fault, item.name) != item.default:
-            raise ValueError(
-                f"{item.name}= does not apply to a {fault.kind} fault; it takes {_ALLOWED[fault.kind]}"
-            )
+            message = f"{item.name}= does not apply to a {fault.kind} fault; it takes {_ALLOWED[fault.kind]}"
+            raise _BadField(item.name, message)
     _check_numbers(fault)
     _check_flags(fault)
     _check_route(fault.route)
@@ -193,32 +216,32 @@ def _check_flags(fault: Fault) -> None:
     for name in ("as_failed", "should_retry"):
         value = getattr(fault, name)
         if value is not None and not isinstance(value, bool):
-            raise ValueError(f"{name}={value!r} must be true or false")
+            raise _BadField(name, f"{name}={value!r} must be true or false")
 
 
 def _check_route(route: str | None) -> None:
     known = ("*", *PROVIDERS, *(r.name for r in ROUTES))
     if route is None or route in known or (" /" in route and route.split(" ", 1)[0].isupper()):
         return
-    raise ValueError(
-        f"route={route!r} is not a provider or route; use one of {', '.join(known)} or 'METHOD /path'"
-    )
+    listed = ", ".join(known)
+    message = f"route={route!r} is not a provider or route; use one of {listed} or 'METHOD /path'"
+    raise _BadField("route", message)
 
 
 def _check_numbers(fault: Fault) -> None:
     status = fault.status
     valid = isinstance(status, int) and not isinstance(status, bool) and 400 <= status <= 599
     if status is not None and not valid:
-        raise ValueError(f"status={status!r} must be an HTTP error status (400-599)")
+        raise _BadField("status", f"status={status!r} must be an HTTP error status (400-599)")
     for name in ("nth", "times", "event"):
         value = getattr(fault, name)
         if value is not None and (not isinstance(value, int) or value < 1):
-            raise ValueError(f"{name}={value!r} must be a whole number >= 1")
+            raise _BadField(name, f"{name}={value!r} must be a whole number >= 1")
     for name in ("after", "at", "ms", "retry_after", "retry_after_ms"):
         value = getattr(fault, name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
                                   or not (isinstance(value, int) or math.isfinite(value)) or value < 0):
-            raise ValueError(f"{name}={value!r} must be a finite number >= 0")
+            raise _BadField(name, f"{name}={value!r} must be a finite number >= 0")
 
 
 def _typed(pairs: dict[str, str], spec: str) -> dict[str, Any]:
@@ -254,24 +277,27 @@ def load_faults(path: str | os.PathLike[str]) -> list[Fault]:
         problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
         raise UsageError(located(path, mark.line + 1 if mark else None, f"invalid YAML/JSON: {problem}",
                                  "fix the syntax: a list of fault objects")) from exc
+    return faults_from(doc, path)
+
+
+def faults_from(doc: Any, source: str | os.PathLike[str]) -> list[Fault]:
+    """The faults a parsed document holds: a list of fault objects, or ``{faults: [...]}``. An error names
+    ``source``, the JSON pointer of the bad value, and the fix."""
     items = doc.get("faults") if isinstance(doc, dict) else doc
     if not isinstance(items, list):
-        raise UsageError(
-            located(
-                path,
-                "/",
-                "a faults file must hold a list of fault objects",
-                "write e.g. [{kind: status, route: anthropic, nth: 1, status: 429}]",
-            )
-        )
-    return [_item(path, index, raw) for index, raw in enumerate(items)]
+        raise UsageError(located(source, "/", "the document must hold a list of fault objects",
+                                 f"write e.g. [{_EXAMPLE}]"))
+    base = "/faults" if isinstance(doc, dict) else ""
+    return [fault_at(raw, source, f"{base}/{index}") for index, raw in enumerate(items)]
 
 
-def _item(path: str | os.PathLike[str], index: int, raw: Any) -> Fault:
-    where = f"{path}:/{index}"
+def fault_at(raw: Any, source: str | os.PathLike[str], pointer: str) -> Fault:
+    """The fault object ``raw`` found at ``pointer`` in ``source``; an error names both, and the fix."""
     if not isinstance(raw, dict):
-        raise UsageError(f"{where}: a fault must be an object with a kind, not {json.dumps(raw)[:60]}")
-    return Fault.from_dict(raw, where=where)
+        shown = json.dumps(raw, default=str)[:60]
+        raise UsageError(located(source, pointer, f"a fault must be an object with a kind, not {shown}",
+                                 f"write e.g. {_EXAMPLE}"))
+    return Fault.from_dict(raw, where=str(source), pointer=pointer)
 
 
 def faults_json(faults: Iterable[Fault]) -> list[dict[str, Any]]:

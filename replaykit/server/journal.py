@@ -1,10 +1,16 @@
 """The journal: one entry per request the fake provider received, with what it did about it.
 
 Each :class:`Entry` holds the sequence number, arrival time, provider and route, method, path, query,
-headers (secrets redacted), the parsed body, a ``verdict``, the interaction that answered it (cassette and
-index) or the near misses when none did, the body diff against the recording, the faults applied, the status
-served, how far the response got (``chunks``, ``outcome``) and the contract violations of the request and
-of the response. ``Entry.to_json()`` is valid against ``contracts/replaykit/journal-entry.schema.json``.
+headers (secrets redacted), the body (see below), a ``verdict``, the interaction that answered it (cassette
+and index) or the near misses when none did, the body diff against the recording, the faults applied, the
+status served, how far the response got (``chunks``, ``outcome``) and the contract violations of the request
+and of the response. ``Entry.to_json()`` is valid against ``contracts/replaykit/journal-entry.schema.json``.
+
+Bodies (:func:`body_fields`): an entry keeps the parsed JSON body, else its text, with the whole body's
+``body_bytes`` and ``body_sha256``. By default (``bodies="head"``) a body over :data:`BODY_HEAD` bytes is cut
+to its first 64 KiB, kept as text (a cut body does not parse) with ``body_truncated`` true: four 50 MB
+uploads do not hold 200 MB in the journal. ``bodies="full"`` keeps every byte. Matching always sees the
+whole body; only the journal's copy is cut.
 
 Verdicts are cached (:mod:`~replaykit.server.verdicts`): a request body already seen on the same contract
 (SDK retries, test suites sending the same request) gets a copy of its earlier ``request_violations``
@@ -12,27 +18,42 @@ instead of being validated again, and an unaltered replay's ``response_violation
 interaction. The entries are the same as without the caches.
 
 Verdicts: ``served`` (a recorded interaction answered), ``unmatched`` (none did: the near misses say why),
-``fault`` (a ``status`` fault answered), ``invalid`` (refused under ``enforce_contracts``) or ``error``
-(replaykit failed while handling it; the exception is re-raised in the caller's thread).
+``fault`` (a ``status`` fault answered), ``invalid`` (refused under ``enforce_contracts``), ``malformed``
+(a request that could not be parsed, answered 400), ``timeout`` (a body that stopped arriving, answered 408)
+or ``error`` (replaykit failed while handling it; the exception is re-raised in the caller's thread).
 
-:class:`Journal` is thread-safe: the server thread appends, any thread reads.
+:class:`Journal` is thread-safe: the server thread appends, any thread reads. Its file
+(:meth:`Journal.open_log`; ``FakeProvider(journal_file=...)``, ``replaykit serve --journal``) is an
+append-only JSON Lines log: each entry is written, and flushed, when its outcome is known (before the last
+bytes of its response leave, as it enters the journal; in the order requests finish), so a crash loses at
+most the requests in flight. An entry whose outcome changes after that (the client left during the last
+write) is written again: the last line of a ``seq`` is the final one. Opening the file empties it (a new
+session) and removes the temporary files an atomic write killed halfway left beside it. ``reset`` forgets
+the entries in memory, not the lines written.
 """
 
 from __future__ import annotations
 
+import codecs
+import hashlib
 import json
 import os
+import re
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from replaykit.cassette import write_atomic
+from replaykit.cassette import stale_temporaries, write_atomic
 from replaykit.errors import UsageError, located
 
-__all__ = ["SCHEMA_ID", "Entry", "Journal"]
+__all__ = ["BODY_HEAD", "EMPTY_SHA256", "JOURNAL_BODIES", "SCHEMA_ID", "Entry", "Journal", "body_fields"]
 
 SCHEMA_ID = "https://replaykit.dev/contracts/replaykit/journal-entry.schema.json"
+BODY_HEAD = 64 << 10  # bytes of a request body an entry keeps unless bodies="full"
+JOURNAL_BODIES = ("head", "full")
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+_OLD_CHECK = re.compile(r"\.replaykit-journal-check\.[a-z0-9_]{8}")  # earlier `serve --journal` checks
 
 @dataclass(slots=True)
 class Entry:
@@ -47,6 +68,9 @@ class Entry:
     query: dict[str, list[str]]
     headers: dict[str, str]
     body: Any
+    body_bytes: int = 0
+    body_sha256: str = EMPTY_SHA256
+    body_truncated: bool = False
     verdict: str = "pending"
     matched: dict[str, Any] | None = None
     near_misses: list[dict[str, Any]] = field(default_factory=list)
@@ -67,12 +91,53 @@ class Entry:
         return asdict(self)
 
 
-class Journal:
-    """Entries in arrival order; safe to append from the server thread while other threads read."""
+def body_fields(raw: bytes, parsed: Any, sha256: str, bodies: str = "head") -> dict[str, Any]:
+    """What an entry keeps of the request body ``raw`` (``parsed``: its JSON, or None; ``sha256``: its hex
+    digest): ``body``, ``body_bytes``, ``body_sha256`` and ``body_truncated`` (see the module docstring)."""
+    cut = bodies == "head" and len(raw) > BODY_HEAD
+    if cut:  # the text of the first BODY_HEAD bytes, less a character they split
+        body: Any = codecs.getincrementaldecoder("utf-8")("replace").decode(raw[:BODY_HEAD])
+    elif parsed is not None or not raw:
+        body = parsed
+    else:
+        body = raw.decode("utf-8", "replace")
+    return {"body": body, "body_bytes": len(raw), "body_sha256": sha256, "body_truncated": cut}
 
-    def __init__(self) -> None:
+
+def _open_log(path: str | os.PathLike[str]) -> IO[bytes]:
+    """``path`` opened empty for the journal log, or the :class:`UsageError` that says why it cannot be."""
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(located(path, None, "is a folder; give a file path, e.g. journal.jsonl"))
+    if not target.parent.is_dir():
+        raise UsageError(located(path, None, f"the folder {target.parent} does not exist", "create it first"))
+    try:
+        return target.open("wb")
+    except OSError as exc:
+        raise UsageError(located(path, None, f"cannot write the journal: {exc.strerror or exc}",
+                                 "pass a --journal path in a writable folder")) from exc
+
+
+def _remove_leftovers(target: Path) -> None:
+    """Remove what earlier sessions left beside ``target`` when killed: atomic writes' temporary files."""
+    old_checks = [p for p in target.parent.iterdir() if _OLD_CHECK.fullmatch(p.name)]
+    for leftover in [*stale_temporaries(target), *old_checks]:
+        leftover.unlink(missing_ok=True)
+
+
+class Journal:
+    """Entries in arrival order; safe to append from the server thread while other threads read.
+
+    ``bodies`` (``head`` or ``full``) is how much of each request body an entry keeps (:func:`body_fields`).
+    """
+
+    def __init__(self, bodies: str = "head") -> None:
+        if bodies not in JOURNAL_BODIES:
+            raise UsageError(f"journal_bodies={bodies!r} must be one of {', '.join(JOURNAL_BODIES)}")
+        self.bodies = bodies
         self._lock = threading.Lock()
         self._entries: list[Entry] = []
+        self._log: IO[bytes] | None = None
 
     def append(self, entry: Entry) -> None:
         """Record one entry (entries are kept sorted by ``seq``)."""
@@ -91,12 +156,44 @@ class Journal:
         with self._lock:
             self._entries.clear()
 
+    def open_log(self, path: str | os.PathLike[str]) -> None:
+        """Start the journal file at ``path``, empty (see the module docstring); :meth:`log` appends to it."""
+        handle = _open_log(path)
+        _remove_leftovers(Path(path))
+        with self._lock:
+            self._log = handle
+
+    def log(self, entry: Entry) -> None:
+        """Append ``entry`` to the journal file, if one is open: one JSON line, flushed."""
+        if self._log is None:  # no file: nothing to serialize
+            return
+        # ASCII escapes: a request may carry a lone surrogate (\ud800) that UTF-8 cannot encode
+        line = (json.dumps(entry.to_json()) + "\n").encode("ascii")
+        with self._lock:
+            if self._log is None:
+                return
+            try:
+                self._log.write(line)
+                self._log.flush()
+            except OSError as exc:
+                problem = f"cannot write the journal: {exc.strerror or exc}"
+                fix = "free some space, or pass a --journal path on another disk"
+                raise UsageError(located(self._log.name, None, problem, fix)) from exc
+
+    def close_log(self) -> None:
+        """Close the journal file (entries are no longer written)."""
+        with self._lock:
+            log, self._log = self._log, None
+        if log is not None:
+            log.close()
+
     def to_json(self) -> list[dict[str, Any]]:
         """Every entry as JSON."""
         return [entry.to_json() for entry in self.entries()]
 
     def write_jsonl(self, path: str | os.PathLike[str]) -> None:
-        """Write one JSON object a line, atomically (a temporary file renamed over ``path``)."""
+        """Write every entry, one JSON object a line, atomically (a temporary file renamed over ``path``): a
+        snapshot, for library users; ``replaykit serve`` appends to its file as it goes (:meth:`log`)."""
         # ASCII escapes: a request may carry a lone surrogate (\ud800) that UTF-8 cannot encode
         lines = "".join(json.dumps(item) + "\n" for item in self.to_json())
         try:

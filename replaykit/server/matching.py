@@ -16,6 +16,7 @@ of the body received against the one recorded; a request nothing matches gets th
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -47,7 +48,8 @@ Matcher = Callable[["Received", Request], bool]
 
 @dataclass(frozen=True, slots=True)
 class Received:
-    """A request as the fake provider received it (header names lower-cased)."""
+    """A request as the fake provider received it (header names lower-cased; ``json``: the body parsed, or
+    None; ``sha256``: the body's hex digest, set by :meth:`build`)."""
 
     method: str
     path: str
@@ -56,6 +58,7 @@ class Received:
     body: bytes
     route: Route
     json: Any = None
+    sha256: str = ""
 
     @classmethod
     def build(
@@ -67,8 +70,9 @@ class Received:
         body: bytes,
         route: Route,
     ) -> Received:
-        """Build one, parsing the body as JSON once."""
-        return cls(method.upper(), path, query, headers, body, route, body_json(body))
+        """Build one, parsing the body as JSON and hashing it (hex SHA-256) once."""
+        return cls(method.upper(), path, query, headers, body, route, body_json(body),
+                   hashlib.sha256(body).hexdigest())
 
 
 @dataclass(slots=True)

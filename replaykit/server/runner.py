@@ -29,8 +29,9 @@ from replaykit.contracts import Profile, resolve_profile
 from replaykit.errors import MatchError, UsageError
 from replaykit.routes import PROVIDERS, base_urls
 from replaykit.server.app import Settings, State, make_server
+from replaykit.server.connections import BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS, Limits
 from replaykit.server.faults import Fault
-from replaykit.server.journal import Entry
+from replaykit.server.journal import Entry, Journal
 from replaykit.server.matching import DEFAULT_VOLATILE, Matcher, Pool, slots_of
 from replaykit.server.plan import Timing
 
@@ -124,16 +125,23 @@ class FakeProvider:
         repeat: bool = False,
         faults: Iterable[Fault | str | Mapping[str, Any]] = (),
         profile: str | Profile | None = None,
+        journal_file: str | os.PathLike[str] | None = None,
+        journal_bodies: str = "head",
+        header_timeout: float = HEADER_TIMEOUT,
+        body_timeout: float = BODY_TIMEOUT,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         check_host(host, allow_remote)
         self.host, self._port = host, port
         self._profile = None if profile is None else resolve_profile(profile)
+        self._journal_file = journal_file
         settings = Settings(timing if isinstance(timing, Timing) else Timing.parse(timing), enforce_contracts)
         try:
             pool = Pool((), match_on=list(match_on), volatile=volatile, strict=strict, repeat=repeat)
         except ValueError as exc:
             raise UsageError(str(exc)) from exc
-        self._state = State(pool, settings)
+        limits = Limits(header_timeout, body_timeout, max_connections)
+        self._state = State(pool, settings, journal=Journal(journal_bodies), limits=limits)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.ServerRunner | None = None
@@ -184,14 +192,18 @@ class FakeProvider:
         except BaseException as exc:
             sock.close()
             loop.close()
+            self._state.journal.close_log()
             ready.set_exception(exc)
             return
         ready.set_result(None)
         loop.run_forever()
         loop.run_until_complete(self._cleanup())
         loop.close()
+        self._state.journal.close_log()
 
     async def _setup(self, sock: socket.socket) -> None:
+        if self._journal_file is not None:
+            self._state.journal.open_log(self._journal_file)
         self._state.closing = asyncio.Event()
         self._runner = web.ServerRunner(
             make_server(self._state, access_log=None), handle_signals=False, shutdown_timeout=SHUTDOWN_TIMEOUT
@@ -292,6 +304,16 @@ class FakeProvider:
         """Timing, contract enforcement and the contract profile."""
         return self._state.settings
 
+    @property
+    def limits(self) -> Limits:
+        """The header and body timeouts and the cap on open connections."""
+        return self._state.limits
+
+    @property
+    def journal_bodies(self) -> str:
+        """How much of each request body the journal keeps: ``head`` (64 KiB) or ``full``."""
+        return self._state.journal.bodies
+
     # ------------------------------------------------------------ what happened
 
     @property
@@ -300,7 +322,8 @@ class FakeProvider:
         return self._state.journal.entries()
 
     def write_journal(self, path: str | os.PathLike[str]) -> None:
-        """Write the journal as JSON Lines, atomically."""
+        """Write the journal as JSON Lines, atomically: a snapshot (``journal_file`` is the log written as
+        requests complete)."""
         self._state.journal.write_jsonl(path)
 
     def reset(self) -> None:

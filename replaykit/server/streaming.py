@@ -19,11 +19,17 @@ once, so no client waits for bytes the server already has. A client on HTTP/1.0 
 one (no chunked encoding; the connection's end ends the body).
 
 A non-stream body goes out through aiohttp's writer with a ``content-length``, in slices of at most 1 MiB.
+
+**Waits end when the client closes its side.** A delay before the headers, a stall and recorded pacing end
+at once when the client closes its sending side (:func:`~replaykit.server.connections.half_closed`): a client
+that gives up is journaled when it leaves, not when the wait would have ended. A client that half-closed
+after its request gets what needs no wait (see :mod:`~replaykit.server.connections`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -31,6 +37,7 @@ from typing import Literal
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 
+from replaykit.server.connections import half_closed
 from replaykit.server.plan import Batch, Plan, batched, http_chunk
 
 __all__ = ["Outcome", "Progress", "Wire", "deliver"]
@@ -61,11 +68,12 @@ class Progress:
 class Wire:
     """The connection under one streamed response: HTTP chunk framing and back-pressure."""
 
-    __slots__ = ("transport", "writer")
+    __slots__ = ("half_closed", "transport", "writer")
 
-    def __init__(self, transport: asyncio.Transport | None) -> None:
+    def __init__(self, transport: asyncio.Transport | None, closed: asyncio.Event | None = None) -> None:
         self.transport = transport
         self.writer: AbstractStreamWriter | None = None
+        self.half_closed = closed
 
     @property
     def chunked(self) -> bool:
@@ -87,6 +95,28 @@ class Wire:
         end the body). True when the kernel did not take it all: then call :meth:`drain`."""
         return self.send(b"".join(http_chunk(chunk)) if chunk and self.chunked else chunk)
 
+    async def pause(self, seconds: float) -> None:
+        """Wait ``seconds``; ConnectionResetError as soon as the client closes its sending side."""
+        closed = self.half_closed
+        if closed is None:
+            await asyncio.sleep(seconds)
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await closed.wait()
+        if closed.is_set():
+            raise ConnectionResetError("the client closed its side of the connection")
+
+    async def hold(self, until: asyncio.Event) -> None:
+        """Wait until ``until`` is set or the client closes its sending side."""
+        events = [until] if self.half_closed is None else [until, self.half_closed]
+        waiters = [asyncio.ensure_future(event.wait()) for event in events]
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+
     async def drain(self) -> None:
         """Wait while the transport is over its high-water mark."""
         if self.writer is not None:
@@ -95,7 +125,7 @@ class Wire:
 
 async def _start(request: web.BaseRequest, plan: Plan, wire: Wire) -> web.StreamResponse:
     if plan.head_delay:
-        await asyncio.sleep(plan.head_delay)
+        await wire.pause(plan.head_delay)
     response = web.StreamResponse(status=plan.status, headers=plan.headers)
     if plan.length is not None:
         response.content_length = plan.length
@@ -128,7 +158,7 @@ async def _write_events(wire: Wire, plan: Plan, progress: Progress) -> None:
     last = len(plan.chunks) - 1 if plan.end == "eof" else -1
     for index, chunk in enumerate(plan.chunks):
         if timed and (delay := start + plan.due[index] - loop.time()) > 0:
-            await asyncio.sleep(delay)
+            await wire.pause(delay)
         if index == last:
             progress.settle("complete")
         backlog = wire.write(chunk)
@@ -147,7 +177,7 @@ async def _write_all(response: web.StreamResponse, wire: Wire, plan: Plan, progr
 
 
 async def _finish(
-    request: web.BaseRequest, response: web.StreamResponse, plan: Plan, closing: asyncio.Event,
+    request: web.BaseRequest, response: web.StreamResponse, wire: Wire, plan: Plan, closing: asyncio.Event,
     progress: Progress,
 ) -> None:
     if plan.end == "eof":
@@ -158,7 +188,7 @@ async def _finish(
         progress.settle("disconnected")
     else:
         progress.settle("hung")
-        await closing.wait()  # until the client gives up (the handler is cancelled) or the server stops
+        await wire.hold(closing)  # until the client gives up or the server stops
     if request.transport is not None:
         request.transport.close()  # flushes what was written, then FIN without the final chunk
 
@@ -172,13 +202,15 @@ async def deliver(
     connection closed, finishes quietly. A cancelled handler (the client left during a wait) re-raises.
     """
     response: web.StreamResponse | None = None
-    wire = Wire(request.transport)
+    wire = Wire(request.transport, half_closed(request))
     try:
         response = await _start(request, plan, wire)
         await _write_all(response, wire, plan, progress)
-        await _finish(request, response, plan, closing, progress)
+        await _finish(request, response, wire, plan, closing, progress)
     except ConnectionError:
         progress.outcome = "client_closed"
+        if request.transport is not None:
+            request.transport.close()  # a client that only half-closed gets nothing more
     except asyncio.CancelledError:
         if progress.outcome != "hung":
             progress.outcome = "client_closed"

@@ -7,8 +7,8 @@ envelope, or a stream or body as a fault changed it (a corrupted event is report
 
 Request verdicts are cached: SDK retries and test suites send the very same bodies again and again, so the
 violations of a request body are kept in a bounded least-recently-used cache (:data:`REQUEST_CACHE`
-entries) keyed by the route's request contract and the SHA-256 of the body's bytes. A hit returns a fresh
-copy of exactly what validating would return; errors are never cached.
+entries) keyed by the route's request contract and the SHA-256 of the body's bytes (``Received.sha256``). A
+hit returns a fresh copy of exactly what validating would return; errors are never cached.
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ class _Verdicts:
     """A thread-safe LRU of request verdicts (``functools.lru_cache`` cannot key on a digest)."""
 
     def __init__(self) -> None:
-        self._rows: OrderedDict[tuple[str, bytes], Rows] = OrderedDict()
+        self._rows: OrderedDict[tuple[str, str], Rows] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, bytes]) -> Rows | None:
+    def get(self, key: tuple[str, str]) -> Rows | None:
         """The rows cached under ``key`` (now the most recently used), or None."""
         with self._lock:
             rows = self._rows.get(key)
@@ -47,7 +47,7 @@ class _Verdicts:
                 self._rows.move_to_end(key)
             return rows
 
-    def put(self, key: tuple[str, bytes], rows: Rows) -> None:
+    def put(self, key: tuple[str, str], rows: Rows) -> None:
         """Cache ``rows``, forgetting the least recently used entry beyond :data:`REQUEST_CACHE`."""
         with self._lock:
             self._rows[key] = rows
@@ -78,7 +78,7 @@ def request_violations(received: Received,
     kinds = received.route.contracts
     if kinds is None:
         return []
-    key = (f"{kinds.request}:{profile.name}", hashlib.sha256(received.body).digest())
+    key = (f"{kinds.request}:{profile.name}", received.sha256 or hashlib.sha256(received.body).hexdigest())
     rows = _VERDICTS.get(key)
     if rows is None:
         found = contracts.check_body(kinds.request, received.json, "request", profile=profile)

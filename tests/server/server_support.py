@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -126,3 +127,36 @@ def message_cassette(*texts: str) -> Cassette:
     return cassette_of(
         *(json_interaction(ANTHROPIC, anthropic_request(t), anthropic_message(t)) for t in texts)
     )
+
+
+def connect(url: str, timeout: float = 10.0) -> socket.socket:
+    """A raw TCP connection to the fake provider at ``url`` (``http://host:port``)."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    return socket.create_connection((host, int(port)), timeout=timeout)
+
+
+def read_all(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection (a reset ends it too)."""
+    data = b""
+    try:
+        while chunk := sock.recv(1 << 16):
+            data += chunk
+    except ConnectionResetError:
+        pass
+    return data
+
+
+def raw_exchange(url: str, data: bytes, *, half_close: bool = False) -> bytes:
+    """Send ``data`` on a new connection (then close the sending side when ``half_close``) and return all the
+    server sends until it closes the connection."""
+    with connect(url) as sock:
+        sock.sendall(data)
+        if half_close:
+            sock.shutdown(socket.SHUT_WR)
+        return read_all(sock)
+
+
+def post_head(length: int, path: str = "/v1/messages", extra: str = "") -> bytes:
+    """The request line and headers of a JSON POST whose body has ``length`` bytes."""
+    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {length}\r\n{extra}\r\n").encode()

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx
 import pytest
 from recordings import recorded
-from server_support import bundled
+from server_support import bundled, raw_exchange
 
 from replaykit import contracts
 from replaykit.cli import EXIT_USAGE, main
@@ -115,3 +116,63 @@ def test_a_broken_cassette_is_a_usage_error(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yaml"
     broken.write_text("version: 1\ninteractions: [", encoding="utf-8")
     assert main(["serve", str(broken)]) == EXIT_USAGE
+
+
+def _entries(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_a_killed_server_keeps_every_entry_it_completed(tmp_path: Path) -> None:
+    journal = tmp_path / "journal.jsonl"
+    cassette = str(bundled("anthropic/web_search.yaml"))
+    with _serve(cassette, "--json", "--repeat", "--journal", str(journal)) as proc:
+        assert proc.stdout is not None
+        url = json.loads(proc.stdout.readline())["anthropic"]
+        for _ in range(3):
+            httpx.post(f"{url}/v1/messages", json={"model": "m"})
+        proc.kill()  # SIGKILL: no clean exit, no chance to write anything more
+        proc.wait(timeout=20)
+    entries = _entries(journal)
+    assert [e["seq"] for e in entries] == [1, 2, 3]
+    assert all(contracts.validate("replaykit.journal-entry", e) == [] for e in entries)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["journal.jsonl"]
+
+
+def test_malformed_requests_print_nothing_and_are_journaled_once(tmp_path: Path) -> None:
+    journal = tmp_path / "journal.jsonl"
+    cassette = str(bundled("anthropic/web_search.yaml"))
+    bad = [b"GARBAGE\r\n\r\n", b"GET / HTTP/1.1\r\nHost: x\r\n\r\nGARBAGE\r\n\r\n",
+           b"POST /v1/messages HTTP/1.1\r\nHost 127.0.0.1\r\n\r\n",
+           b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n\r\n"]
+    with _serve(cassette, "--json", "--journal", str(journal)) as proc:
+        assert proc.stdout is not None
+        url = json.loads(proc.stdout.readline())["anthropic"]
+        replies = [raw_exchange(url, request) for request in bad]
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    assert all(b" 400 Bad Request\r\n" in reply for reply in replies)
+    assert "Error handling request" not in err and "Traceback" not in err
+    assert err.count("\n") == 1  # the summary line alone
+    assert [e["verdict"] for e in _entries(journal)] == ["malformed"] * 4  # one packet, one parse error
+
+
+def test_the_limits_and_journal_bodies_are_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from replaykit.cli import serve
+
+    args = ["serve", str(bundled("anthropic/web_search.yaml")), "--header-timeout", "5", "--body-timeout",
+            "7.5", "--max-connections", "9", "--journal-bodies", "full"]
+    built: list[Any] = []
+    monkeypatch.setattr(serve, "run", lambda parsed: built.append(serve.build(parsed)) or 0)
+    assert main(args) == 0
+    fake = built[0]
+    assert (fake.limits.header_timeout, fake.limits.body_timeout, fake.limits.max_connections) == (5, 7.5, 9)
+    assert fake.journal_bodies == "full"
+
+
+def test_serve_help_names_the_new_flags(capsys: Any) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for flag in ("--header-timeout", "--body-timeout", "--max-connections", "--journal-bodies"):
+        assert flag in out
+    assert "as each request completes" in out

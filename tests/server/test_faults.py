@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -340,7 +341,7 @@ def test_load_a_faults_file(tmp_path: Path) -> None:
         ("kind: status", "must hold a list of fault objects"),
         ("- [1, 2]", ":/0: a fault must be an object"),
         ("- {kind: status, status: 429}\n- {kind: stall}", ":/1: a stall fault needs after="),
-        ("- {kind: status, status: 429, colour: red}", ":/0: unknown key 'colour'"),
+        ("- {kind: status, status: 429, colour: red}", ":/0/colour: unknown key 'colour'"),
         ("- {kind: status\n", ":2: invalid YAML/JSON"),
     ],
 )
@@ -433,3 +434,35 @@ def test_a_malformed_faults_file_is_one_line(tmp_path: Path) -> None:
 
 def test_a_huge_integer_in_a_fault_is_a_number_not_a_crash() -> None:
     assert Fault.from_dict({"kind": "stall", "after": 1, "ms": 10**400}).ms == 10**400
+
+
+@pytest.mark.parametrize(
+    ("body", "place", "message"),
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "faults: ", "nested too deep"),
+        (b"[1]", "faults:/0: ", "a fault must be an object with a kind, not 1"),
+        (b"{}", "faults: ", "a fault needs a kind"),
+        (b'{"kind": "status", "status": 429, "colour": "red"}', "faults:/colour: ", "unknown key 'colour'"),
+        (b'[{"kind": "status", "status": 429}, {"kind": "status", "status": 99}]', "faults:/1/status: ",
+         "status=99 must be an HTTP error status"),
+        (b"not json", "faults: ", "the body is not JSON"),
+        (b"3", "faults: ", "a fault object or a list of them"),
+    ],
+)
+def test_bad_faults_posted_to_the_admin_endpoint_name_the_place_and_the_fix(
+    serve: Any, caplog: pytest.LogCaptureFixture, body: bytes, place: str, message: str
+) -> None:
+    fake = serve(message_cassette("a"))
+    answer = httpx.post(f"{fake.url}/__replaykit/faults", content=body)
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error.startswith(f"POST /__replaykit/{place}") and message in error
+    assert fake.faults == [] and [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_a_faults_file_names_the_pointer_of_the_bad_value(tmp_path: Path) -> None:
+    path = tmp_path / "faults.json"
+    path.write_text(json.dumps({"faults": [{"kind": "drop_terminal"}, {"kind": "stall", "after": -1}]}),
+                    encoding="utf-8")
+    with pytest.raises(UsageError, match=r"faults\.json:/faults/1/after: after=-1 must be a finite number"):
+        load_faults(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -12,14 +13,22 @@ from typing import Any
 
 import httpx
 import pytest
-from server_support import anthropic_request, message_cassette, stream_cassette
+from server_support import (
+    ANTHROPIC,
+    anthropic_message,
+    anthropic_request,
+    cassette_of,
+    json_interaction,
+    message_cassette,
+    stream_cassette,
+)
 
 from replaykit import contracts
 from replaykit.errors import UsageError
 from replaykit.redact import SECRET_HEADERS, redact_header
 from replaykit.server import FakeProvider, Fault
 from replaykit.server.app import _timestamp
-from replaykit.server.journal import Entry, Journal
+from replaykit.server.journal import BODY_HEAD, Entry, Journal
 
 
 def _session(fake: FakeProvider) -> None:
@@ -212,3 +221,86 @@ def test_times_are_utc_iso_8601_to_the_millisecond(serve: Any) -> None:
 )
 def test_a_timestamp_never_rounds_into_the_next_second(now: float, text: str) -> None:
     assert _timestamp(now) == text
+
+
+# ---------------------------------------------------------------- the journal file: an append-only log
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_the_journal_file_gets_each_entry_as_it_completes(serve: Any, tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    fake = serve(message_cassette("a", "b"), journal_file=path)
+    httpx.post(f"{fake.url}/v1/messages", json=anthropic_request("a"))
+    assert _lines(path) == [e.to_json() for e in fake.journal]  # written and flushed while serving
+    httpx.post(f"{fake.url}/nowhere")
+    assert [e["verdict"] for e in _lines(path)] == ["served", "unmatched"]
+    for entry in _lines(path):
+        assert contracts.validate("replaykit.journal-entry", entry) == []
+
+
+def test_the_journal_file_starts_empty_and_stale_temporary_files_are_removed(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    path.write_text('{"an old": "session"}\n', encoding="utf-8")
+    stale = [tmp_path / ".journal.jsonl.k3j_9xz2.tmp", tmp_path / ".replaykit-journal-check.ab12cd34"]
+    kept = [tmp_path / ".other.jsonl.k3j_9xz2.tmp", tmp_path / "journal.jsonl.bak", tmp_path / "notes.txt"]
+    for file in stale + kept:
+        file.write_bytes(b"x" * 1000)
+    with FakeProvider(message_cassette("a"), journal_file=path):
+        assert path.read_text(encoding="utf-8") == ""
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in [path, *kept])
+
+
+def test_an_unwritable_journal_file_fails_at_start(tmp_path: Path) -> None:
+    fake = FakeProvider(message_cassette("a"), journal_file=tmp_path)
+    with pytest.raises(UsageError, match=r"is a folder; give a file path"):
+        fake.start()
+    assert not fake.running
+
+
+def test_a_hung_request_is_in_the_journal_file_after_stop(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    fake = FakeProvider(stream_cassette(), journal_file=path, faults=[Fault("stall", after=1)]).start()
+    with httpx.stream("POST", f"{fake.url}/v1/messages", json=anthropic_request()) as response:
+        next(response.iter_raw())
+        fake.stop()
+    assert [(e["outcome"], e["verdict"]) for e in _lines(path)] == [("hung", "served")]
+
+
+# ---------------------------------------------------------------- request bodies in the journal
+
+
+def _big_request(size: int) -> dict[str, Any]:
+    return anthropic_request("é" + "x" * size)
+
+
+def test_a_big_body_is_journaled_cut_with_its_length_and_digest(serve: Any) -> None:
+    sent = _big_request(200_000)
+    raw = json.dumps(sent).encode()
+    fake = serve(cassette_of(json_interaction(ANTHROPIC, sent, anthropic_message())), strict=True)
+    assert httpx.post(f"{fake.url}/v1/messages", content=raw).status_code == 200  # matched on the whole body
+    [entry] = fake.journal
+    assert entry.verdict == "served" and entry.body_truncated
+    assert (entry.body_bytes, entry.body_sha256) == (len(raw), hashlib.sha256(raw).hexdigest())
+    assert isinstance(entry.body, str) and raw.decode().startswith(entry.body)
+    assert len(entry.body.encode()) <= BODY_HEAD
+    assert contracts.validate("replaykit.journal-entry", entry.to_json()) == []
+
+
+def test_a_small_body_is_journaled_whole_with_its_length_and_digest(serve: Any) -> None:
+    fake = serve(message_cassette("a"))
+    raw = json.dumps(anthropic_request("a")).encode()
+    httpx.post(f"{fake.url}/v1/messages", content=raw)
+    [entry] = fake.journal
+    assert (entry.body, entry.body_truncated) == (anthropic_request("a"), False)
+    assert (entry.body_bytes, entry.body_sha256) == (len(raw), hashlib.sha256(raw).hexdigest())
+
+
+def test_journal_bodies_full_keeps_every_byte(serve: Any) -> None:
+    sent = _big_request(200_000)
+    fake = serve(message_cassette("a"), journal_bodies="full")
+    httpx.post(f"{fake.url}/v1/messages", json=sent)
+    [entry] = fake.journal
+    assert (entry.body, entry.body_truncated) == (sent, False)

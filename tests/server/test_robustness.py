@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 from pathlib import Path
@@ -57,9 +58,12 @@ def test_an_http_1_0_client_gets_the_events_without_chunk_framing(serve: Any) ->
 def test_a_request_body_over_aiohttp_s_default_limit_is_served(serve: Any) -> None:
     fake = serve(stream_cassette())
     body = {**anthropic_request(), "messages": [{"role": "user", "content": "x" * (3 << 20)}]}
-    response = httpx.post(f"{fake.url}/v1/messages", json=body, timeout=30)
+    raw = json.dumps(body).encode()
+    response = httpx.post(f"{fake.url}/v1/messages", content=raw, timeout=30)
     assert response.status_code == 200
-    assert fake.journal[0].body["messages"][0]["content"] == "x" * (3 << 20)
+    entry = fake.journal[0]  # received whole; the journal keeps its head, length and digest
+    assert (entry.body_bytes, entry.body_sha256) == (len(raw), hashlib.sha256(raw).hexdigest())
+    assert entry.body_truncated and raw.decode().startswith(entry.body)
 
 
 def test_expect_100_continue_is_answered_before_the_body(serve: Any) -> None:

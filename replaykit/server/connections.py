@@ -1,0 +1,161 @@
+"""The connections under the fake provider: aiohttp's low-level server with the limits a real provider has.
+
+:class:`Limits` (``FakeProvider(header_timeout=, body_timeout=, max_connections=)``; ``replaykit serve
+--header-timeout``, ``--body-timeout``, ``--max-connections``):
+
+- ``header_timeout`` (60 s): a connection must deliver a request's line and headers within this long of
+  opening, or of the end of its previous response, or it is closed without an answer (a slowloris client
+  trickling header lines is closed too). An idle keep-alive connection is closed after as long: aiohttp's
+  keep-alive timer does both.
+- ``body_timeout`` (60 s): a request body may pause at most this long between two reads; then the request
+  is answered 408 and journaled (``timeout``). The handler reads the body (:mod:`~replaykit.server.app`).
+- ``max_connections`` (256): a connection beyond this many open ones is answered 503 at once and closed,
+  before it sends anything, so it takes nothing from the clients already connected.
+
+The timeouts are nginx's defaults (``client_header_timeout``, ``client_body_timeout``), which the front ends
+of most APIs keep: no SDK pauses that long between its bytes on loopback. A test suite, even one run with
+many workers against one server, holds far fewer than 256 connections at once.
+
+:class:`Connection` (aiohttp's ``RequestHandler``) adds:
+
+- half-closed clients answered: a client that closes its sending side after a whole request (``shutdown
+  (SHUT_WR)``) still gets its response, and the connection ends after it. A client that closes it before
+  its request is whole is gone, as with aiohttp. While the server holds a response back (a delay, a stall,
+  recorded pacing), a client that half-closed cannot be told from one that left: ``half_closed`` ends the
+  wait (:mod:`~replaykit.server.streaming`), so a client that gives up is journaled when it leaves.
+- malformed requests (a bad request line, header, length or chunked framing) answered by ``on_malformed``
+  (a 400 and one journal entry) instead of aiohttp's plain-text 400 and "Error handling request" traceback;
+  broken framing in the body of a request being handled ends its body with ``RequestPayloadError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from aiohttp.http import RawRequestMessage
+from aiohttp.web_protocol import RequestHandler
+
+from replaykit.errors import UsageError
+
+__all__ = ["BODY_TIMEOUT", "HEADER_TIMEOUT", "MAX_CONNECTIONS", "Connection", "Limits", "Malformed", "Server",
+           "half_closed"]
+
+HEADER_TIMEOUT = 60.0
+BODY_TIMEOUT = 60.0
+MAX_CONNECTIONS = 256
+
+Malformed = Callable[[web.BaseRequest, str], web.StreamResponse]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Timeouts (seconds) and the cap on open connections; see the module docstring."""
+
+    header_timeout: float = HEADER_TIMEOUT
+    body_timeout: float = BODY_TIMEOUT
+    max_connections: int = MAX_CONNECTIONS
+
+    def __post_init__(self) -> None:
+        for name in ("header_timeout", "body_timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+                raise UsageError(f"{name}={value!r} must be a positive number of seconds "
+                                 f"(--{name.replace('_', '-')})")
+        cap = self.max_connections
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+            raise UsageError(f"max_connections={cap!r} must be a whole number >= 1 (--max-connections)")
+
+
+def _refusal(cap: int) -> bytes:
+    """The 503 a connection over the cap gets before it is closed."""
+    body = (f"replaykit: {cap} connections are open already (--max-connections {cap}); "
+            "retry once one closes\n").encode()
+    head = ("HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\nretry-after: 1\r\n"
+            f"x-replaykit-error: too many open connections (--max-connections {cap})\r\n\r\n")
+    return head.encode() + body
+
+
+class Connection(RequestHandler):
+    """One client connection: aiohttp's, plus half-close and quiet malformed requests."""
+
+    __slots__ = ("_on_malformed", "half_closed")
+
+    def __init__(self, manager: web.Server, *, on_malformed: Malformed, **options: Any) -> None:
+        super().__init__(manager, **options)
+        self._on_malformed = on_malformed
+        self.half_closed = asyncio.Event()
+
+    def eof_received(self) -> bool:  # type: ignore[override]  # asyncio's is ``-> bool | None``; aiohttp's None
+        """The client closed its sending side: keep the connection to answer a request it sent whole (True:
+        the transport stays open for writing; the connection ends after that answer); otherwise close it, as
+        aiohttp does."""
+        if not self._answering_whole_request():
+            return False
+        self.half_closed.set()
+        self.close()
+        return True
+
+    def _answering_whole_request(self) -> bool:
+        """True when the latest request came whole and is not answered yet. Reads aiohttp's internals
+        (3.10 to 3.14): parsed requests queue in ``_messages``; ``_waiter`` is set while none is handled."""
+        if self._messages:
+            return self._messages[-1][1].is_eof()
+        if self._waiter is not None:
+            return False
+        request = self._current_request
+        return request is None or request.content.is_eof()
+
+    def data_received(self, data: bytes) -> None:
+        """Parse ``data`` as aiohttp does; a parse error in the body of the request being handled also ends
+        that body (aiohttp's C parser only queues the error as a next request, and the body waits on)."""
+        super().data_received(data)
+        request = self._current_request
+        if request is None or not self._messages:
+            return
+        error, body = self._messages[-1][0], request.content
+        if not isinstance(error, RawRequestMessage) and not body.is_eof() and body.exception() is None:
+            body.set_exception(web.RequestPayloadError(error.message))
+
+    def handle_error(
+        self, request: web.BaseRequest, status: int = 500, exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        """A request aiohttp could not parse (400) is answered by ``on_malformed``, nothing logged; any other
+        error as aiohttp does."""
+        if status != 400:
+            return super().handle_error(request, status, exc, message)
+        response = self._on_malformed(request, message or str(exc))
+        response.force_close()
+        return response
+
+
+class Server(web.Server):
+    """aiohttp's low-level server, making a :class:`Connection` for each client, under ``limits``."""
+
+    def __init__(self, handler: Any, *, limits: Limits, on_malformed: Malformed, **options: Any) -> None:
+        super().__init__(handler, keepalive_timeout=limits.header_timeout, **options)
+        self.limits = limits
+        self._on_malformed = on_malformed
+
+    def __call__(self) -> RequestHandler:
+        return Connection(self, loop=self._loop, on_malformed=self._on_malformed, **self._kwargs)
+
+    def connection_made(self, handler: RequestHandler, transport: asyncio.Transport) -> None:
+        """Count the connection in, or answer 503 and close it when ``max_connections`` are open."""
+        if len(self._connections) >= self.limits.max_connections:
+            transport.write(_refusal(self.limits.max_connections))
+            transport.close()
+            return
+        super().connection_made(handler, transport)
+
+
+def half_closed(request: web.BaseRequest) -> asyncio.Event | None:
+    """Set when the client of ``request`` has closed its sending side; None off a :class:`Connection`."""
+    protocol = request.protocol
+    return protocol.half_closed if isinstance(protocol, Connection) else None
