@@ -1,39 +1,60 @@
 """The network guard: while replaying, refuse every connection that is not loopback, before any DNS lookup.
 
-While a :class:`NetworkGuard` is installed (``with NetworkGuard(): ...``), four entry points of the
-:mod:`socket` module refuse a host that is not loopback (``localhost``, 127.0.0.0/8, ``::1``, also
-IPv4-mapped) with :class:`~replaykit.errors.NetworkBlockedError`, before the original function runs, so no
-name is resolved and no packet leaves the machine:
+While a :class:`NetworkGuard` is installed (``with NetworkGuard(): ...``), these entry points refuse a host
+that is not loopback (``localhost``, 127.0.0.0/8, ``::1``, also IPv4-mapped) with
+:class:`~replaykit.errors.NetworkBlockedError`, before the original function runs, so no name is resolved
+and no packet leaves the machine:
 
 - ``socket.socket.connect`` and ``connect_ex`` (``AF_INET`` / ``AF_INET6`` only: Unix sockets pass);
+  asyncio's own event loop, httpx, urllib and the provider SDKs' sync clients connect through them;
 - ``socket.create_connection``, before it looks the name up;
-- ``socket.getaddrinfo``: a name, or an address that is not loopback. A numeric address asked with
-  ``AI_PASSIVE`` (binding a local server to ``0.0.0.0`` or ``::``) needs no lookup and passes, and so does
-  ``host=None``.
+- the lookups ``getaddrinfo``, ``gethostbyname`` and ``gethostbyname_ex``, of :mod:`socket` and of
+  :mod:`_socket` beneath it: a name, or an address that is not loopback. A numeric address asked of
+  ``getaddrinfo`` with ``AI_PASSIVE`` (binding a local server to ``0.0.0.0`` or ``::``) needs no lookup and
+  passes, and so does ``host=None``;
+- ``_socket.socket``, the C socket type (which cannot be patched): the module attribute is replaced by a
+  subclass whose ``connect`` and ``connect_ex`` are guarded;
+- uvloop's event loop (``uvloop.Loop``, where uvloop is installed), which resolves and connects in C
+  (libuv) without the socket module: ``getaddrinfo`` (also behind its ``sock_connect``),
+  ``create_connection`` and ``create_datagram_endpoint``'s ``remote_addr``. So asyncio streams, httpx's and
+  the SDKs' async clients and aiohttp are refused on uvloop too.
 
-asyncio, httpx, aiohttp, urllib and the provider SDKs all come down to these. Each refusal is recorded in
-:attr:`NetworkGuard.refused` (so a caller that swallows the error is still found out). The patches are
-process-wide while installed (every thread); :meth:`NetworkGuard.uninstall` puts the originals back. What
-does not go through them is not guarded: datagrams sent with ``sendto`` without ``connect``, and resolvers
-that speak DNS themselves (c-ares through ``aiodns``); their connections are still refused.
+Each refusal is recorded in :attr:`NetworkGuard.refused` (so a caller that swallows the error is still found
+out). The patches are process-wide while installed (every thread); :meth:`NetworkGuard.uninstall` puts the
+originals back. Not guarded: what was bound before the guard was installed (``from _socket import socket``),
+uvloop's C base class used directly (``uvloop.loop.Loop``), datagrams sent with ``sendto`` without
+``connect``, reverse lookups (``gethostbyaddr``, ``getnameinfo``), names given to a server to bind, resolvers
+that speak DNS themselves (c-ares through ``aiodns``; their connections are still refused), and child
+processes. A child process gets :func:`proxy_env` instead: proxy variables that send its HTTP(S) to a closed
+loopback port, so a child that honours them (curl, Python, most HTTP clients) cannot leave either.
 
 Hosts are judged by :func:`is_loopback`, with :mod:`ipaddress`: a name is never resolved to decide.
 """
 
 from __future__ import annotations
 
+import _socket
 import ipaddress
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from replaykit.errors import NetworkBlockedError, UsageError
 
-__all__ = ["DEFAULT_HINT", "NetworkGuard", "is_loopback"]
+__all__ = ["DEFAULT_HINT", "NO_PROXY", "REFUSING_PROXY", "NetworkGuard", "is_loopback", "proxy_env"]
 
 DEFAULT_HINT = "point the client at the fake provider's loopback base URL"
+REFUSING_PROXY = "http://127.0.0.1:9"
+"""The proxy :func:`proxy_env` names: the discard port on loopback, where nothing normally listens, so a
+connection is refused at once (and a discard server there would swallow it: still nothing leaves)."""
+NO_PROXY = ("127.0.0.1", "localhost", "::1")
+_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+_LOOKUPS = ("getaddrinfo", "gethostbyname", "gethostbyname_ex")
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost."})
 _ABSENT = object()
+
+_Target = tuple[Any, Any] | None
+"""``(host, port)`` a call would reach (port None for a bare lookup), or None: nothing to judge."""
 
 
 def is_loopback(host: object) -> bool:
@@ -48,6 +69,17 @@ def is_loopback(host: object) -> bool:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
     return address is not None and address.is_loopback
+
+
+def proxy_env(*hosts: str) -> dict[str, str]:
+    """Proxy variables for a child process, which the guard does not reach: ``HTTP_PROXY``, ``HTTPS_PROXY``
+    and ``ALL_PROXY`` (and their lower-case forms) name :data:`REFUSING_PROXY`, and ``NO_PROXY`` lists
+    loopback (:data:`NO_PROXY`) and ``hosts``, so the child reaches those directly and nothing else."""
+    env = {}
+    for name in _PROXY_VARIABLES:
+        env[name] = env[name.lower()] = REFUSING_PROXY
+    env["NO_PROXY"] = env["no_proxy"] = ",".join(dict.fromkeys([*NO_PROXY, *hosts]))
+    return env
 
 
 def _text(host: object) -> object:
@@ -87,17 +119,10 @@ class NetworkGuard:
         self.uninstall()
 
     def install(self) -> None:
-        """Patch the socket module (undone by :meth:`uninstall`); a guard is installed once at a time."""
+        """Patch the socket modules and uvloop's loop (undone by :meth:`uninstall`); once at a time."""
         if self._saved:
             raise UsageError("the network guard is already installed")
-        cls = socket.socket
-        patches = [
-            (cls, "connect", self._connect(cls.connect, "socket.connect")),
-            (cls, "connect_ex", self._connect(cls.connect_ex, "socket.connect_ex")),
-            (socket, "create_connection", self._create_connection(socket.create_connection)),
-            (socket, "getaddrinfo", self._getaddrinfo(socket.getaddrinfo)),
-        ]
-        for owner, name, wrapper in patches:
+        for owner, name, wrapper in [*self._socket_patches(), *self._loop_patches()]:
             self._saved.append((owner, name, vars(owner).get(name, _ABSENT)))
             setattr(owner, name, wrapper)
 
@@ -111,40 +136,117 @@ class NetworkGuard:
                 setattr(owner, name, original)
 
     def refuse(self, host: object, port: object, via: str) -> NetworkBlockedError:
-        """Record a refusal of ``via`` to ``host:port`` and return the error to raise."""
+        """Record a refusal of ``via`` to ``host:port`` (``port`` None: a lookup) and return the error."""
         host = _text(host)
         shown = f"[{host}]" if isinstance(host, str) and ":" in host else str(host)
-        message = (f"replaykit blocked {via} to {shown}:{port}: replay runs offline and may reach loopback "
+        where = shown if port is None else f"{shown}:{port}"
+        message = (f"replaykit blocked {via} to {where}: replay runs offline and may reach loopback "
                    f"only (localhost, 127.0.0.0/8, ::1); {self.hint}")
         self.refused.append(message)
         return NetworkBlockedError(message)
 
-    def _check(self, host: object, port: object, via: str) -> None:
-        if not is_loopback(host):
-            raise self.refuse(host, port, via)
+    def _check(self, target: _Target, via: str, lookup: bool) -> None:
+        if target is not None and not is_loopback(target[0]):
+            raise self.refuse(target[0], target[1], _lookup(target[0], via) if lookup else via)
 
-    def _connect(self, original: Callable[..., Any], via: str) -> Callable[..., Any]:
-        def connect(sock: socket.socket, address: Any) -> Any:
-            if sock.family in (socket.AF_INET, socket.AF_INET6) and isinstance(address, tuple):
-                self._check(address[0], address[1] if len(address) > 1 else "?", via)
-            return original(sock, address)
+    def _socket_patches(self) -> list[tuple[Any, str, Any]]:
+        cls = socket.socket
+        lookups = [(module, name) for module in (socket, _socket) for name in _LOOKUPS]
+        return [
+            (cls, "connect", self._guard(cls.connect, "socket.connect", _connect_target)),
+            (cls, "connect_ex", self._guard(cls.connect_ex, "socket.connect_ex", _connect_target)),
+            (socket, "create_connection",
+             self._guard(socket.create_connection, "socket.create_connection", _create_connection_target)),
+            (_socket, "socket", self._raw_socket(_socket.socket)),
+            *[(module, name, self._guard(getattr(module, name), f"{module.__name__}.{name}", _lookup_target,
+                                         lookup=True)) for module, name in lookups],
+        ]
 
-        return connect
+    def _raw_socket(self, original: type[Any]) -> type[Any]:
+        """A subclass of the C socket type with ``connect`` and ``connect_ex`` guarded."""
+        methods = {name: self._guard(getattr(original, name), f"_socket.socket.{name}", _connect_target)
+                   for name in ("connect", "connect_ex")}
+        return type(original.__name__, (original,), {"__slots__": (), "__module__": original.__module__,
+                                                     **methods})
 
-    def _create_connection(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def create_connection(address: tuple[Any, ...], *args: Any, **kwargs: Any) -> Any:
-            self._check(address[0], address[1], "socket.create_connection")
-            return original(address, *args, **kwargs)
+    def _loop_patches(self) -> list[tuple[Any, str, Any]]:
+        patches = []
+        for loop in _event_loops():
+            where = f"{loop.__module__}.{loop.__qualname__}"
+            patches += [(loop, name, self._guard_async(getattr(loop, name), f"{where}.{name}", target,
+                                                       lookup=name == "getaddrinfo"))
+                        for name, target in _LOOP_TARGETS.items()]
+        return patches
 
-        return create_connection
+    def _guard(
+        self, original: Callable[..., Any], via: str, target: Callable[..., _Target], lookup: bool = False
+    ) -> Callable[..., Any]:
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            self._check(target(*args, **kwargs), via, lookup)
+            return original(*args, **kwargs)
 
-    def _getaddrinfo(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
-            if host is not None and not is_loopback(host) and not _binds(host, args, kwargs):
-                raise self.refuse(host, port, _lookup(host))
-            return original(host, port, *args, **kwargs)
+        return guarded
 
-        return getaddrinfo
+    def _guard_async(
+        self, original: Callable[..., Any], via: str, target: Callable[..., _Target], lookup: bool = False
+    ) -> Callable[..., Coroutine[Any, Any, Any]]:
+        async def guarded(*args: Any, **kwargs: Any) -> Any:
+            self._check(target(*args, **kwargs), via, lookup)
+            return await original(*args, **kwargs)
+
+        return guarded
+
+
+def _event_loops() -> list[type[Any]]:
+    """The event loops that resolve and connect without the socket module: uvloop's, where installed."""
+    try:
+        import uvloop
+    except ImportError:  # Windows: uvloop does not exist there
+        return []
+    return [uvloop.Loop]
+
+
+# ---------------------------------------------------------------- what each guarded call would reach
+
+
+def _inet(address: object) -> _Target:
+    """An ``AF_INET`` / ``AF_INET6`` address tuple as ``(host, port)``; None for anything else."""
+    if not isinstance(address, tuple | list) or not address:
+        return None
+    return address[0], address[1] if len(address) > 1 else "?"
+
+
+def _connect_target(sock: Any, address: object, *args: Any) -> _Target:
+    return _inet(address) if sock.family in (socket.AF_INET, socket.AF_INET6) else None
+
+
+def _create_connection_target(address: tuple[Any, ...], *args: Any, **kwargs: Any) -> _Target:
+    return address[0], address[1]
+
+
+def _lookup_target(host: object, port: object = None, *args: Any, **kwargs: Any) -> _Target:
+    return None if host is None or _binds(host, args, kwargs) else (host, port)
+
+
+def _loop_lookup(loop: object, host: object, port: object, **kwargs: Any) -> _Target:
+    return _lookup_target(host, port, **kwargs)
+
+
+def _loop_connection(loop: object, factory: object, host: object = None, port: object = None,
+                     *args: Any, **kwargs: Any) -> _Target:
+    return None if host is None else (host, port)
+
+
+def _loop_datagram(loop: object, factory: object, local_addr: object = None, remote_addr: object = None,
+                   **kwargs: Any) -> _Target:
+    return _inet(remote_addr)
+
+
+_LOOP_TARGETS: dict[str, Callable[..., _Target]] = {
+    "getaddrinfo": _loop_lookup,
+    "create_connection": _loop_connection,
+    "create_datagram_endpoint": _loop_datagram,
+}
 
 
 def _binds(host: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
@@ -153,5 +255,5 @@ def _binds(host: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return _address(_name(host)) is not None and isinstance(flags, int) and bool(flags & socket.AI_PASSIVE)
 
 
-def _lookup(host: object) -> str:
-    return "socket.getaddrinfo" if _address(_name(host)) is not None else "a DNS lookup (socket.getaddrinfo)"
+def _lookup(host: object, via: str) -> str:
+    return via if _address(_name(host)) is not None else f"a DNS lookup ({via})"

@@ -33,10 +33,13 @@ never served (unless ``allow_unused``), contract violations (of every request, a
 served unaltered; those a cassette lists under ``replaykit: x-expected-violations`` excepted), and
 connections the network guard refused. A test that failed anyway gets the report as a ``replaykit`` section.
 
-Network guard: while a replaykit test runs, a :class:`~replaykit.netguard.NetworkGuard` makes
-``socket.socket.connect`` / ``connect_ex``, ``socket.create_connection`` and ``socket.getaddrinfo`` refuse any
+Network guard: while a replaykit test runs, a :class:`~replaykit.netguard.NetworkGuard` makes the socket
+module's connections and lookups (and ``_socket``'s beneath them) and uvloop's event loop refuse any
 address that is not loopback (``localhost``, 127.0.0.0/8, ``::1``) with
-:class:`~replaykit.errors.NetworkBlockedError`, before any DNS lookup or packet.
+:class:`~replaykit.errors.NetworkBlockedError`, before any DNS lookup or packet (the list is in
+:mod:`replaykit.netguard`). A subprocess is out of its reach: ``replaykit.env()`` also sets ``HTTP_PROXY``,
+``HTTPS_PROXY`` and ``ALL_PROXY`` to a closed loopback port and ``NO_PROXY`` to loopback, so a child that
+honours them (curl, Python, most HTTP clients) cannot leave either.
 """
 
 from __future__ import annotations
@@ -359,7 +362,8 @@ class ReplayHandle:
         return self.server.base_urls()
 
     def env(self) -> dict[str, str]:
-        """Environment variables pointing a subprocess at the fake provider (base URLs, dummy keys)."""
+        """Environment variables pointing a subprocess at the fake provider (base URLs, dummy keys) and the
+        proxy variables that keep it from anything else (:func:`replaykit.netguard.proxy_env`)."""
         return self.server.env()
 
     def inject(self, fault: Fault | str | dict[str, Any]) -> Fault:

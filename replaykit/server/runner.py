@@ -27,6 +27,7 @@ from replaykit import cassette as cassette_mod
 from replaykit.cassette import Cassette
 from replaykit.contracts import Profile, resolve_profile
 from replaykit.errors import MatchError, UsageError
+from replaykit.netguard import proxy_env
 from replaykit.routes import PROVIDERS, base_urls
 from replaykit.server.app import Settings, State, make_server
 from replaykit.server.connections import BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS, Limits
@@ -240,8 +241,12 @@ class FakeProvider:
     @property
     def url(self) -> str:
         """``http://host:port`` of the running server."""
-        host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(self.host, self.host)
+        host = self._reachable_host()
         return f"http://[{host}]:{self._port}" if ":" in host else f"http://{host}:{self._port}"
+
+    def _reachable_host(self) -> str:
+        """The host clients connect to: loopback for a server bound to every interface."""
+        return {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(self.host, self.host)
 
     def base_urls(self) -> dict[str, str]:
         """Each provider's SDK base URL (see :func:`replaykit.routes.base_urls`)."""
@@ -255,7 +260,8 @@ class FakeProvider:
         return urls[provider]
 
     def env(self) -> dict[str, str]:
-        """Environment variables pointing a harness at this server, with dummy keys."""
+        """Environment variables pointing a harness at this server, with dummy keys, and the proxy
+        variables of :func:`replaykit.netguard.proxy_env`: it reaches this server and nothing else."""
         urls = self.base_urls()
         return {
             "ANTHROPIC_BASE_URL": urls["anthropic"],
@@ -266,6 +272,7 @@ class FakeProvider:
             "ANTHROPIC_API_KEY": DUMMY_KEY,
             "OPENAI_API_KEY": DUMMY_KEY,
             "AZURE_OPENAI_API_KEY": DUMMY_KEY,
+            **proxy_env(self._reachable_host()),
         }
 
     # ------------------------------------------------------------ what is served

@@ -150,13 +150,14 @@ def test_help_lists_the_options(rk: pytest.Pytester) -> None:
 
 
 INERT = '''
+import _socket
 import socket
 import sys
 
 
 def test_plain():
-    assert "aiohttp" not in sys.modules
-    assert "connect" not in vars(socket.socket)
+    assert "aiohttp" not in sys.modules and "uvloop" not in sys.modules
+    assert "connect" not in vars(socket.socket) and _socket.socket is socket.socket.__base__
 '''
 
 
@@ -164,6 +165,7 @@ def test_the_plugin_is_inert_unless_asked(rk: pytest.Pytester) -> None:
     rk.makepyfile(test_inner=INERT)
     result = rk.runpytest_subprocess("-p", "no:anyio", "-p", "no:pytest_httpserver", "-p", "no:syrupy")
     result.assert_outcomes(passed=1)
-    code = "import sys, replaykit.pytest_plugin; print(sorted(m for m in sys.modules if 'aiohttp' in m))"
+    code = ("import sys, replaykit.pytest_plugin; "
+            "print(sorted(m for m in sys.modules if m.startswith(('aiohttp', 'uvloop'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout == "[]\n"

@@ -29,6 +29,7 @@ def test_sdk_replays_the_recording(replaykit, client):
 def test_a_subprocess_uses_env(replaykit):
     env = {**os.environ, **replaykit.env()}
     assert env["ANTHROPIC_BASE_URL"] == replaykit.base_url("anthropic")
+    assert env["HTTPS_PROXY"] == "http://127.0.0.1:9" and env["NO_PROXY"] == "127.0.0.1,localhost,::1"
     code = (
         "import os, sys; sys.path.insert(0, os.getcwd()); from conftest import post, recorded_body; "
         "status, body = post(os.environ['ANTHROPIC_BASE_URL'] + '/v1/messages', recorded_body(sys.argv[1])); "

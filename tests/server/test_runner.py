@@ -16,6 +16,7 @@ from server_support import anthropic_request, message_cassette, stream_cassette
 
 from replaykit.cassette import Request
 from replaykit.errors import CassetteError, UsageError
+from replaykit.netguard import REFUSING_PROXY
 from replaykit.server import DUMMY_KEY, FakeProvider, Received, runner
 from replaykit.server.runner import check_host
 
@@ -151,6 +152,16 @@ def test_env_and_base_urls(serve: Any) -> None:
     assert {env[k] for k in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY")} == {DUMMY_KEY}
     with pytest.raises(UsageError, match="provider='gemini' must be one of"):
         fake.base_url("gemini")
+
+
+def test_env_sends_everything_but_the_server_to_a_refusing_proxy() -> None:
+    env = FakeProvider().env()  # nothing to start: the proxy variables do not depend on the port
+    assert {env[name] for name in ("HTTP_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")} == {REFUSING_PROXY}
+    assert env["NO_PROXY"] == env["no_proxy"] == "127.0.0.1,localhost,::1"
+    every = FakeProvider(host="0.0.0.0", allow_remote=True).env()  # clients still use 127.0.0.1
+    assert every["NO_PROXY"] == "127.0.0.1,localhost,::1"
+    remote = FakeProvider(host="192.0.2.7", allow_remote=True).env()
+    assert remote["no_proxy"] == "127.0.0.1,localhost,::1,192.0.2.7"
 
 
 def test_reset_forgets_journal_counters_and_faults(serve: Any) -> None:
