@@ -43,6 +43,7 @@ __all__ = [
     "check_fingerprint",
     "check_secrets",
     "check_sse_framing",
+    "secret_finding",
     "verify_file",
     "verify_paths",
 ]
@@ -118,7 +119,7 @@ def check_secrets(path: Path, cassette: Cassette) -> list[Finding]:
         sighting = _sighting(found, in_text)
         if sighting is not None:
             in_text.remove(sighting)
-    return [_secret(path, found) for found in in_model + in_text]
+    return [secret_finding(path, found) for found in in_model + in_text]
 
 
 def _sighting(found: Secret, in_text: list[Secret]) -> Secret | None:
@@ -144,14 +145,14 @@ def _text_secrets(path: Path) -> list[Secret]:
     return redact.scan_text(text, str(path))
 
 
-def _secret(path: Path, found: Secret) -> Finding:
+def secret_finding(path: Path, found: Secret) -> Finding:
     """A secret finding: placed at its line, its field named in the message, the key masked."""
     index = found.interaction
     field_name = found.field if index is None else f"interactions[{index}].{found.field}"
     place = str(found.line) if found.line else field_name
     where = "" if found.field.startswith("line ") else f"{field_name}: "
     message = f"{where}{redact.kind_label(found.kind)} {found.excerpt}"
-    fix = "remove it (replaykit redact) and rotate the key"
+    fix = f"run `replaykit redact --in-place {path}` and rotate the key"
     return Finding("error", "secret", message, str(path), place, fix=fix)
 
 
@@ -289,7 +290,7 @@ def verify_file(path: str | os.PathLike[str], checks: Iterable[Check] = CHECKS,
             loaded.meta.extra["profile"] = contracts.resolve_profile(profile).name
     except CassetteError as exc:
         result = FileResult(str(target), findings=[_parse_finding(target, exc)])
-        result.findings += [_secret(target, found) for found in _text_secrets(target)]
+        result.findings += [secret_finding(target, found) for found in _text_secrets(target)]
         return result
     result = FileResult(str(target), len(loaded.interactions), loaded.fingerprint(), loaded.meta.origin,
                         loaded.meta.provider)

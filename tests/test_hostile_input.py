@@ -168,9 +168,11 @@ def test_a_fifo_is_a_usage_error_for_verify_and_serve(tmp_path: Path,
 
 
 def test_serve_refuses_a_bomb_at_start(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    laughs = _bombs(tmp_path)["laughs"]
-    assert main(["serve", str(laughs)]) == EXIT_USAGE
+    bombs = _bombs(tmp_path)
+    assert main(["serve", str(bombs["laughs"])]) == EXIT_USAGE
     assert "an alias bomb" in capsys.readouterr().err
+    assert main(["serve", "--max-body", "1M", str(bombs["gzip"])]) == EXIT_USAGE
+    assert "decodes (gzip) to more than 1048576 bytes" in capsys.readouterr().err
 
 
 def test_a_closed_output_pipe_ends_quietly(tmp_path: Path) -> None:

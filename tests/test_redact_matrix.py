@@ -20,7 +20,8 @@ from urllib.parse import quote
 import pytest
 
 from replaykit import cassette as cassettes
-from replaykit.cassette import Cassette, Interaction, Request, Response
+from replaykit.cassette import Cassette, Interaction, Meta, Request, Response
+from replaykit.cli import EXIT_OK, main
 from replaykit.redact import PLACEHOLDER, SecretFinding, redact, scan, scan_text
 from replaykit.verify import verify_file
 
@@ -207,6 +208,23 @@ def test_verify_never_prints_a_key_whole(tmp_path: Path, key: Key) -> None:
     shown = [secret for secret in key.secrets
              for cut in range(len(secret) - 5) if secret[cut:cut + 6] in text]
     assert shown == []
+
+
+def test_the_redact_command_scrubs_the_whole_matrix_and_verify_then_passes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for key in KEYS:  # one file per kind, every place in it
+        tapes = [PLACES[place](key)[0] for place in PLACES]
+        cassettes.save(Cassette([t.interactions[0] for t in tapes], Meta(origin="synthesized")),
+                       tmp_path / f"{key.kind}.yaml")
+    assert main(["redact", "--in-place", str(tmp_path)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert out.endswith("14 cassettes, 14 changed, 0 failed\n")
+    written = "".join(path.read_text() for path in tmp_path.glob("*.yaml"))
+    for key in KEYS:
+        for secret in key.secrets:
+            assert all(secret[cut:cut + 6] not in out for cut in range(len(secret) - 5)), key.kind
+            assert secret not in written and quote(secret, safe="") not in written
+    assert main(["verify", str(tmp_path)]) == EXIT_OK, capsys.readouterr().out
 
 
 # ---------------------------------------------------------------- no false positives

@@ -17,12 +17,13 @@ import sys
 import traceback
 from collections.abc import Collection, Sequence
 
+from replaykit.cassette import MAX_BODY
 from replaykit.errors import ReplaykitError, UsageError
 from replaykit.redact import safe_message
 
 __all__ = [
     "EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE",
-    "build_parser", "byte_size", "main", "table",
+    "add_max_body", "build_parser", "byte_size", "main", "table",
 ]
 
 EXIT_OK = 0
@@ -35,6 +36,7 @@ EXIT_PIPE = 128 + 13  # SIGPIPE, as a shell reports a writer whose reader closed
 COMMANDS: tuple[str, ...] = (
     "serve",
     "verify",
+    "redact",
     "drift",
     "properties",
 )
@@ -92,6 +94,13 @@ def byte_size(text: str) -> int:
     if not match or int(match[1]) == 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size; write bytes, or e.g. 512K, 256M, 1G")
     return int(match[1]) * _UNITS[(match[2] or "")[:1].lower()]
+
+
+def add_max_body(parser: argparse.ArgumentParser) -> None:
+    """The ``--max-body SIZE`` option of the commands that read cassettes (``args.max_body``, bytes)."""
+    parser.add_argument("--max-body", type=byte_size, default=MAX_BODY, metavar="SIZE",
+                        help=f"refuse a compressed body that decodes to more than SIZE (e.g. 512M; default "
+                             f"{MAX_BODY >> 20}M): a decompression bomb is an error, not a hang")
 
 
 def _closed_pipe() -> int:

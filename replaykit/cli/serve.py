@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-from replaykit.cli import EXIT_OK
+from replaykit.cli import EXIT_OK, add_max_body
 from replaykit.contracts import PROFILES
 from replaykit.errors import CassetteError, UsageError
 from replaykit.server import FakeProvider, Fault, load_faults
@@ -89,6 +89,7 @@ def register(subparsers: Any) -> None:
                              f"(default {BODY_TIMEOUT:g})")
     parser.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS, metavar="N",
                         help=f"answer 503 to a connection beyond N open ones (default {MAX_CONNECTIONS})")
+    add_max_body(parser)
     parser.add_argument("--json", action="store_true", help="print the base URLs as one JSON line")
     parser.set_defaults(func=run)
 
@@ -107,7 +108,8 @@ def build(args: argparse.Namespace) -> FakeProvider:
                             allow_remote=args.allow_remote, match_on=match_on, repeat=args.repeat,
                             faults=_faults(args), profile=args.profile, journal_file=args.journal,
                             journal_bodies=args.journal_bodies, header_timeout=args.header_timeout,
-                            body_timeout=args.body_timeout, max_connections=args.max_connections)
+                            body_timeout=args.body_timeout, max_connections=args.max_connections,
+                            max_body=args.max_body)
     except CassetteError as exc:  # a cassette named on the command line: the user's input, exit 2
         raise UsageError(str(exc)) from exc
 

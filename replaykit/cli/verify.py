@@ -11,8 +11,7 @@ import argparse
 import json
 from typing import Any
 
-from replaykit.cassette import MAX_BODY
-from replaykit.cli import EXIT_FINDINGS, EXIT_OK, byte_size, table
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK, add_max_body, table
 from replaykit.contracts import PROFILES
 from replaykit.verify import FileResult, Report, verify_paths
 
@@ -34,9 +33,7 @@ def register(subparsers: Any) -> None:
                         help="contract profile for every cassette: strict, or openai-compatible for xAI / "
                              "OpenRouter / DeepSeek traffic (OpenAI-only rules become warnings); default: "
                              "each cassette's own replaykit.profile, else strict")
-    parser.add_argument("--max-body", type=byte_size, default=MAX_BODY, metavar="SIZE",
-                        help=f"refuse a compressed body that decodes to more than SIZE (e.g. 512M; default "
-                             f"{MAX_BODY >> 20}M): a decompression bomb is a parse finding, not a hang")
+    add_max_body(parser)
     parser.set_defaults(func=run)
 
 

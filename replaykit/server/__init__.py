@@ -13,9 +13,10 @@ Point an application, in any language, at it instead of the real API::
 ``FakeProvider(cassettes=(), *, host="127.0.0.1", port=0, timing="fast", strict=False,
 enforce_contracts=False, allow_remote=False, match_on=(), volatile=DEFAULT_VOLATILE, repeat=False,
 faults=(), profile=None, journal_file=None, journal_bodies="head", header_timeout=60, body_timeout=60,
-max_connections=256)`` runs an aiohttp server in a background thread with its own event loop, on
-loopback and a free port by default (a non-loopback ``host`` is refused unless ``allow_remote``). It is a
-context manager; ``start()`` / ``stop()`` do the same by hand.
+max_connections=256, max_body=256 MiB)`` runs an aiohttp server in a background thread with its own event
+loop, on loopback and a free port by default (a non-loopback ``host`` is refused unless ``allow_remote``).
+It is a context manager; ``start()`` / ``stop()`` do the same by hand. A cassette whose compressed body
+decodes past ``max_body`` bytes, or whose YAML aliases expand like a bomb, is refused when loaded.
 
 Connections (:mod:`~replaykit.server.connections`): a client must send a request's headers within
 ``header_timeout`` seconds of connecting or of its previous response (an idle keep-alive connection is closed

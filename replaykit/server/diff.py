@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from replaykit.pointer import json_pointer
+from replaykit.redact.shapes import mask
 
 __all__ = ["MAX_VALUE_CHARS", "Pattern", "compile_patterns", "diff"]
 
@@ -36,7 +37,14 @@ def _ignored(path: list[str], patterns: tuple[Pattern, ...]) -> bool:
 
 
 def _shown(value: Any) -> Any:
+    """``value`` as a report shows it: a key in it masked (a value holding one becomes its masked JSON
+    text), cut to :data:`MAX_VALUE_CHARS` of JSON."""
+    if isinstance(value, str):
+        value = mask(value)
     text = json.dumps(value, ensure_ascii=False)
+    masked = text if isinstance(value, str) else mask(text)
+    if masked != text:
+        value, text = masked, masked
     return value if len(text) <= MAX_VALUE_CHARS else f"{text[:MAX_VALUE_CHARS]}…({len(text)} chars)"
 
 

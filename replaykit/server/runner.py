@@ -74,8 +74,10 @@ def _sources(cassettes: CassetteSource | Iterable[CassetteSource]) -> list[Casse
     return list(cassettes)
 
 
-def _loaded(cassettes: CassetteSource | Iterable[CassetteSource]) -> list[tuple[str, Cassette]]:
-    """Each cassette named (files, folders of them, or :class:`Cassette` objects) with its label, in order."""
+def _loaded(cassettes: CassetteSource | Iterable[CassetteSource],
+            max_body: int = cassette_mod.MAX_BODY) -> list[tuple[str, Cassette]]:
+    """Each cassette named (files, folders of them, or :class:`Cassette` objects) with its label, in order;
+    a file's compressed bodies may decode to ``max_body`` bytes at most."""
     loaded: list[tuple[str, Cassette]] = []
     for number, source in enumerate(_sources(cassettes)):
         if isinstance(source, Cassette):
@@ -83,7 +85,8 @@ def _loaded(cassettes: CassetteSource | Iterable[CassetteSource]) -> list[tuple[
             continue
         if not Path(source).exists():
             raise UsageError(f"{source}: no such cassette file or folder")
-        loaded += [(str(path), cassette_mod.load(path)) for path in cassette_mod.iter_paths([source])]
+        loaded += [(str(path), cassette_mod.load(path, max_body=max_body))
+                   for path in cassette_mod.iter_paths([source])]
     return loaded
 
 
@@ -131,11 +134,12 @@ class FakeProvider:
         header_timeout: float = HEADER_TIMEOUT,
         body_timeout: float = BODY_TIMEOUT,
         max_connections: int = MAX_CONNECTIONS,
+        max_body: int = cassette_mod.MAX_BODY,
     ) -> None:
         check_host(host, allow_remote)
         self.host, self._port = host, port
         self._profile = None if profile is None else resolve_profile(profile)
-        self._journal_file = journal_file
+        self._journal_file, self._max_body = journal_file, max_body
         settings = Settings(timing if isinstance(timing, Timing) else Timing.parse(timing), enforce_contracts)
         try:
             pool = Pool((), match_on=list(match_on), volatile=volatile, strict=strict, repeat=repeat)
@@ -283,7 +287,7 @@ class FakeProvider:
         Traffic is judged by the ``profile`` given to the constructor, else by the one the cassettes declare
         (:func:`declared_profile`).
         """
-        loaded = _loaded(cassettes)
+        loaded = _loaded(cassettes, self._max_body)
         slots = [slot for label, tape in loaded for slot in slots_of(label, tape.interactions)]
         profile = self._profile or declared_profile(loaded)
         with self._state.lock:

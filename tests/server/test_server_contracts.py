@@ -185,3 +185,35 @@ def test_every_spelling_of_every_route_is_checked_against_the_same_contract(serv
             entry = fake.journal[-1]
             assert entry.route == route.name, path
             assert [(v["pointer"], v["keyword"]) for v in entry.request_violations] == expected, path
+
+
+def _key() -> str:
+    return "sk" + "-ant-api03-" + "Zq7" * 31 + "AA"  # assembled: never written whole in this file
+
+
+@pytest.mark.parametrize("enforce", [True, False])
+def test_a_key_in_an_invalid_request_is_never_echoed_whole(serve: Any, enforce: bool) -> None:
+    key = _key()
+    fake = serve(message_cassette("a"), enforce_contracts=enforce)
+    body = {**anthropic_request(), key: 1, "max_tokens": key,
+            "messages": [{"role": key, "content": "hi"}], "metadata": {"user_id": key}}
+    response = httpx.post(f"{fake.url}/v1/messages?k={key}", json=body)
+    assert response.status_code == (400 if enforce else 200)
+    sent = response.text + json.dumps(dict(response.headers))
+    assert len(fake.journal[0].request_violations) >= 2  # each quotes the key, masked
+    shown = sent + json.dumps(fake.journal[0].request_violations)
+    assert all(key[cut:cut + 12] not in shown for cut in range(len(key) - 12)), shown
+    assert "sk-a" in shown
+
+
+def test_a_key_in_an_unmatched_request_is_never_echoed_whole(serve: Any) -> None:
+    key = _key()
+    fake = serve(message_cassette("a"), match_on=["model"])
+    body = {**anthropic_request(model=key), "metadata": {"user_id": key}}
+    response = httpx.post(f"{fake.url}/v1/messages", json=body)
+    assert response.status_code == 404
+    shown = response.text + json.dumps(dict(response.headers)) + json.dumps(fake.journal[0].near_misses)
+    assert all(key[cut:cut + 12] not in shown for cut in range(len(key) - 12)), shown
+    received = {d["pointer"]: d.get("received") for d in fake.journal[0].near_misses[0]["diff"]}
+    assert received["/model"] == "sk-a…AA (108 chars)"  # a string: masked in place
+    assert received["/metadata"] == '{"user_id": "sk-a…AA (108 chars)"}'  # holding one: its masked JSON
