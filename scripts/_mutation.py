@@ -71,9 +71,13 @@ def module_path(name: str) -> str:
 
 
 def mirrored_tests(module: str) -> list[str]:
-    """The test files that mirror ``module`` (tests/README.md: tests mirror the package)."""
+    """The test files that mirror ``module`` (tests/README.md: tests mirror the package); for a module of a
+    subpackage with no test folder of its own (``replaykit/redact/shapes.py``), the subpackage's tests
+    (``tests/test_redact.py``, ``tests/test_redact_*.py``)."""
     parts = Path(module).with_suffix("").parts[1:]  # replaykit/server/matching.py -> server, matching
     folder, stem = ROOT.joinpath("tests", *parts[:-1]), parts[-1]
+    if len(parts) > 1 and not folder.is_dir():
+        folder, stem = folder.parent, parts[-2]
     found = [folder / f"test_{stem}.py", *sorted(folder.glob(f"test_{stem}_*.py"))]
     tests = [str(path.relative_to(ROOT)) for path in found if path.is_file()]
     if not tests:
