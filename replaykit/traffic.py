@@ -11,7 +11,6 @@ Cheap to import (no aiohttp, no jsonschema until a violation is reported), as th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -84,17 +83,10 @@ def _unmatched_item(entry: Entry, display: Callable[[str], str]) -> list[str]:
     return lines
 
 
-def _shown(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
 def _change(change: dict[str, Any]) -> str:
-    pointer = change["pointer"] or "/"
-    if change["change"] == "added":
-        return f"{pointer}: only in the request sent: {_shown(change['received'])}"
-    if change["change"] == "removed":
-        return f"{pointer}: only in the recording: {_shown(change['recorded'])}"
-    return f"{pointer}: sent {_shown(change['received'])}, recorded {_shown(change['recorded'])}"
+    from replaykit.server.diff import change_text  # the server is running when a request went unmatched
+
+    return change_text(change)
 
 
 def _unused_line(row: dict[str, Any], display: Callable[[str], str]) -> str:

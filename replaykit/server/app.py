@@ -1,14 +1,13 @@
-"""What the server answers: every provider route, the admin endpoints, and the request handler.
+"""What the server answers: every provider route, and the request handler.
 
 The handler reads the request, takes the next sequence number, picks the faults that apply, matches an
 interaction (unless a ``status`` fault or ``enforce_contracts`` answers first), builds the :class:`Plan`,
 lets the faults rewrite it, delivers it, and journals the outcome. A request whose body stops arriving for
 ``body_timeout`` seconds is answered 408, one whose framing is broken 400, and journaled (``timeout``,
 ``malformed``); so is a request aiohttp cannot parse at all (:mod:`~replaykit.server.connections`). Each
-entry goes to the journal file when its request is done. Admin endpoints (not journaled):
-``GET /__replaykit/journal``, ``POST /__replaykit/reset``, ``GET /__replaykit/unused`` and
-``POST /__replaykit/faults`` (a fault object or a list of them; an error names the JSON pointer of the bad
-value and the fix, with a 400).
+entry goes to the journal file when its request is done, and to the state's ``watch`` callable when its
+response is over. Paths under ``/__replaykit/`` go to the admin API (:mod:`~replaykit.server.admin`), never
+journaled; it loads cassettes through the state's :class:`Host`.
 """
 
 from __future__ import annotations
@@ -16,40 +15,48 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import threading
 import time
+import unicodedata
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs
 
 from aiohttp import web
 from aiohttp.http import HttpProcessingError
 
 from replaykit import sse
+from replaykit.cassette import Cassette, Interaction
 from replaykit.contracts import STRICT, Profile
-from replaykit.errors import ReplaykitError, UsageError, located
+from replaykit.errors import ReplaykitError
 from replaykit.redact import redact_header
 from replaykit.routes import classify
 from replaykit.server import envelopes, verdicts
 from replaykit.server.connections import Limits, Server
+from replaykit.server.diff import brief
 from replaykit.server.faults import (
     EVENT_KINDS,
     Fault,
     apply_all,
-    fault_at,
-    faults_from,
-    faults_json,
     status_plan,
 )
 from replaykit.server.journal import Entry, Journal, body_fields
-from replaykit.server.matching import Match, Pool, Received, Slot
+from replaykit.server.matching import (
+    CASSETTE_HEADER,
+    INTERACTION_HEADER,
+    Match,
+    Pool,
+    Received,
+    Slot,
+    near_text,
+)
 from replaykit.server.plan import Plan, Timing, error_plan, plan_for, recorded_batches, recorded_chunks
 from replaykit.server.streaming import Progress, deliver
 
-__all__ = ["ADMIN_PREFIX", "MAX_BODY", "Settings", "State", "make_server", "refusal"]
+__all__ = ["ADMIN_PREFIX", "MAX_BODY", "Handler", "Host", "Settings", "State", "Unreadable", "make_server",
+           "read_body", "refusal"]
 
 ADMIN_PREFIX = "/__replaykit"
 MAX_BODY = 1 << 30  # bytes a request body may have
@@ -65,9 +72,36 @@ class Settings:
     profile: Profile = STRICT
 
 
+Handler = Callable[[web.BaseRequest, "State"], Awaitable[web.StreamResponse]]
+
+
+class Host(Protocol):
+    """What the admin API asks of the fake provider that runs the server
+    (:class:`~replaykit.server.runner.FakeProvider` is one): load, unload and list cassettes, add stubs."""
+
+    @property
+    def max_body(self) -> int:
+        """The bytes a compressed body of a cassette may decode to."""
+
+    def load(self, cassettes: Iterable[str | Cassette], *, add: bool = False) -> None:
+        """Load cassettes (paths, folders, :class:`Cassette` objects), replacing the loaded ones unless
+        ``add``."""
+
+    def unload(self, names: Iterable[str] = ()) -> list[str]:
+        """Unload the cassettes ``names`` name (every one when none); the labels unloaded."""
+
+    def stub(self, interaction: Interaction) -> dict[str, Any]:
+        """Add ``interaction`` to the ``<stubs>`` cassette; where it went."""
+
+    def cassettes(self) -> list[dict[str, Any]]:
+        """The cassettes loaded: ``{cassette, interactions, routes}`` each."""
+
+
 @dataclass(slots=True)
 class State:
-    """Everything the handler shares with the caller's thread; mutate only under ``lock``."""
+    """Everything the handler shares with the caller's thread; mutate only under ``lock``. ``host`` loads
+    cassettes for the admin API; ``watch`` gets each entry, final, when its response is over (in the server
+    thread: what it raises is stored in ``errors``)."""
 
     pool: Pool
     settings: Settings = Settings()
@@ -79,6 +113,8 @@ class State:
     seq: int = 0
     closing: asyncio.Event = field(default_factory=asyncio.Event)
     limits: Limits = field(default_factory=Limits)
+    host: Host | None = None
+    watch: Callable[[Entry], None] | None = None
 
     def reset(self) -> None:
         """Forget the journal, the counters, the faults and which interactions were served."""
@@ -89,16 +125,17 @@ class State:
             self.pool.reset()
             self.seq = 0
 
-    def unused(self) -> list[dict[str, Any]]:
-        """Interactions never delivered whole: ``{cassette, index, line, route}`` each."""
+    def unused(self, session: bool = False) -> list[dict[str, Any]]:
+        """Interactions never delivered whole since the last reset (``session``: since they were loaded):
+        ``{cassette, index, line, route}`` each."""
         with self.lock:
-            return [{**slot.where(), "route": slot.route.name} for slot in self.pool.unused()]
+            return [{**slot.where(), "route": slot.route.name} for slot in self.pool.unused(session)]
 
 
 # ---------------------------------------------------------------- reading the request
 
 
-class _Unreadable(Exception):
+class Unreadable(Exception):
     """A request whose body could not be read: answered ``status`` and journaled with ``verdict``."""
 
     def __init__(self, status: int, verdict: str, message: str) -> None:
@@ -114,14 +151,14 @@ async def _read_some(request: web.BaseRequest, idle: float) -> bytes:
         async with asyncio.timeout(idle):
             return await content.readany()
     except TimeoutError:
-        raise _Unreadable(408, "timeout", f"no byte of the request body came for {idle:g} s; send the body "
+        raise Unreadable(408, "timeout", f"no byte of the request body came for {idle:g} s; send the body "
                                           "without pausing, or raise --body-timeout") from None
     except (web.RequestPayloadError, HttpProcessingError) as exc:
-        raise _Unreadable(400, "malformed", f"the request body is malformed: {exc}") from None
+        raise Unreadable(400, "malformed", f"the request body is malformed: {exc}") from None
 
 
-async def _read_body(request: web.BaseRequest, idle: float) -> bytes:
-    """The whole body, each read waiting at most ``idle`` seconds (:class:`_Unreadable` past that, or when
+async def read_body(request: web.BaseRequest, idle: float) -> bytes:
+    """The whole body, each read waiting at most ``idle`` seconds (:class:`Unreadable` past that, or when
     its framing is broken); over :data:`MAX_BODY` bytes, aiohttp's 413."""
     parts: list[bytes] = []
     size = 0
@@ -205,8 +242,11 @@ def _replaykit_error(received: Received, status: int, message: str, header: str 
 
 
 def _header_text(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat.encode("ascii", "replace").decode("ascii")[:500]
+    """``text`` as a header value: one line of at most 500 ASCII characters (``…`` becomes ``...``, ``é``
+    ``e``, what has no ASCII form ``?``)."""
+    decomposed = unicodedata.normalize("NFKD", " ".join(text.split()))
+    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return plain.encode("ascii", "replace").decode("ascii")[:500]
 
 
 def _replay_plan(state: State, slot: Slot, faults: list[Fault]) -> Plan:
@@ -244,16 +284,35 @@ def _choose(state: State, received: Received, entry: Entry, faults: list[Fault])
         match = state.pool.match(received)
     if match.slot is None:
         entry.verdict, entry.near_misses, entry.error = "unmatched", match.near_misses, match.reason
-        message = f"replaykit: no recorded interaction for {received.method} {received.path}: {match.reason}"
-        return _replaykit_error(received, 404, message), match
+        return _replaykit_error(received, 404, _unmatched_message(received, match)), match
     entry.verdict, entry.matched, entry.diff = "served", match.slot.where(), match.diff
     entry.provider = entry.provider or match.slot.route.provider
     try:
-        return _faulted(_replay_plan(state, match.slot, faults), faults, entry), match
+        plan = _faulted(_replay_plan(state, match.slot, faults), faults, entry)
     except Exception:
         with state.lock:
             state.pool.release(match.slot)
         raise
+    plan.notes[:0] = _choice_notes(received, match)
+    return plan, match
+
+
+def _unmatched_message(received: Received, match: Match) -> str:
+    """What a 404 says (body and ``x-replaykit-error``): why nothing matched, and the nearest interaction with
+    the first places its body differs, bounded (see :func:`~replaykit.server.matching.near_text`)."""
+    nearest = f"; nearest: {near_text(match.near_misses[0])}" if match.near_misses else ""
+    request = f"{received.method} {received.path}"
+    return f"replaykit: no recorded interaction for {request}: {match.reason}{nearest}"
+
+
+def _choice_notes(received: Received, match: Match) -> list[str]:
+    """Notes for the journal: the interaction was chosen by replaykit's headers; its body differs."""
+    chosen = [f"{name}: {value}" for name, value in received.controls.items()
+              if name in (CASSETTE_HEADER, INTERACTION_HEADER)]
+    notes = [f"chosen by {', '.join(chosen)}"] if chosen else []
+    if match.diff:
+        notes.append(f"the request body differs from the recording served: {brief(match.diff)}")
+    return notes
 
 
 # ---------------------------------------------------------------- the handler
@@ -291,6 +350,7 @@ class _Exchange:
         with self.state.lock:
             if slot is not None and whole != self.counted:
                 slot.served += 1 if whole else -1
+                slot.served_total += 1 if whole else -1
                 self.counted = whole
         if plan is not None:
             entry.status, entry.stream, entry.notes = plan.status, plan.stream, plan.notes
@@ -302,12 +362,24 @@ class _Exchange:
         _log(self.state, entry)
 
     def close(self, progress: Progress) -> None:
-        """The final word: settle with what really happened; give back a slot that was not served whole."""
+        """The final word: settle with what really happened; give back a slot that was not served whole; tell
+        the state's watcher."""
         self.settle(progress)
         slot = self.slot
         if slot is not None and not self.counted:
             with self.state.lock:
                 self.state.pool.release(slot)
+        _notify(self.state, self.entry)
+
+
+def _notify(state: State, entry: Entry) -> None:
+    """Give ``entry``, final, to the state's watcher; what it raises is an error for the caller's thread."""
+    if state.watch is None:
+        return
+    try:
+        state.watch(entry)
+    except Exception as exc:
+        state.errors.append(exc)
 
 
 def _log(state: State, entry: Entry) -> None:
@@ -329,13 +401,14 @@ def refusal(state: State, request: web.BaseRequest, status: int, verdict: str, m
     entry.verdict, entry.error, entry.status, entry.outcome = verdict, text, status, "complete"
     state.journal.append(entry)
     _log(state, entry)
+    _notify(state, entry)
     reply = _error_reply(received, status, f"replaykit: {text}")
     response = web.Response(status=status, body=reply.body, headers=reply.headers)
     response.force_close()
     return response
 
 
-async def _refuse(state: State, request: web.BaseRequest, unreadable: _Unreadable) -> web.StreamResponse:
+async def _refuse(state: State, request: web.BaseRequest, unreadable: Unreadable) -> web.StreamResponse:
     """Answer a request whose body could not be read and close the connection (the rest of the body is
     never read)."""
     response = refusal(state, request, unreadable.status, unreadable.verdict, str(unreadable))
@@ -357,8 +430,8 @@ async def handle(request: web.BaseRequest, state: State) -> web.StreamResponse:
     """Answer one provider request (see the module docstring)."""
     started = time.perf_counter()
     try:
-        received = _built(request, await _read_body(request, state.limits.body_timeout))
-    except _Unreadable as unreadable:
+        received = _built(request, await read_body(request, state.limits.body_timeout))
+    except Unreadable as unreadable:
         return await _refuse(state, request, unreadable)
     entry, faults = _admit(state, received)
     exchange = _Exchange(state, entry, started)
@@ -377,66 +450,6 @@ async def handle(request: web.BaseRequest, state: State) -> web.StreamResponse:
         exchange.close(progress)
 
 
-# ---------------------------------------------------------------- admin endpoints
-
-
-async def _journal(request: web.BaseRequest, state: State) -> web.Response:
-    return web.json_response(state.journal.to_json())
-
-
-async def _reset(request: web.BaseRequest, state: State) -> web.Response:
-    state.reset()
-    return web.json_response({"reset": True})
-
-
-async def _unused(request: web.BaseRequest, state: State) -> web.Response:
-    return web.json_response(state.unused())
-
-
-_POSTED = f"POST {ADMIN_PREFIX}/faults"
-_POST_FIX = 'send a fault object or a list of them, e.g. [{"kind": "status", "status": 429}]'
-
-
-def _posted_faults(body: bytes) -> list[Fault]:
-    """The faults a ``POST /__replaykit/faults`` body holds; a :class:`UsageError` names the JSON pointer of
-    the bad value and the fix."""
-    try:
-        doc = json.loads(body)
-    except RecursionError:
-        raise UsageError(located(_POSTED, None, "the body is nested too deep to parse", _POST_FIX)) from None
-    except ValueError as exc:
-        raise UsageError(located(_POSTED, None, f"the body is not JSON ({exc})", _POST_FIX)) from None
-    if isinstance(doc, dict):
-        return [fault_at(doc, _POSTED, "")]
-    if not isinstance(doc, list):
-        raise UsageError(located(_POSTED, None, f"the body must be a fault object or a list of them, not "
-                                                f"{json.dumps(doc)[:60]}", _POST_FIX))
-    return faults_from(doc, _POSTED)
-
-
-async def _add_faults(request: web.BaseRequest, state: State) -> web.Response:
-    try:
-        faults = _posted_faults(await _read_body(request, state.limits.body_timeout))
-    except _Unreadable as exc:
-        return web.json_response({"error": f"{_POSTED}: {exc}"}, status=exc.status)
-    except ReplaykitError as exc:
-        return web.json_response({"error": str(exc)}, status=400)
-    with state.lock:
-        state.faults.extend(faults)
-        return web.json_response(faults_json(state.faults))
-
-
-_Handler = Callable[[web.BaseRequest, State], Awaitable[web.StreamResponse]]
-_ADMIN: dict[tuple[str, str], _Handler] = {
-    ("GET", f"{ADMIN_PREFIX}/journal"): _journal,
-    ("HEAD", f"{ADMIN_PREFIX}/journal"): _journal,
-    ("POST", f"{ADMIN_PREFIX}/reset"): _reset,
-    ("GET", f"{ADMIN_PREFIX}/unused"): _unused,
-    ("HEAD", f"{ADMIN_PREFIX}/unused"): _unused,
-    ("POST", f"{ADMIN_PREFIX}/faults"): _add_faults,
-}
-
-
 async def _continue(request: web.BaseRequest) -> None:
     """Answer ``Expect: 100-continue`` before the body is read, as aiohttp's router would (curl sends it for
     bodies over 1 MiB and would otherwise wait a second before sending the body)."""
@@ -445,10 +458,11 @@ async def _continue(request: web.BaseRequest) -> None:
         request.writer.output_size = 0  # the interim response is not the response
 
 
-def make_server(state: State, **options: Any) -> Server:
-    """aiohttp's low-level server answering for ``state``, under ``state.limits``: the admin endpoints, every
-    other request to :func:`handle`, requests aiohttp cannot parse to :func:`refusal`. ``options`` go to
-    aiohttp's connection handler (``access_log``...).
+def make_server(state: State, admin: Handler | None = None, **options: Any) -> Server:
+    """aiohttp's low-level server answering for ``state``, under ``state.limits``: a path under
+    :data:`ADMIN_PREFIX` to ``admin`` (:func:`replaykit.server.admin.answer`), every other request to
+    :func:`handle`, requests aiohttp cannot parse to :func:`refusal`. ``options`` go to aiohttp's connection
+    handler (``access_log``...).
 
     Built in the event loop that will run it. No ``web.Application``: it has nothing to offer a server of
     five routes but its router and middlewares, which cost about a tenth of each request.
@@ -457,7 +471,9 @@ def make_server(state: State, **options: Any) -> Server:
 
     async def dispatch(request: web.BaseRequest) -> web.StreamResponse:
         await _continue(request)
-        return await _ADMIN.get((request.method, request.path), handle)(request, state)
+        path = request.path
+        ours = admin is not None and (path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/"))
+        return await (admin if ours and admin is not None else handle)(request, state)
 
     def build(
         message: Any, payload: Any, protocol: Any, writer: Any, task: asyncio.Task[None]

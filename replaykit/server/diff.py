@@ -14,7 +14,7 @@ from typing import Any
 from replaykit.pointer import json_pointer
 from replaykit.redact.shapes import mask
 
-__all__ = ["MAX_VALUE_CHARS", "Pattern", "compile_patterns", "diff"]
+__all__ = ["MAX_VALUE_CHARS", "Pattern", "brief", "change_text", "compile_patterns", "diff"]
 
 MAX_VALUE_CHARS = 200
 Pattern = tuple[str, ...]
@@ -120,3 +120,28 @@ def diff(
     differ = _Differ(ignore, limit)
     differ.walk(received, recorded, [])
     return differ.found
+
+
+def _clipped(value: Any, width: int | None) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if width is None or len(text) <= width else f"{text[: width - 1]}…"
+
+
+def change_text(change: dict[str, Any], width: int | None = None) -> str:
+    """One difference of :func:`diff` in words (``/max_tokens: sent 99, recorded 64``); each value's JSON cut
+    to ``width`` characters (``None``: as :func:`diff` keeps it, keys already masked)."""
+    pointer = change["pointer"] or "/"
+    if change["change"] == "added":
+        return f"{pointer}: only in the request sent: {_clipped(change['received'], width)}"
+    if change["change"] == "removed":
+        return f"{pointer}: only in the recording: {_clipped(change['recorded'], width)}"
+    received, recorded = _clipped(change["received"], width), _clipped(change["recorded"], width)
+    return f"{pointer}: sent {received}, recorded {recorded}"
+
+
+def brief(changes: list[dict[str, Any]], limit: int = 3, width: int = 40) -> str:
+    """The first ``limit`` differences in words, on one line, values cut to ``width`` characters; how many
+    more there are, if any. Bounded: what an error header or a log line can hold."""
+    shown = "; ".join(change_text(change, width) for change in changes[:limit])
+    more = len(changes) - limit
+    return f"{shown}; and {more} more" if more > 0 else shown

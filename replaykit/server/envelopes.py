@@ -24,13 +24,17 @@ from typing import Any
 from replaykit import sse
 
 __all__ = [
+    "ERROR_EVENTS",
     "ErrorReply",
     "error_event",
     "error_reply",
+    "event_type",
     "failed_event",
     "request_id",
+    "streams_an_error",
 ]
 
+ERROR_EVENTS = frozenset({"error", "response.failed"})  # a stream that sends one of these failed
 _ANTHROPIC_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -173,3 +177,20 @@ def failed_event(
     )
     data = {"type": "response.failed", "sequence_number": sequence_number, "response": failed}
     return sse.encode(json.dumps(data), event="response.failed").raw
+
+
+def event_type(event: sse.Event) -> str | None:
+    """The type of an SSE event: its ``event:`` name, else the ``type`` of its JSON data (None: neither)."""
+    if event.event:
+        return event.event
+    try:
+        data = event.json() if event.data is not None else None
+    except ValueError:
+        return None
+    return data.get("type") if isinstance(data, dict) else None
+
+
+def streams_an_error(body: bytes) -> bool:
+    """True when the event stream ``body`` sends an error (:data:`ERROR_EVENTS`): it answers with a failure
+    although its status is 200."""
+    return any(event_type(event) in ERROR_EVENTS for event in sse.iter_events([body]))

@@ -321,11 +321,6 @@ def _json_of(event: sse.Event) -> Any:
         return None
 
 
-def _type_of(event: sse.Event) -> str | None:
-    data = _json_of(event)
-    return event.event or (data.get("type") if isinstance(data, dict) else None)
-
-
 def _after(plan: Plan, fault: Fault) -> int:
     return min(fault.after or 0, len(plan.chunks))
 
@@ -411,9 +406,10 @@ def _corrupt_event(plan: Plan, fault: Fault) -> bool:
 def _drop_terminal(plan: Plan, fault: Fault) -> bool:
     for index in range(min(len(plan.events), len(plan.chunks)) - 1, -1, -1):
         event = plan.events[index]
-        if _type_of(event) in TERMINAL_EVENTS or (event.data or "").strip() == "[DONE]":
+        kind = envelopes.event_type(event)
+        if kind in TERMINAL_EVENTS or (event.data or "").strip() == "[DONE]":
             del plan.chunks[index], plan.due[index]
-            plan.notes.append(f"terminal event {index + 1} ({_type_of(event) or event.data}) dropped")
+            plan.notes.append(f"terminal event {index + 1} ({kind or event.data}) dropped")
             plan.altered = True
             return True
     plan.notes.append("not applied: no terminal event in the stream")

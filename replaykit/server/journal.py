@@ -46,6 +46,8 @@ from typing import IO, Any
 
 from replaykit.cassette import stale_temporaries, write_atomic
 from replaykit.errors import UsageError, located
+from replaykit.server.diff import brief
+from replaykit.server.matching import near_text
 
 __all__ = ["BODY_HEAD", "EMPTY_SHA256", "JOURNAL_BODIES", "SCHEMA_ID", "Entry", "Journal", "body_fields"]
 
@@ -89,6 +91,26 @@ class Entry:
     def to_json(self) -> dict[str, Any]:
         """The entry as a JSON object (valid against the journal-entry contract)."""
         return asdict(self)
+
+    def summary(self) -> str:
+        """The entry on one bounded line (``replaykit serve -v`` prints it): method, path, status, the
+        verdict with the interaction served (and where its body differs) or the nearest one missed, the
+        faults applied; e.g. ``#2 POST /v1/messages 200 served cassettes/a.yaml#0 (stream)``."""
+        what = self.verdict
+        if self.matched is not None:
+            place = f"{self.matched['cassette']}#{self.matched['index']}"
+            what += f" {place} (stream)" if self.stream else f" {place}"
+        elif self.error:
+            what += f": {' '.join(self.error.split())}"
+        if self.outcome not in ("complete", "pending"):
+            what += f" ({self.outcome})"
+        if self.near_misses:
+            what += f"; nearest: {near_text(self.near_misses[0])}"
+        if self.diff:
+            what += f"; the body differs: {brief(self.diff)}"
+        applied = [str(fault["kind"]) for fault in self.faults if fault.get("applied")]
+        return f"#{self.seq} {self.method} {self.path} {self.status} {what}" + (
+            f"; faults: {', '.join(applied)}" if applied else "")
 
 
 def body_fields(raw: bytes, parsed: Any, sha256: str, bodies: str = "head") -> dict[str, Any]:

@@ -1,17 +1,36 @@
 """Which recorded interaction answers a request.
 
-By default matching is *ordered per route*: the n-th request on a route gets the n-th interaction recorded
-on it (cassettes in the order loaded). Matchers narrow the choice: the request gets the first interaction on
-its route, not yet served, that every matcher accepts. Built-in matchers, by name:
+The candidates are the interactions recorded on the request's route (cassettes in the order loaded) not yet
+served, that every matcher accepts. Built-in matchers, by name:
 
-``method``, ``path``, ``query`` (parsed, order-insensitive), ``body`` (canonical JSON with the volatile
-fields ignored; bytes when not JSON) and ``model`` (the body's ``model``, or the Azure deployment in the
-path).
+``stream`` (always in force: a request whose JSON body says ``"stream": true`` gets an interaction recorded
+for a stream, one whose request said so or whose response is ``text/event-stream``, and a request that does
+not ask for a stream never gets one), ``method``, ``path``, ``query`` (parsed, order-insensitive), ``body``
+(canonical JSON with the volatile fields ignored; bytes when not JSON) and ``model`` (the body's ``model``, or
+the Azure deployment in the path).
 A user matcher is any callable ``(received: Received, recorded: replaykit.cassette.Request) -> bool``.
+``strict=True`` adds the ``body`` matcher.
 
-``strict=True`` adds the ``body`` matcher. Either way every match records a structured diff (JSON pointers)
-of the body received against the one recorded; a request nothing matches gets the nearest candidates
-(near misses) with the matchers that refused them and their diffs.
+Among the candidates the request gets, in this order of preference:
+
+1. the first whose recorded body equals the request's (volatile fields ignored), before one that merely comes
+   next: a request is answered by its own recording when one is loaded;
+2. then the first in order (*ordered per route*: the n-th request on a route gets the n-th interaction
+   recorded on it), except that interactions of an *error cassette* come last. An error cassette is one whose
+   every interaction answers with an error (HTTP status 400 or more, or a stream that sends an ``error`` or
+   ``response.failed`` event, :func:`~replaykit.server.envelopes.streams_an_error`): served alongside other
+   cassettes (``replaykit serve cassettes/``), it answers only when chosen or when nothing else is left.
+   Within one cassette the recorded order always holds (a recorded 429 still comes before its retry's 200).
+
+A client chooses explicitly with two request headers of replaykit's own (:data:`CONTROL_PREFIX`: never
+matched against recordings, never journaled as the request's headers): ``x-replaykit-cassette: NAME`` keeps
+only the cassettes NAME names (:func:`is_named`: the file name, with or without its suffix, a path ending in
+it, or the label) and ``x-replaykit-interaction: N`` only their interaction N (0-based). The matchers still
+apply, and an interaction already served is not served again unless ``repeat``.
+
+Every match records a structured diff (JSON pointers) of the body received against the one recorded; a
+request nothing matches gets the nearest candidates (near misses) with the matchers that refused them and
+their diffs (:func:`near_text` puts the nearest in words).
 """
 
 from __future__ import annotations
@@ -25,22 +44,34 @@ from urllib.parse import parse_qs, urlsplit
 
 from replaykit.cassette import Interaction, Request, body_json
 from replaykit.routes import Route, classify_uri
-from replaykit.server.diff import Pattern, compile_patterns, diff
+from replaykit.server.diff import Pattern, brief, compile_patterns, diff
+from replaykit.server.envelopes import streams_an_error
 
 __all__ = [
     "BUILTIN_MATCHERS",
+    "CASSETTE_HEADER",
+    "CONTROL_PREFIX",
     "DEFAULT_VOLATILE",
+    "INTERACTION_HEADER",
     "Match",
     "Matcher",
     "Pool",
     "Received",
     "Slot",
+    "is_named",
+    "near_text",
     "slots_of",
+    "wants_stream",
 ]
 
 DEFAULT_VOLATILE: tuple[str, ...] = ("/metadata/user_id", "/user", "/safety_identifier", "/prompt_cache_key")
-BUILTIN_MATCHERS: tuple[str, ...] = ("method", "path", "query", "body", "model")
+BUILTIN_MATCHERS: tuple[str, ...] = ("stream", "method", "path", "query", "body", "model")
+ALWAYS = ("stream",)  # the matchers in force whatever match_on says
+CONTROL_PREFIX = "x-replaykit-"
+CASSETTE_HEADER = "x-replaykit-cassette"
+INTERACTION_HEADER = "x-replaykit-interaction"
 NEAR_MISSES = 3
+_SUFFIX = re.compile(r"\.(ya?ml|json)$", re.IGNORECASE)
 _DEPLOYMENT = re.compile(r"/openai/deployments/([^/]+)/")
 
 Matcher = Callable[["Received", Request], bool]
@@ -49,7 +80,8 @@ Matcher = Callable[["Received", Request], bool]
 @dataclass(frozen=True, slots=True)
 class Received:
     """A request as the fake provider received it (header names lower-cased; ``json``: the body parsed, or
-    None; ``sha256``: the body's hex digest, set by :meth:`build`)."""
+    None; ``sha256``: the body's hex digest, set by :meth:`build`; ``controls``: replaykit's own
+    ``x-replaykit-*`` headers, kept apart from ``headers``)."""
 
     method: str
     path: str
@@ -59,6 +91,7 @@ class Received:
     route: Route
     json: Any = None
     sha256: str = ""
+    controls: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -70,14 +103,23 @@ class Received:
         body: bytes,
         route: Route,
     ) -> Received:
-        """Build one, parsing the body as JSON and hashing it (hex SHA-256) once."""
-        return cls(method.upper(), path, query, headers, body, route, body_json(body),
-                   hashlib.sha256(body).hexdigest())
+        """Build one, parsing the body as JSON and hashing it (hex SHA-256) once; the ``x-replaykit-*``
+        headers (names lower-cased) go to ``controls``."""
+        ours = {name: value for name, value in headers.items() if name.startswith(CONTROL_PREFIX)}
+        theirs = {name: value for name, value in headers.items() if name not in ours}
+        return cls(method.upper(), path, query, theirs, body, route, body_json(body),
+                   hashlib.sha256(body).hexdigest(), ours)
+
+
+def wants_stream(body: Any) -> bool:
+    """True when a request body asks for an event stream (``"stream": true``)."""
+    return isinstance(body, dict) and body.get("stream") is True
 
 
 @dataclass(slots=True)
 class Slot:
-    """One loaded interaction: where it came from, its route, and how often it was taken and served.
+    """One loaded interaction: where it came from, its route, and how often it was taken and served (since
+    the last reset; ``served_total``: since it was loaded).
 
     ``memo`` holds what other modules keep per interaction (its stream framed, by
     :mod:`~replaykit.server.plan`; its response's contract verdicts, by :mod:`~replaykit.server.verdicts`).
@@ -89,6 +131,7 @@ class Slot:
     route: Route
     taken: int = 0
     served: int = 0
+    served_total: int = 0
     _json: list[Any] = field(default_factory=list, repr=False)
     memo: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -102,6 +145,22 @@ class Slot:
     def where(self) -> dict[str, Any]:
         """``{cassette, index, line}`` for the journal."""
         return {"cassette": self.cassette, "index": self.index, "line": self.interaction.line}
+
+    @property
+    def streams(self) -> bool:
+        """True when the interaction was recorded for a stream (its request asked for one, or its response
+        is an event stream)."""
+        return wants_stream(self.request_json) or self.interaction.response.is_stream
+
+    @property
+    def failed(self) -> bool:
+        """True when the recorded response is an error: a status of 400 or more, or a stream that sends an
+        error event (cached)."""
+        if "failed" not in self.memo:
+            response = self.interaction.response
+            self.memo["failed"] = response.status >= 400 or (response.is_stream and
+                                                             streams_an_error(response.body))
+        return bool(self.memo["failed"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +215,7 @@ def _body_diff(
 
 def _builtin(name: str, ignore: tuple[Pattern, ...]) -> _Check:
     checks: dict[str, Callable[[Received, Slot], bool]] = {
+        "stream": lambda r, s: wants_stream(r.json) == s.streams,
         "method": lambda r, s: r.method == s.interaction.request.method.upper(),
         "path": lambda r, s: r.path == _path_of(s.interaction.request),
         "query": lambda r, s: r.query == _query_of(s.interaction.request),
@@ -188,7 +248,7 @@ class Pool:
     ) -> None:
         self.slots = list(slots)
         self.ignore = compile_patterns(volatile)
-        names = list(match_on)
+        names = [*ALWAYS, *(m for m in match_on if m not in ALWAYS)]
         if strict and "body" not in names:
             names.append("body")
         self.checks = tuple(_builtin(m, self.ignore) if isinstance(m, str) else _user(m) for m in names)
@@ -197,28 +257,66 @@ class Pool:
 
     @property
     def slots(self) -> list[Slot]:
-        """The loaded interactions, in order; setting them indexes them by route."""
+        """The loaded interactions, in order; setting them indexes them by route and by cassette."""
         return self._slots
 
     @slots.setter
     def slots(self, slots: list[Slot]) -> None:
         self._slots = slots
         self._by_route: dict[str, list[Slot]] = {}
+        self._by_cassette: dict[str, list[Slot]] = {}
         for slot in slots:
             self._by_route.setdefault(slot.route.name, []).append(slot)
+            self._by_cassette.setdefault(slot.cassette, []).append(slot)
 
     def match(self, received: Received) -> Match:
         """Choose and take the interaction for ``received``; see the module docstring."""
         on_route = self._by_route.get(received.route.name, [])
-        for slot in self._order(on_route):
-            if all(check.accepts(received, slot) for check in self.checks):
-                slot.taken += 1
-                return Match(slot, [] if self._body_checked else _body_diff(received, slot, self.ignore, 50))
-        return Match(
-            None,
-            near_misses=self._near(received, on_route or self.slots),
-            reason=self._reason(received, on_route),
-        )
+        chosen, refusal = self._chosen(received, on_route)
+        slot = self._pick(received, chosen)
+        if slot is None:
+            reason = refusal or self._reason(received, chosen)
+            near = self._near(received, chosen or on_route or self.slots)
+            return Match(None, near_misses=near, reason=reason)
+        slot.taken += 1
+        return Match(slot, [] if self._body_checked else _body_diff(received, slot, self.ignore, 50))
+
+    def _chosen(self, received: Received, on_route: list[Slot]) -> tuple[list[Slot], str]:
+        """The slots the ``x-replaykit-*`` headers leave (all without them), and why none is left."""
+        slots, name = on_route, received.controls.get(CASSETTE_HEADER)
+        if name is not None:
+            slots = [slot for slot in slots if is_named(slot.cassette, name)]
+            if not slots:
+                labels = ", ".join(dict.fromkeys(s.cassette for s in on_route)) or "none"
+                return [], (f"{CASSETTE_HEADER}: {name!r} names no cassette loaded on route "
+                            f"{received.route.name} (loaded there: {labels})")
+        number = received.controls.get(INTERACTION_HEADER)
+        if number is None:
+            return slots, ""
+        if not number.strip().isdigit():
+            return [], f"{INTERACTION_HEADER}: {number!r} is not an interaction index; send a 0-based number"
+        kept = [slot for slot in slots if slot.index == int(number)]
+        return kept, "" if kept else (f"{INTERACTION_HEADER}: no interaction {int(number)} on route "
+                                      f"{received.route.name} in {name or 'the cassettes loaded'}")
+
+    def _pick(self, received: Received, slots: list[Slot]) -> Slot | None:
+        """The candidate the module docstring prefers: equal body first, then order, error cassettes last."""
+        best: Slot | None = None
+        best_rank = (True, True)
+        for slot in self._order(slots):
+            if not all(check.accepts(received, slot) for check in self.checks):
+                continue
+            rank = (not self._body_checked and bool(_body_diff(received, slot, self.ignore, 1)),
+                    self._fails(slot.cassette))
+            if rank == (False, False):
+                return slot
+            if best is None or rank < best_rank:
+                best, best_rank = slot, rank
+        return best
+
+    def _fails(self, cassette: str) -> bool:
+        """True for an error cassette: every interaction in it answers with an error."""
+        return all(slot.failed for slot in self._by_cassette.get(cassette, []))
 
     def _order(self, slots: list[Slot]) -> Iterator[Slot]:
         yield from (s for s in slots if not s.taken)
@@ -242,27 +340,44 @@ class Pool:
         rows.sort(key=lambda row: (len(row["failed"]), len(row["diff"])))
         return rows[:NEAR_MISSES]
 
-    def _reason(self, received: Received, on_route: list[Slot]) -> str:
+    def _reason(self, received: Received, slots: list[Slot]) -> str:
         route = received.route.name
-        if not on_route:
+        if not slots:
             return f"no interaction is recorded on route {route} ({len(self.slots)} loaded on other routes)"
-        if all(s.taken for s in on_route) and not self.checks:
-            return f"all {len(on_route)} interactions recorded on route {route} were already served"
+        if all(s.taken for s in slots) and not self.repeat:
+            return (f"all {len(slots)} interactions recorded on route {route} were already served (serve "
+                    "them again with --repeat, or reset: POST /__replaykit/reset)")
         names = ", ".join(c.name for c in self.checks)
-        return f"none of the {len(on_route)} interactions on route {route} passes the matchers ({names})"
+        return f"none of the {len(slots)} interactions on route {route} passes the matchers ({names})"
 
     def release(self, slot: Slot) -> None:
         """Give back a slot whose response was not delivered whole (a fault): the next request may take it."""
         slot.taken = max(0, slot.taken - 1)
 
-    def unused(self) -> list[Slot]:
-        """Slots never delivered whole."""
-        return [s for s in self.slots if not s.served]
+    def unused(self, session: bool = False) -> list[Slot]:
+        """Slots never delivered whole since the last reset (``session``: since they were loaded)."""
+        return [s for s in self.slots if not (s.served_total if session else s.served)]
 
     def reset(self) -> None:
         """Forget every use: the next request on each route gets the first interaction again."""
         for slot in self.slots:
             slot.taken = slot.served = 0
+
+
+def is_named(label: str, name: str) -> bool:
+    """True when ``name`` names the cassette loaded as ``label``: the label itself, or its end after a ``/``,
+    with or without the ``.yaml`` / ``.yml`` / ``.json`` suffix (``web_search``,
+    ``anthropic/web_search.yaml``)."""
+    path, wanted = label.replace("\\", "/"), name.strip().replace("\\", "/")
+    return any(form == wanted or form.endswith("/" + wanted) for form in (path, _SUFFIX.sub("", path)))
+
+
+def near_text(row: dict[str, Any], limit: int = 3, width: int = 40) -> str:
+    """A near miss in words, on one bounded line: the interaction, the matchers that refused it, and the
+    first ``limit`` places where its body differs (values cut to ``width`` characters, keys masked)."""
+    refused = ", ".join(row["failed"]) or "nothing"
+    changes = brief(row["diff"], limit, width)
+    return f"{row['cassette']}#{row['index']} (refused by: {refused})" + (f": {changes}" if changes else "")
 
 
 def slots_of(label: str, interactions: Iterable[Interaction]) -> list[Slot]:

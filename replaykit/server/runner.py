@@ -14,7 +14,7 @@ import ipaddress
 import os
 import socket
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
@@ -24,22 +24,24 @@ from typing import Any
 from aiohttp import web
 
 from replaykit import cassette as cassette_mod
-from replaykit.cassette import Cassette
+from replaykit.cassette import Cassette, Interaction
 from replaykit.contracts import Profile, resolve_profile
 from replaykit.errors import MatchError, UsageError
 from replaykit.netguard import proxy_env
-from replaykit.routes import PROVIDERS, base_urls
+from replaykit.routes import PROVIDERS, base_urls, classify_uri
+from replaykit.server import admin
 from replaykit.server.app import Settings, State, make_server
 from replaykit.server.connections import BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS, Limits
 from replaykit.server.faults import Fault
 from replaykit.server.journal import Entry, Journal
-from replaykit.server.matching import DEFAULT_VOLATILE, Matcher, Pool, slots_of
+from replaykit.server.matching import DEFAULT_VOLATILE, Matcher, Pool, Slot, is_named, near_text, slots_of
 from replaykit.server.plan import Timing
 
 __all__ = ["DUMMY_KEY", "CassetteSource", "FakeProvider", "check_host", "declared_profile", "new_loop"]
 
 CassetteSource = str | os.PathLike[str] | Cassette
 DUMMY_KEY = "replaykit-dummy-key"
+STUBS = "<stubs>"  # the cassette that interactions added one by one (stub()) go to
 SHUTDOWN_TIMEOUT = 1.0
 
 
@@ -135,18 +137,21 @@ class FakeProvider:
         body_timeout: float = BODY_TIMEOUT,
         max_connections: int = MAX_CONNECTIONS,
         max_body: int = cassette_mod.MAX_BODY,
+        watch: Callable[[Entry], None] | None = None,
     ) -> None:
         check_host(host, allow_remote)
         self.host, self._port = host, port
         self._profile = None if profile is None else resolve_profile(profile)
         self._journal_file, self._max_body = journal_file, max_body
+        self._tapes: list[tuple[str, Cassette]] = []
         settings = Settings(timing if isinstance(timing, Timing) else Timing.parse(timing), enforce_contracts)
         try:
             pool = Pool((), match_on=list(match_on), volatile=volatile, strict=strict, repeat=repeat)
         except ValueError as exc:
             raise UsageError(str(exc)) from exc
         limits = Limits(header_timeout, body_timeout, max_connections)
-        self._state = State(pool, settings, journal=Journal(journal_bodies), limits=limits)
+        self._state = State(pool, settings, journal=Journal(journal_bodies), limits=limits, watch=watch)
+        self._state.host = self
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.ServerRunner | None = None
@@ -211,7 +216,8 @@ class FakeProvider:
             self._state.journal.open_log(self._journal_file)
         self._state.closing = asyncio.Event()
         self._runner = web.ServerRunner(
-            make_server(self._state, access_log=None), handle_signals=False, shutdown_timeout=SHUTDOWN_TIMEOUT
+            make_server(self._state, admin.answer, access_log=None), handle_signals=False,
+            shutdown_timeout=SHUTDOWN_TIMEOUT,
         )
         await self._runner.setup()
         await web.SockSite(self._runner, sock).start()
@@ -281,18 +287,65 @@ class FakeProvider:
 
     # ------------------------------------------------------------ what is served
 
-    def load(self, cassettes: CassetteSource | Iterable[CassetteSource]) -> None:
-        """Replace the loaded cassettes (paths, folders or :class:`Cassette` objects); usage starts afresh.
+    def load(self, cassettes: CassetteSource | Iterable[CassetteSource], *, add: bool = False) -> None:
+        """Replace the loaded cassettes (paths, folders or :class:`Cassette` objects; usage starts afresh), or
+        with ``add`` load them after the others (usage goes on).
 
         Traffic is judged by the ``profile`` given to the constructor, else by the one the cassettes declare
-        (:func:`declared_profile`).
+        (:func:`declared_profile`). Safe to call while serving (``POST /__replaykit/cassettes`` does).
         """
         loaded = _loaded(cassettes, self._max_body)
-        slots = [slot for label, tape in loaded for slot in slots_of(label, tape.interactions)]
-        profile = self._profile or declared_profile(loaded)
         with self._state.lock:
-            self._state.pool.slots = slots
-            self._state.settings = replace(self._state.settings, profile=profile)
+            kept = self._tapes if add else []
+            slots = [*self._state.pool.slots] if add else []
+            self._install([*kept, *loaded], slots + [s for label, tape in loaded
+                                                     for s in slots_of(label, tape.interactions)])
+
+    def _install(self, tapes: list[tuple[str, Cassette]], slots: list[Slot]) -> None:
+        """Serve ``slots`` from now on, judged by the profile ``tapes`` declare (call under the lock)."""
+        profile = self._profile or declared_profile(tapes)
+        self._tapes, self._state.pool.slots = tapes, slots
+        self._state.settings = replace(self._state.settings, profile=profile)
+
+    def unload(self, names: Iterable[str] = ()) -> list[str]:
+        """Unload the cassettes ``names`` name (as ``x-replaykit-cassette`` does:
+        :func:`~replaykit.server.matching.is_named`), every one when none is given; returns the labels
+        unloaded."""
+        wanted = list(names)
+        with self._state.lock:
+            labels = list(dict.fromkeys(s.cassette for s in self._state.pool.slots))
+            gone = [label for label in labels if not wanted or any(is_named(label, n) for n in wanted)]
+            self._install([(label, tape) for label, tape in self._tapes if label not in gone],
+                          [slot for slot in self._state.pool.slots if slot.cassette not in gone])
+        return gone
+
+    def stub(self, interaction: Interaction) -> dict[str, Any]:
+        """Add one interaction to the cassette ``<stubs>`` (after the stubs added before): served as if
+        recorded. Returns where it went: ``{cassette, index, line, route}``."""
+        with self._state.lock:
+            slots = self._state.pool.slots
+            index = sum(1 for slot in slots if slot.cassette == STUBS)
+            route = classify_uri(interaction.request.method, interaction.request.uri)
+            slot = Slot(STUBS, index, interaction, route)
+            self._state.pool.slots = [*slots, slot]
+        return {**slot.where(), "route": route.name}
+
+    def cassettes(self) -> list[dict[str, Any]]:
+        """The cassettes loaded, in order: ``{cassette, interactions, routes}`` each."""
+        rows: dict[str, dict[str, Any]] = {}
+        with self._state.lock:
+            for slot in self._state.pool.slots:
+                row = rows.setdefault(slot.cassette, {"cassette": slot.cassette, "interactions": 0,
+                                                      "routes": []})
+                row["interactions"] += 1
+                if slot.route.name not in row["routes"]:
+                    row["routes"].append(slot.route.name)
+        return list(rows.values())
+
+    @property
+    def max_body(self) -> int:
+        """The bytes a compressed body of a cassette may decode to (``max_body``)."""
+        return self._max_body
 
     def inject(self, fault: Fault | str | Mapping[str, Any]) -> Fault:
         """Add a fault (a :class:`Fault`, a ``--fault`` spec string or a mapping); returns it."""
@@ -341,9 +394,10 @@ class FakeProvider:
         """Forget the journal, the counters, the faults, and which interactions were served."""
         self._state.reset()
 
-    def unused(self) -> list[dict[str, Any]]:
-        """Interactions never delivered whole: ``{cassette, index, line, route}`` each."""
-        return self._state.unused()
+    def unused(self, *, session: bool = False) -> list[dict[str, Any]]:
+        """Interactions never delivered whole since the last :meth:`reset` (``session=True``: since they were
+        loaded, whatever the resets): ``{cassette, index, line, route}`` each."""
+        return self._state.unused(session)
 
     def unmatched(self) -> list[Entry]:
         """Journal entries of requests no recorded interaction matched (with their near misses)."""
@@ -370,11 +424,7 @@ class FakeProvider:
 
 
 def _describe_unmatched(entry: Entry) -> str:
-    near = ", ".join(
-        f"{m['cassette']}#{m['index']} (failed: {', '.join(m['failed']) or 'none'}"
-        f"{'; ' + m['diff'][0]['pointer'] + ' differs' if m['diff'] else ''})"
-        for m in entry.near_misses
-    )
+    near = " | ".join(near_text(miss) for miss in entry.near_misses)
     return f"request {entry.seq} {entry.method} {entry.path}: {entry.error}" + (
         f"; near misses: {near}" if near else ""
     )

@@ -44,7 +44,7 @@ def test_unmatched_requests_fail_with_near_misses(rk: pytest.Pytester) -> None:
             r"replaykit: this test's provider traffic has problems",
             r"requests no recorded interaction matched \(1\); fix: record the missing interaction.*",
             r"  request 1: POST /v1/messages got 404: none of the 1 interactions on route anthropic.messages "
-            r"passes the matchers \(body\)",
+            r"passes the matchers \(stream, body\)",
             r"    near miss /.*/cassettes/anthropic/web_search.yaml:interactions\[0\] "
             r"\(line 14, refused by: body\)",
             r'      /model: sent "claude-other", recorded "claude-sonnet-4-6"',

@@ -96,6 +96,12 @@ def anthropic_request(text: str = "hi", model: str = "claude-sonnet-4-5") -> dic
     return {"model": model, "max_tokens": 64, "messages": [{"role": "user", "content": text}]}
 
 
+def stream_request(text: str = "hi", model: str = "claude-sonnet-4-5") -> dict[str, Any]:
+    """The Messages request body :func:`stream_cassette` recorded: :func:`anthropic_request` asking for a
+    stream."""
+    return {**anthropic_request(text, model), "stream": True}
+
+
 def anthropic_message(text: str = "hello", model: str = "claude-sonnet-4-5") -> dict[str, Any]:
     """A minimal valid Messages response body."""
     return {

@@ -25,6 +25,7 @@ from server_support import (
     json_interaction,
     stream_cassette,
     stream_interaction,
+    stream_request,
 )
 
 from replaykit.cassette import Cassette
@@ -255,7 +256,7 @@ def client() -> Iterator[httpx.Client]:
 def test_events_before_a_stall_are_not_held(serve: Any, client: httpx.Client, fault: str) -> None:
     body = stream_cassette()
     fake = serve(body, faults=[fault])
-    with client.stream("POST", f"{fake.url}/v1/messages") as response:
+    with client.stream("POST", f"{fake.url}/v1/messages", json=stream_request()) as response:
         chunks = response.iter_raw()
         first = [next(chunks), next(chunks)]  # a read timeout (2 s) if they were held for the stall
     assert first == [event.raw for event in body.interactions[0].response.events[:2]]
@@ -263,13 +264,13 @@ def test_events_before_a_stall_are_not_held(serve: Any, client: httpx.Client, fa
 
 def test_headers_before_a_delayed_event_are_not_held(serve: Any, client: httpx.Client) -> None:
     fake = serve(stream_cassette(), faults=["kind=delay_events,ms=5000"])
-    with client.stream("POST", f"{fake.url}/v1/messages") as response:
+    with client.stream("POST", f"{fake.url}/v1/messages", json=stream_request()) as response:
         assert response.status_code == 200
 
 
 def _raw_exchange(port: int, count: int) -> list[bytes]:
     """``count`` requests on one kept-alive connection; each response's bytes after its headers."""
-    request = json.dumps(anthropic_request()).encode()
+    request = json.dumps(stream_request()).encode()
     message = (b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                b"Content-Length: %d\r\n\r\n%b" % (len(request), request))
     bodies = []
@@ -295,7 +296,7 @@ def test_a_kept_alive_connection_serves_each_response_whole(serve: Any, client: 
     body = stream_cassette()
     fake = serve(body, repeat=True)
     for _ in range(3):
-        with client.stream("POST", f"{fake.url}/v1/messages") as response:
+        with client.stream("POST", f"{fake.url}/v1/messages", json=stream_request()) as response:
             assert list(response.iter_raw()) == [e.raw for e in body.interactions[0].response.events]
 
 
@@ -313,7 +314,8 @@ def test_a_slow_client_gets_a_long_stream_whole(serve: Any, fault: list[str]) ->
     framed once (no fault) or framed as written (a fault), and every byte arrives in order."""
     body = _sized_stream([4000] * 500)
     fake = serve(body, faults=fault)
-    with httpx.Client(timeout=10) as http, http.stream("POST", f"{fake.url}/v1/messages") as response:
+    url = f"{fake.url}/v1/messages"
+    with httpx.Client(timeout=10) as http, http.stream("POST", url, json=stream_request()) as response:
         received = b"".join(response.iter_raw(4096))
     assert received == body.interactions[0].response.body
 
@@ -330,7 +332,7 @@ def _server_backlog(fake: FakeProvider) -> int:
 def test_a_client_that_does_not_read_holds_the_server_back(serve: Any, fault: list[str]) -> None:
     """Back-pressure: the server waits for the transport to drain instead of buffering an 8 MB stream."""
     fake = serve(_sized_stream([4000] * 2000), faults=fault)
-    request = json.dumps(anthropic_request()).encode()
+    request = json.dumps(stream_request()).encode()
     with socket.socket() as slow:
         slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         slow.connect(("127.0.0.1", fake.port))
@@ -354,5 +356,5 @@ def test_iter_raw_gets_one_chunk_per_event_across_batches(serve: Any, client: ht
     assert 3 * BATCH_LIMIT < sum(len(e.raw) + 10 for e in events) < (64 << 10) - 1000
     fake = serve(body, repeat=True)
     for _ in range(10):
-        with client.stream("POST", f"{fake.url}/v1/messages") as response:
+        with client.stream("POST", f"{fake.url}/v1/messages", json=stream_request()) as response:
             assert list(response.iter_raw()) == [event.raw for event in events]

@@ -27,6 +27,7 @@ from server_support import (
     raw_exchange,
     read_all,
     stream_cassette,
+    stream_request,
 )
 
 from replaykit import contracts
@@ -159,10 +160,13 @@ def test_bad_limits_are_usage_errors(options: dict[str, Any], message: str) -> N
 # ---------------------------------------------------------------- clients that close their side
 
 
-@pytest.mark.parametrize("make", [lambda: message_cassette("a"), stream_cassette])
-def test_a_client_that_half_closes_after_its_request_gets_its_response(serve: Any, make: Any) -> None:
+@pytest.mark.parametrize(("make", "sent"), [(lambda: message_cassette("a"), anthropic_request("a")),
+                                            (stream_cassette, stream_request())])
+def test_a_client_that_half_closes_after_its_request_gets_its_response(
+    serve: Any, make: Any, sent: dict[str, Any]
+) -> None:
     fake = serve(make())
-    body = json.dumps(anthropic_request("a")).encode()
+    body = json.dumps(sent).encode()
     reply = raw_exchange(fake.url, post_head(len(body)) + body, half_close=True)
     head, _, rest = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200 ")
@@ -189,7 +193,7 @@ def test_a_client_that_leaves_during_a_wait_is_journaled_when_it_leaves(
     serve: Any, fault: Fault, outcome: str
 ) -> None:
     fake = serve(stream_cassette(), faults=[fault])
-    body = json.dumps(anthropic_request()).encode()
+    body = json.dumps(stream_request()).encode()
     with connect(fake.url) as sock:
         sock.sendall(post_head(len(body)) + body)
         time.sleep(0.2)

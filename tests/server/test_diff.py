@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from replaykit.server.diff import MAX_VALUE_CHARS, compile_patterns, diff
+from replaykit.server.diff import MAX_VALUE_CHARS, brief, change_text, compile_patterns, diff
 
 
 def test_equal_documents_have_no_diff() -> None:
@@ -57,3 +57,21 @@ def test_limit_and_long_values() -> None:
     assert len(diff(list(range(100)), list(range(1, 101)), limit=7)) == 7
     long = diff({"x": "y" * 1000}, {"x": ""})[0]["received"]
     assert isinstance(long, str) and long.endswith("…(1002 chars)") and len(long) < MAX_VALUE_CHARS + 20
+
+
+def test_a_change_in_words() -> None:
+    changes = diff({"a": 1, "new": "x" * 100, "c": [1]}, {"a": 2, "c": [1, 2]})
+    assert [change_text(c) for c in changes] == [
+        "/a: sent 1, recorded 2", f'/new: only in the request sent: "{"x" * 100}"',
+        "/c/1: only in the recording: 2"]
+    assert change_text(changes[1], width=10) == '/new: only in the request sent: "xxxxxxxx…'
+    assert change_text({"pointer": "", "change": "changed", "received": "a", "recorded": "b"}) == (
+        '/: sent "a", recorded "b"')
+
+
+def test_brief_is_one_bounded_line() -> None:
+    changes = diff({f"k{i}": "v" * 500 for i in range(9)}, {})
+    line = brief(changes, limit=2, width=20)
+    assert line.count("only in the request sent") == 2 and line.endswith("; and 7 more")
+    assert len(line) < 150 and "\n" not in line
+    assert brief([]) == ""

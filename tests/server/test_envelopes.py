@@ -75,3 +75,19 @@ def test_openai_error_and_failed_events() -> None:
     assert failed.event == "response.failed" and data["sequence_number"] == 3
     assert data["response"]["status"] == "failed" and data["response"]["error"]["code"] == "server_error"
     assert response["status"] == "in_progress"  # the recorded object is not changed
+
+
+@pytest.mark.parametrize(
+    ("events", "failed"),
+    [
+        ([("message_start", {"type": "message_start"}), ("message_stop", {"type": "message_stop"})], False),
+        ([("message_start", {"type": "message_start"}), ("error", {"type": "error"})], True),
+        ([(None, {"type": "response.created"}), (None, {"type": "response.failed"})], True),  # data only
+        ([("response.created", {"type": "response.created"}), (None, "not json")], False),
+    ],
+)
+def test_a_stream_that_sends_an_error_event_is_a_failure(events: list[tuple[str | None, object]],
+                                                         failed: bool) -> None:
+    body = b"".join(sse.encode(data if isinstance(data, str) else json.dumps(data), event=name).raw
+                    for name, data in events)
+    assert envelopes.streams_an_error(body) is failed

@@ -18,6 +18,7 @@ from server_support import (
     json_interaction,
     message_cassette,
     stream_cassette,
+    stream_request,
 )
 
 from replaykit import contracts, sse
@@ -34,7 +35,7 @@ def _stream(fake: FakeProvider, timeout: float = 5.0) -> tuple[list[bytes], Exce
     try:
         with (
             httpx.Client(timeout=timeout) as client,
-            client.stream("POST", f"{fake.url}/v1/messages") as resp,
+            client.stream("POST", f"{fake.url}/v1/messages", json=stream_request()) as resp,
         ):
             for chunk in resp.iter_raw():
                 chunks.append(chunk)
@@ -139,7 +140,7 @@ def test_delay_before_headers(serve: Any) -> None:
     fake = serve(stream_cassette(), faults=["kind=delay_headers,ms=150"])
     with httpx.Client() as client:
         start = time.perf_counter()
-        with client.stream("POST", f"{fake.url}/v1/messages") as response:
+        with client.stream("POST", f"{fake.url}/v1/messages", json=stream_request()) as response:
             waited = time.perf_counter() - start
             assert response.status_code == 200
             response.read()
@@ -149,7 +150,8 @@ def test_delay_before_headers(serve: Any) -> None:
 
 def test_delay_before_each_event(serve: Any) -> None:
     fake = serve(stream_cassette(), faults=["kind=delay_events,ms=40"])
-    with httpx.Client() as client, client.stream("POST", f"{fake.url}/v1/messages") as response:
+    url = f"{fake.url}/v1/messages"
+    with httpx.Client() as client, client.stream("POST", url, json=stream_request()) as response:
         start = time.perf_counter()
         chunks = list(response.iter_raw())
         elapsed = time.perf_counter() - start
@@ -168,7 +170,8 @@ def test_stall_after_event_n_until_the_client_gives_up(serve: Any) -> None:
 def test_stall_for_a_while_then_resume(serve: Any) -> None:
     fake = serve(stream_cassette(), faults=["kind=stall,after=2,ms=300"])
     times: list[float] = []
-    with httpx.Client() as client, client.stream("POST", f"{fake.url}/v1/messages") as response:
+    url = f"{fake.url}/v1/messages"
+    with httpx.Client() as client, client.stream("POST", url, json=stream_request()) as response:
         start = time.perf_counter()
         times = [time.perf_counter() - start for _ in response.iter_raw()]
     assert len(times) == STREAM_EVENTS
@@ -241,7 +244,8 @@ def test_drop_terminal_in_openai_stream(serve: Any) -> None:
     item.response.headers["content-type"] = ["text/event-stream"]
     item.response.body = raw
     fake = serve(cassette_of(item), faults=["kind=drop_terminal"])
-    with httpx.Client() as client, client.stream("POST", f"{fake.url}/v1/responses") as response:
+    url = f"{fake.url}/v1/responses"
+    with httpx.Client() as client, client.stream("POST", url, json={"stream": True}) as response:
         got = list(response.iter_raw())
     assert _types(got) == ["response.created"]
 

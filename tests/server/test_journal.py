@@ -21,6 +21,7 @@ from server_support import (
     json_interaction,
     message_cassette,
     stream_cassette,
+    stream_request,
 )
 
 from replaykit import contracts
@@ -36,11 +37,11 @@ def _session(fake: FakeProvider) -> None:
     url = f"{fake.url}/v1/messages"
     fake.inject(Fault("status", nth=1, status=429))
     httpx.post(url, json=anthropic_request())  # fault
-    httpx.post(url, json=anthropic_request("a"))  # served
+    httpx.post(url, content=b"not json")  # served (the message)
     fake.inject(Fault("disconnect", nth=3, after=2))
     with pytest.raises(httpx.RemoteProtocolError):
-        httpx.post(url, content=b"not json")  # served, disconnected
-    httpx.post(url, json=anthropic_request())  # served (the stream)
+        httpx.post(url, json=stream_request())  # served, disconnected
+    httpx.post(url, json=stream_request())  # served (the stream)
     httpx.post(url, json={"x": 1})  # unmatched
     httpx.post(f"{fake.url}/nowhere?a=1&a=2")  # unmatched, no provider
 
@@ -60,7 +61,7 @@ def test_every_entry_validates_against_the_contract(serve: Any) -> None:
     ]
     for entry in journal:
         assert contracts.validate("replaykit.journal-entry", entry.to_json()) == [], entry.seq
-    assert journal[2].body == "not json" and journal[5].query == {"a": ["1", "2"]}
+    assert journal[1].body == "not json" and journal[5].query == {"a": ["1", "2"]}
 
 
 def test_the_contract_catches_a_broken_entry(serve: Any) -> None:
@@ -184,9 +185,10 @@ def test_journal_entries_keep_arrival_order() -> None:
     assert [e.seq for e in journal.entries()] == [1, 2, 3]
 
 
-@pytest.mark.parametrize("make", [lambda: message_cassette("a"), stream_cassette])
+@pytest.mark.parametrize(("make", "sent"), [(lambda: message_cassette("a"), anthropic_request()),
+                                            (stream_cassette, stream_request())])
 def test_the_entry_is_journaled_before_the_client_has_its_response(
-    serve: Any, monkeypatch: pytest.MonkeyPatch, make: Any
+    serve: Any, monkeypatch: pytest.MonkeyPatch, make: Any, sent: dict[str, Any]
 ) -> None:
     from replaykit.server import app
 
@@ -198,7 +200,7 @@ def test_the_entry_is_journaled_before_the_client_has_its_response(
 
     monkeypatch.setattr(app._Exchange, "close", slow_close)
     fake = serve(make())
-    assert httpx.post(f"{fake.url}/v1/messages").status_code == 200
+    assert httpx.post(f"{fake.url}/v1/messages", json=sent).status_code == 200
     entry = fake.journal[0]  # already there, with its final outcome
     assert (entry.verdict, entry.outcome, entry.status) == ("served", "complete", 200)
     assert fake.unused() == []
@@ -263,7 +265,7 @@ def test_an_unwritable_journal_file_fails_at_start(tmp_path: Path) -> None:
 def test_a_hung_request_is_in_the_journal_file_after_stop(tmp_path: Path) -> None:
     path = tmp_path / "journal.jsonl"
     fake = FakeProvider(stream_cassette(), journal_file=path, faults=[Fault("stall", after=1)]).start()
-    with httpx.stream("POST", f"{fake.url}/v1/messages", json=anthropic_request()) as response:
+    with httpx.stream("POST", f"{fake.url}/v1/messages", json=stream_request()) as response:
         next(response.iter_raw())
         fake.stop()
     assert [(e["outcome"], e["verdict"]) for e in _lines(path)] == [("hung", "served")]
@@ -304,3 +306,26 @@ def test_journal_bodies_full_keeps_every_byte(serve: Any) -> None:
     httpx.post(f"{fake.url}/v1/messages", json=sent)
     [entry] = fake.journal
     assert (entry.body, entry.body_truncated) == (sent, False)
+
+
+# ---------------------------------------------------------------- an entry on one line
+
+
+def _entry(**fields: Any) -> Entry:
+    return Entry(3, "t", "anthropic", "anthropic.messages", "POST", "/v1/messages", {}, {}, None, **fields)
+
+
+def test_an_entry_on_one_line_says_what_answered() -> None:
+    served = _entry(verdict="served", status=200, stream=True, outcome="complete",
+                    matched={"cassette": "a.yaml", "index": 0, "line": 3},
+                    diff=[{"pointer": "/model", "change": "changed", "received": "m", "recorded": "n"}])
+    assert served.summary() == ('#3 POST /v1/messages 200 served a.yaml#0 (stream); the body differs: '
+                                '/model: sent "m", recorded "n"')
+    near = {"cassette": "a.yaml", "index": 1, "line": 9, "route": "r", "failed": ["stream"], "diff": []}
+    unmatched = _entry(verdict="unmatched", status=404, outcome="complete", error="none passes\n(stream)",
+                       near_misses=[near])
+    assert unmatched.summary() == ("#3 POST /v1/messages 404 unmatched: none passes (stream); nearest: "
+                                   "a.yaml#1 (refused by: stream)")
+    faulted = _entry(verdict="fault", status=529, outcome="client_closed",
+                     faults=[{"kind": "status", "applied": True}, {"kind": "stall", "applied": False}])
+    assert faulted.summary() == "#3 POST /v1/messages 529 fault (client_closed); faults: status"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -17,12 +18,16 @@ from server_support import (
     cassette_of,
     json_interaction,
     message_cassette,
+    stream_cassette,
+    stream_request,
 )
 
 from replaykit import cassette, contracts
 from replaykit.cassette import Request
 from replaykit.errors import MatchError, UsageError
+from replaykit.resources import data_dir
 from replaykit.server import FakeProvider, Received
+from replaykit.server.matching import is_named
 
 
 def _text(response: httpx.Response) -> str:
@@ -238,3 +243,201 @@ def test_a_bundled_cloudflare_search_is_replayed_with_its_headers(serve: Any) ->
         if recorded.response.header(name):
             assert response.headers[name] == recorded.response.header(name)
     assert fake.journal[0].route == "cloudflare.websearch" and fake.journal[0].request_violations == []
+
+
+def test_unused_since_loading_outlives_a_reset(serve: Any) -> None:
+    fake = serve(message_cassette("a", "b"))
+    _post(fake, anthropic_request("a"))
+    fake.reset()
+    assert [u["index"] for u in fake.unused()] == [0, 1]
+    assert [u["index"] for u in fake.unused(session=True)] == [1]
+
+
+# ---------------------------------------------------------------- streaming is a matcher
+
+
+def test_a_stream_request_never_gets_a_json_recording_nor_the_reverse(serve: Any) -> None:
+    fake = serve(message_cassette("json"), stream_cassette())  # the JSON recording comes first
+    streamed = _post(fake, stream_request())
+    assert streamed.headers["content-type"].startswith("text/event-stream")
+    assert _text(_post(fake, anthropic_request())) == "json"
+    assert [e.matched["index"] for e in fake.journal if e.matched] == [0, 0]
+    assert [e.matched["cassette"] for e in fake.journal if e.matched] == ["<cassette 1>", "<cassette 0>"]
+
+
+def test_a_stream_request_with_only_json_recorded_gets_a_404_that_says_why(serve: Any) -> None:
+    fake = serve(message_cassette("a"))
+    response = _post(fake, stream_request("a"))
+    assert response.status_code == 404
+    header = response.headers["x-replaykit-error"]
+    assert "passes the matchers (stream)" in header
+    assert "nearest: <cassette 0>#0 (refused by: stream): /stream: only in the request sent: true" in header
+    assert response.json()["error"]["message"].endswith(header)  # the SDK's exception text says it too
+
+
+def test_a_json_request_never_gets_a_stream_recorded_without_stream_in_its_request(serve: Any) -> None:
+    item = json_interaction(ANTHROPIC, anthropic_request(), {})
+    item.response.headers["content-type"] = ["text/event-stream"]  # a stream whose request did not say so
+    fake = serve(cassette_of(item))
+    assert _post(fake, anthropic_request()).status_code == 404
+    assert fake.unmatched()[0].near_misses[0]["failed"] == ["stream"]
+
+
+# ---------------------------------------------------------------- which candidate answers
+
+
+def test_an_interaction_whose_body_equals_the_request_comes_before_the_next_one(serve: Any) -> None:
+    fake = serve(message_cassette("a", "b"))
+    assert _text(_post(fake, anthropic_request("b"))) == "b"
+    assert _text(_post(fake, anthropic_request("other"))) == "a"  # none equal: the next in order
+    assert [bool(e.diff) for e in fake.journal] == [False, True]
+
+
+def test_a_body_that_differs_from_the_recording_served_is_said_in_words(serve: Any) -> None:
+    fake = serve(message_cassette("a"))
+    _post(fake, anthropic_request("other"))
+    assert fake.journal[0].notes == [
+        'the request body differs from the recording served: /messages/0/content: sent "other", recorded "a"'
+    ]
+
+
+def _bundled_folder(provider: str) -> Path:
+    return data_dir("cassettes") / provider
+
+
+def _recorded_request(name: str) -> dict[str, Any]:
+    body = cassette.load(bundled(name)).interactions[0].request.json()
+    assert isinstance(body, dict)
+    return body
+
+
+def test_a_folder_with_error_cassettes_answers_with_a_success(serve: Any) -> None:
+    fake = serve(_bundled_folder("anthropic"))
+    body = _recorded_request("anthropic/web_search.yaml")  # error_429 and error_529 record this body too
+    with anthropic.Anthropic(base_url=fake.url, api_key="dummy", max_retries=0) as client:
+        message = client.messages.create(**body)
+    assert message.stop_reason == "end_turn"
+    assert fake.journal[0].matched is not None
+    assert fake.journal[0].matched["cassette"].endswith("anthropic/web_search.yaml")
+
+
+def test_match_on_body_prefers_the_stream_that_succeeds_over_the_one_that_fails(serve: Any) -> None:
+    fake = serve(_bundled_folder("anthropic"), match_on=["body"])
+    body = _recorded_request("anthropic/web_search_stream.yaml")  # stream_error_overloaded's body too
+    del body["stream"]
+    with (anthropic.Anthropic(base_url=fake.url, api_key="dummy", max_retries=0) as client,
+          client.messages.stream(**body) as stream):
+        assert stream.get_final_message().stop_reason == "end_turn"
+    assert fake.journal[0].matched is not None
+    assert fake.journal[0].matched["cassette"].endswith("anthropic/web_search_stream.yaml")
+
+
+def test_an_error_cassette_alone_is_served(serve: Any) -> None:
+    fake = serve(bundled("anthropic/error_429_rate_limit.yaml"))
+    assert _post(fake).status_code == 429
+
+
+def test_within_a_cassette_the_recorded_order_holds(serve: Any) -> None:
+    """A recorded retry: the 429 comes before the 200 that answered the same body."""
+    refused = json_interaction(ANTHROPIC, anthropic_request("x"), {"type": "error"}, status=429)
+    answered = json_interaction(ANTHROPIC, anthropic_request("x"), anthropic_message())
+    fake = serve(cassette_of(refused, answered))
+    assert [_post(fake, anthropic_request("x")).status_code for _ in range(2)] == [429, 200]
+
+
+# ---------------------------------------------------------------- choosing with headers
+
+
+def _choose(fake: FakeProvider, body: Any, **headers: str) -> httpx.Response:
+    named = {f"x-replaykit-{name}": value for name, value in headers.items()}
+    return httpx.post(f"{fake.url}/v1/messages", json=body, headers=named)
+
+
+def test_headers_choose_the_cassette_and_the_interaction(serve: Any) -> None:
+    names = ("web_search.yaml", "error_429_rate_limit.yaml", "web_search_follow_up.yaml")
+    fake = serve(*(bundled(f"anthropic/{name}") for name in names))
+    body = _recorded_request("anthropic/web_search.yaml")
+    assert _choose(fake, body, cassette="error_429_rate_limit").status_code == 429
+    follow_up = _choose(fake, body, cassette="anthropic/web_search_follow_up.yaml", interaction="1")
+    assert follow_up.status_code == 200
+    served = fake.journal[1]
+    assert served.matched is not None and served.matched["index"] == 1
+    assert served.notes[0] == ("chosen by x-replaykit-cassette: anthropic/web_search_follow_up.yaml, "
+                               "x-replaykit-interaction: 1")
+    assert not any(name.startswith("x-replaykit-") for entry in fake.journal for name in entry.headers)
+
+
+def test_replaykit_headers_are_never_matched_against_recordings(serve: Any) -> None:
+    seen: list[dict[str, str]] = []
+
+    def spy(received: Received, recorded: Request) -> bool:
+        seen.append(received.headers)
+        return True
+
+    fake = serve(message_cassette("a"), match_on=[spy])
+    assert _choose(fake, anthropic_request("a"), cassette="<cassette 0>").status_code == 200
+    assert seen and not any(name.startswith("x-replaykit-") for name in seen[0])
+
+
+@pytest.mark.parametrize(
+    ("headers", "reason"),
+    [
+        ({"cassette": "nope"}, "x-replaykit-cassette: 'nope' names no cassette loaded on route "
+                               "anthropic.messages (loaded there: <cassette 0>)"),
+        ({"interaction": "first"}, "x-replaykit-interaction: 'first' is not an interaction index; send a "
+                                   "0-based number"),
+        ({"cassette": "<cassette 0>", "interaction": "5"}, "x-replaykit-interaction: no interaction 5 on "
+                                                           "route anthropic.messages in <cassette 0>"),
+    ],
+)
+def test_headers_that_choose_nothing_get_a_404_saying_so(
+    serve: Any, headers: dict[str, str], reason: str
+) -> None:
+    fake = serve(message_cassette("a"))
+    response = _choose(fake, anthropic_request("a"), **headers)
+    assert response.status_code == 404 and reason in response.headers["x-replaykit-error"]
+    assert fake.unmatched()[0].error == reason
+
+
+def test_a_chosen_interaction_already_served_is_not_served_again(serve: Any) -> None:
+    fake = serve(message_cassette("a"))
+    assert _choose(fake, anthropic_request("a"), interaction="0").status_code == 200
+    again = _choose(fake, anthropic_request("a"), interaction="0")
+    assert again.status_code == 404 and "already served" in again.headers["x-replaykit-error"]
+
+
+@pytest.mark.parametrize(
+    ("name", "named"),
+    [("web_search", True), ("web_search.yaml", True), ("anthropic/web_search.yaml", True),
+     ("anthropic/web_search", True), ("cassettes/anthropic/web_search.yaml", True), (" web_search ", True),
+     ("search.yaml", False), ("web", False), ("openai/web_search", False), ("web_search.json", False)],
+)
+def test_a_cassette_is_named_by_its_file_name_or_a_path_ending_in_it(name: str, named: bool) -> None:
+    assert is_named("cassettes/anthropic/web_search.yaml", name) is named
+
+
+# ---------------------------------------------------------------- near misses reach every client
+
+
+def test_a_404_names_the_nearest_interaction_and_where_its_body_differs(serve: Any) -> None:
+    key = "sk" + "-ant-" + "api03-" + "Q" * 93 + "AA"  # a key-shaped value: masked wherever it is shown
+    fake = serve(message_cassette("a", "b"), strict=True)
+    sent = {**anthropic_request("b"), "max_tokens": 99, "system": f"use {key}"}
+    response = _post(fake, sent)
+    header = response.headers["x-replaykit-error"]
+    assert ("nearest: <cassette 0>#1 (refused by: body): /max_tokens: sent 99, recorded 64; /system: only in "
+            'the request sent: "use sk-a') in header
+    assert key not in response.text and key not in header
+    assert "sk-a...AA (108 chars)" in header  # one ASCII line
+    assert "(refused by: body): /max_tokens: sent 99, recorded 64" in response.json()["error"]["message"]
+
+
+def test_the_error_header_stays_one_bounded_line(serve: Any) -> None:
+    fake = serve(message_cassette("a"), strict=True)
+    sent = anthropic_request("line one\nline two " + "x" * 10_000)
+    sent.update({f"extra{i}": "y\r\n" * 500 for i in range(20)})
+    response = _post(fake, sent)
+    header = response.headers["x-replaykit-error"]
+    assert len(header) <= 500 and "\n" not in header and "\r" not in header
+    assert "nearest: <cassette 0>#0 (refused by: body): /messages/0/content: sent " in header
+    assert len(response.json()["error"]["message"]) < 1_000

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from server_support import anthropic_request, stream_cassette
+from server_support import anthropic_request, message_cassette, stream_cassette, stream_request
 
 from replaykit import sse
 
@@ -36,7 +36,7 @@ def test_a_lone_surrogate_in_a_request_is_journaled_and_written(serve: Any, tmp_
 
 
 def test_a_body_nested_too_deep_to_parse_is_served_like_any_non_json_body(serve: Any) -> None:
-    fake = serve(stream_cassette())
+    fake = serve(message_cassette("a"))
     response = httpx.post(f"{fake.url}/v1/messages", content=b"[" * 100_000 + b"]" * 100_000)
     assert response.status_code == 200
     [entry] = fake.journal
@@ -47,7 +47,7 @@ def test_a_body_nested_too_deep_to_parse_is_served_like_any_non_json_body(serve:
 
 def test_an_http_1_0_client_gets_the_events_without_chunk_framing(serve: Any) -> None:
     fake = serve(stream_cassette())
-    reply = _raw_post(fake.url, json.dumps(anthropic_request()).encode(), version="1.0")
+    reply = _raw_post(fake.url, json.dumps(stream_request()).encode(), version="1.0")
     head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.0 200") and b"transfer-encoding" not in head.lower()
     recorded = stream_cassette().interactions[0].response.body
@@ -57,7 +57,7 @@ def test_an_http_1_0_client_gets_the_events_without_chunk_framing(serve: Any) ->
 
 def test_a_request_body_over_aiohttp_s_default_limit_is_served(serve: Any) -> None:
     fake = serve(stream_cassette())
-    body = {**anthropic_request(), "messages": [{"role": "user", "content": "x" * (3 << 20)}]}
+    body = {**stream_request(), "messages": [{"role": "user", "content": "x" * (3 << 20)}]}
     raw = json.dumps(body).encode()
     response = httpx.post(f"{fake.url}/v1/messages", content=raw, timeout=30)
     assert response.status_code == 200
@@ -69,7 +69,7 @@ def test_a_request_body_over_aiohttp_s_default_limit_is_served(serve: Any) -> No
 def test_expect_100_continue_is_answered_before_the_body(serve: Any) -> None:
     """curl sends ``Expect: 100-continue`` for bodies over 1 MiB and waits for the interim answer."""
     fake = serve(stream_cassette())
-    body = json.dumps(anthropic_request()).encode()
+    body = json.dumps(stream_request()).encode()
     head = (b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             b"Content-Length: %d\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n" % len(body))
     with socket.create_connection(("127.0.0.1", fake.port), timeout=0.5) as sock:
@@ -81,4 +81,4 @@ def test_expect_100_continue_is_answered_before_the_body(serve: Any) -> None:
         while chunk := sock.recv(1 << 16):
             data += chunk
     assert data.startswith(b"HTTP/1.1 200 OK\r\n") and data.endswith(b"\r\n0\r\n\r\n")
-    assert fake.journal[0].body == anthropic_request()
+    assert fake.journal[0].body == stream_request()

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from recordings import recorded
-from server_support import anthropic_request, message_cassette, stream_cassette
+from server_support import anthropic_request, message_cassette, stream_cassette, stream_request
 
 from replaykit.cassette import Request
 from replaykit.errors import CassetteError, UsageError
@@ -80,7 +80,8 @@ def test_stop_ends_a_stalled_response(serve: Any) -> None:
 
     def client() -> None:
         try:
-            with httpx.Client(timeout=30) as session, session.stream("POST", f"{fake.url}/v1/messages") as r:
+            url = f"{fake.url}/v1/messages"
+            with httpx.Client(timeout=30) as session, session.stream("POST", url, json=stream_request()) as r:
                 received.extend(r.iter_raw())
         except httpx.HTTPError as exc:
             failure.append(exc)
@@ -181,7 +182,7 @@ def test_the_server_loop_is_uvloop_where_installed() -> None:
 def test_without_uvloop_asyncio_serves_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     body = stream_cassette()
     with FakeProvider(body, repeat=True) as fake:
-        default = httpx.post(f"{fake.url}/v1/messages").content
+        default = httpx.post(f"{fake.url}/v1/messages", json=stream_request()).content
     monkeypatch.setitem(sys.modules, "uvloop", None)  # import uvloop now fails, as on Windows
     loop = runner.new_loop()
     try:
@@ -190,4 +191,5 @@ def test_without_uvloop_asyncio_serves_the_same_bytes(monkeypatch: pytest.Monkey
         loop.close()
     with FakeProvider(body, repeat=True) as fake:
         assert fake._loop is not None and "uvloop" not in type(fake._loop).__module__
-        assert httpx.post(f"{fake.url}/v1/messages").content == default == body.interactions[0].response.body
+        served = httpx.post(f"{fake.url}/v1/messages", json=stream_request()).content
+        assert served == default == body.interactions[0].response.body

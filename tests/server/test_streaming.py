@@ -16,6 +16,7 @@ from server_support import (
     cassette_of,
     json_interaction,
     stream_cassette,
+    stream_request,
 )
 
 from replaykit import cassette, sse
@@ -26,7 +27,8 @@ from replaykit.server.plan import Plan
 
 
 def _raw_chunks(fake: FakeProvider) -> list[bytes]:
-    with httpx.Client() as client, client.stream("POST", f"{fake.url}/v1/messages", json={}) as response:
+    url = f"{fake.url}/v1/messages"
+    with httpx.Client() as client, client.stream("POST", url, json={"stream": True}) as response:
         return list(response.iter_raw())
 
 
@@ -47,7 +49,8 @@ def test_chunks_keep_event_boundaries_of_a_synthesized_stream(serve: Any) -> Non
 
 def test_a_long_stream_arrives_whole(serve: Any) -> None:
     body = stream_cassette(text_deltas=5000)
-    with httpx.Client() as client, client.stream("POST", f"{serve(body).url}/v1/messages") as response:
+    url = f"{serve(body).url}/v1/messages"
+    with httpx.Client() as client, client.stream("POST", url, json=stream_request()) as response:
         received = b"".join(response.iter_bytes())
     assert received == body.interactions[0].response.body
 
