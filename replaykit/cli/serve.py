@@ -7,8 +7,13 @@ stderr. ``--journal FILE`` is emptied at start and gets one JSON line per reques
 in it (default: the first 64 KiB, with the length and SHA-256 of the whole). Faults come from ``--fault SPEC``
 (repeatable, e.g. ``route=anthropic,nth=1,status=429,retry_after=0``) and ``--faults FILE`` (YAML or JSON, a
 list of fault objects). ``--header-timeout``, ``--body-timeout`` and ``--max-connections`` bound slow and
-numerous clients (see :mod:`replaykit.server.connections`). Exit 0 after a clean shutdown, 2 on usage
-errors.
+numerous clients (see :mod:`replaykit.server.connections`).
+
+A request that matched no interaction, or that an interaction with a different body answered, gets a line on
+stderr as it completes (``-v``: every request does: :meth:`replaykit.server.Entry.summary`). Exit 0 after a
+clean shutdown; 1 when a request matched no interaction, or an interaction was never served (unless
+``--allow-unused``), counted over the whole run (``POST /__replaykit/reset`` does not forget them), with the
+reason on the summary line; 2 on usage errors.
 """
 
 from __future__ import annotations
@@ -18,15 +23,16 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from replaykit.cli import EXIT_OK, add_max_body
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK, add_max_body
 from replaykit.contracts import PROFILES
 from replaykit.errors import CassetteError, UsageError
-from replaykit.server import FakeProvider, Fault, load_faults
+from replaykit.server import Entry, FakeProvider, Fault, load_faults
 from replaykit.server.app import ADMIN_PREFIX
 from replaykit.server.connections import BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS
 from replaykit.server.journal import JOURNAL_BODIES
@@ -91,6 +97,12 @@ def register(subparsers: Any) -> None:
                         help=f"answer 503 to a connection beyond N open ones (default {MAX_CONNECTIONS})")
     add_max_body(parser)
     parser.add_argument("--json", action="store_true", help="print the base URLs as one JSON line")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print a line per request on stderr as it completes: method, path, status, the "
+                             "interaction served or the nearest one missed, faults")
+    parser.add_argument("--allow-unused", action="store_true",
+                        help="exit 0 although some interactions were never served (an unmatched request "
+                             "still exits 1)")
     parser.set_defaults(func=run)
 
 
@@ -99,8 +111,8 @@ def _faults(args: argparse.Namespace) -> list[Fault]:
     return faults + [Fault.parse(spec) for spec in args.fault]
 
 
-def build(args: argparse.Namespace) -> FakeProvider:
-    """The fake provider the command line describes (not started)."""
+def build(args: argparse.Namespace, watch: Callable[[Entry], None] | None = None) -> FakeProvider:
+    """The fake provider the command line describes (not started); ``watch`` gets each entry."""
     match_on = [name.strip() for name in args.match_on.split(",") if name.strip()]
     try:
         return FakeProvider(args.cassettes, host=args.host, port=args.port, timing=args.timing,
@@ -109,7 +121,7 @@ def build(args: argparse.Namespace) -> FakeProvider:
                             faults=_faults(args), profile=args.profile, journal_file=args.journal,
                             journal_bodies=args.journal_bodies, header_timeout=args.header_timeout,
                             body_timeout=args.body_timeout, max_connections=args.max_connections,
-                            max_body=args.max_body)
+                            max_body=args.max_body, watch=watch)
     except CassetteError as exc:  # a cassette named on the command line: the user's input, exit 2
         raise UsageError(str(exc)) from exc
 
@@ -139,9 +151,26 @@ def _until_signalled() -> Iterator[threading.Event]:
             signal.signal(sig, old)
 
 
+@dataclass(slots=True)
+class _Tally:
+    """Each entry as its request completes (called in the server thread): counted over the whole run, and
+    printed on stderr when ``verbose``, or when no interaction answered or one with another body did."""
+
+    verbose: bool
+    requests: int = 0
+    unmatched: int = 0
+
+    def __call__(self, entry: Entry) -> None:
+        self.requests += 1
+        self.unmatched += entry.verdict == "unmatched"
+        if self.verbose or entry.verdict == "unmatched" or entry.diff:
+            print(f"replaykit serve: {entry.summary()}", file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT / SIGTERM (the journal file, opened at start, is written as requests complete)."""
-    fake = build(args)
+    tally = _Tally(args.verbose)
+    fake = build(args, tally)
     with _until_signalled() as stop:
         fake.start()
         try:
@@ -150,11 +179,22 @@ def run(args: argparse.Namespace) -> int:
                 pass
         finally:
             fake.stop()
-    _summary(fake)
+    code = _summary(fake, tally, args.allow_unused)
     fake.check_errors()
-    return EXIT_OK
+    return code
 
 
-def _summary(fake: FakeProvider) -> None:
-    print(f"replaykit serve: {len(fake.journal)} requests, {len(fake.unmatched())} unmatched, "
-          f"{len(fake.unused())} interactions never served", file=sys.stderr)
+def _summary(fake: FakeProvider, tally: _Tally, allow_unused: bool) -> int:
+    """Print the one-line summary of the run, with why it exits 1 if it does; the exit code."""
+    unused = len(fake.unused(session=True))
+    why = [f"{_many(tally.unmatched, 'request')} matched no interaction"] if tally.unmatched else []
+    if unused and not allow_unused:
+        why.append(f"{_many(unused, 'interaction')} never served (pass --allow-unused to allow that)")
+    print(f"replaykit serve: {_many(tally.requests, 'request')}, {tally.unmatched} unmatched, "
+          f"{_many(unused, 'interaction')} never served" + (f"; exit 1: {', '.join(why)}" if why else ""),
+          file=sys.stderr)
+    return EXIT_FINDINGS if why else EXIT_OK
+
+
+def _many(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

@@ -16,9 +16,9 @@ import anthropic
 import httpx
 import pytest
 from recordings import recorded
-from server_support import bundled, raw_exchange
+from server_support import anthropic_request, bundled, raw_exchange
 
-from replaykit import contracts
+from replaykit import cassette, contracts
 from replaykit.cli import EXIT_USAGE, main
 
 pytestmark = pytest.mark.slow
@@ -68,7 +68,8 @@ def test_serve_prints_json_urls_and_writes_the_journal_on_a_signal(tmp_path: Pat
 
 
 def test_serve_prints_one_line_per_provider(tmp_path: Path) -> None:
-    with _serve(str(recorded("llm-anthropic__web_search_stream.yaml")), "--timing", "fixed:1") as proc:
+    cassette = str(recorded("llm-anthropic__web_search_stream.yaml"))
+    with _serve(cassette, "--timing", "fixed:1", "--allow-unused") as proc:
         assert proc.stdout is not None
         lines = [proc.stdout.readline().split() for _ in range(5)]
         proc.send_signal(signal.SIGINT)
@@ -176,3 +177,78 @@ def test_serve_help_names_the_new_flags(capsys: Any) -> None:
     for flag in ("--header-timeout", "--body-timeout", "--max-connections", "--journal-bodies"):
         assert flag in out
     assert "as each request completes" in out
+
+
+# ---------------------------------------------------------------- what serve says, and its exit code
+
+
+def _stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> str:
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=20)
+    assert "Traceback" not in err
+    return err
+
+
+def _url(proc: subprocess.Popen[str]) -> str:
+    assert proc.stdout is not None
+    return str(json.loads(proc.stdout.readline())["anthropic"])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_serve_exits_1_after_an_unmatched_request(sig: int) -> None:
+    with _serve(str(bundled("anthropic/web_search.yaml")), "--json", "--strict") as proc:
+        url = _url(proc)
+        assert httpx.post(f"{url}/v1/messages", json={"model": "m"}).status_code == 404
+        err = _stop(proc, sig)
+    assert proc.returncode == 1
+    summary = err.splitlines()[-1]
+    assert summary.startswith("replaykit serve: 1 request, 1 unmatched, 1 interaction never served; exit 1: "
+                              "1 request matched no interaction, 1 interaction never served")
+    assert "replaykit serve: #1 POST /v1/messages 404 unmatched: " in err  # said as it happened, too
+
+
+def test_an_unmatched_request_is_counted_even_after_a_reset() -> None:
+    with _serve(str(bundled("anthropic/web_search.yaml")), "--json", "--strict", "--allow-unused") as proc:
+        url = _url(proc)
+        httpx.post(f"{url}/v1/messages", json={"model": "m"})
+        httpx.post(f"{url}/__replaykit/reset")
+        err = _stop(proc)
+    assert proc.returncode == 1 and "exit 1: 1 request matched no interaction" in err
+
+
+@pytest.mark.parametrize(("flags", "code"), [([], 1), (["--allow-unused"], 0)])
+def test_an_interaction_never_served_exits_1_unless_allowed(flags: list[str], code: int) -> None:
+    with _serve(str(bundled("anthropic/web_search_follow_up.yaml")), "--json", *flags) as proc:
+        body = cassette.load(bundled("anthropic/web_search_follow_up.yaml")).interactions[0].request.json()
+        assert httpx.post(f"{_url(proc)}/v1/messages", json=body).status_code == 200
+        err = _stop(proc)
+    assert proc.returncode == code
+    summary = err.splitlines()[-1]
+    assert summary.startswith("replaykit serve: 1 request, 0 unmatched, 1 interaction never served")
+    assert ("exit 1: 1 interaction never served (pass --allow-unused to allow that)" in err) is (code == 1)
+
+
+def test_a_request_served_by_another_body_is_said_on_stderr_as_it_happens() -> None:
+    with _serve(str(bundled("anthropic/web_search.yaml")), "--json") as proc:
+        httpx.post(f"{_url(proc)}/v1/messages", json={**anthropic_request(), "model": "claude-other"})
+        err = _stop(proc)
+    assert proc.returncode == 0
+    line = next(line for line in err.splitlines() if "#1" in line)
+    assert line.startswith("replaykit serve: #1 POST /v1/messages 200 served ")
+    assert 'web_search.yaml#0; the body differs: /model: sent "claude-other", recorded "claude-sonnet-4-6"' \
+        in line
+
+
+def test_verbose_prints_a_line_per_request() -> None:
+    search = str(bundled("anthropic/web_search.yaml"))
+    with _serve(search, "--json", "-v", "--fault", "status=529,nth=1,retry_after=0") as proc:
+        url = _url(proc)
+        body = cassette.load(bundled("anthropic/web_search.yaml")).interactions[0].request.json()
+        statuses = [httpx.post(f"{url}/v1/messages", json=body).status_code for _ in range(3)]
+        err = _stop(proc)
+    assert statuses == [529, 200, 404]
+    lines = [line for line in err.splitlines() if line.startswith("replaykit serve: #")]
+    assert [line.split()[2:6] for line in lines] == [["#1", "POST", "/v1/messages", "529"],
+                                                    ["#2", "POST", "/v1/messages", "200"],
+                                                    ["#3", "POST", "/v1/messages", "404"]]
+    assert lines[0].endswith("fault; faults: status") and "served " in lines[1] and "unmatched" in lines[2]
