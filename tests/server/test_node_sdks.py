@@ -1,0 +1,113 @@
+"""The official Node SDKs (``@anthropic-ai/sdk``, ``openai``; pinned in node_support.py) against the fake
+provider: a stream request never gets a JSON recording, a miss is explained in the SDK's own exception text,
+and a Node suite loads cassettes over the admin API without restarting the server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from node_support import installed, run_client
+from server_support import bundled
+
+from replaykit import cassette
+from replaykit.resources import data_dir
+from replaykit.server import FakeProvider
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def modules() -> Path:
+    return installed()
+
+
+def _request(name: str) -> dict[str, Any]:
+    body = cassette.load(bundled(name)).interactions[0].request.json()
+    assert isinstance(body, dict)
+    body.pop("stream", None)  # the SDK's stream call adds it
+    return body
+
+
+def _served(fake: FakeProvider) -> list[str]:
+    return [Path(entry.matched["cassette"]).name for entry in fake.journal if entry.matched]
+
+
+def test_a_stream_request_never_gets_a_json_recording(serve: Any, modules: Path) -> None:
+    fake = serve(data_dir("cassettes") / "anthropic", data_dir("cassettes") / "openai")
+    anthropic, openai = fake.base_url("anthropic"), fake.base_url("openai")
+    streamed, created, responses = run_client(modules, [
+        {"do": "anthropic.stream", "baseURL": anthropic,
+         "body": _request("anthropic/web_search_stream.yaml")},
+        {"do": "anthropic.create", "baseURL": anthropic, "body": _request("anthropic/web_search.yaml")},
+        {"do": "openai.stream", "baseURL": openai, "body": _request("openai/web_search_stream.yaml")},
+    ])
+    assert streamed["ok"] and streamed["events"][0] == "message_start"
+    assert streamed["result"]["stop_reason"] == "end_turn"
+    assert created["ok"] and created["result"]["stop_reason"] == "end_turn" and created["events"] == []
+    assert responses["ok"] and responses["events"][-1] == "response.completed"
+    assert _served(fake) == ["web_search_stream.yaml", "web_search.yaml", "web_search_stream.yaml"]
+
+
+@pytest.mark.parametrize("sdk", ["anthropic", "openai"])
+def test_the_sdk_exception_text_names_the_nearest_interaction_and_the_pointer(
+    serve: Any, modules: Path, sdk: str
+) -> None:
+    name = f"{sdk}/web_search.yaml"
+    fake = serve(bundled(name), strict=True)
+    body = {**_request(name), "model": "a-model-not-recorded"}
+    [refused] = run_client(modules, [{"do": f"{sdk}.create", "baseURL": fake.base_url(sdk), "body": body}])
+    assert refused["ok"] is False and refused["status"] == 404
+    message = refused["message"]  # the Anthropic SDK shows the error body as JSON: its quotes escaped
+    assert f"nearest: {bundled(name)}#0 (refused by: body): /model: sent " in message
+    assert "a-model-not-recorded" in message
+
+
+def test_a_stream_request_to_a_json_recording_is_refused_saying_so(serve: Any, modules: Path) -> None:
+    fake = serve(bundled("anthropic/web_search.yaml"))
+    [refused] = run_client(modules, [{"do": "anthropic.stream", "baseURL": fake.base_url("anthropic"),
+                                      "body": _request("anthropic/web_search.yaml")}])
+    assert refused["ok"] is False and refused["status"] == 404
+    assert "(refused by: stream): /stream: only in the request sent: true" in refused["message"]
+
+
+def test_a_node_suite_loads_cassettes_over_the_admin_api_without_a_restart(
+    serve: Any, modules: Path, tmp_path: Path
+) -> None:
+    fake = serve()
+    admin, anthropic = f"{fake.url}/__replaykit", fake.base_url("anthropic")
+    stub = {"request": {"method": "POST", "uri": "https://api.anthropic.com/v1/messages",
+                        "body": json.dumps({"model": "m", "max_tokens": 8, "messages": []})},
+            "response": {"status": {"code": 200}, "headers": {"content-type": ["application/json"]},
+                         "body": {"string": json.dumps({
+                             "id": "msg_stub", "type": "message", "role": "assistant", "model": "m",
+                             "content": [{"type": "text", "text": "from a stub"}], "stop_reason": "end_turn",
+                             "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}})}}}
+    results = run_client(modules, [
+        {"do": "anthropic.create", "baseURL": anthropic, "body": _request("anthropic/web_search.yaml")},
+        {"do": "fetch", "method": "POST", "url": f"{admin}/cassettes",
+         "body": {"paths": [str(bundled("anthropic/web_search.yaml"))]}},
+        {"do": "anthropic.create", "baseURL": anthropic, "body": _request("anthropic/web_search.yaml")},
+        {"do": "fetch", "method": "POST", "url": f"{admin}/reset"},
+        {"do": "fetch", "method": "POST", "url": f"{admin}/cassettes",
+         "body": {"mode": "add", "cassettes": [{"name": "held", "cassette": bundled(
+             "anthropic/web_search_stream.yaml").read_text(encoding="utf-8")}]}},
+        {"do": "anthropic.stream", "baseURL": anthropic,
+         "body": _request("anthropic/web_search_stream.yaml")},
+        {"do": "fetch", "method": "POST", "url": f"{admin}/interactions", "body": stub},
+        {"do": "anthropic.create", "baseURL": anthropic,
+         "body": {"model": "m", "max_tokens": 8, "messages": []}},
+        {"do": "fetch", "method": "GET", "url": f"{admin}/jurnal"},
+    ])
+    before, loaded, served, reset, added, streamed, stubbed, answered, mistyped = results
+    assert before["ok"] is False and before["status"] == 404  # nothing loaded yet
+    assert loaded["status"] == 200 and served["ok"] and reset["json"] == {"reset": True}
+    listed = [row["cassette"] for row in added["json"]["cassettes"]]
+    assert listed == [str(bundled("anthropic/web_search.yaml")), "held"]
+    assert streamed["ok"] and streamed["result"]["stop_reason"] == "end_turn"
+    assert stubbed["json"]["added"]["cassette"] == "<stubs>"
+    assert answered["ok"] and answered["result"]["content"][0]["text"] == "from a stub"
+    assert mistyped["status"] == 404 and "no such admin endpoint" in mistyped["json"]["error"]
+    assert [entry.status for entry in fake.journal] == [200, 200]  # since the reset; admin calls never
