@@ -13,8 +13,9 @@ Point an application, in any language, at it instead of the real API::
 ``FakeProvider(cassettes=(), *, host="127.0.0.1", port=0, timing="fast", strict=False,
 enforce_contracts=False, allow_remote=False, match_on=(), volatile=DEFAULT_VOLATILE, repeat=False,
 faults=(), profile=None, journal_file=None, journal_bodies="head", header_timeout=60, body_timeout=60,
-max_connections=256, max_body=256 MiB)`` runs an aiohttp server in a background thread with its own event
-loop, on loopback and a free port by default (a non-loopback ``host`` is refused unless ``allow_remote``).
+max_connections=256, max_body=256 MiB, watch=None)`` runs an aiohttp server in a background thread with its
+own event loop, on loopback and a free port by default (a non-loopback ``host`` is refused unless
+``allow_remote``).
 It is a context manager; ``start()`` / ``stop()`` do the same by hand. A cassette whose compressed body
 decodes past ``max_body`` bytes, or whose YAML aliases expand like a bomb, is refused when loaded.
 
@@ -35,13 +36,28 @@ that exact path. ``base_url(provider)`` / ``base_urls()`` give what each SDK tak
 and ``env()`` the environment variables of the target protocol (``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``,
 ``REPLAYKIT_AZURE_BASE_URL``, ``AZURE_OPENAI_ENDPOINT``, ``REPLAYKIT_WEBSEARCH_BASE_URL`` and dummy keys).
 
-What is served (:mod:`~replaykit.server.matching`): ordered per route by default — the n-th request on a
-route gets the n-th interaction recorded on it; ``match_on`` adds matchers (``method``, ``path``, ``query``,
+What is served (:mod:`~replaykit.server.matching`): a request that asks for a stream (``"stream": true``)
+only ever gets an interaction recorded for one, and one that does not never does (the ``stream`` matcher,
+always in force). Among the interactions on its route not yet served, a request gets the first whose body
+equals its own (volatile fields ignored), else the next in order (the n-th request on a route gets the n-th
+interaction recorded on it); interactions of an error cassette (every response an HTTP error, or a stream
+that sends an error event) come last, so a folder holding error cassettes answers with a success, while the
+recorded order within a cassette always holds. ``match_on`` adds matchers (``method``, ``path``, ``query``,
 ``body``, ``model`` or any callable ``(received, recorded_request) -> bool``); ``strict=True`` requires the
 canonical JSON body to equal the recording, ``volatile`` JSON pointers ignored. ``repeat=True`` serves
-interactions again once all are used. ``load(cassettes)`` replaces the cassettes (paths, folders, or
-:class:`~replaykit.cassette.Cassette` objects). An unmatched request gets a 404 in the provider's own error
-envelope with an ``x-replaykit-error`` header, and its journal entry lists the near misses.
+interactions again once all are used. A client chooses explicitly with two request headers of replaykit's own,
+never matched against recordings nor journaled as the request's headers: ``x-replaykit-cassette: NAME`` (a
+cassette's file name, with or without its suffix, or a path ending in it) and ``x-replaykit-interaction: N``
+(0-based). An interaction whose body differs from the request is journaled with the ``diff`` and a note in
+words. An unmatched request gets a 404 in the provider's own error envelope whose message, and its one-line
+``x-replaykit-error`` header (at most 500 ASCII characters), name the nearest interaction and the first places
+its body differs, secrets masked (``nearest: a.yaml#0 (refused by: body): /model: sent "x", recorded "y"``);
+its journal entry lists the near misses.
+
+What is loaded: ``load(cassettes, add=False)`` replaces the cassettes (paths, folders, or
+:class:`~replaykit.cassette.Cassette` objects; ``add=True`` loads them after the others), ``unload(names=())``
+unloads those named as ``x-replaykit-cassette`` names them (all without names), ``stub(interaction)`` adds
+one interaction to the cassette ``<stubs>``, ``cassettes()`` lists what is loaded; all safe while serving.
 
 How it is served (:mod:`~replaykit.server.streaming`): SSE one HTTP chunk per recorded event (a client that
 keeps up, such as httpx ``iter_raw()``, reads one chunk per event), at ``timing`` ``fast``, ``recorded`` (the
@@ -60,18 +76,25 @@ journaled; ``enforce_contracts=True`` answers a request that breaks its contract
 cassettes declare, else strict) turns the rules it relaxes into warnings, which never refuse a request.
 
 What happened (:mod:`~replaykit.server.journal`): ``journal`` (a list of :class:`Entry`, thread-safe; the
-contract verdict of a request body is cached, so a body sent again is not validated again),
-``unmatched()`` (entries no interaction answered), ``unused()`` (interactions never delivered whole),
+contract verdict of a request body is cached, so a body sent again is not validated again;
+``Entry.summary()`` puts one on a line), ``unmatched()`` (entries no interaction answered), ``unused()``
+(interactions never delivered whole since the last reset; ``unused(session=True)``: since they were loaded),
 ``write_journal(path)`` (a JSON Lines snapshot, atomic), ``reset()`` (journal, counters and faults).
-``journal_file`` is the journal as an append-only JSON Lines log, emptied at ``start()``, with each entry
-written and flushed when its request is done (a crash loses at most the requests in flight; temporary files
-of an atomic write killed halfway are removed at start). An entry keeps the first 64 KiB of a request body,
-with the length and SHA-256 of the whole (``journal_bodies="full"``: every byte); matching sees the whole
-body. Over HTTP: ``GET /__replaykit/journal``, ``POST /__replaykit/reset``, ``GET /__replaykit/unused``,
-``POST /__replaykit/faults`` (an invalid fault: a 400 naming the JSON pointer of the bad value and the fix).
-Exceptions raised while serving are stored and re-raised in the caller's thread by ``check_errors()`` and
-when the ``with`` block ends; ``check(unused=False)`` also raises :class:`~replaykit.errors.MatchError` for
-unmatched requests, with their near misses.
+``watch`` is called, in the server thread, with each entry once its response is over (``replaykit serve``
+prints and counts them; what it raises is re-raised like the server's own errors). ``journal_file`` is the
+journal as an append-only JSON Lines log, emptied at ``start()``, with each entry written and flushed when its
+request is done (a crash loses at most the requests in flight; temporary files of an atomic write killed
+halfway are removed at start). An entry keeps the first 64 KiB of a request body, with the length and SHA-256
+of the whole (``journal_bodies="full"``: every byte); matching sees the whole body.
+
+Over HTTP, the admin API (:mod:`~replaykit.server.admin`, never journaled): ``GET /__replaykit/journal``,
+``GET /__replaykit/unused``, ``POST /__replaykit/reset``, ``POST /__replaykit/faults``,
+``GET | POST | DELETE /__replaykit/cassettes`` (list, load, unload) and ``POST /__replaykit/interactions`` (a
+stub). A bad body gets a 400 naming the JSON pointer of the bad value and the fix; a path under
+``/__replaykit/`` that is no endpoint gets replaykit's own JSON 404. Exceptions raised while serving are
+stored and re-raised in the caller's thread by ``check_errors()`` and when the ``with`` block ends;
+``check(unused=False)`` also raises :class:`~replaykit.errors.MatchError` for unmatched requests, with their
+near misses.
 """
 
 from replaykit.routes import PROVIDERS, ROUTES, Route, base_urls

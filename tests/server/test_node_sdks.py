@@ -5,6 +5,10 @@ and a Node suite loads cassettes over the admin API without restarting the serve
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -111,3 +115,19 @@ def test_a_node_suite_loads_cassettes_over_the_admin_api_without_a_restart(
     assert answered["ok"] and answered["result"]["content"][0]["text"] == "from a stub"
     assert mistyped["status"] == 404 and "no such admin endpoint" in mistyped["json"]["error"]
     assert [entry.status for entry in fake.journal] == [200, 200]  # since the reset; admin calls never
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_the_readme_s_node_admin_client_runs_as_written(serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    [block] = re.findall(r"```js\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.DOTALL)
+    monkeypatch.chdir(README.parent)  # the example's paths are relative to the server's working directory
+    fake = serve()
+    done = subprocess.run(["node", "--input-type=module"], input=block, capture_output=True, text=True,
+                          timeout=60, check=False, env={**os.environ, "REPLAYKIT_URL": fake.url})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["pong", "[ 'served' ]"]
+    assert fake.cassettes() == [] and fake.journal == []  # unloaded, reset
