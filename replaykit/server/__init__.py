@@ -41,7 +41,7 @@ only ever gets an interaction recorded for one, and one that does not never does
 always in force). Among the interactions on its route not yet served, a request gets the first whose body
 equals its own (volatile fields ignored), else the next in order (the n-th request on a route gets the n-th
 interaction recorded on it); interactions of an error cassette (every response an HTTP error, or a stream
-that sends an error event) come last, so a folder holding error cassettes answers with a success, while the
+that ends in an error event) come last, so a folder holding error cassettes answers with a success, while the
 recorded order within a cassette always holds. ``match_on`` adds matchers (``method``, ``path``, ``query``,
 ``body``, ``model`` or any callable ``(received, recorded_request) -> bool``); ``strict=True`` requires the
 canonical JSON body to equal the recording, ``volatile`` JSON pointers ignored. ``repeat=True`` serves

@@ -17,6 +17,7 @@ and the SDKs' ``_exceptions`` / ``types``:
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ from replaykit import sse
 
 __all__ = [
     "ERROR_EVENTS",
+    "ERROR_TAIL",
     "ErrorReply",
     "error_event",
     "error_reply",
@@ -35,6 +37,8 @@ __all__ = [
 ]
 
 ERROR_EVENTS = frozenset({"error", "response.failed"})  # a stream that sends one of these failed
+ERROR_TAIL = 64 << 10  # bytes at the end of a stream that streams_an_error reads
+_BLANK_LINE = re.compile(rb"\r\n\r\n|\n\n|\r\r")  # the end of an SSE event
 _ANTHROPIC_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -191,6 +195,16 @@ def event_type(event: sse.Event) -> str | None:
 
 
 def streams_an_error(body: bytes) -> bool:
-    """True when the event stream ``body`` sends an error (:data:`ERROR_EVENTS`): it answers with a failure
-    although its status is 200."""
-    return any(event_type(event) in ERROR_EVENTS for event in sse.iter_events([body]))
+    """True when the last event of the stream ``body`` is an error (:data:`ERROR_EVENTS`; both providers end a
+    stream with its error event): it answers with a failure although its status is 200.
+
+    Only the events in its last :data:`ERROR_TAIL` bytes are read: a stream of any size costs the same.
+    """
+    tail = body
+    if len(body) > ERROR_TAIL:
+        boundary = _BLANK_LINE.search(body, len(body) - ERROR_TAIL)
+        if boundary is None:  # the last bytes are all one long event: not an error event
+            return False
+        tail = body[boundary.end():]
+    types = [kind for kind in map(event_type, sse.iter_events([tail])) if kind is not None]
+    return bool(types) and types[-1] in ERROR_EVENTS

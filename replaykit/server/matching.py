@@ -17,7 +17,7 @@ Among the candidates the request gets, in this order of preference:
    next: a request is answered by its own recording when one is loaded;
 2. then the first in order (*ordered per route*: the n-th request on a route gets the n-th interaction
    recorded on it), except that interactions of an *error cassette* come last. An error cassette is one whose
-   every interaction answers with an error (HTTP status 400 or more, or a stream that sends an ``error`` or
+   every interaction answers with an error (HTTP status 400 or more, or a stream that ends in an ``error`` or
    ``response.failed`` event, :func:`~replaykit.server.envelopes.streams_an_error`): served alongside other
    cassettes (``replaykit serve cassettes/``), it answers only when chosen or when nothing else is left.
    Within one cassette the recorded order always holds (a recorded 429 still comes before its retry's 200).
@@ -154,7 +154,7 @@ class Slot:
 
     @property
     def failed(self) -> bool:
-        """True when the recorded response is an error: a status of 400 or more, or a stream that sends an
+        """True when the recorded response is an error: a status of 400 or more, or a stream that ends in an
         error event (cached)."""
         if "failed" not in self.memo:
             response = self.interaction.response

@@ -86,8 +86,23 @@ def test_openai_error_and_failed_events() -> None:
         ([("response.created", {"type": "response.created"}), (None, "not json")], False),
     ],
 )
-def test_a_stream_that_sends_an_error_event_is_a_failure(events: list[tuple[str | None, object]],
+def test_a_stream_that_ends_in_an_error_event_is_a_failure(events: list[tuple[str | None, object]],
                                                          failed: bool) -> None:
     body = b"".join(sse.encode(data if isinstance(data, str) else json.dumps(data), event=name).raw
                     for name, data in events)
     assert envelopes.streams_an_error(body) is failed
+
+
+def _long_stream(*ending: bytes) -> bytes:
+    middle = sse.encode(json.dumps({"type": "content_block_delta", "text": "x" * 100}), event="delta").raw
+    return middle * (2 * envelopes.ERROR_TAIL // len(middle)) + b"".join(ending)
+
+
+def test_only_the_end_of_a_long_stream_is_read_for_its_error() -> None:
+    error = sse.encode(json.dumps({"type": "error"}), event="error").raw
+    stop = sse.encode(json.dumps({"type": "message_stop"}), event="message_stop").raw
+    huge = sse.encode(json.dumps({"type": "delta", "text": "y" * envelopes.ERROR_TAIL}), event="delta").raw
+    assert envelopes.streams_an_error(_long_stream(error)) is True
+    assert envelopes.streams_an_error(_long_stream(error, stop)) is False  # an error ends a stream
+    assert envelopes.streams_an_error(_long_stream(huge)) is False  # the last event fills the tail
+    assert envelopes.streams_an_error(_long_stream(huge, error.replace(b"\n", b"\r\n"))) is True
