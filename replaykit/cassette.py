@@ -629,15 +629,33 @@ MAX_EXPANSION = 1_000_000  # nodes YAML aliases may expand to (and then 10x the 
 def _check_expansion(doc: Any) -> None:
     """Refuse a document whose aliases expand past :data:`MAX_EXPANSION` nodes (a "billion laughs" bomb:
     a few hundred bytes that expand to billions of values), or that refers to itself."""
-    written, expanded = _expansion(doc)
+    sizes = _expansion(doc)
+    written, expanded = len(sizes), sizes.get(id(doc), 1)
     if expanded > max(MAX_EXPANSION, 10 * written):
-        message = f"its YAML aliases expand to {expanded:,} values from {written:,} written"
-        raise _Invalid((), message, "write the values out instead of repeating aliases (an alias bomb?)")
+        at = _bomb_at(doc, sizes)
+        message = f"{_dotted(at) or 'the document'}: its YAML aliases expand to {expanded:,} values from " \
+                  f"{written:,} written"
+        raise _Invalid(at, message, "write the values out instead of repeating aliases (an alias bomb?)")
 
 
-def _expansion(doc: Any) -> tuple[int, int]:
-    """``(values written, values once every alias is expanded)``, counted without expanding (each shared
-    container is counted once, by its size); a container that contains itself is refused."""
+def _bomb_at(doc: Any, sizes: dict[int, int]) -> _Path:
+    """Where the expansion happens: down from the top, into the child that holds most of it, until no child
+    holds half (the list or mapping whose aliases multiply)."""
+    at: list[str | int] = []
+    node = doc
+    while isinstance(node, dict | list):
+        keyed = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
+        key, child = max(keyed, key=lambda item: sizes.get(id(item[1]), 1), default=(None, None))
+        if key is None or 2 * sizes.get(id(child), 1) < sizes[id(node)]:
+            break
+        at.append(key)
+        node = child
+    return tuple(at)
+
+
+def _expansion(doc: Any) -> dict[int, int]:
+    """The size of each container of ``doc`` (by ``id``) once every alias is expanded, counted without
+    expanding (each shared container is counted once); a container that contains itself is refused."""
     sizes: dict[int, int] = {}
     open_: set[int] = set()
     stack: list[tuple[Any, bool]] = [(doc, False)]
@@ -655,7 +673,7 @@ def _expansion(doc: Any) -> tuple[int, int]:
         open_.add(id(node))
         stack.append((node, True))
         stack.extend((child, False) for child in children if isinstance(child, dict | list))
-    return len(sizes), sizes.get(id(doc), 1)
+    return sizes
 
 
 def _empty() -> NoReturn:
