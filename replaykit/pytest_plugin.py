@@ -57,7 +57,7 @@ from replaykit import cassette as cassette_mod
 from replaykit.cassette import Cassette
 from replaykit.errors import ReplaykitError, UsageError
 from replaykit.netguard import NetworkGuard
-from replaykit.resources import data_dir
+from replaykit.resources import find_cassette
 from replaykit.traffic import NETWORK_HINT, expected_violations, format_report
 
 if TYPE_CHECKING:
@@ -73,6 +73,7 @@ __all__ = [
 
 MARKER_KEYS = ("cassettes", "faults", "strict", "allow_unused")
 _HANDLE = pytest.StashKey["ReplayHandle"]()
+_FIND_FIX = "give an absolute path, put it there, or set --replaykit-cassette-dir"
 _TRUE, _FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off", ""})
 
 
@@ -290,19 +291,16 @@ def _marked(node: pytest.Item) -> _Marked:
 
 
 def _resolve(name: object, base: Path, where: str) -> Path | Cassette:
-    """A cassette entry as a path (absolute, else under ``base``, else bundled) or a :class:`Cassette`."""
+    """A cassette entry as a path (:func:`replaykit.resources.find_cassette` under ``base``) or a
+    :class:`Cassette`."""
     if isinstance(name, Cassette):
         return name
     if not isinstance(name, str | os.PathLike):
         raise UsageError(f"{where}: cassette {name!r} must be a path or a replaykit.cassette.Cassette")
-    tried = [Path(name)] if Path(name).is_absolute() else [base / name, data_dir("cassettes") / name]
-    for path in tried:
-        if path.exists():
-            return path.resolve()
-    raise UsageError(
-        f"{where}: cassette {os.fspath(name)!r} not found (looked in: {', '.join(map(str, tried))}); "
-        "give an absolute path, put it there, or set --replaykit-cassette-dir"
-    )
+    try:
+        return find_cassette(name, base, fix=_FIND_FIX).resolve()
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc}") from None
 
 
 class ReplayHandle:

@@ -74,7 +74,7 @@ def test_warnings_alone_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize(("argv", "words"), [
-    (["{missing}"], "no such file or directory"),
+    (["{missing}"], "no such cassette file or folder"),
     (["{empty}"], "no cassettes (*.yaml, *.yml) in this directory"),
     ([], "the following arguments are required: PATH"),
 ])

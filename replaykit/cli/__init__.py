@@ -16,14 +16,16 @@ import re
 import sys
 import traceback
 from collections.abc import Collection, Sequence
+from pathlib import Path
 
 from replaykit.cassette import MAX_BODY
 from replaykit.errors import ReplaykitError, UsageError
 from replaykit.redact import safe_message
+from replaykit.resources import find_cassette
 
 __all__ = [
     "EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE",
-    "add_max_body", "build_parser", "byte_size", "main", "table",
+    "add_max_body", "build_parser", "byte_size", "cassette_args", "main", "table",
 ]
 
 EXIT_OK = 0
@@ -101,6 +103,16 @@ def add_max_body(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-body", type=byte_size, default=MAX_BODY, metavar="SIZE",
                         help=f"refuse a compressed body that decodes to more than SIZE (e.g. 512M; default "
                              f"{MAX_BODY >> 20}M): a decompression bomb is an error, not a hang")
+
+
+def cassette_args(names: Sequence[str]) -> list[Path]:
+    """The cassettes named on the command line, each found by :func:`replaykit.resources.find_cassette`
+    (as given, else among the bundled cassettes: then a note on stderr says which file is used)."""
+    found = [find_cassette(name) for name in names]
+    for name, path in zip(names, found, strict=True):
+        if path != Path(name):
+            print(f"replaykit: {name}: not found here; using the bundled {path}", file=sys.stderr)
+    return found
 
 
 def _closed_pipe() -> int:
