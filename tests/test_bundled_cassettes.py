@@ -87,7 +87,7 @@ def origin_problems(relative: str, meta: cassette.Meta) -> list[str]:
         return [f"{relative}: origin is {meta.origin!r}"]
     if (meta.origin == "recorded") != (folder == "recorded"):
         return [f"{relative}: origin {meta.origin} does not belong in {folder}/"]
-    if meta.origin == "synthesized" and (meta.provider != folder or not meta.extra.get("description")):
+    if meta.origin == "synthesized" and (meta.provider != folder or not meta.description):
         return [f"{relative}: provider {meta.provider!r} or description missing"]
     attribution = meta.extra.get("attribution") or {}
     if meta.origin == "recorded" and not (attribution.get("source") and attribution.get("license")):

@@ -38,6 +38,8 @@ EXIT_PIPE = 128 + 13  # SIGPIPE, as a shell reports a writer whose reader closed
 COMMANDS: tuple[str, ...] = (
     "serve",
     "verify",
+    "show",
+    "cassettes",
     "redact",
     "drift",
     "properties",
