@@ -84,7 +84,8 @@ def test_usage_errors_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], t
     paths = [a.format(missing=tmp_path / "nope.yaml", empty=tmp_path / "empty") for a in argv]
     code, out, err = _run(capsys, *paths)
     assert code == EXIT_USAGE and out == ""
-    assert err.count("\n") == 1 and err.startswith("replaykit: error: ") and words in err
+    assert err.count("\n") == 1 and words in err
+    assert err.startswith(("replaykit: error: ", "replaykit verify: error: "))
 
 
 def test_json_output_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
