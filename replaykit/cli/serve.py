@@ -29,6 +29,7 @@ from replaykit.errors import CassetteError, UsageError
 from replaykit.server import FakeProvider, Fault, load_faults
 from replaykit.server.app import ADMIN_PREFIX
 from replaykit.server.connections import BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS
+from replaykit.server.faults import kinds_help
 from replaykit.server.journal import JOURNAL_BODIES
 from replaykit.server.matching import BUILTIN_MATCHERS
 
@@ -52,7 +53,8 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "serve", help="serve cassettes on loopback as a fake Anthropic / OpenAI / Azure / Cloudflare API",
         description="Replay cassettes from a loopback fake provider until SIGINT or SIGTERM. Prints each "
-                    "provider's base URL; journals each request as it completes.")
+                    "provider's base URL; journals each request as it completes.",
+        epilog="\n".join(kinds_help()), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("cassettes", nargs="+", metavar="CASSETTE",
                         help="a cassette file or folder (else a bundled one: see replaykit cassettes)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
