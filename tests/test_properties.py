@@ -377,8 +377,10 @@ def test_cli_json_is_strict_json_when_a_failure_holds_non_finite_numbers(
 
     usage = {"input_tokens": math.inf, "output_tokens": math.nan}
     failure = Failure("estimate was inf", {"messages": [], "usage": usage}, {"provider": "anthropic"})
-    monkeypatch.setattr(properties, "run", lambda *_, **__: [Outcome("never_raises", "s", failure)])
-    code = main(["properties", "--estimator", "replaykit.estimate:estimate_tokens", "--seed", "5", "--json"])
+    fail = Outcome("never_raises", "s", failure)
+    monkeypatch.setattr(properties.Property, "outcome", lambda *_, **__: fail)
+    code = main(["properties", "--estimator", "replaykit.estimate:estimate_tokens", "--seed", "5", "--json",
+                 "--property", "never_raises"])
 
     def refuse(token: str) -> None:
         raise ValueError(f"not strict JSON: {token}")
