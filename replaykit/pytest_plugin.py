@@ -58,7 +58,7 @@ from replaykit.cassette import Cassette
 from replaykit.errors import ReplaykitError, UsageError
 from replaykit.netguard import NetworkGuard
 from replaykit.resources import find_cassette
-from replaykit.traffic import NETWORK_HINT, expected_violations, format_report
+from replaykit.traffic import NETWORK_HINT, format_report
 
 if TYPE_CHECKING:
     from replaykit.server import Entry, FakeProvider, Fault
@@ -409,6 +409,8 @@ class ReplayHandle:
 
     def _expected(self, label: str) -> frozenset[str]:
         """The ``x-expected-violations`` of the cassette loaded under ``label`` (read once)."""
+        from replaykit.contracts import expected_violations  # jsonschema is imported only on a violation
+
         if label not in self._listed:
             self._listed[label] = expected_violations(self._cassette(label))
         return self._listed[label]

@@ -58,9 +58,11 @@ def render(report: Report) -> str:
 
 def _row(result: FileResult) -> tuple[str, str, str, str, str]:
     errors = sum(f.severity == "error" for f in result.findings)
+    expected = sum(f.severity == "expected" for f in result.findings)
     verdict = "OK" if result.ok else f"FAIL ({errors})"
     if result.ok and result.findings:
-        verdict = f"OK ({len(result.findings)} warn)"
+        counts = [(len(result.findings) - expected, "warn"), (expected, "expected")]
+        verdict = f"OK ({', '.join(f'{count} {word}' for count, word in counts if count)})"
     fingerprint = f"{result.fingerprint[:15]}…" if result.fingerprint else "-"
     return (verdict, str(result.interactions), result.origin or "-", fingerprint, result.path)
 
@@ -70,9 +72,10 @@ def _summary(report: Report) -> str:
     files, items, found = counts["files"], counts["interactions"], counts["findings"]
     text = f"{files} {_plural(files, 'cassette')}, {items} {_plural(items, 'interaction')}, " \
            f"{found} {_plural(found, 'finding')}"
-    if counts["warnings"]:
-        errors, warnings = counts["errors"], counts["warnings"]
-        text += f" ({errors} {_plural(errors, 'error')}, {warnings} {_plural(warnings, 'warning')})"
+    if counts["warnings"] or counts["expected"]:
+        errors, warnings, expected = counts["errors"], counts["warnings"], counts["expected"]
+        text += f" ({errors} {_plural(errors, 'error')}, {warnings} {_plural(warnings, 'warning')}"
+        text += f", {expected} expected)" if expected else ")"
     return text + (": OK" if report.ok else ": FAILED")
 
 
