@@ -98,8 +98,8 @@ def test_marker_arguments_are_checked(rk: pytest.Pytester) -> None:
     where = r"test_inner.py::test_\w+: @pytest.mark.replaykit"
     result.stdout.re_match_lines(
         [
-            rf"{where}: unknown argument 'cassete'; the arguments are cassettes, faults, strict, "
-            r"allow_unused",
+            rf"{where}: unknown argument 'cassete'; the arguments are cassettes, faults, allow_unused, "
+            r"strict, match_on, volatile, repeat, timing, enforce_contracts, profile",
             rf"{where}: strict='yes' must be True or False",
             rf"{where}: absent.yaml: no such cassette file or folder \(looked in: "
             rf"{rk.path}/cassettes/absent.yaml, /.*/cassettes/absent.yaml\); give an absolute path, put it "
