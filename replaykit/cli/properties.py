@@ -4,10 +4,10 @@
 ``--estimator-cmd "CMD"`` runs a command speaking the JSON Lines estimator protocol. Prints one line per
 property (``PASS`` / ``FAIL`` / ``UNCHECKED``, its name and statement) as soon as that property is done; a
 failure adds what went wrong, the target and the shrunk transcript as JSON. ``--json`` prints one JSON
-document at the end instead. On a terminal (stderr a TTY, ``CI`` not set) a status line on stderr says which
-property runs (``[3/10] cjk_chars_count``) and is wiped when the run ends; in CI and in pipes nothing but the
-report is written. Exit 0 when every property holds, 1 otherwise, 2 on usage errors (a bad
-``module:function``, a command that cannot start).
+document at the end instead. On a terminal (stderr a TTY, ``CI`` not set) a status line on stderr says
+which property runs (``[##........] [3/10] cjk_chars_count``) and is wiped when the run ends; in CI and in
+pipes nothing but the report is written. Exit 0 when every property holds, 1 otherwise, 2 on usage errors
+(a bad ``module:function``, a command that cannot start).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK
 
 if TYPE_CHECKING:  # replaykit.properties (and Hypothesis) load only when the command runs
-    from replaykit.properties import Estimator, Outcome
+    from replaykit.properties import Estimator, Outcome, Property
 
 __all__ = ["Progress", "register", "render", "run_command", "to_json"]
 
@@ -104,20 +104,28 @@ def run_command(args: argparse.Namespace) -> int:
 
     chosen = selected(args.names)
     seed = args.seed if args.seed is not None else random.randrange(2**32)
-    width = max(len(prop.name) for prop in chosen)
-    outcomes: list[Outcome] = []
-    progress = Progress(len(chosen))
     with _estimator(args) as (label, estimator):
         header = {"estimator": label, "seed": seed, "maxExamples": args.max_examples}
         _say(not args.json, [_head(header)])
-        for number, prop in enumerate(chosen, 1):
-            progress.running(number, prop.name)
-            outcomes.append(prop.outcome(estimator, args.max_examples, seed, shrink=args.shrink))
-            progress.clear()
-            _say(not args.json, _lines(outcomes[-1], width))
+        outcomes = _each(chosen, estimator, args, seed)
     _say(not args.json, [_tally(outcomes)])
     _say(args.json, [dumps(to_json(header, outcomes), indent=2)])
     return EXIT_OK if all(outcome.passed for outcome in outcomes) else EXIT_FINDINGS
+
+
+def _each(chosen: list[Property], estimator: Estimator, args: argparse.Namespace, seed: int) -> list[Outcome]:
+    """Each property in turn, its lines printed once it is done (text output), a status line meanwhile."""
+    width = max(len(prop.name) for prop in chosen)
+    progress = Progress(len(chosen))
+    outcomes: list[Outcome] = []
+    for number, prop in enumerate(chosen, 1):
+        progress.running(number, prop.name)
+        try:
+            outcomes.append(prop.outcome(estimator, args.max_examples, seed, shrink=args.shrink))
+        finally:
+            progress.clear()
+        _say(not args.json, _lines(outcomes[-1], width))
+    return outcomes
 
 
 def _say(wanted: bool, lines: list[str]) -> None:
