@@ -3,7 +3,8 @@
 A cassette file is vcrpy's format plus a top-level ``replaykit:`` mapping (which vcrpy ignores)::
 
     version: 1
-    replaykit: {origin: recorded|synthesized, provider: anthropic, recorded_with: ..., fingerprint: sha256:…}
+    replaykit: {origin: recorded|synthesized, provider: anthropic, recorded_with: ..., fingerprint: sha256:…,
+                description: what it shows, in a sentence or two}
     interactions:
     - request:  {method, uri, headers: {name: [values]}, body: str|null}
       response: {status: {code, message}, headers: {name: [values]}, body: {string: str}}
@@ -283,12 +284,18 @@ class Interaction:
 
 @dataclass(slots=True)
 class Meta:
-    """replaykit's metadata, kept in the top-level ``replaykit:`` mapping (``extra``: its other keys)."""
+    """replaykit's metadata, kept in the top-level ``replaykit:`` mapping (``extra``: its other keys).
+
+    ``description`` says what the cassette shows, in a sentence or two: what ``replaykit cassettes`` lists and
+    ``replaykit show`` prints (the bundled cassettes' index, ``cassettes/README.md``, is made of the same
+    text by ``scripts/synthesize_cassettes``).
+    """
 
     origin: Origin | None = None
     provider: str | None = None
     recorded_with: str | None = None
     fingerprint: str | None = None
+    description: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -587,12 +594,12 @@ def _meta(raw: Any) -> Meta:
     if origin is not None and origin not in ORIGINS:
         fix = "write `origin: recorded` or `origin: synthesized`"
         raise _Invalid((*at, "origin"), f"replaykit.origin is {origin!r}", fix)
-    keys = ("provider", "recorded_with", "fingerprint")
+    keys = ("provider", "recorded_with", "fingerprint", "description")
     texts = [ours.pop(key, None) for key in keys]
     for key, value in zip(keys, texts, strict=True):
         if value is not None and not isinstance(value, str):
             raise _Invalid((*at, key), f"replaykit.{key} must be text, not {_kind(value)}", "quote the value")
-    return Meta(origin, texts[0], texts[1], texts[2], ours)
+    return Meta(origin, texts[0], texts[1], texts[2], texts[3], ours)
 
 
 def _cassette(doc: Any, lines: Callable[[int], list[int | None]], shared: bool) -> Cassette:
@@ -1051,6 +1058,8 @@ def _meta_out(cassette: Cassette) -> dict[str, Any]:
     known = (("origin", meta.origin), ("provider", meta.provider), ("recorded_with", meta.recorded_with))
     out: dict[str, Any] = {key: value for key, value in known if value is not None}
     out["fingerprint"] = cassette.fingerprint()
+    if meta.description is not None:
+        out["description"] = meta.description
     out.update({k: v for k, v in meta.extra.items() if k not in out})
     return out
 
