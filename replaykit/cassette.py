@@ -3,7 +3,8 @@
 A cassette file is vcrpy's format plus a top-level ``replaykit:`` mapping (which vcrpy ignores)::
 
     version: 1
-    replaykit: {origin: recorded|synthesized, provider: anthropic, recorded_with: ..., fingerprint: sha256:…}
+    replaykit: {origin: recorded|synthesized, provider: anthropic, recorded_with: ..., fingerprint: sha256:…,
+                description: what it shows, in a sentence or two}
     interactions:
     - request:  {method, uri, headers: {name: [values]}, body: str|null}
       response: {status: {code, message}, headers: {name: [values]}, body: {string: str}}
@@ -283,12 +284,18 @@ class Interaction:
 
 @dataclass(slots=True)
 class Meta:
-    """replaykit's metadata, kept in the top-level ``replaykit:`` mapping (``extra``: its other keys)."""
+    """replaykit's metadata, kept in the top-level ``replaykit:`` mapping (``extra``: its other keys).
+
+    ``description`` says what the cassette shows, in a sentence or two: what ``replaykit cassettes`` lists and
+    ``replaykit show`` prints (the bundled cassettes' index, ``cassettes/README.md``, is made of the same
+    text by ``scripts/synthesize_cassettes``).
+    """
 
     origin: Origin | None = None
     provider: str | None = None
     recorded_with: str | None = None
     fingerprint: str | None = None
+    description: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -587,12 +594,12 @@ def _meta(raw: Any) -> Meta:
     if origin is not None and origin not in ORIGINS:
         fix = "write `origin: recorded` or `origin: synthesized`"
         raise _Invalid((*at, "origin"), f"replaykit.origin is {origin!r}", fix)
-    keys = ("provider", "recorded_with", "fingerprint")
+    keys = ("provider", "recorded_with", "fingerprint", "description")
     texts = [ours.pop(key, None) for key in keys]
     for key, value in zip(keys, texts, strict=True):
         if value is not None and not isinstance(value, str):
             raise _Invalid((*at, key), f"replaykit.{key} must be text, not {_kind(value)}", "quote the value")
-    return Meta(origin, texts[0], texts[1], texts[2], ours)
+    return Meta(origin, texts[0], texts[1], texts[2], texts[3], ours)
 
 
 def _cassette(doc: Any, lines: Callable[[int], list[int | None]], shared: bool) -> Cassette:
@@ -629,15 +636,33 @@ MAX_EXPANSION = 1_000_000  # nodes YAML aliases may expand to (and then 10x the 
 def _check_expansion(doc: Any) -> None:
     """Refuse a document whose aliases expand past :data:`MAX_EXPANSION` nodes (a "billion laughs" bomb:
     a few hundred bytes that expand to billions of values), or that refers to itself."""
-    written, expanded = _expansion(doc)
+    sizes = _expansion(doc)
+    written, expanded = len(sizes), sizes.get(id(doc), 1)
     if expanded > max(MAX_EXPANSION, 10 * written):
-        message = f"its YAML aliases expand to {expanded:,} values from {written:,} written"
-        raise _Invalid((), message, "write the values out instead of repeating aliases (an alias bomb?)")
+        at = _bomb_at(doc, sizes)
+        message = f"{_dotted(at) or 'the document'}: its YAML aliases expand to {expanded:,} values from " \
+                  f"{written:,} written"
+        raise _Invalid(at, message, "write the values out instead of repeating aliases (an alias bomb?)")
 
 
-def _expansion(doc: Any) -> tuple[int, int]:
-    """``(values written, values once every alias is expanded)``, counted without expanding (each shared
-    container is counted once, by its size); a container that contains itself is refused."""
+def _bomb_at(doc: Any, sizes: dict[int, int]) -> _Path:
+    """Where the expansion happens: down from the top, into the child that holds most of it, until no child
+    holds half (the list or mapping whose aliases multiply)."""
+    at: list[str | int] = []
+    node = doc
+    while isinstance(node, dict | list):
+        keyed = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
+        key, child = max(keyed, key=lambda item: sizes.get(id(item[1]), 1), default=(None, None))
+        if key is None or 2 * sizes.get(id(child), 1) < sizes[id(node)]:
+            break
+        at.append(key)
+        node = child
+    return tuple(at)
+
+
+def _expansion(doc: Any) -> dict[int, int]:
+    """The size of each container of ``doc`` (by ``id``) once every alias is expanded, counted without
+    expanding (each shared container is counted once); a container that contains itself is refused."""
     sizes: dict[int, int] = {}
     open_: set[int] = set()
     stack: list[tuple[Any, bool]] = [(doc, False)]
@@ -655,7 +680,7 @@ def _expansion(doc: Any) -> tuple[int, int]:
         open_.add(id(node))
         stack.append((node, True))
         stack.extend((child, False) for child in children if isinstance(child, dict | list))
-    return len(sizes), sizes.get(id(doc), 1)
+    return sizes
 
 
 def _empty() -> NoReturn:
@@ -1033,6 +1058,8 @@ def _meta_out(cassette: Cassette) -> dict[str, Any]:
     known = (("origin", meta.origin), ("provider", meta.provider), ("recorded_with", meta.recorded_with))
     out: dict[str, Any] = {key: value for key, value in known if value is not None}
     out["fingerprint"] = cassette.fingerprint()
+    if meta.description is not None:
+        out["description"] = meta.description
     out.update({k: v for k, v in meta.extra.items() if k not in out})
     return out
 

@@ -7,7 +7,9 @@ everywhere::
 
     cassettes/x.yaml:interactions[0]: contract: response /output/0/id 'fc_1' does not match '^ws_' (warning)
 
-``severity``: ``error`` fails the check, ``warning`` and ``info`` do not. ``code`` says what kind of problem
+``severity``: ``error`` fails the check, ``warning`` and ``info`` do not, nor does ``expected``: a problem
+its file declares on purpose (a cassette's ``replaykit: x-expected-violations``), shown as such, as the
+pytest plugin leaves it out of a test's report. ``code`` says what kind of problem
 (``secret``, ``contract``, ``span-missing``, ``unknown-url``, a drift gap such as ``enum``…). ``place`` is
 where in ``file`` (a line number, a JSON pointer, ``interactions[i]:events[j]``), ``fix`` what to do, and
 ``note`` why a finding is not an error (a contract profile, a deliberate violation, an explained drift gap).
@@ -21,8 +23,8 @@ from typing import Literal
 
 __all__ = ["SEVERITIES", "Finding", "Severity", "errors_only"]
 
-Severity = Literal["error", "warning", "info"]
-SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
+Severity = Literal["error", "warning", "info", "expected"]
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info", "expected")
 
 
 @dataclass(frozen=True, slots=True)

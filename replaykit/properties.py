@@ -69,6 +69,7 @@ __all__ = [
     "dumps",
     "load_callable",
     "run",
+    "selected",
 ]
 
 JSON = dict[str, Any]
@@ -483,10 +484,12 @@ def run(estimator: Estimator, *, max_examples: int = 100, seed: int | None = Non
 
     ``seed`` makes the run repeatable (None: Hypothesis draws a random one).
     """
-    return [prop.outcome(estimator, max_examples, seed, shrink=shrink) for prop in _select(names)]
+    return [prop.outcome(estimator, max_examples, seed, shrink=shrink) for prop in selected(names)]
 
 
-def _select(names: Iterable[str] | None) -> list[Property]:
+def selected(names: Iterable[str] | None) -> list[Property]:
+    """The properties ``names`` (None: all of :data:`PROPERTIES`), in that order; an unknown name is a
+    :class:`~replaykit.errors.UsageError`."""
     if names is None:
         return list(PROPERTIES)
     known = {prop.name: prop for prop in PROPERTIES}

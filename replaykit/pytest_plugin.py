@@ -9,14 +9,26 @@ A test asks with the ``replaykit`` fixture or the marker (the marker alone is en
         assert [e.status for e in replaykit.journal] == [529, 200]
         subprocess.run([...], env={**os.environ, **replaykit.env()}, check=True)
 
-Marker: ``replaykit(*cassettes, cassettes=[...], faults=[...], strict=False, allow_unused=False)``.
-A cassette is a path or folder (absolute, else looked up in the cassette dir, then among the bundled
-cassettes) or a :class:`~replaykit.cassette.Cassette`; a fault is a :class:`~replaykit.server.Fault`, a
-``--fault`` spec string or a mapping. ``strict=True`` serves a request only when its body equals the
-recording (volatile fields ignored); such a test gets a server of its own for its duration.
+Marker: ``replaykit(*cassettes, cassettes=[...], faults=[...], allow_unused=False, strict=False,
+match_on=[...], volatile=[...], repeat=False, timing=None, enforce_contracts=None, profile=None)``
+(:data:`MARKER_KEYS`). A cassette is a path or folder (absolute, else looked up in the cassette dir, then
+among the bundled cassettes: :func:`replaykit.resources.find_cassette`) or a
+:class:`~replaykit.cassette.Cassette`; a fault is a :class:`~replaykit.server.Fault`, a ``--fault`` spec
+string or a mapping. ``strict``, ``match_on`` (names or callables; ``"body,model"`` as on the command line),
+``volatile`` (JSON pointers; they replace :data:`replaykit.server.DEFAULT_VOLATILE`), ``repeat``,
+``timing``, ``enforce_contracts`` and ``profile`` mean what they mean to
+:class:`~replaykit.server.FakeProvider` and ``replaykit serve``; a test whose settings differ from the
+session server's is served by a server with those settings (one per distinct settings, started once, reset
+for each test). A test that names no cassette gets its default one when that file exists, named as
+pytest-recording names it: ``<cassette dir>/<module>/<test name>.yaml`` (:func:`default_cassette`).
+
+Where a setting comes from: the marker, else the ``replaykit_config`` fixture (project-wide defaults for the
+marker's arguments, as pytest-recording's ``vcr_config``), else the options below (``timing`` and
+``enforce_contracts``), else the default.
 
 Fixtures, each overridable in a ``conftest.py`` (the pytest-httpserver way):
 ``replaykit_options`` (session: :class:`ReplaykitOptions` read from the options below),
+``replaykit_config`` (function, any scope when overridden: a dict of marker arguments, empty by default),
 ``replaykit_server`` (session: one :class:`~replaykit.server.FakeProvider` per session, so one per xdist
 worker, on a free loopback port) and ``replaykit`` (function: a :class:`ReplayHandle` that loads the test's
 cassettes and faults into a freshly reset server).
@@ -47,7 +59,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -57,22 +69,28 @@ from replaykit import cassette as cassette_mod
 from replaykit.cassette import Cassette
 from replaykit.errors import ReplaykitError, UsageError
 from replaykit.netguard import NetworkGuard
-from replaykit.resources import data_dir
-from replaykit.traffic import NETWORK_HINT, expected_violations, format_report
+from replaykit.resources import find_cassette
+from replaykit.traffic import NETWORK_HINT, format_report
 
 if TYPE_CHECKING:
     from replaykit.server import Entry, FakeProvider, Fault
 
 __all__ = [
+    "MARKER_KEYS",
     "ReplayHandle",
     "ReplaykitOptions",
+    "default_cassette",
     "replaykit",
+    "replaykit_config",
     "replaykit_options",
     "replaykit_server",
 ]
 
-MARKER_KEYS = ("cassettes", "faults", "strict", "allow_unused")
+SERVER_KEYS = ("strict", "match_on", "volatile", "repeat", "timing", "enforce_contracts", "profile")
+_EXAMPLES = {"timing": "'fixed:20'", "profile": "'openai-compatible'", "match_on": "['body', 'model']",
+             "volatile": "['/metadata/user_id', '/messages/*/cache_control']"}
 _HANDLE = pytest.StashKey["ReplayHandle"]()
+_FIND_FIX = "give an absolute path, put it there, or set --replaykit-cassette-dir"
 _TRUE, _FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off", ""})
 
 
@@ -109,8 +127,10 @@ def pytest_configure(config: pytest.Config) -> None:
     """Declare the marker (so ``--strict-markers`` accepts it)."""
     config.addinivalue_line(
         "markers",
-        "replaykit(*cassettes, cassettes=[...], faults=[...], strict=False, allow_unused=False): "
-        "replay cassettes on replaykit's fake provider; fail on unmatched, unused or invalid traffic",
+        "replaykit(*cassettes, cassettes=[...], faults=[...], allow_unused=False, strict=False, "
+        "match_on=[...], volatile=[...], repeat=False, timing=..., enforce_contracts=..., profile=None): "
+        "replay cassettes on replaykit's fake provider (default: cassettes/<module>/<test>.yaml); fail on "
+        "unmatched, unused or invalid traffic",
     )
 
 
@@ -203,14 +223,34 @@ def replaykit_server(replaykit_options: ReplaykitOptions) -> Iterator[FakeProvid
         yield server
 
 
+@pytest.fixture(scope="session")
+def _replaykit_servers(replaykit_server: FakeProvider) -> Iterator[_Servers]:
+    """The session server, and one server more per other settings tests ask for (stopped at the end)."""
+    servers = _Servers(replaykit_server)
+    try:
+        yield servers
+    finally:
+        servers.close()
+
+
+@pytest.fixture
+def replaykit_config() -> dict[str, Any]:
+    """Defaults for every test's marker arguments (a test's marker overrides them key by key): override it in
+    a ``conftest.py``, at any scope, as pytest-recording's ``vcr_config``. Empty by default."""
+    return {}
+
+
 @pytest.fixture
 def replaykit(
-    request: pytest.FixtureRequest, replaykit_server: FakeProvider, replaykit_options: ReplaykitOptions
+    request: pytest.FixtureRequest, _replaykit_servers: _Servers, replaykit_options: ReplaykitOptions,
+    replaykit_config: dict[str, Any],
 ) -> Iterator[ReplayHandle]:
     """This test's view of the fake provider: its cassettes and faults loaded, journal reset, network off."""
     base = replaykit_options.cassette_dir or request.node.path.parent / "cassettes"
     try:
-        handle = ReplayHandle.open(request.node, replaykit_server, base, request.config.rootpath)
+        marked = _marked(request.node, replaykit_config)
+        server = _replaykit_servers.get(marked.server, f"{request.node.nodeid}: @pytest.mark.replaykit")
+        handle = ReplayHandle.open(request.node, server, base, request.config.rootpath, marked)
     except ReplaykitError as exc:
         _fail(exc)
     handle.guard = None if replaykit_options.allow_network else NetworkGuard(NETWORK_HINT)
@@ -252,15 +292,18 @@ def _report_quietly(handle: ReplayHandle) -> str:
         return f"replaykit: the fake provider failed while serving this test: {type(exc).__name__}: {exc}"
 
 
-# ---------------------------------------------------------------- the handle
+# ---------------------------------------------------------------- marker arguments
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Marked:
-    cassettes: list[Any] = dataclasses.field(default_factory=list)
+    """A test's arguments, the marker's over ``replaykit_config``'s; ``cassettes`` is None when neither
+    names any (then the default cassette is looked for); ``server`` holds the server settings given."""
+
+    cassettes: list[Any] | None = None
     faults: list[Any] = dataclasses.field(default_factory=list)
-    strict: bool = False
     allow_unused: bool = False
+    server: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -271,38 +314,133 @@ def _as_list(value: Any) -> list[Any]:
     return list(value)
 
 
-def _marked(node: pytest.Item) -> _Marked:
+def _marked(node: pytest.Item, config: object) -> _Marked:
+    """The test's marker arguments over ``replaykit_config``'s, each checked (``where`` named on an error)."""
+    if not isinstance(config, Mapping):
+        raise UsageError(f"replaykit_config returned {type(config).__name__}; return a dict of marker "
+                         f"arguments, e.g. {{'timing': 'fixed:5', 'match_on': ['body']}}")
+    given = _checked(config, "replaykit_config")
     marker = node.get_closest_marker("replaykit")
-    if marker is None:
-        return _Marked()
-    where = f"{node.nodeid}: @pytest.mark.replaykit"
-    unknown = sorted(set(marker.kwargs) - set(MARKER_KEYS))
+    if marker is not None:
+        own = dict(marker.kwargs)
+        if marker.args:
+            own["cassettes"] = [*marker.args, *_as_list(own.get("cassettes"))]
+        given |= _checked(own, f"{node.nodeid}: @pytest.mark.replaykit")
+    server = {key: given[key] for key in SERVER_KEYS if key in given}
+    return _Marked(given.get("cassettes"), given.get("faults", []), given.get("allow_unused", False), server)
+
+
+def _checked(given: Mapping[str, Any], where: str) -> dict[str, Any]:
+    unknown = sorted(set(map(str, given)) - set(MARKER_KEYS))
     if unknown:
         known = ", ".join(MARKER_KEYS)
         raise UsageError(f"{where}: unknown argument {unknown[0]!r}; the arguments are {known}")
-    for key in ("strict", "allow_unused"):
-        if not isinstance(marker.kwargs.get(key, False), bool):
-            raise UsageError(f"{where}: {key}={marker.kwargs[key]!r} must be True or False")
-    cassettes = list(marker.args) + _as_list(marker.kwargs.get("cassettes"))
-    faults = _as_list(marker.kwargs.get("faults"))
-    flags = marker.kwargs.get("strict", False), marker.kwargs.get("allow_unused", False)
-    return _Marked(cassettes, faults, *flags)
+    return {key: _ARGUMENTS[key](key, value, where) for key, value in given.items()}
+
+
+def _flag_argument(key: str, value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise UsageError(f"{where}: {key}={value!r} must be True or False")
+    return value
+
+
+def _text_argument(key: str, value: Any, where: str) -> str | None:
+    if not isinstance(value, str | None):
+        raise UsageError(f"{where}: {key}={value!r} must be text, e.g. {_EXAMPLES[key]}")
+    return value
+
+
+def _matchers_argument(key: str, value: Any, where: str) -> tuple[Any, ...]:
+    """Matcher names or callables; text is split at commas, as ``--match-on`` is."""
+    items = [part.strip() for part in value.split(",")] if isinstance(value, str) else _as_list(value)
+    if not all(isinstance(item, str) or callable(item) for item in items):
+        raise UsageError(f"{where}: {key}={value!r} must list matcher names or callables, e.g. "
+                         f"{_EXAMPLES[key]}")
+    return tuple(item for item in items if item != "")
+
+
+def _pointers_argument(key: str, value: Any, where: str) -> tuple[str, ...]:
+    if not all(isinstance(item, str) for item in _as_list(value)):
+        raise UsageError(f"{where}: {key}={value!r} must list JSON pointers, e.g. {_EXAMPLES[key]}")
+    return tuple(_as_list(value))
+
+
+def _list_argument(key: str, value: Any, where: str) -> list[Any]:
+    return _as_list(value)
+
+
+# The marker's arguments, each with how it is checked and normalised; SERVER_KEYS are the server's settings.
+_ARGUMENTS: dict[str, Callable[[str, Any, str], Any]] = {
+    "cassettes": _list_argument, "faults": _list_argument, "allow_unused": _flag_argument,
+    "strict": _flag_argument, "match_on": _matchers_argument, "volatile": _pointers_argument,
+    "repeat": _flag_argument, "timing": _text_argument, "enforce_contracts": _flag_argument,
+    "profile": _text_argument,
+}
+MARKER_KEYS: tuple[str, ...] = tuple(_ARGUMENTS)
+
+
+def default_cassette(node: pytest.Item, base: Path) -> Path:
+    """The cassette of a test that names none, as pytest-recording names it: ``<base>/<module>/<test>.yaml``
+    (``<Class>.<test>`` for a method, parameters included; ``<>?%*:|"'/\\`` become ``-``), see
+    https://github.com/kiwicom/pytest-recording (``default_cassette_name``)."""
+    cls = getattr(node, "cls", None)
+    name = f"{cls.__name__}.{node.name}" if cls is not None else node.name
+    for forbidden in '<>?%*:|"\'/\\':
+        name = name.replace(forbidden, "-")
+    return base / node.path.stem / f"{name}.yaml"
 
 
 def _resolve(name: object, base: Path, where: str) -> Path | Cassette:
-    """A cassette entry as a path (absolute, else under ``base``, else bundled) or a :class:`Cassette`."""
+    """A cassette entry as a path (:func:`replaykit.resources.find_cassette` under ``base``) or a
+    :class:`Cassette`."""
     if isinstance(name, Cassette):
         return name
     if not isinstance(name, str | os.PathLike):
         raise UsageError(f"{where}: cassette {name!r} must be a path or a replaykit.cassette.Cassette")
-    tried = [Path(name)] if Path(name).is_absolute() else [base / name, data_dir("cassettes") / name]
-    for path in tried:
-        if path.exists():
-            return path.resolve()
-    raise UsageError(
-        f"{where}: cassette {os.fspath(name)!r} not found (looked in: {', '.join(map(str, tried))}); "
-        "give an absolute path, put it there, or set --replaykit-cassette-dir"
-    )
+    try:
+        return find_cassette(name, base, fix=_FIND_FIX).resolve()
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+
+
+class _Servers:
+    """The session's servers: the session server for its own settings, one more per other settings a test
+    asks for (started when first asked, reset for each test, stopped with the session)."""
+
+    def __init__(self, session: FakeProvider) -> None:
+        self.session = session
+        self._others: dict[tuple[Any, ...], FakeProvider] = {}
+
+    def get(self, wanted: dict[str, Any], where: str) -> FakeProvider:
+        """The server with the session's settings changed by ``wanted`` (the test's server settings)."""
+        try:
+            settings = self._settings(wanted)
+            if settings == self._settings({}):
+                return self.session
+            key = tuple(settings.values())
+            if key not in self._others:
+                from replaykit.server import FakeProvider
+
+                self._others[key] = FakeProvider(**settings).start()
+        except ReplaykitError as exc:
+            raise UsageError(f"{where}: {exc}") from exc
+        return self._others[key]
+
+    def _settings(self, wanted: dict[str, Any]) -> dict[str, Any]:
+        from replaykit.server import DEFAULT_VOLATILE, Timing
+
+        current = self.session.settings
+        timing = wanted.get("timing")
+        return {"timing": Timing.parse(timing) if timing else current.timing,
+                "enforce_contracts": wanted.get("enforce_contracts", current.enforce_contracts),
+                "strict": wanted.get("strict", False), "match_on": wanted.get("match_on", ()),
+                "volatile": wanted.get("volatile", DEFAULT_VOLATILE), "repeat": wanted.get("repeat", False),
+                "profile": wanted.get("profile")}
+
+    def close(self) -> None:
+        """Stop every server started for a test's settings."""
+        for server in self._others.values():
+            server.stop()
 
 
 class ReplayHandle:
@@ -315,20 +453,24 @@ class ReplayHandle:
         self.base, self.root = base, root
         self.allow_unused = allow_unused
         self.guard: NetworkGuard | None = None
+        self.missing_default: Path | None = None
         self._own = own
         self._cassettes: list[Path | Cassette] = []
         self._listed: dict[str, frozenset[str]] = {}
 
     @classmethod
-    def open(cls, node: pytest.Item, session: FakeProvider, base: Path, root: Path) -> ReplayHandle:
-        """Reset ``session`` (or start a strict server for the test); load the marker's cassettes, faults."""
-        marked = _marked(node)
-        cassettes = [_resolve(c, base, f"{node.nodeid}: @pytest.mark.replaykit") for c in marked.cassettes]
-        server = _strict_twin(session) if marked.strict else session
-        handle = cls(server, base=base, root=root, allow_unused=marked.allow_unused, own=marked.strict)
+    def open(cls, node: pytest.Item, server: FakeProvider, base: Path, root: Path,
+             marked: _Marked | None = None) -> ReplayHandle:
+        """Reset ``server``; load the test's cassettes (its default one when it names none) and faults."""
+        marked = marked or _marked(node, {})
+        named = marked.cassettes
+        default = default_cassette(node, base) if named is None else None
+        cassettes = [_resolve(c, base, f"{node.nodeid}: @pytest.mark.replaykit") for c in named or []]
+        handle = cls(server, base=base, root=root, allow_unused=marked.allow_unused)
         try:
             server.reset()
-            handle._load(cassettes)
+            handle._load(cassettes or ([default] if default and default.is_file() else []))
+            handle.missing_default = default if default and not default.is_file() else None
             for number, fault in enumerate(marked.faults):
                 handle._inject(fault, f"{node.nodeid}: @pytest.mark.replaykit faults[{number}]")
         except BaseException:
@@ -373,6 +515,7 @@ class ReplayHandle:
     def load(self, *cassettes: str | os.PathLike[str] | Cassette) -> None:
         """Replace the loaded cassettes (looked up like the marker's); which were served starts afresh."""
         self._load([_resolve(c, self.base, "replaykit.load") for c in cassettes])
+        self.missing_default = None
 
     def unused(self) -> list[dict[str, Any]]:
         """Interactions not served whole so far: ``{cassette, index, line, route}`` each."""
@@ -383,10 +526,15 @@ class ReplayHandle:
         self.server.check_errors()
         refused = self.guard.refused if self.guard else []
         unused = [] if self.allow_unused else self.unused()
-        return format_report(self.journal, unused, refused, self._display, self._expected)
+        text = format_report(self.journal, unused, refused, self._display, self._expected)
+        if text and self.missing_default and self.server.unmatched():
+            default = self._display(str(self.missing_default))
+            text += (f"\nno cassette was named and the default one, {default}, does not exist: record it "
+                     "there, or name cassettes in @pytest.mark.replaykit(...)")
+        return text
 
     def close(self) -> None:
-        """Stop a server of the test's own, or empty the shared one."""
+        """Stop a server of the test's own (``own=True``), or empty the shared one."""
         if self._own:
             self.server.stop()
         else:
@@ -411,6 +559,8 @@ class ReplayHandle:
 
     def _expected(self, label: str) -> frozenset[str]:
         """The ``x-expected-violations`` of the cassette loaded under ``label`` (read once)."""
+        from replaykit.contracts import expected_violations  # jsonschema is imported only on a violation
+
         if label not in self._listed:
             self._listed[label] = expected_violations(self._cassette(label))
         return self._listed[label]
@@ -420,12 +570,3 @@ class ReplayHandle:
         if given:
             return given[0]
         return cassette_mod.load(label) if Path(label).is_file() else None
-
-
-def _strict_twin(session: FakeProvider) -> FakeProvider:
-    """A strict server with the session server's timing and contract enforcement, started."""
-    from replaykit.server import FakeProvider
-
-    timing, enforce = session.settings.timing, session.settings.enforce_contracts
-    return FakeProvider(strict=True, timing=timing, enforce_contracts=enforce).start()
-

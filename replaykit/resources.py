@@ -1,17 +1,28 @@
-"""Where the bundled data lives: ``contracts/``, ``cassettes/`` and ``scenarios/``.
+"""Where the bundled data lives: ``contracts/``, ``cassettes/`` and ``scenarios/``; and how a cassette name
+is found among them.
 
 In a source checkout they sit at the repository root; in an installed wheel they are package data
 under ``replaykit/_data/``. Both layouts are found, so a non-editable install works.
+
+:func:`find_cassette` is the one lookup of a cassette named by a user (the command line, the pytest
+marker): the path as given (a relative one under ``base``), else the same path among the bundled
+cassettes, so ``anthropic/web_search_stream.yaml`` works from any folder, and so does
+``cassettes/anthropic/web_search_stream.yaml`` (the repository's own spelling) from an installed wheel.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["data_dir"]
+from replaykit.errors import UsageError, located
+
+__all__ = ["FIND_FIX", "cassette_candidates", "data_dir", "find_cassette"]
 
 DataKind = Literal["contracts", "cassettes", "scenarios"]
+
+FIND_FIX = "name a cassette file or folder, or a bundled one (`replaykit cassettes` lists them)"
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -22,3 +33,30 @@ def data_dir(kind: DataKind) -> Path:
         if candidate.is_dir():
             return candidate
     raise FileNotFoundError(f"replaykit's bundled {kind}/ directory is missing; reinstall replaykit")
+
+
+def cassette_candidates(name: str | os.PathLike[str], base: Path | None = None) -> list[Path]:
+    """Where a cassette ``name`` (a file or a folder) is looked for, in order: an absolute path as it is;
+    a relative one under ``base`` (default: as given, i.e. the current folder), then among the bundled
+    cassettes, with a leading ``cassettes/`` also taken to mean the bundled folder itself."""
+    given = Path(name)
+    if given.is_absolute():
+        return [given]
+    bundled = data_dir("cassettes")
+    found = [base / given if base is not None else given, bundled / given]
+    if given.parts[:1] == ("cassettes",):
+        found.append(bundled.joinpath(*given.parts[1:]))
+    return found
+
+
+def find_cassette(name: str | os.PathLike[str], base: Path | None = None, fix: str = FIND_FIX) -> Path:
+    """The first of :func:`cassette_candidates` that exists; none: a :class:`~replaykit.errors.UsageError`
+    naming every place looked in, and ``fix``."""
+    tried = cassette_candidates(name, base)
+    for path in tried:
+        if path.exists():
+            return path
+    looked = ", ".join(map(str, tried))
+    raise UsageError(located(os.fspath(name), None, f"no such cassette file or folder (looked in: {looked})",
+                             fix))
+

@@ -3,8 +3,9 @@
 :func:`format_report` lists, each under a title with a count and the fix, the requests no recorded
 interaction matched (with their near misses and the body diffs against them), the recorded interactions never
 served, the contract violations (of every request, and of every recorded response served unaltered; those the
-cassette lists under ``replaykit: x-expected-violations`` excepted, see :func:`expected_violations`) and the
-connections the network guard refused. No problems, no report: an empty string.
+cassette lists under ``replaykit: x-expected-violations`` excepted, as
+:func:`replaykit.contracts.expected_violations` reads them) and the connections the network guard refused.
+No problems, no report: an empty string.
 
 Cheap to import (no aiohttp, no jsonschema until a violation is reported), as the plugin must be.
 """
@@ -15,10 +16,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from replaykit.cassette import Cassette
     from replaykit.server import Entry
 
-__all__ = ["NETWORK_HINT", "expected_violations", "format_report"]
+__all__ = ["NETWORK_HINT", "format_report"]
 
 NETWORK_HINT = (
     "point the client at replaykit.base_url(...) or replaykit.env(), or allow the network with "
@@ -47,14 +47,6 @@ def format_report(
     ]
     found = [text for text in sections if text]
     return "\n".join(["replaykit: this test's provider traffic has problems", *found]) if found else ""
-
-
-def expected_violations(loaded: Cassette | None) -> frozenset[str]:
-    """The violations ``loaded`` lists under ``replaykit: x-expected-violations`` (none: no cassette)."""
-    from replaykit.contracts import EXPECTED_VIOLATIONS  # jsonschema is imported only on a violation
-
-    listed = loaded.meta.extra.get(EXPECTED_VIOLATIONS) if loaded is not None else None
-    return frozenset(map(str, listed)) if isinstance(listed, list) else frozenset()
 
 
 def _section(title: str, items: list[list[str]], fix: str) -> str:

@@ -88,12 +88,14 @@ class Report:
         return all(result.ok for result in self.files)
 
     def summary(self) -> dict[str, Any]:
-        """Counts: files, interactions, findings (errors, warnings, by code) and the verdict."""
+        """Counts: files, interactions, findings (errors, warnings, expected, by code) and the verdict."""
         found = self.findings
         errors = sum(f.severity == "error" for f in found)
+        expected = sum(f.severity == "expected" for f in found)
         return {"files": len(self.files), "interactions": sum(r.interactions for r in self.files),
-                "findings": len(found), "errors": errors, "warnings": len(found) - errors,
-                "by_code": dict(sorted(Counter(f.code for f in found).items())), "ok": self.ok}
+                "findings": len(found), "errors": errors, "warnings": len(found) - errors - expected,
+                "expected": expected, "by_code": dict(sorted(Counter(f.code for f in found).items())),
+                "ok": self.ok}
 
     def to_json(self) -> dict[str, Any]:
         """``{"files": [...], "summary": {...}}``: the document ``replaykit verify --json`` prints."""
@@ -221,8 +223,9 @@ def check_contracts(path: Path, cassette: Cassette) -> list[Finding]:
     A finding's place is ``interactions[i]`` or ``interactions[i]:events[j]``, its message
     ``request|response /json/pointer message``. A deliberately off-contract fixture lists what it breaks
     under ``replaykit: {x-expected-violations: ["response /items/1/url", ...]}`` (``<part> <pointer>``, or
-    ``<place> <part> <pointer>`` for one interaction or event): those are warnings, and a listed violation
-    that no longer occurs is an error. Traffic on a route no contract covers is a warning, and so is a rule
+    ``<place> <part> <pointer>`` for one interaction or event): those are ``expected`` (never failing; the
+    pytest plugin leaves them out of a test's report), and a listed violation that no longer occurs is an
+    error. Traffic on a route no contract covers is a warning, and so is a rule
     the profile relaxes; event data that is not JSON is left to :func:`check_sse_framing`, so one defect
     makes one finding.
     """
@@ -249,15 +252,16 @@ def check_contracts(path: Path, cassette: Cassette) -> list[Finding]:
 
 def _contract_finding(path: Path, index: int, violation: contracts.Violation, listed: bool) -> Finding:
     message = f"{violation.part} {violation.pointer or '/'} {violation.message}"
-    note = _leniency(violation, listed)
-    return Finding("warning" if note else "error", "contract", message, str(path),
-                   contracts.place(index, violation), note=note)
-
-
-def _leniency(violation: contracts.Violation, listed: bool) -> str:
-    """Why a violation is only a warning ("" when it is an error)."""
+    place = contracts.place(index, violation)
     if listed:
-        return f"listed in {contracts.EXPECTED_VIOLATIONS}"
+        return Finding("expected", "contract", message, str(path), place,
+                       note=f"listed in {contracts.EXPECTED_VIOLATIONS}")
+    note = _leniency(violation)
+    return Finding("warning" if note else "error", "contract", message, str(path), place, note=note)
+
+
+def _leniency(violation: contracts.Violation) -> str:
+    """Why a violation is only a warning ("" when it is an error)."""
     if violation.keyword == "route":
         return "no contract covers this route"
     return "relaxed by the cassette's profile" if violation.severity == "warning" else ""

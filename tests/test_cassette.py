@@ -553,6 +553,8 @@ BAD = [
      "origin"),
     ("meta number", "version: 1\nreplaykit: {provider: 7}\ninteractions: []\n", 2,
      "replaykit.provider must be text", "quote"),
+    ("description list", "version: 1\nreplaykit:\n  description: [a]\ninteractions: []\n", 3,
+     "replaykit.description must be text, not list", "quote"),
 ]
 
 
@@ -579,6 +581,15 @@ def test_bad_input_names_file_line_and_fix(tmp_path: Path, name: str, text: str,
     error = str(caught.value)
     assert error.startswith(f"{path}:{line}: "), error
     assert message in error and fix in error.partition("; ")[2], error
+
+
+def test_the_description_is_metadata_of_its_own() -> None:
+    meta = "{origin: recorded, description: What it shows., x-note: n}"
+    tape = cassette.loads(f"version: 1\nreplaykit: {meta}\ninteractions: []\n")
+    assert tape.meta.description == "What it shows." and tape.meta.extra == {"x-note": "n"}
+    saved = yaml.safe_load(cassette.dumps(tape))["replaykit"]
+    assert list(saved) == ["origin", "fingerprint", "description", "x-note"]  # as the bundled files have it
+    assert cassette.loads(cassette.dumps(tape)).meta.description == "What it shows."
 
 
 def test_non_utf8_bytes(tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ def test_console_entry_point_runs_as_a_module() -> None:
 def test_a_port_out_of_range_is_a_usage_error(port: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--port", port, "cassette.yaml"]) == EXIT_USAGE
     err = capsys.readouterr().err
-    assert err.startswith("replaykit: error:") and "--port" in err and "0-65535" in err
+    assert err.startswith("replaykit serve: error: argument --port") and "--port" in err and "0-65535" in err
 
 
 def test_an_unterminated_estimator_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -83,3 +83,30 @@ def test_an_internal_error_exits_3_with_a_masked_message(
     err = capsys.readouterr().err
     assert err.startswith("replaykit: internal error: unexpected state with [REDACTED] second line")
     assert key[:12] not in err and err.count("\n") == 1
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import replaykit
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"replaykit {replaykit.__version__}\n"
+
+
+@pytest.mark.parametrize(("argv", "start"), [
+    (["serve", "--port", "x", "a.yaml"], "replaykit serve: error: argument --port: invalid int value: 'x'"),
+    (["verify"], "replaykit verify: error: the following arguments are required: PATH"),
+    (["properties"], "replaykit properties: error: one of the arguments --estimator --estimator-cmd"),
+    (["redact", "x.yaml"], "replaykit redact: error: one of the arguments --in-place --out --check"),
+    (["drift", "--sdk", "x"], "replaykit drift: error: argument --sdk: invalid choice: 'x'"),
+    (["show"], "replaykit show: error: the following arguments are required: CASSETTE"),
+    (["frobnicate"], "replaykit: error: argument command: invalid choice: 'frobnicate'"),
+    (["cassettes", "--bogus"], "replaykit: error: unrecognized arguments: --bogus"),
+])
+def test_a_command_line_error_is_prefixed_once(argv: list[str], start: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith(start)
+    assert err.count("replaykit") == 1 and err.count("error:") == 1 and err.count("\n") == 1

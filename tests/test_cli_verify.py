@@ -74,7 +74,7 @@ def test_warnings_alone_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize(("argv", "words"), [
-    (["{missing}"], "no such file or directory"),
+    (["{missing}"], "no such cassette file or folder"),
     (["{empty}"], "no cassettes (*.yaml, *.yml) in this directory"),
     ([], "the following arguments are required: PATH"),
 ])
@@ -84,7 +84,8 @@ def test_usage_errors_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], t
     paths = [a.format(missing=tmp_path / "nope.yaml", empty=tmp_path / "empty") for a in argv]
     code, out, err = _run(capsys, *paths)
     assert code == EXIT_USAGE and out == ""
-    assert err.count("\n") == 1 and err.startswith("replaykit: error: ") and words in err
+    assert err.count("\n") == 1 and words in err
+    assert err.startswith(("replaykit: error: ", "replaykit verify: error: "))
 
 
 def test_json_output_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -109,7 +110,7 @@ def test_json_output_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     assert "interactions[0].request.headers.x-api-key: Anthropic API key sk-a…" in finding["message"]
     assert key not in out
     assert doc["summary"] == {"files": 3, "interactions": 2, "findings": 2, "errors": 2, "warnings": 0,
-                              "by_code": {"parse": 1, "secret": 1}, "ok": False}
+                              "expected": 0, "by_code": {"parse": 1, "secret": 1}, "ok": False}
 
 
 def test_the_demo_command_passes_on_the_real_recordings(capsys: pytest.CaptureFixture[str]) -> None:
@@ -157,3 +158,27 @@ def test_an_unknown_profile_is_a_finding_in_the_file_or_a_usage_error(capsys: py
            "openai-compatible" in out
     code, _, err = _run(capsys, "--profile", "loose", str(COMPAT))
     assert code == EXIT_USAGE and "invalid choice: 'loose'" in err
+
+
+EXPECTING = Path(__file__).resolve().parents[1] / "cassettes" / "cloudflare" / "search_missing_fields.yaml"
+
+
+def test_declared_violations_are_expected_not_warnings(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, str(EXPECTING))
+    lines = out.splitlines()
+    found = [line for line in lines if line.startswith(f"{EXPECTING}:")]
+    assert code == EXIT_OK and len(found) == 2
+    assert all(line.endswith("(expected)") and "(warning)" not in line for line in found)
+    assert lines[-2].startswith("OK (2 expected) ")
+    assert lines[-1] == "1 cassette, 1 interaction, 2 findings (0 errors, 0 warnings, 2 expected): OK"
+    code, out, _ = _run(capsys, "--json", str(EXPECTING))
+    doc = json.loads(out)
+    assert {f["severity"] for f in doc["files"][0]["findings"]} == {"expected"}
+    assert (doc["summary"]["warnings"], doc["summary"]["expected"], doc["summary"]["ok"]) == (0, 2, True)
+
+
+def test_every_declared_violation_of_the_bundled_cassettes_is_expected(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, str(EXPECTING.parents[1]))
+    assert code == EXIT_OK  # the warnings left: the openai-compatible profile's relaxed rules
+    assert out.splitlines()[-1].endswith(" findings (0 errors, 17 warnings, 5 expected): OK")

@@ -209,7 +209,7 @@ def test_verify_check_findings_and_expected_violations(tmp_path: Path) -> None:
     assert finding.message.startswith("response /error/type 'nope' is not one of ")
     loaded.meta.extra["x-expected-violations"] = ["response /error/type", "request /model"]
     found = check_contracts(path, loaded)
-    assert [(f.place, f.severity) for f in found] == [("interactions[0]", "warning"),
+    assert [(f.place, f.severity) for f in found] == [("interactions[0]", "expected"),
                                                        ("replaykit.x-expected-violations", "error")]
     assert found[1].message.startswith("request /model is listed in x-expected-violations but no longer")
 

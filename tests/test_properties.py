@@ -365,7 +365,8 @@ def test_cli_fails_the_defective_twin(capsys: pytest.CaptureFixture[str]) -> Non
 def test_cli_usage_errors_exit_2_with_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == EXIT_USAGE
     err = capsys.readouterr().err
-    assert err.startswith("replaykit: error:") and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(("replaykit: error:", "replaykit properties: error:"))
+    assert err.count("\n") == 1 and "Traceback" not in err
 
 
 def test_cli_json_is_strict_json_when_a_failure_holds_non_finite_numbers(
@@ -376,8 +377,10 @@ def test_cli_json_is_strict_json_when_a_failure_holds_non_finite_numbers(
 
     usage = {"input_tokens": math.inf, "output_tokens": math.nan}
     failure = Failure("estimate was inf", {"messages": [], "usage": usage}, {"provider": "anthropic"})
-    monkeypatch.setattr(properties, "run", lambda *_, **__: [Outcome("never_raises", "s", failure)])
-    code = main(["properties", "--estimator", "replaykit.estimate:estimate_tokens", "--seed", "5", "--json"])
+    fail = Outcome("never_raises", "s", failure)
+    monkeypatch.setattr(properties.Property, "outcome", lambda *_, **__: fail)
+    code = main(["properties", "--estimator", "replaykit.estimate:estimate_tokens", "--seed", "5", "--json",
+                 "--property", "never_raises"])
 
     def refuse(token: str) -> None:
         raise ValueError(f"not strict JSON: {token}")

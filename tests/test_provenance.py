@@ -8,11 +8,14 @@ import concurrent.futures
 import json
 from typing import Any
 
+import aiohttp
 import anthropic
 import httpx
 import httpx2
 import openai
 import pytest
+import yarl
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from replaykit import cassette, contracts
 from replaykit.errors import LOCAL_PHASES, LocalRequestError, WebSearchError
@@ -232,6 +235,37 @@ def test_httpx_status_error_is_a_provider_error() -> None:
     error = httpx.HTTPStatusError("503", request=request, response=response)
     info = classify(error)
     assert (info.code, info.status, info.retryable, info.request_id) == ("PROVIDER_ERROR", 503, True, "req_h")
+
+
+def _aiohttp_status(status: int, headers: dict[str, str]) -> BaseException:
+    info = aiohttp.RequestInfo(yarl.URL(ANTHROPIC_URL), "POST", CIMultiDictProxy(CIMultiDict()))
+    return aiohttp.ClientResponseError(info, (), status=status, message="Too Many Requests",
+                                       headers=CIMultiDictProxy(CIMultiDict(headers)))
+
+
+@pytest.mark.parametrize(("status", "headers", "retryable"), [
+    (429, {"request-id": "req_ai"}, True), (400, {"request-id": "req_ai"}, False),
+    (400, {"request-id": "req_ai", "x-should-retry": "true"}, True),  # the headers are read
+])
+def test_an_aiohttp_status_error_is_a_provider_error(status: int, headers: dict[str, str],
+                                                     retryable: bool) -> None:
+    info = classify(_aiohttp_status(status, headers))
+    assert (info.code, info.provenance, info.status, info.retryable, info.request_id) == (
+        "PROVIDER_ERROR", "provider", status, retryable, "req_ai")
+    assert "Too Many Requests" in info.message
+
+
+@pytest.mark.parametrize(("exc", "code", "text"), [
+    (aiohttp.ServerTimeoutError("read timed out"), "DEADLINE_EXCEEDED", "read timed out"),
+    (aiohttp.ServerDisconnectedError(), "TRANSPORT_ERROR", "Server disconnected"),
+    (aiohttp.ClientPayloadError("truncated body"), "TRANSPORT_ERROR", "truncated body"),
+    (aiohttp.ClientOSError(104, "reset"), "TRANSPORT_ERROR", "[Errno 104] reset"),
+])
+def test_aiohttp_transport_errors_and_timeouts(exc: BaseException, code: str, text: str) -> None:
+    info = classify(exc)
+    provenance = "deadline" if code == "DEADLINE_EXCEEDED" else "transport"
+    assert (info.code, info.provenance, info.retryable) == (code, provenance, True)
+    assert info.message == f"aiohttp: {type(exc).__name__}: {text}"
 
 
 @pytest.mark.parametrize(("exc", "code"), [(ConnectionResetError(104, "reset"), "TRANSPORT_ERROR"),

@@ -28,6 +28,7 @@ from replaykit.redact import (
     safe_message,
     scan,
     scan_text,
+    shapes,
 )
 from replaykit.resources import data_dir
 
@@ -486,3 +487,68 @@ def test_every_key_kind_the_scanner_knows_is_masked(kind: str, key: str) -> None
     text = safe_message(f"failed: {key} !")
     body = key.split()[-1].partition("=")[2] or key.split()[-1]
     assert body[-12:] not in text and body[:12] not in text.replace("[REDACTED]", "")
+
+
+# ---------------------------------------------------------------- the shapes' edges (each kills a mutant)
+
+
+def _kinds(text: str) -> list[tuple[str, str]]:
+    return [(hit.kind, hit.encoding) for hit in shapes.find(text)]
+
+
+@pytest.mark.parametrize(("value", "random_"), [
+    ("Ab3", True), ("ab3", False), ("AB3", False), ("Abc", False), ("", False)])
+def test_looks_random_needs_upper_lower_and_digit(value: str, random_: bool) -> None:
+    assert shapes.looks_random(value) is random_
+
+
+@pytest.mark.parametrize(("value", "secret"), [
+    ("ab12ab12ab12ab12", False),  # 4 distinct characters: a pattern, not a key
+    ("ab12ab12ab12ab1c", True),   # 5
+    ("abcdefghijklmnop", False),  # no digit
+    ("1234567890123456", False),  # no letter
+    ("xxREDACTEDxx1234", False),  # a placeholder
+    ("xxredactedxx1234", False),  # in any case
+])
+def test_a_labelled_value_must_look_like_a_key(value: str, secret: bool) -> None:
+    assert (_kinds(f"password: {value}") == [("labelled", "")]) is secret
+
+
+def test_keys_side_by_side_are_two_keys() -> None:
+    first, second = "AKIA" + "A" * 15 + "1", "AIza" + "b" * 34 + "9"
+    hits = shapes.find(f"{first}={second}")
+    assert [(hit.kind, hit.secret, hit.start) for hit in hits] == [
+        ("aws", first, 0), ("google", second, len(first) + 1)]
+
+
+def test_a_form_encoded_labelled_secret_is_found() -> None:
+    value = "Zq7" * 5 + "x9"
+    assert _kinds(f"note=client_secret+%3D+{value}") == [("labelled", "url")]
+    assert _kinds(f"note=client_secret%3D{value}+more") == [("labelled", "url")]
+
+
+@pytest.mark.parametrize("trim", [0, 1, 2])
+def test_base64_of_a_key_is_found_padded_or_not_standard_or_url_safe(trim: int) -> None:
+    key = "sk" + "-ant-api03-" + "Zq7_" * 6 + "w~?" * trim  # "~?" makes "+" / "/" (or "-" / "_")
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        blob = encode(f"key {key}".encode()).decode().rstrip("=")
+        assert ("anthropic", "base64") in _kinds(f"attachment {blob}"), (blob, trim)
+
+
+def test_base64_that_decodes_to_binary_or_is_a_large_blob_is_not_searched() -> None:
+    key = "sk" + "-ant-api03-" + "Zq7_" * 6
+    assert _kinds(base64.b64encode(b"\x00\x01 " + key.encode()).decode()) == []
+    big = base64.b64encode(f"{key} ".encode() + b"x" * (shapes.BASE64_MAX // 4 * 3 - len(key) - 1)).decode()
+    assert len(big) == shapes.BASE64_MAX and _kinds(big) == [("anthropic", "base64")]
+    assert _kinds(base64.b64encode(f"{key} ".encode() + b"x" * (len(big) // 4 * 3)).decode()) == []
+
+
+def test_an_excerpt_shows_ends_only_from_twelve_characters() -> None:
+    assert (shapes.excerpt("abcdefghijk"), shapes.excerpt("abcdefghijkl")) == (
+        "… (11 chars)", "abcd…kl (12 chars)")
+
+
+def test_every_kind_has_its_label() -> None:
+    assert shapes.kind_label("anthropic") == "Anthropic API key"
+    assert shapes.kind_label("cloudflare_account") == "Cloudflare account id"
+    assert shapes.kind_label("new_kind") == "new_kind"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from replaykit.cassette import Cassette, Meta
-from replaykit.contracts import EXPECTED_VIOLATIONS
-from replaykit.traffic import NETWORK_HINT, expected_violations, format_report
+from replaykit.contracts import EXPECTED_VIOLATIONS, expected_violations
+from replaykit.traffic import NETWORK_HINT, format_report
 
 
 def test_no_problems_no_report() -> None:

@@ -2,8 +2,10 @@
 
 Exit codes: 0 clean, 1 findings or failures, 2 usage errors, 3 on an internal error (a replaykit bug),
 141 when the reader of the output went away (``replaykit verify ... | head -1``), quietly, as ``cat`` does.
-Bad input never prints a traceback: a ``ReplaykitError`` becomes one line on stderr, an unexpected exception
-one ``internal error`` line with key-shaped text masked (set ``REPLAYKIT_TRACEBACK=1`` to see the stack).
+Bad input never prints a traceback: a ``ReplaykitError`` becomes one line on stderr
+(``replaykit: error: ...``; a bad command line ``replaykit serve: error: ...``, the prefix once), an
+unexpected exception one ``internal error`` line with key-shaped text masked (set ``REPLAYKIT_TRACEBACK=1``
+to see the stack). ``replaykit --version`` prints the version.
 """
 
 from __future__ import annotations
@@ -16,14 +18,17 @@ import re
 import sys
 import traceback
 from collections.abc import Collection, Sequence
+from pathlib import Path
 
+from replaykit import __version__
 from replaykit.cassette import MAX_BODY
 from replaykit.errors import ReplaykitError, UsageError
 from replaykit.redact import safe_message
+from replaykit.resources import find_cassette
 
 __all__ = [
     "EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE",
-    "add_max_body", "build_parser", "byte_size", "main", "table",
+    "add_max_body", "build_parser", "byte_size", "cassette_args", "main", "table",
 ]
 
 EXIT_OK = 0
@@ -36,20 +41,31 @@ EXIT_PIPE = 128 + 13  # SIGPIPE, as a shell reports a writer whose reader closed
 COMMANDS: tuple[str, ...] = (
     "serve",
     "verify",
+    "show",
+    "cassettes",
     "redact",
     "drift",
     "properties",
 )
 
 
+class _CommandLineError(UsageError):
+    """A command line argparse refused; ``prog`` is the command it was given to (``replaykit serve``)."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
+        raise _CommandLineError(self.prog, message)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
     parser = _Parser(prog="replaykit", description="Offline replay and contract checks for LLM harnesses.")
+    parser.add_argument("--version", action="version", version=f"replaykit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in COMMANDS:
         importlib.import_module(f"replaykit.cli.{name}").register(sub)
@@ -103,6 +119,16 @@ def add_max_body(parser: argparse.ArgumentParser) -> None:
                              f"{MAX_BODY >> 20}M): a decompression bomb is an error, not a hang")
 
 
+def cassette_args(names: Sequence[str]) -> list[Path]:
+    """The cassettes named on the command line, each found by :func:`replaykit.resources.find_cassette`
+    (as given, else among the bundled cassettes: then a note on stderr says which file is used)."""
+    found = [find_cassette(name) for name in names]
+    for name, path in zip(names, found, strict=True):
+        if path != Path(name):
+            print(f"replaykit: {name}: not found here; using the bundled {path}", file=sys.stderr)
+    return found
+
+
 def _closed_pipe() -> int:
     """The reader closed stdout: stop quietly (point stdout at /dev/null so the interpreter's final flush
     does not complain again)."""
@@ -117,5 +143,6 @@ def _fail(exc: BaseException, code: int, internal: bool = False) -> int:
     label = "internal error" if internal else "error"
     hint = " (a replaykit bug: rerun with REPLAYKIT_TRACEBACK=1 and report it)" if internal else ""
     text = safe_message(str(exc)) if internal else str(exc)  # ours are written safe; a bug's may hold a key
-    print(f"replaykit: {label}: {text}{hint}", file=sys.stderr)
+    prog = exc.prog if isinstance(exc, _CommandLineError) else "replaykit"
+    print(f"{prog}: {label}: {text}{hint}", file=sys.stderr)
     return code

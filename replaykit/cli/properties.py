@@ -2,25 +2,30 @@
 
 ``--estimator module:function`` loads a Python callable ``(transcript, target) -> tokens``;
 ``--estimator-cmd "CMD"`` runs a command speaking the JSON Lines estimator protocol. Prints one line per
-property (``PASS`` / ``FAIL`` / ``UNCHECKED``, its name and statement); a failure adds what went wrong, the
-target and the shrunk transcript as JSON. ``--json`` prints one JSON document instead. Exit 0 when every
-property holds, 1 otherwise, 2 on usage errors (a bad ``module:function``, a command that cannot start).
+property (``PASS`` / ``FAIL`` / ``UNCHECKED``, its name and statement) as soon as that property is done; a
+failure adds what went wrong, the target and the shrunk transcript as JSON. ``--json`` prints one JSON
+document at the end instead. On a terminal (stderr a TTY, ``CI`` not set) a status line on stderr says
+which property runs (``[##........] [3/10] cjk_chars_count``) and is wiped when the run ends; in CI and in
+pipes nothing but the report is written. Exit 0 when every property holds, 1 otherwise, 2 on usage errors
+(a bad ``module:function``, a command that cannot start).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK
 
 if TYPE_CHECKING:  # replaykit.properties (and Hypothesis) load only when the command runs
-    from replaykit.properties import Estimator, Outcome
+    from replaykit.properties import Estimator, Outcome, Property
 
-__all__ = ["register", "render", "run_command", "to_json"]
+__all__ = ["Progress", "register", "render", "run_command", "to_json"]
 
 
 def register(subparsers: Any) -> None:
@@ -67,31 +72,88 @@ def _estimator(args: argparse.Namespace) -> Iterator[tuple[str, Estimator]]:
         yield args.estimator_cmd, command
 
 
-def run_command(args: argparse.Namespace) -> int:
-    """Run the suite as ``args`` say and print the report (``--json``: strict JSON, no ``Infinity``)."""
-    from replaykit.properties import dumps, run
+class Progress:
+    """A status line on ``stream`` while a property runs: only on a terminal, never when ``CI`` is set (where
+    a line rewritten with ``\\r`` would pile up in the log). A dependency-free line is enough for one name
+    and a count."""
 
+    def __init__(self, total: int, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.total = total
+        self.live = self.stream.isatty() and not os.environ.get("CI")
+
+    def running(self, number: int, name: str) -> None:
+        """Say that property ``number`` (from 1) of ``total``, ``name``, is running."""
+        done = "#" * (number - 1) + "." * (self.total - number + 1)
+        self._write(f"\r\x1b[K[{done}] [{number}/{self.total}] {name}")
+
+    def clear(self) -> None:
+        """Wipe the status line (before a report line is printed, and at the end)."""
+        self._write("\r\x1b[K")
+
+    def _write(self, text: str) -> None:
+        if self.live:
+            self.stream.write(text)
+            self.stream.flush()
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the suite as ``args`` say and print each property's lines as it finishes (``--json``: one strict
+    JSON document at the end, no ``Infinity``)."""
+    from replaykit.properties import dumps, selected
+
+    chosen = selected(args.names)
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     with _estimator(args) as (label, estimator):
-        outcomes = run(estimator, max_examples=args.max_examples, seed=seed, names=args.names,
-                       shrink=args.shrink)
-    header = {"estimator": label, "seed": seed, "maxExamples": args.max_examples}
-    print(dumps(to_json(header, outcomes), indent=2) if args.json else render(header, outcomes))
+        header = {"estimator": label, "seed": seed, "maxExamples": args.max_examples}
+        _say(not args.json, [_head(header)])
+        outcomes = _each(chosen, estimator, args, seed)
+    _say(not args.json, [_tally(outcomes)])
+    _say(args.json, [dumps(to_json(header, outcomes), indent=2)])
     return EXIT_OK if all(outcome.passed for outcome in outcomes) else EXIT_FINDINGS
+
+
+def _each(chosen: list[Property], estimator: Estimator, args: argparse.Namespace, seed: int) -> list[Outcome]:
+    """Each property in turn, its lines printed once it is done (text output), a status line meanwhile."""
+    width = max(len(prop.name) for prop in chosen)
+    progress = Progress(len(chosen))
+    outcomes: list[Outcome] = []
+    for number, prop in enumerate(chosen, 1):
+        progress.running(number, prop.name)
+        try:
+            outcomes.append(prop.outcome(estimator, args.max_examples, seed, shrink=args.shrink))
+        finally:
+            progress.clear()
+        _say(not args.json, _lines(outcomes[-1], width))
+    return outcomes
+
+
+def _say(wanted: bool, lines: list[str]) -> None:
+    if wanted:
+        print("\n".join(lines), flush=True)
 
 
 def render(header: dict[str, Any], outcomes: list[Outcome]) -> str:
     """The human report: one line per property, the failures' details, a summary line."""
-    lines = [f"estimator {header['estimator']}: {header['maxExamples']} examples per property, "
-             f"seed {header['seed']}"]
     width = max(len(outcome.name) for outcome in outcomes)
-    for outcome in outcomes:
-        lines.append(f"{outcome.status.upper():9} {outcome.name.ljust(width)}  {outcome.statement}")
-        lines.extend(_details(outcome))
+    lines = [_head(header), *(line for outcome in outcomes for line in _lines(outcome, width))]
+    return "\n".join([*lines, _tally(outcomes)])
+
+
+def _head(header: dict[str, Any]) -> str:
+    return (f"estimator {header['estimator']}: {header['maxExamples']} examples per property, "
+            f"seed {header['seed']}")
+
+
+def _lines(outcome: Outcome, width: int) -> list[str]:
+    head = f"{outcome.status.upper():9} {outcome.name.ljust(width)}  {outcome.statement}"
+    return [head, *_details(outcome)]
+
+
+def _tally(outcomes: list[Outcome]) -> str:
     failed = sum(not outcome.passed for outcome in outcomes)
-    lines.append(f"{len(outcomes)} properties, {len(outcomes) - failed} passed, {failed} failed"
-                 + ("" if failed else ": OK"))
-    return "\n".join(lines)
+    return (f"{len(outcomes)} properties, {len(outcomes) - failed} passed, {failed} failed"
+            + ("" if failed else ": OK"))
 
 
 def _details(outcome: Outcome) -> list[str]:

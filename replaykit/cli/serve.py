@@ -29,12 +29,13 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from replaykit.cli import EXIT_FINDINGS, EXIT_OK, add_max_body
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK, add_max_body, cassette_args
 from replaykit.contracts import PROFILES
 from replaykit.errors import CassetteError, UsageError
 from replaykit.server import Entry, FakeProvider, Fault, load_faults
 from replaykit.server.app import ADMIN_PREFIX
 from replaykit.server.connections import BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS
+from replaykit.server.faults import kinds_help
 from replaykit.server.journal import JOURNAL_BODIES
 from replaykit.server.matching import BUILTIN_MATCHERS
 
@@ -58,8 +59,10 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "serve", help="serve cassettes on loopback as a fake Anthropic / OpenAI / Azure / Cloudflare API",
         description="Replay cassettes from a loopback fake provider until SIGINT or SIGTERM. Prints each "
-                    "provider's base URL; journals each request as it completes.")
-    parser.add_argument("cassettes", nargs="+", metavar="CASSETTE", help="a cassette file or folder")
+                    "provider's base URL; journals each request as it completes.",
+        epilog="\n".join(kinds_help()), formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("cassettes", nargs="+", metavar="CASSETTE",
+                        help="a cassette file or folder (else a bundled one: see replaykit cassettes)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=_port, default=0, help="port to bind (default 0: a free port)")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
@@ -115,7 +118,7 @@ def build(args: argparse.Namespace, watch: Callable[[Entry], None] | None = None
     """The fake provider the command line describes (not started); ``watch`` gets each entry."""
     match_on = [name.strip() for name in args.match_on.split(",") if name.strip()]
     try:
-        return FakeProvider(args.cassettes, host=args.host, port=args.port, timing=args.timing,
+        return FakeProvider(cassette_args(args.cassettes), host=args.host, port=args.port, timing=args.timing,
                             strict=args.strict, enforce_contracts=args.enforce_contracts,
                             allow_remote=args.allow_remote, match_on=match_on, repeat=args.repeat,
                             faults=_faults(args), profile=args.profile, journal_file=args.journal,

@@ -11,7 +11,7 @@ import argparse
 import json
 from typing import Any
 
-from replaykit.cli import EXIT_FINDINGS, EXIT_OK, add_max_body, table
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK, add_max_body, cassette_args, table
 from replaykit.contracts import PROFILES
 from replaykit.verify import FileResult, Report, verify_paths
 
@@ -27,7 +27,9 @@ def register(subparsers: Any) -> None:
         description="Check cassette files (or folders of them) for parse errors, leftover secrets, SSE "
                     "framing problems and contract violations (traffic on a route no contract covers is a "
                     "warning). Exit 0 when clean, 1 on findings, 2 on usage errors.")
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="a cassette file or a folder of cassettes")
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="a cassette file or a folder of cassettes (else a bundled one: see "
+                             "replaykit cassettes)")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     parser.add_argument("--profile", choices=sorted(PROFILES), default=None,
                         help="contract profile for every cassette: strict, or openai-compatible for xAI / "
@@ -39,7 +41,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Verify ``args.paths`` and print the report."""
-    report = verify_paths(args.paths, profile=args.profile, max_body=args.max_body)
+    report = verify_paths(cassette_args(args.paths), profile=args.profile, max_body=args.max_body)
     print(json.dumps(report.to_json(), indent=2) if args.json else render(report))
     return EXIT_OK if report.ok else EXIT_FINDINGS
 
@@ -56,9 +58,11 @@ def render(report: Report) -> str:
 
 def _row(result: FileResult) -> tuple[str, str, str, str, str]:
     errors = sum(f.severity == "error" for f in result.findings)
+    expected = sum(f.severity == "expected" for f in result.findings)
     verdict = "OK" if result.ok else f"FAIL ({errors})"
     if result.ok and result.findings:
-        verdict = f"OK ({len(result.findings)} warn)"
+        counts = [(len(result.findings) - expected, "warn"), (expected, "expected")]
+        verdict = f"OK ({', '.join(f'{count} {word}' for count, word in counts if count)})"
     fingerprint = f"{result.fingerprint[:15]}…" if result.fingerprint else "-"
     return (verdict, str(result.interactions), result.origin or "-", fingerprint, result.path)
 
@@ -68,9 +72,10 @@ def _summary(report: Report) -> str:
     files, items, found = counts["files"], counts["interactions"], counts["findings"]
     text = f"{files} {_plural(files, 'cassette')}, {items} {_plural(items, 'interaction')}, " \
            f"{found} {_plural(found, 'finding')}"
-    if counts["warnings"]:
-        errors, warnings = counts["errors"], counts["warnings"]
-        text += f" ({errors} {_plural(errors, 'error')}, {warnings} {_plural(warnings, 'warning')})"
+    if counts["warnings"] or counts["expected"]:
+        errors, warnings, expected = counts["errors"], counts["warnings"], counts["expected"]
+        text += f" ({errors} {_plural(errors, 'error')}, {warnings} {_plural(warnings, 'warning')}"
+        text += f", {expected} expected)" if expected else ")"
     return text + (": OK" if report.ok else ": FAILED")
 
 

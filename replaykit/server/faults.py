@@ -23,6 +23,8 @@ A faulted request does not use up its recorded interaction unless the response w
 
 Command-line syntax (``--fault``): ``kind=status,route=anthropic,nth=1,status=429,retry_after=0``
 (``kind`` may be left out when ``status=`` is given). A faults file holds a list of fault objects.
+The keys each kind takes are listed by :func:`kinds_help` (``serve --help``) and :func:`kinds_text` (in the
+message of a fault with a bad key), both from the tables below: one list.
 
 Applying them: a ``status`` fault replaces the response (:func:`status_plan`); every other kind rewrites the
 :class:`~replaykit.server.plan.Plan` of the response (:func:`apply`), several in :data:`ORDER`
@@ -63,6 +65,9 @@ __all__ = [
     "fault_at",
     "faults_from",
     "faults_json",
+    "keys_text",
+    "kinds_help",
+    "kinds_text",
     "load_faults",
     "status_plan",
 ]
@@ -141,7 +146,8 @@ class Fault:
             if not sep:
                 raise UsageError(f"--fault {spec!r}: {part!r} is not key=value; e.g. kind=status,status=429")
             pairs[key.strip()] = value.strip()
-        pairs.setdefault("kind", "status" if "status" in pairs else "")
+        if "status" in pairs:
+            pairs.setdefault("kind", "status")
         return cls.from_dict(_typed(pairs, spec), where=f"--fault {spec!r}")
 
     @classmethod
@@ -151,10 +157,9 @@ class Fault:
         try:
             unknown = sorted(map(str, set(raw) - {f.name for f in dataclasses.fields(cls)}))
             if unknown:
-                known = ", ".join(_known(raw))
-                raise _BadField(unknown[0], f"unknown key {unknown[0]!r}; known keys: {known}")
+                raise _BadField(unknown[0], f"unknown key {unknown[0]!r}; {_takes(raw.get('kind'))}")
             if "kind" not in raw:
-                raise _BadField(None, f"a fault needs a kind, one of {', '.join(KINDS)}")
+                raise _BadField(None, f"a fault needs a kind; {kinds_text()}")
             return cls(**dict(raw))
         except _BadField as exc:
             raise UsageError(_place(where, pointer, exc.key, str(exc))) from exc
@@ -192,20 +197,48 @@ def _place(where: str, pointer: str | None, key: str | None, message: str) -> st
     return located(where, pointer if key is None else f"{pointer}/{key}", message)
 
 
-def _known(raw: Mapping[str, Any]) -> list[str]:
-    return [*_SELECTORS, *_ALLOWED.get(str(raw.get("kind", "")), ())]
+_ALSO = ", ".join(_SELECTORS[1:])  # the selectors every kind takes besides its own keys
+
+
+def keys_text(kind: str) -> str:
+    """The keys a fault of ``kind`` takes beyond the selectors, required ones marked ``*``: ``after*, ms``."""
+    return ", ".join(key + ("*" if key in _REQUIRED.get(kind, ()) else "") for key in _ALLOWED[kind])
+
+
+def kinds_text() -> str:
+    """Every kind with its keys, on one line (for an error message)."""
+    kinds = "; ".join(f"{kind} ({keys_text(kind)})" for kind in KINDS)
+    return f"the kinds and their keys (each also takes {_ALSO}; * required): {kinds}"
+
+
+def kinds_help() -> list[str]:
+    """Every kind with its keys, a line each, then the selectors: for ``replaykit serve --help``."""
+    width = max(map(len, KINDS))
+    rows = [f"  {kind.ljust(width)}  {keys_text(kind) or '(none)'}" for kind in KINDS]
+    return ["fault kinds and their keys (--fault kind=KIND,key=value,...; * required):", *rows,
+            "every fault also takes route= (a provider, a route name or 'METHOD /path'), nth= and times="]
+
+
+def _takes(kind: object) -> str:
+    """What a fault of ``kind`` takes: its keys when the kind is known, else every kind's."""
+    if kind not in _ALLOWED:
+        return kinds_text()
+    return f"a {kind} fault takes {keys_text(str(kind)) or 'no other key'} (and {_ALSO}; * required)"
 
 
 def _check(fault: Fault) -> None:
     if fault.kind not in KINDS:
-        raise _BadField("kind", f"kind={fault.kind!r} must be one of {', '.join(KINDS)}")
+        raise _BadField("kind", f"kind={fault.kind!r} must be one of {', '.join(KINDS)}; {kinds_text()}")
     for name in _REQUIRED.get(fault.kind, ()):
         if getattr(fault, name) is None:
             raise _BadField(None, f"a {fault.kind} fault needs {name}=")
     allowed = set(_SELECTORS) | set(_ALLOWED[fault.kind])
     for item in dataclasses.fields(fault):
         if item.name not in allowed and getattr(fault, item.name) != item.default:
-            message = f"{item.name}= does not apply to a {fault.kind} fault; it takes {_ALLOWED[fault.kind]}"
+            owners = ", ".join(kind for kind in KINDS if item.name in _ALLOWED[kind])
+            message = f"{item.name}= does not apply to a {fault.kind} fault; it takes " \
+                      f"{keys_text(fault.kind) or 'no other key'}; {item.name}= belongs to {owners} " \
+                      f"(and {_ALSO}; * required)"
             raise _BadField(item.name, message)
     _check_numbers(fault)
     _check_flags(fault)

@@ -98,12 +98,12 @@ def test_marker_arguments_are_checked(rk: pytest.Pytester) -> None:
     where = r"test_inner.py::test_\w+: @pytest.mark.replaykit"
     result.stdout.re_match_lines(
         [
-            rf"{where}: unknown argument 'cassete'; the arguments are cassettes, faults, strict, "
-            r"allow_unused",
+            rf"{where}: unknown argument 'cassete'; the arguments are cassettes, faults, allow_unused, "
+            r"strict, match_on, volatile, repeat, timing, enforce_contracts, profile",
             rf"{where}: strict='yes' must be True or False",
-            rf"{where}: cassette 'absent.yaml' not found \(looked in: {rk.path}/cassettes/absent.yaml, "
-            r"/.*/cassettes/absent.yaml\); give an absolute path, put it there, or set "
-            r"--replaykit-cassette-dir",
+            rf"{where}: absent.yaml: no such cassette file or folder \(looked in: "
+            rf"{rk.path}/cassettes/absent.yaml, /.*/cassettes/absent.yaml\); give an absolute path, put it "
+            r"there, or set --replaykit-cassette-dir",
             rf"{where} faults\[0\]: .*status.*2000.*",
             rf"{where}: cassette 42 must be a path or a replaykit.cassette.Cassette",
             rf"{rk.path}/cassettes/broken.yaml:3: invalid YAML: .*; fix the YAML syntax",

@@ -59,6 +59,26 @@ def test_limit_and_long_values() -> None:
     assert isinstance(long, str) and long.endswith("…(1002 chars)") and len(long) < MAX_VALUE_CHARS + 20
 
 
+KEY = "sk" + "-ant-api03-" + "Zq7" * 31 + "AA"  # assembled: never written whole
+
+
+def test_a_key_in_a_value_is_masked_and_a_value_holding_one_becomes_its_masked_json() -> None:
+    assert diff({"model": KEY}, {"model": "claude"})[0]["received"] == "sk-a…AA (108 chars)"
+    added = diff({"metadata": {"user_id": KEY}, "n": {"ok": 1}}, {})
+    assert [d["received"] for d in added] == ['{"user_id": "sk-a…AA (108 chars)"}', {"ok": 1}]
+
+
+def test_a_value_is_cut_by_its_json_length_counted_in_characters() -> None:
+    exact = "x" * (MAX_VALUE_CHARS - 2)  # with its quotes: exactly the limit
+    wide = "é" * (MAX_VALUE_CHARS - 2)  # as many characters; ASCII-escaped it would be 6 times longer
+    assert [d["received"] for d in diff({"a": exact, "b": wide}, {})] == [exact, wide]
+    assert diff({"a": exact + "x"}, {})[0]["received"].endswith(f"…({MAX_VALUE_CHARS + 1} chars)")
+
+
+def test_a_volatile_pointer_unescapes_tilde_and_slash() -> None:
+    assert compile_patterns(["/a~0b/c~1d"]) == (("a~b", "c/d"),)
+
+
 def test_a_change_in_words() -> None:
     changes = diff({"a": 1, "new": "x" * 100, "c": [1]}, {"a": 2, "c": [1, 2]})
     assert [change_text(c) for c in changes] == [
