@@ -11,7 +11,8 @@ take)::
     POST   /__replaykit/faults         add faults: a fault object or a list of them
     GET    /__replaykit/cassettes      the cassettes loaded: [{cassette, interactions, routes}]
     POST   /__replaykit/cassettes      load cassettes (admin-load.schema.json): {"paths": [...]} names files
-                                       or folders the server reads, {"cassettes": [{"name", "cassette"}]}
+                                       or folders the server reads (relative to its working folder, else
+                                       bundled ones), {"cassettes": [{"name", "cassette"}]}
                                        holds them (YAML or JSON text, or the cassette document itself);
                                        "mode": "replace" (default: the loaded cassettes are dropped and usage
                                        starts afresh) or "add"
@@ -30,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -37,6 +39,7 @@ from aiohttp import web
 from replaykit import cassette, contracts, jsondoc
 from replaykit.cassette import Cassette, Interaction
 from replaykit.errors import ReplaykitError, UsageError, located
+from replaykit.resources import find_cassette
 from replaykit.server.app import ADMIN_PREFIX, Host, State, Unreadable, read_body
 from replaykit.server.faults import Fault, fault_at, faults_from, faults_json
 
@@ -108,12 +111,22 @@ def _inline(item: dict[str, Any], pointer: str, max_body: int) -> Cassette:
         raise UsageError(located(_LOAD, f"{pointer}/cassette", str(exc))) from exc
 
 
-def posted_load(body: bytes, max_body: int = cassette.MAX_BODY) -> tuple[list[str | Cassette], bool]:
-    """What a ``POST /__replaykit/cassettes`` body asks to load (paths first, then the cassettes it holds)
-    and whether to add them (mode ``add``) rather than replace; a :class:`UsageError` names the pointer."""
+def _found(name: str, pointer: str) -> Path:
+    """The cassette file or folder ``name`` (as given, else a bundled one); an error names its pointer."""
+    try:
+        return find_cassette(name)
+    except UsageError as exc:
+        raise UsageError(located(_LOAD, pointer, str(exc))) from exc
+
+
+def posted_load(body: bytes, max_body: int = cassette.MAX_BODY) -> tuple[list[Path | Cassette], bool]:
+    """What a ``POST /__replaykit/cassettes`` body asks to load (paths first, each found by
+    :func:`~replaykit.resources.find_cassette`, then the cassettes it holds) and whether to add them (mode
+    ``add``) rather than replace; a :class:`UsageError` names the pointer."""
     doc = _conforming("replaykit.admin-load", _document(body, _LOAD, _LOAD_FIX), _LOAD, _LOAD_FIX)
+    paths = [_found(name, f"/paths/{i}") for i, name in enumerate(doc.get("paths", []))]
     held = [_inline(item, f"/cassettes/{i}", max_body) for i, item in enumerate(doc.get("cassettes", []))]
-    return [*doc.get("paths", []), *held], doc.get("mode") == "add"
+    return [*paths, *held], doc.get("mode") == "add"
 
 
 def posted_interaction(body: bytes) -> Interaction:
@@ -173,7 +186,7 @@ async def _load(request: web.BaseRequest, state: State) -> web.Response:
     sources, add = posted_load(await _body(request, state, _LOAD), host.max_body)
     try:  # files are read off the event loop: other requests go on meanwhile
         await asyncio.to_thread(host.load, sources, add=add)
-    except ReplaykitError as exc:
+    except ReplaykitError as exc:  # a file that does not parse: its message names it, the line and the fix
         raise UsageError(located(_LOAD, "/paths", str(exc))) from exc
     return web.json_response({"cassettes": host.cassettes()})
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 import threading
 import time
 import unicodedata
@@ -83,7 +84,7 @@ class Host(Protocol):
     def max_body(self) -> int:
         """The bytes a compressed body of a cassette may decode to."""
 
-    def load(self, cassettes: Iterable[str | Cassette], *, add: bool = False) -> None:
+    def load(self, cassettes: Iterable[str | os.PathLike[str] | Cassette], *, add: bool = False) -> None:
         """Load cassettes (paths, folders, :class:`Cassette` objects), replacing the loaded ones unless
         ``add``."""
 

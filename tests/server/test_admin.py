@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -52,6 +53,15 @@ def test_a_suite_loads_cassettes_by_path_without_a_restart(serve: Any) -> None:
     assert fake.unused() == [{"cassette": openai, "index": 0, "line": 14, "route": "openai.responses"}]
     _admin(fake, "POST", "cassettes", json={"paths": [str(bundled(SEARCH))]})
     assert len(fake.unused()) == 1  # replaced: usage starts afresh
+
+
+def test_a_path_not_found_here_is_a_bundled_cassette(
+    serve: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    fake = serve()
+    assert _admin(fake, "POST", "cassettes", json={"paths": [SEARCH]}).status_code == 200
+    assert _loaded(fake) == [str(bundled(SEARCH))]
 
 
 def test_a_cassette_held_in_the_body_as_yaml_or_as_a_document(serve: Any) -> None:
@@ -142,7 +152,10 @@ LOAD_FIX = 'send e.g. {"paths": ['
          LOAD_FIX),
         ("cassettes", {"paths": [3]}, ":/paths/0", "expected 'string'", LOAD_FIX),
         ("cassettes", {"paths": ["x.yaml"], "colour": "red"}, ":/colour", "not allowed here", LOAD_FIX),
-        ("cassettes", {"paths": ["/no/such/x.yaml"]}, ":/paths", "/no/such/x.yaml: no such cassette", ""),
+        ("cassettes", {"paths": [SEARCH, "/no/such/x.yaml"]}, ":/paths/1",
+         "/no/such/x.yaml: no such cassette", "or a bundled one"),
+        ("cassettes", {"paths": [str(Path(__file__).parent / "server_support.py")]}, ":/paths",
+         "server_support.py:1: invalid YAML", "fix the YAML syntax"),
         ("cassettes", {"cassettes": [{"name": "m", "cassette": "version: 2\ninteractions: []\n"}]},
          ":/cassettes/0/cassette", "m:1: unsupported cassette version 2", "version: 1"),
         ("cassettes", {"cassettes": [{"name": "m", "cassette": {"version": 1, "interactions": [
