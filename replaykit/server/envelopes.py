@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replaykit import sse
+from replaykit.overview import event_type
 
 __all__ = [
     "ERROR_EVENTS",
@@ -30,7 +31,6 @@ __all__ = [
     "ErrorReply",
     "error_event",
     "error_reply",
-    "event_type",
     "failed_event",
     "request_id",
     "streams_an_error",
@@ -183,17 +183,6 @@ def failed_event(
     return sse.encode(json.dumps(data), event="response.failed").raw
 
 
-def event_type(event: sse.Event) -> str | None:
-    """The type of an SSE event: its ``event:`` name, else the ``type`` of its JSON data (None: neither)."""
-    if event.event:
-        return event.event
-    try:
-        data = event.json() if event.data is not None else None
-    except ValueError:
-        return None
-    return data.get("type") if isinstance(data, dict) else None
-
-
 def streams_an_error(body: bytes) -> bool:
     """True when the last event of the stream ``body`` is an error (:data:`ERROR_EVENTS`; both providers end a
     stream with its error event): it answers with a failure although its status is 200.
@@ -206,5 +195,5 @@ def streams_an_error(body: bytes) -> bool:
         if boundary is None:  # the last bytes are all one long event: not an error event
             return False
         tail = body[boundary.end():]
-    types = [kind for kind in map(event_type, sse.iter_events([tail])) if kind is not None]
+    types = [event_type(event) for event in sse.iter_events([tail]) if event.dispatched]
     return bool(types) and types[-1] in ERROR_EVENTS

@@ -47,6 +47,7 @@ import yaml
 
 from replaykit import sse
 from replaykit.errors import UsageError, located
+from replaykit.overview import event_type
 from replaykit.routes import PROVIDERS, ROUTES
 from replaykit.server import envelopes
 from replaykit.server.plan import Plan, error_plan
@@ -439,10 +440,10 @@ def _corrupt_event(plan: Plan, fault: Fault) -> bool:
 def _drop_terminal(plan: Plan, fault: Fault) -> bool:
     for index in range(min(len(plan.events), len(plan.chunks)) - 1, -1, -1):
         event = plan.events[index]
-        kind = envelopes.event_type(event)
+        kind = event_type(event)
         if kind in TERMINAL_EVENTS or (event.data or "").strip() == "[DONE]":
             del plan.chunks[index], plan.due[index]
-            plan.notes.append(f"terminal event {index + 1} ({kind or event.data}) dropped")
+            plan.notes.append(f"terminal event {index + 1} ({kind}) dropped")
             plan.altered = True
             return True
     plan.notes.append("not applied: no terminal event in the stream")
