@@ -39,6 +39,7 @@ from aiohttp import web
 from replaykit import cassette, contracts, jsondoc
 from replaykit.cassette import Cassette, Interaction
 from replaykit.errors import ReplaykitError, UsageError, located
+from replaykit.netguard import is_loopback
 from replaykit.resources import find_cassette
 from replaykit.server.app import ADMIN_PREFIX, Host, State, Unreadable, read_body
 from replaykit.server.faults import Fault, fault_at, faults_from, faults_json
@@ -184,6 +185,10 @@ async def _cassettes(request: web.BaseRequest, state: State) -> web.Response:
 async def _load(request: web.BaseRequest, state: State) -> web.Response:
     host = _host(state)
     sources, add = posted_load(await _body(request, state, _LOAD), host.max_body)
+    if not is_loopback(request.remote) and any(isinstance(source, Path) for source in sources):
+        raise _Refused(403, f"{_LOAD}: files are loaded by name only for a client on this machine (a server "
+                            "started with --allow-remote reads no file for a remote client); send the "
+                            'cassettes themselves: {"cassettes": [{"name": ..., "cassette": ...}]}')
     try:  # files are read off the event loop: other requests go on meanwhile
         await asyncio.to_thread(host.load, sources, add=add)
     except ReplaykitError as exc:  # a file that does not parse: its message names it, the line and the fix

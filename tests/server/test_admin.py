@@ -12,7 +12,7 @@ import yaml
 from server_support import ANTHROPIC, anthropic_message, anthropic_request, bundled, json_interaction
 
 from replaykit import cassette, contracts
-from replaykit.server import FakeProvider
+from replaykit.server import FakeProvider, admin
 
 SEARCH = "anthropic/web_search.yaml"
 
@@ -62,6 +62,17 @@ def test_a_path_not_found_here_is_a_bundled_cassette(
     fake = serve()
     assert _admin(fake, "POST", "cassettes", json={"paths": [SEARCH]}).status_code == 200
     assert _loaded(fake) == [str(bundled(SEARCH))]
+
+
+def test_a_remote_client_loads_no_file_by_name(serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = serve()
+    monkeypatch.setattr(admin, "is_loopback", lambda host: False)  # as a peer of --allow-remote would be
+    refused = _admin(fake, "POST", "cassettes", json={"paths": [str(bundled(SEARCH))]})
+    assert refused.status_code == 403 and "files are loaded by name only for a client on this machine" \
+        in refused.json()["error"]
+    assert _loaded(fake) == []
+    held = [{"name": "sent", "cassette": bundled(SEARCH).read_text(encoding="utf-8")}]
+    assert _admin(fake, "POST", "cassettes", json={"cassettes": held}).status_code == 200
 
 
 def test_a_cassette_held_in_the_body_as_yaml_or_as_a_document(serve: Any) -> None:
