@@ -1,26 +1,22 @@
 """The wheel ships contracts/, cassettes/ and scenarios/: a non-editable install finds them as package data,
 and its console script finds the bundled cassettes by name (``cassettes``, ``show``, ``verify``, ``serve``).
 
-Builds a wheel of the checkout, installs it (``--no-deps``) into a fresh venv made with this interpreter,
-then, from a folder outside the repository and with only the project venv's site-packages on PYTHONPATH
-(for the dependencies: offline and quick, where installing them from PyPI would take minutes and the
-network), asks the installed ``replaykit.resources.data_dir`` where each folder is and runs the installed
-``replaykit`` command, each run bounded by a timeout.
+With the wheel of the checkout installed (``--no-deps``) into a fresh venv (the ``wheel_venv`` fixture:
+``tests/wheel_support.py``), from a folder outside the repository and with only the project venv's
+site-packages on PYTHONPATH for the dependencies, asks the installed ``replaykit.resources.data_dir`` where
+each folder is and runs the installed ``replaykit`` command, each run bounded by a timeout.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import signal
 import subprocess
-import sys
-import sysconfig
 from pathlib import Path
 
 import httpx
 import pytest
+from wheel_support import Installed, completed, outside_env, run
 
 from replaykit import cassette
 from replaykit.resources import data_dir
@@ -46,48 +42,14 @@ json.dump({"module": replaykit.__file__, "dirs": found, "files": files, "loaded"
 STREAM = "anthropic/web_search_stream.yaml"
 
 
-def run(*command: str | Path, cwd: Path, env: dict[str, str] | None = None, timeout: float = 600) -> str:
-    return completed(*command, cwd=cwd, env=env, timeout=timeout).stdout
-
-
-def completed(*command: str | Path, cwd: Path, env: dict[str, str] | None = None,
-              timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([str(part) for part in command], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
-    assert done.returncode == 0, f"{command} failed:\n{done.stdout}\n{done.stderr}"
-    return done
-
-
 def source_files(kind: str) -> list[str]:
     folder = ROOT / kind
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
                   if p.is_file() and "__pycache__" not in p.parts)
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(the fresh venv's python, its site-packages) with the wheel installed."""
-    work = tmp_path_factory.mktemp("wheel")
-    # without hatchling in this venv, build makes an isolated environment and fetches it from the index
-    isolation = ["--no-isolation"] if importlib.util.find_spec("hatchling") else []
-    run(sys.executable, "-m", "build", "--wheel", *isolation, "--outdir", work / "dist", ROOT, cwd=work)
-    [wheel] = (work / "dist").glob("replaykit-*.whl")
-    run(sys.executable, "-m", "venv", "--without-pip", work / "venv", cwd=work)
-    python = work / "venv" / "bin" / "python"
-    run(sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", wheel, cwd=work)
-    purelib = run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=work).strip()
-    return python, Path(purelib)
-
-
-def outside_env() -> dict[str, str]:
-    """The environment of a run outside the repository: the project venv's site-packages for the
-    dependencies only, no PYTHON* or VIRTUAL_ENV variable of this run."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    return env | {"PYTHONPATH": sysconfig.get_paths()["purelib"], "PYTHONNOUSERSITE": "1"}
-
-
-def test_data_dirs_resolve_inside_the_installed_package(installed: tuple[Path, Path], tmp_path: Path) -> None:
-    python, site = installed
+def test_data_dirs_resolve_inside_the_installed_package(wheel_venv: Installed, tmp_path: Path) -> None:
+    python, site = wheel_venv
     report = json.loads(run(python, "-c", PROBE, cwd=tmp_path, env=outside_env()))
     assert Path(report["module"]).parent == site / "replaykit", "imported the checkout, not the wheel"
     for kind in KINDS:
@@ -97,9 +59,9 @@ def test_data_dirs_resolve_inside_the_installed_package(installed: tuple[Path, P
     assert report["loaded"] and all(count > 0 for count in report["loaded"])
 
 
-def test_the_installed_command_lists_and_shows_the_bundled_cassettes(installed: tuple[Path, Path],
+def test_the_installed_command_lists_and_shows_the_bundled_cassettes(wheel_venv: Installed,
                                                                      tmp_path: Path) -> None:
-    python, site = installed
+    python, site = wheel_venv
     command, bundled = python.parent / "replaykit", site / "replaykit" / "_data" / "cassettes"
     assert run(command, "--version", cwd=tmp_path, env=outside_env(), timeout=60).startswith("replaykit 0.")
     listed = run(command, "cassettes", cwd=tmp_path, env=outside_env(), timeout=60).splitlines()
@@ -111,9 +73,8 @@ def test_the_installed_command_lists_and_shows_the_bundled_cassettes(installed: 
     run(command, "verify", STREAM, cwd=tmp_path, env=outside_env(), timeout=60)
 
 
-def test_the_installed_command_serves_a_bundled_cassette(installed: tuple[Path, Path],
-                                                         tmp_path: Path) -> None:
-    python, _ = installed
+def test_the_installed_command_serves_a_bundled_cassette(wheel_venv: Installed, tmp_path: Path) -> None:
+    python, _ = wheel_venv
     body = cassette.load(data_dir("cassettes") / STREAM).interactions[0].request.json()
     with subprocess.Popen([python.parent / "replaykit", "serve", STREAM, "--json"], cwd=tmp_path,
                           env=outside_env() | {"PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,

@@ -1,28 +1,207 @@
-"""The README's Python examples run, in order, in one namespace, from the repository root."""
+"""The README's examples run as written, each on its own.
+
+Markers: an HTML comment on the line just before a fence (hidden where the README is rendered),
+``<!-- readme: WORD ... -->``, with these words:
+
+- ``wheel``: run by the wheel of the checkout installed in a fresh venv (the ``wheel_venv`` fixture,
+  ``tests/wheel_support.py``), with the dependencies but not the checkout on its path; without it, by the
+  checkout (``PYTHONPATH`` the repository root). Either way from a temp folder, never the repository root.
+- ``pytest``: the ```python block is a test file: saved as ``test_readme_example.py`` and run by ``pytest``
+  (``-W error``), which must collect it and pass. A block that defines a ``test_…`` function must say so.
+
+What runs, each in a fresh interpreter (a subprocess: no block sees another's names):
+
+- every ```python block, as a script (or a test file); none may have a ``...`` statement for a body;
+- in a ```bash block, each line that starts with ``replaykit `` (the other lines, ``./scripts/…``, bootstrap a
+  venv or run for minutes: not run). The temp folder stands for a user's project holding what the tour names:
+  ``my_cassettes/`` (a copy of the bundled Anthropic cassettes) and ``my_estimator.js``
+  (``tests/fixtures/estimator.js``). A command must exit 0; ``serve`` (it runs until stopped) must print its
+  URLs (the line needs ``--json``), answer every request recorded in the cassettes it names, and exit 0 on
+  SIGINT;
+- the ```js block is run by ``tests/server/test_node_sdks.py``, not here.
+
+A script is padded with blank lines so that a traceback's line numbers are the README's.
+"""
 
 from __future__ import annotations
 
+import ast
+import json
+import os
 import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import httpx
 import pytest
+from wheel_support import ROOT, Installed, outside_env
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.DOTALL)
+from replaykit import cassette
+from replaykit.resources import find_cassette
+
+README = ROOT / "README.md"
+TEXT = README.read_text(encoding="utf-8")
+FENCE = re.compile(r"^(?:<!-- readme: (?P<marks>[^>]*?) -->\n)?```(?P<lang>\w*)\n(?P<code>.*?)^```$",
+                   flags=re.MULTILINE | re.DOTALL)
+MARKS = {"wheel", "pytest"}
+TIMEOUT = 300  # seconds: a bound on a hang, not a speed check (the property suite takes a few seconds)
+
+
+@dataclass(frozen=True)
+class Block:
+    """A fenced block of the README: its language, its marker words, its code and the line the code starts."""
+
+    lang: str
+    marks: frozenset[str]
+    code: str
+    line: int
+
+
+def blocks(text: str) -> list[Block]:
+    return [Block(match["lang"], frozenset((match["marks"] or "").split()), match["code"],
+                  text.count("\n", 0, match.start("code")) + 1) for match in FENCE.finditer(text)]
+
+
+BLOCKS = blocks(TEXT)
+PYTHON = [block for block in BLOCKS if block.lang == "python"]
+COMMANDS = [pytest.param(block, block.line + number, argv, id=f"line{block.line + number}-{argv[1]}")
+            for block in BLOCKS if block.lang == "bash"
+            for number, line in enumerate(block.code.splitlines()) if line.startswith("replaykit ")
+            for argv in [shlex.split(line, comments=True)]]
+
+
+@dataclass(frozen=True)
+class Runner:
+    """How a block runs: the interpreter, the ``replaykit`` command, the environment."""
+
+    python: str
+    replaykit: list[str]
+    env: dict[str, str]
+
+
+def runner(block: Block, request: pytest.FixtureRequest) -> Runner:
+    if "wheel" in block.marks:
+        installed: Installed = request.getfixturevalue("wheel_venv")
+        return Runner(str(installed.python), [str(installed.command)], outside_env())
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
+    return Runner(sys.executable, [sys.executable, "-m", "replaykit"], env | {"PYTHONPATH": str(ROOT)})
+
+
+def ran(command: list[str], cwd: Path, env: dict[str, str], where: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT,
+                          check=False)
+    assert done.returncode == 0, (f"{where}: {shlex.join(command)} exited {done.returncode}:\n"
+                                  f"{done.stdout}\n{done.stderr}")
+    return done
+
+
+def defines_tests(code: str) -> bool:
+    return any(isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
+               for node in ast.parse(code).body)
+
+
+def ellipses(code: str) -> list[int]:
+    """The lines of ``...`` statements (a body left out)."""
+    return [node.lineno for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant) and node.value.value is ...]
+
+
+# ---------------------------------------------------------------- the README's shape
 
 
 def test_the_readme_opens_with_the_two_commands() -> None:
-    head = README.read_text(encoding="utf-8").split("\n## ", 1)[0]
+    head = TEXT.split("\n## ", 1)[0]
     assert "./scripts/demo" in head and "./scripts/test" in head
 
 
 def test_the_readme_has_examples() -> None:
-    assert len(BLOCKS) >= 5
+    assert len(PYTHON) >= 5 and len(COMMANDS) >= 5
+    assert any("pytest" in block.marks for block in PYTHON)
 
 
-def test_the_readme_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(README.parent)
-    namespace: dict[str, object] = {"__name__": "readme"}
-    for number, block in enumerate(BLOCKS, start=1):
-        code = compile(block, f"README.md python block {number}", "exec")
-        exec(code, namespace)
+def test_every_marker_is_known_and_marks_a_block() -> None:
+    marked = sum(1 for block in BLOCKS if block.marks)
+    assert TEXT.count("<!-- readme:") == marked, "a <!-- readme: ... --> marker not just before a fence"
+    for block in BLOCKS:
+        where = f"README.md line {block.line}"
+        assert block.marks <= MARKS, f"{where}: unknown marker words {sorted(block.marks - MARKS)}"
+        assert block.lang in {"python", "bash", "js"}, f"{where}: a ```{block.lang} block"
+        assert "pytest" not in block.marks or block.lang == "python", f"{where}: pytest marks a python block"
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=lambda block: f"line{block.line}")
+def test_a_python_example_is_complete(block: Block) -> None:
+    lines = [block.line + number - 1 for number in ellipses(block.code)]
+    assert not lines, f"README.md lines {lines}: `...` where the example's code belongs"
+    assert defines_tests(block.code) == ("pytest" in block.marks), (
+        f"README.md line {block.line}: a block defining test_ functions is marked <!-- readme: pytest -->, "
+        "and only such a block")
+
+
+# ---------------------------------------------------------------- the examples run
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", PYTHON, ids=lambda block: f"line{block.line}")
+def test_a_python_example_runs_alone(block: Block, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    run = runner(block, request)
+    name = "test_readme_example.py" if "pytest" in block.marks else "readme_example.py"
+    (tmp_path / name).write_text("\n" * (block.line - 1) + block.code, encoding="utf-8")
+    if "pytest" in block.marks:
+        done = ran([run.python, "-m", "pytest", "-p", "no:cacheprovider", "-W", "error", "-q", name],
+                   tmp_path, run.env, f"README.md line {block.line}")
+        assert re.search(r"\b\d+ passed", done.stdout) and "skipped" not in done.stdout, done.stdout
+    else:
+        ran([run.python, name], tmp_path, run.env, f"README.md line {block.line}")
+
+
+def project(folder: Path) -> Path:
+    """A user's project as the tour names its files: ``my_cassettes/`` and ``my_estimator.js``."""
+    shutil.copytree(ROOT / "cassettes" / "anthropic", folder / "my_cassettes")
+    shutil.copy(ROOT / "tests" / "fixtures" / "estimator.js", folder / "my_estimator.js")
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("block", "line", "argv"), COMMANDS)
+def test_a_command_runs(block: Block, line: int, argv: list[str], request: pytest.FixtureRequest,
+                        tmp_path: Path) -> None:
+    if any(word.startswith("node ") for word in argv) and shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    run, folder = runner(block, request), project(tmp_path)
+    if argv[1] == "serve":
+        serves(run.replaykit + argv[1:], folder, run.env, f"README.md line {line}")
+    else:
+        ran(run.replaykit + argv[1:], folder, run.env, f"README.md line {line}")
+
+
+def serves(command: list[str], folder: Path, env: dict[str, str], where: str) -> None:
+    """``serve`` prints its URLs, answers each request its cassettes recorded, and exits 0 on SIGINT."""
+    assert "--json" in command, f"{where}: the test reads the URLs `serve --json` prints"
+    with subprocess.Popen(command, cwd=folder, env=env | {"PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stdout is not None
+            origin = json.loads(proc.stdout.readline())["anthropic"]
+            for interaction in recorded(command, folder):
+                sent = interaction.request
+                reply = httpx.request(sent.method, origin + urlsplit(sent.uri).path, content=sent.body,
+                                      headers={"content-type": "application/json"}, timeout=TIMEOUT)
+                assert reply.status_code == interaction.response.status, reply.text
+        finally:
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 0, f"{where}: {shlex.join(command)} exited {proc.returncode}:\n{err}"
+
+
+def recorded(command: list[str], folder: Path) -> list[cassette.Interaction]:
+    """The interactions of the cassettes a ``serve`` command names (its arguments not starting with -)."""
+    names = [arg for arg in command[command.index("serve") + 1:] if not arg.startswith("-")]
+    paths = cassette.iter_paths([find_cassette(name, folder) for name in names])
+    return [interaction for path in paths for interaction in cassette.load(path).interactions]

@@ -4,7 +4,7 @@ Point an application, in any language, at it instead of the real API::
 
     from replaykit.server import FakeProvider, Fault
 
-    with FakeProvider(["cassettes/anthropic/search.yaml"]) as fake:
+    with FakeProvider(["cassettes/anthropic/web_search.yaml"]) as fake:
         client = anthropic.Anthropic(base_url=fake.base_url("anthropic"), api_key="x")
         fake.inject(Fault.parse("route=anthropic,nth=1,status=429,retry_after_ms=1"))
         message = client.messages.create(...)          # one 429, the SDK retries, gets the recording
@@ -55,7 +55,10 @@ its body differs, secrets masked (``nearest: a.yaml#0 (refused by: body): /model
 its journal entry lists the near misses.
 
 What is loaded: ``load(cassettes, add=False)`` replaces the cassettes (paths, folders, or
-:class:`~replaykit.cassette.Cassette` objects; ``add=True`` loads them after the others), ``unload(names=())``
+:class:`~replaykit.cassette.Cassette` objects; ``add=True`` loads them after the others), a name not found
+where you are being looked up among the bundled cassettes, as ``replaykit serve`` does
+(:func:`~replaykit.resources.find_cassette`: ``FakeProvider(["anthropic/web_search.yaml"])`` works from any
+folder); ``unload(names=())``
 unloads those named as ``x-replaykit-cassette`` names them (all without names), ``stub(interaction)`` adds
 one interaction to the cassette ``<stubs>``, ``cassettes()`` lists what is loaded; all safe while serving.
 

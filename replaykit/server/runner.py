@@ -17,7 +17,6 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import replace
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -28,6 +27,7 @@ from replaykit.cassette import Cassette, Interaction
 from replaykit.contracts import Profile, resolve_profile
 from replaykit.errors import MatchError, UsageError
 from replaykit.netguard import proxy_env
+from replaykit.resources import find_cassette
 from replaykit.routes import PROVIDERS, base_urls, classify_uri
 from replaykit.server import admin
 from replaykit.server.app import Settings, State, make_server
@@ -79,16 +79,15 @@ def _sources(cassettes: CassetteSource | Iterable[CassetteSource]) -> list[Casse
 def _loaded(cassettes: CassetteSource | Iterable[CassetteSource],
             max_body: int = cassette_mod.MAX_BODY) -> list[tuple[str, Cassette]]:
     """Each cassette named (files, folders of them, or :class:`Cassette` objects) with its label, in order;
-    a file's compressed bodies may decode to ``max_body`` bytes at most."""
+    a name is found as the command line finds it (:func:`~replaykit.resources.find_cassette`: as given, else
+    among the bundled cassettes); a file's compressed bodies may decode to ``max_body`` bytes at most."""
     loaded: list[tuple[str, Cassette]] = []
     for number, source in enumerate(_sources(cassettes)):
         if isinstance(source, Cassette):
             loaded.append((str(source.path) if source.path else f"<cassette {number}>", source))
             continue
-        if not Path(source).exists():
-            raise UsageError(f"{source}: no such cassette file or folder")
         loaded += [(str(path), cassette_mod.load(path, max_body=max_body))
-                   for path in cassette_mod.iter_paths([source])]
+                   for path in cassette_mod.iter_paths([find_cassette(source)])]
     return loaded
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import socket
 import sys
 import threading
@@ -17,6 +18,7 @@ from server_support import anthropic_request, message_cassette, stream_cassette,
 from replaykit.cassette import Request
 from replaykit.errors import CassetteError, UsageError
 from replaykit.netguard import REFUSING_PROXY
+from replaykit.resources import data_dir
 from replaykit.server import DUMMY_KEY, FakeProvider, Received, runner
 from replaykit.server.runner import check_host
 
@@ -140,6 +142,19 @@ def test_load_reports_missing_and_broken_cassettes(tmp_path: Path) -> None:
     broken.write_text("version: 1\ninteractions: [\n", encoding="utf-8")
     with pytest.raises(CassetteError, match=r"broken\.yaml"):
         FakeProvider(str(broken))
+
+
+def test_a_name_not_found_here_is_a_bundled_cassette(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no cassettes/ here: both are the bundled cassettes, as serve finds them
+    fake = FakeProvider(["anthropic/web_search.yaml", "cassettes/anthropic/web_search_stream.yaml"])
+    bundled = data_dir("cassettes") / "anthropic"
+    assert [row["cassette"] for row in fake.cassettes()] == [str(bundled / "web_search.yaml"),
+                                                             str(bundled / "web_search_stream.yaml")]
+    (tmp_path / "anthropic").mkdir()
+    shutil.copy(bundled / "web_search_stream.yaml", tmp_path / "anthropic" / "web_search.yaml")
+    fake.load("anthropic/web_search.yaml")  # a file where you are comes first
+    assert [row["cassette"] for row in fake.cassettes()] == ["anthropic/web_search.yaml"]
 
 
 def test_env_and_base_urls(serve: Any) -> None:
