@@ -18,8 +18,9 @@ objects) and uses libyaml's C loader when PyYAML has it.
 
 Bodies are held decoded (``bytes``); JSON bodies are exposed parsed (:meth:`Request.json`,
 :meth:`Response.json`), SSE bodies as :mod:`replaykit.sse` events with their byte boundaries
-(:attr:`Response.events`). :meth:`Cassette.fingerprint` is a SHA-256 of the traffic in a canonical form
-(see :func:`canonical_parts`) that is the same before and after a save. :func:`save` writes atomically.
+(:attr:`Response.events`, or one at a time: :meth:`Response.iter_events`). :meth:`Cassette.fingerprint` is a
+SHA-256 of the traffic in a canonical form (see :func:`canonical_parts`) that is the same before and after a
+save; a long JSON body's canonical form is hashed a piece at a time. :func:`save` writes atomically.
 
 :func:`load` keeps parsed cassettes in a cache keyed by the SHA-256 of the file's bytes, so a changed
 file is always parsed again; every call returns a fresh copy that the caller may change freely.
@@ -213,6 +214,8 @@ def body_json(body: bytes | None) -> Any:
 
 # ---------------------------------------------------------------- the model
 
+_SSE_PIECE = 1 << 16  # bytes of a stream parsed at a time by Response.iter_events
+
 
 @dataclass(slots=True)
 class Request:
@@ -268,6 +271,16 @@ class Response:
             self._events[:] = [(self.body, sse.parse(self.body))]
         return list(self._events[0][1])
 
+    def iter_events(self) -> Iterator[sse.Event]:
+        """The events of :attr:`events` one at a time, parsed as the body is read and none kept: for a long
+        stream, whose events :attr:`events` would hold all at once."""
+        if not self.is_stream:
+            return iter(())
+        if self._events and self._events[0][0] is self.body:
+            return iter(self._events[0][1])
+        body = self.body
+        return sse.iter_events(body[at : at + _SSE_PIECE] for at in range(0, len(body), _SSE_PIECE))
+
     def json(self) -> Any:
         """The body parsed as JSON (a fresh object each call), or ``None`` for a stream, empty or not JSON."""
         return None if self.is_stream else body_json(self.body)
@@ -312,15 +325,17 @@ class Cassette:
         """Canonical SHA-256 of the traffic (not the metadata): the same before and after a save."""
         digest = hashlib.sha256()
         for item in self.interactions:
-            for part in canonical_parts(item):
-                digest.update(len(part).to_bytes(8, "big"))
-                digest.update(part)
+            for pieces in _canonical(item):
+                digest.update(sum(map(len, pieces)).to_bytes(8, "big"))
+                for piece in pieces:
+                    digest.update(piece)
         return f"sha256:{digest.hexdigest()}"
 
 
 # ---------------------------------------------------------------- the canonical form
 
 _NOT_TRAFFIC = frozenset({"content-length", "content-encoding", "transfer-encoding"})
+_SLICE = 1 << 20  # characters of a long JSON string encoded at a time
 
 
 def canonical_parts(item: Interaction) -> Iterator[bytes]:
@@ -334,13 +349,19 @@ def canonical_parts(item: Interaction) -> Iterator[bytes]:
     metadata are not traffic. :meth:`Cassette.fingerprint` hashes every part, each preceded by its length
     as 8 big-endian bytes, so no two different sequences of parts hash alike.
     """
+    return (b"".join(pieces) for pieces in _canonical(item))
+
+
+def _canonical(item: Interaction) -> Iterator[Iterable[bytes]]:
+    """The parts of :func:`canonical_parts`, each as pieces that can be gone through twice (to measure,
+    then to hash): a long JSON body's canonical form is made again each time, never held whole."""
     req, resp = item.request, item.response
-    yield req.method.upper().encode()
-    yield req.uri.encode()
-    yield _canonical_headers(req.headers)
+    yield (req.method.upper().encode(),)
+    yield (req.uri.encode(),)
+    yield (_canonical_headers(req.headers),)
     yield _canonical_body(req.body)
-    yield str(resp.status).encode()
-    yield _canonical_headers(resp.headers)
+    yield (str(resp.status).encode(),)
+    yield (_canonical_headers(resp.headers),)
     yield _canonical_body(resp.body)
 
 
@@ -350,12 +371,58 @@ def _canonical_headers(headers: Headers) -> bytes:
     return json.dumps(pairs, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def _canonical_body(body: bytes | None) -> bytes:
+def _canonical_body(body: bytes | None) -> Iterable[bytes]:
     parsed = body_json(body)
     if parsed is None:
-        return body or b""
-    canonical = json.dumps(parsed, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return canonical.encode("utf-8", "surrogatepass")  # JSON may escape a lone surrogate: "\ud800"
+        return (body or b"",)
+    long = _long_strings(parsed, set()) if len(body or b"") > _SLICE else set()
+    if not long:
+        return (_canonical_json(parsed).encode("utf-8", "surrogatepass"),)  # JSON may escape a lone surrogate
+    return _CanonicalPieces(parsed, long)
+
+
+def _canonical_json(doc: Any) -> str:
+    return json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+class _CanonicalPieces:
+    """The canonical JSON of a parsed body holding long strings, encoded a piece at a time on each pass."""
+
+    def __init__(self, doc: Any, long: set[int]) -> None:
+        self.doc, self.long = doc, long
+
+    def __iter__(self) -> Iterator[bytes]:
+        return (text.encode("utf-8", "surrogatepass") for text in self._pieces(self.doc))
+
+    def _pieces(self, doc: Any) -> Iterator[str]:
+        """:func:`_canonical_json` of ``doc``, what holds a long string written a piece at a time."""
+        if id(doc) not in self.long:
+            yield _canonical_json(doc)
+        elif isinstance(doc, str):
+            yield '"'
+            for at in range(0, len(doc), _SLICE):
+                yield _canonical_json(doc[at : at + _SLICE])[1:-1]
+            yield '"'
+        elif isinstance(doc, dict):
+            for index, (key, value) in enumerate(sorted(doc.items())):
+                yield ("{" if index == 0 else ",") + _canonical_json(key) + ":"
+                yield from self._pieces(value)
+            yield "}"
+        else:
+            for index, value in enumerate(doc):
+                yield "[" if index == 0 else ","
+                yield from self._pieces(value)
+            yield "]"
+
+
+def _long_strings(doc: Any, found: set[int]) -> set[int]:
+    """The ids of the strings in ``doc`` longer than a slice, and of the arrays and objects that hold one."""
+    children = doc.values() if isinstance(doc, dict) else doc if isinstance(doc, list) else ()
+    for child in children:
+        _long_strings(child, found)
+    if (isinstance(doc, str) and len(doc) > _SLICE) or any(id(child) in found for child in children):
+        found.add(id(doc))
+    return found
 
 
 # ---------------------------------------------------------------- reading: shapes

@@ -36,6 +36,7 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 _TWO_ENDS = re.compile(rb"(?>\r\n|\r|\n)(?>\r\n|\r|\n)")
 _BOM = b"\xef\xbb\xbf"
 _CR = 0x0D
+_CR_BYTE = b"\r"
 _LINE_END_BYTES = (0x0A, 0x0D)
 
 
@@ -85,7 +86,8 @@ def _fields(raw: bytes, skip: int, terminated: bool, last_id: str) -> tuple[Even
     comments: list[str] = []
     event = ident = None
     retry = None
-    for line in _LINE_END.split(raw[skip:].decode("utf-8", errors="replace")):
+    text = raw[skip:].decode("utf-8", errors="replace")
+    for line in text.split("\n") if "\r" not in text else _LINE_END.split(text):
         if not line:
             continue
         if line[0] == ":":
@@ -136,11 +138,12 @@ class Parser:
         if not final and not self._may_end():
             return []
         buffer, events, start = self._buffer, [], 0
-        while match := _BLOCK.match(buffer, start + (self._skip or 0)):
-            if not final and match.end() == len(buffer) and buffer[-1] == _CR:
+        plain = _CR_BYTE not in buffer
+        while (end := _block_end(buffer, start + (self._skip or 0), plain)) >= 0:
+            if not final and end == len(buffer) and buffer[-1] == _CR:
                 break  # a CR at the very end may be the first half of a CRLF
-            events.append(self._event(bytes(buffer[start : match.end()]), terminated=True))
-            start = match.end()
+            events.append(self._event(bytes(buffer[start:end]), terminated=True))
+            start = end
         del buffer[:start]
         self._checked = len(buffer)
         return events
@@ -150,7 +153,11 @@ class Parser:
         head = self._skip or 0
         if len(self._buffer) > head and self._buffer[head] in _LINE_END_BYTES:
             return True  # a blank line right away
-        found = _TWO_ENDS.search(self._buffer, max(head, self._checked - 2)) is not None
+        resume = max(head, self._checked - 2)
+        if _CR_BYTE not in self._buffer:
+            found = self._buffer.find(b"\n\n", resume) >= 0
+        else:
+            found = _TWO_ENDS.search(self._buffer, resume) is not None
         self._checked = len(self._buffer)
         return found
 
@@ -166,6 +173,18 @@ class Parser:
         return event
 
 
+def _block_end(buffer: bytes | bytearray, at: int, plain: bool) -> int:
+    """Where the block starting at ``at`` ends (after its blank line), or -1; ``plain``: the buffer holds no
+    CR, so a line ends with LF and a blank line follows two LFs in a row (found without a pattern)."""
+    if not plain:
+        match = _BLOCK.match(buffer, at)
+        return match.end() if match else -1
+    if buffer[at : at + 1] == b"\n":
+        return at + 1
+    found = buffer.find(b"\n\n", at)
+    return found + 2 if found >= 0 else -1
+
+
 def parse(body: bytes | str) -> list[Event]:
     """Parse a whole stream body into its blocks."""
     data = body.encode("utf-8") if isinstance(body, str) else body
@@ -175,9 +194,9 @@ def parse(body: bytes | str) -> list[Event]:
 
 def count(body: bytes) -> int:
     """How many events :func:`parse` finds in ``body``, without building them (several times faster)."""
-    blocks, start, skip = 0, 0, len(_BOM) if body.startswith(_BOM) else 0
-    while match := _BLOCK.match(body, start + skip):
-        blocks, start, skip = blocks + 1, match.end(), 0
+    blocks, start, skip, plain = 0, 0, len(_BOM) if body.startswith(_BOM) else 0, _CR_BYTE not in body
+    while (end := _block_end(body, start + skip, plain)) >= 0:
+        blocks, start, skip = blocks + 1, end, 0
     return blocks + (start < len(body))
 
 

@@ -772,3 +772,44 @@ def test_a_huge_integer_offset_is_a_clear_error_not_a_crash(tmp_path: Path) -> N
 )
 def test_header_reads_every_header_shape(headers: Any, expected: str | None) -> None:
     assert cassette.header(headers, "retry-after") == expected
+
+
+def _canonical_reference(item: Interaction) -> list[bytes]:
+    """The canonical parts as first written: each body parsed, then dumped whole."""
+    def body(raw: bytes | None) -> bytes:
+        parsed = cassette.body_json(raw)
+        if parsed is None:
+            return raw or b""
+        return json.dumps(parsed, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8", "surrogatepass")
+
+    req, resp = item.request, item.response
+    return [req.method.upper().encode(), req.uri.encode(), cassette._canonical_headers(req.headers),
+            body(req.body), str(resp.status).encode(), cassette._canonical_headers(resp.headers),
+            body(resp.body)]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda items: st.lists(items, max_size=4) | st.dictionaries(st.text(max_size=8), items, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_a_long_json_body_is_fingerprinted_a_piece_at_a_time_as_if_whole(doc: Any) -> None:
+    raw = json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    item = Interaction(Request("POST", "https://a.example/v1", {}, raw), Response(200, "OK", {}, raw))
+    with MonkeyPatch.context() as patch:
+        patch.setattr(cassette, "_SLICE", 3)  # every string of more than 3 characters is written in slices
+        pieces = list(cassette.canonical_parts(item))
+        streamed = Cassette([item]).fingerprint()
+    assert pieces == _canonical_reference(item)
+    assert streamed == Cassette([item]).fingerprint()
+
+
+def test_events_can_be_read_one_at_a_time(monkeypatch: MonkeyPatch) -> None:
+    monkeypatch.setattr(cassette, "_SSE_PIECE", 5)  # blocks, lines and characters cut across reads
+    for response in (item.response for item in stream_cassette().interactions):
+        assert list(response.iter_events()) == response.events
+    assert list(Response(200, "OK", {}, b"data: 1\n\n").iter_events()) == []

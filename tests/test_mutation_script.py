@@ -15,7 +15,8 @@ import _mutation
 @pytest.mark.parametrize(("module", "tests"), [
     ("replaykit/sse.py", ["tests/test_sse.py"]),
     ("replaykit/server/diff.py", ["tests/server/test_diff.py"]),
-    ("replaykit/redact/shapes.py", ["tests/test_redact.py", "tests/test_redact_matrix.py"]),  # the package's
+    ("replaykit/redact/shapes.py", ["tests/test_redact.py", "tests/test_redact_long.py",
+                                    "tests/test_redact_matrix.py"]),  # the package's
 ])
 def test_the_tests_that_mirror_a_module(module: str, tests: list[str]) -> None:
     assert _mutation.mirrored_tests(module) == tests

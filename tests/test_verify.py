@@ -9,7 +9,7 @@ import pytest
 from recordings import RECORDED
 from test_redact import _in_text, planted
 
-from replaykit import contracts
+from replaykit import contracts, verify
 from replaykit.cassette import Cassette
 from replaykit.errors import UsageError
 from replaykit.findings import Finding
@@ -277,3 +277,12 @@ def test_shared_yaml_aliases_are_scanned_once(tmp_path: Path, monkeypatch: pytes
     target = tmp_path / "laughs.yaml"
     target.write_text(text)
     assert [f.code for f in verify_file(target, checks=LOCAL).findings] == []
+
+
+def test_the_raw_text_is_read_a_piece_at_a_time_as_if_whole(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(verify, "_READ", 3)  # characters, and bad bytes, cut across reads
+    raw = "café — 😀 ok\n".encode() + b"\xff\xc3(\xe2\x82" + "fin é".encode() + b"\xf0\x9f"
+    path = tmp_path / "mixed.yaml"
+    path.write_bytes(raw)
+    assert verify._read_text(path) == raw.decode("utf-8", errors="replace")

@@ -72,7 +72,7 @@ def _check_response(contracts: Contracts, route: Route, kinds: Kinds, response: 
     if response.is_stream:
         found = [] if streamed else [Violation("", "stream", "an event stream answers a request without "
                                                "stream: true")]
-        return found + check_events(route, response.events, contracts, profile)
+        return found + check_events(route, response.iter_events(), contracts, profile)
     if streamed:
         return [Violation("", "stream", "the request asked for stream: true but the response is not "
                           "text/event-stream")]

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -92,48 +93,51 @@ class _AnthropicStream:
 _OPENAI_TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete", "error"})
 
 
-def _openai_sequence(events: list[tuple[int, dict[str, Any]]]) -> list[Violation]:
-    """sequence_number strictly increasing; exactly one terminal event, and it is last."""
-    found: list[Violation] = []
-    previous: int | None = None
-    terminal: tuple[int, str] | None = None
-    for index, data in events:
+class _OpenAIStream:
+    """Sequence rules of a Responses stream: sequence_number strictly increasing; exactly one terminal event,
+    and it is last."""
+
+    def __init__(self) -> None:
+        self.found: list[Violation] = []
+        self.previous: int | None = None
+        self.terminal: tuple[int, str] | None = None
+        self.first = True
+
+    def feed(self, index: int, data: dict[str, Any]) -> None:
+        self.first = False
         number = data.get("sequence_number")
         if _is_int(number):
-            if previous is not None and number <= previous:
-                found.append(Violation("/sequence_number", "sequence",
-                                       f"{number} does not increase on the previous {previous}", event=index))
-            previous = number
-        if terminal is not None:
-            found.append(Violation("/type", "sequence", f"{data.get('type')!r} after the terminal event "
-                                   f"{terminal[1]!r} (event {terminal[0]})", event=index))
-        if data.get("type") in _OPENAI_TERMINAL and terminal is None:
-            terminal = (index, str(data.get("type")))
-    if terminal is None and events:
-        found.append(Violation("", "sequence", "the stream has no terminal event (response.completed, "
-                               "response.failed, response.incomplete or error)", event=events[-1][0]))
-    return found
+            if self.previous is not None and number <= self.previous:
+                self.found.append(Violation("/sequence_number", "sequence",
+                                            f"{number} does not increase on the previous {self.previous}",
+                                            event=index))
+            self.previous = number
+        if self.terminal is not None:
+            self.found.append(Violation("/type", "sequence", f"{data.get('type')!r} after the terminal event "
+                                        f"{self.terminal[1]!r} (event {self.terminal[0]})", event=index))
+        if data.get("type") in _OPENAI_TERMINAL and self.terminal is None:
+            self.terminal = (index, str(data.get("type")))
+
+    def finish(self, last: int) -> list[Violation]:
+        if self.terminal is None and not self.first:
+            message = "the stream has no terminal event (response.completed, response.failed, " \
+                      "response.incomplete or error)"
+            self.found.append(Violation("", "sequence", message, event=last))
+        return self.found
 
 
-def _sequence(api: str | None, events: list[tuple[int, dict[str, Any]]]) -> list[Violation]:
-    if api == "anthropic-messages":
-        stream = _AnthropicStream()
-        for index, data in events:
-            stream.feed(index, data)
-        return stream.finish(events[-1][0] if events else 0)
-    return _openai_sequence(events)
-
-
-def check_events(route: Route, events: list[Event], contracts: Contracts | None = None,
+def check_events(route: Route, events: Iterable[Event], contracts: Contracts | None = None,
                  profile: Profile = STRICT) -> list[Violation]:
     """Every event of a stream against the route's stream-event contract, then the provider's sequence
-    rules (a route that never streams, or no contract covers, gets one ``stream`` violation)."""
+    rules (a route that never streams, or no contract covers, gets one ``stream`` violation). The events are
+    read one at a time: a long stream need not be held parsed whole."""
     kind = route.contracts.stream_event if route.contracts else None
     if kind is None:
         return [Violation("", "stream", f"{mask(route.name)} does not stream")]
     chosen = contracts or default()
     found: list[Violation] = []
-    parsed: list[tuple[int, dict[str, Any]]] = []
+    sequence = _AnthropicStream() if route.api == "anthropic-messages" else _OpenAIStream()
+    last = 0
     for index, event in enumerate(events):
         if event.data is None:
             continue
@@ -145,8 +149,9 @@ def check_events(route: Route, events: list[Event], contracts: Contracts | None 
         found += [replace(v, event=index) for v in chosen.validate(kind, data, profile)]
         if isinstance(data, dict):
             found += _event_name(index, event, data)
-            parsed.append((index, data))
-    return found + _sequence(route.api, parsed)
+            sequence.feed(index, data)
+            last = index
+    return found + sequence.finish(last)
 
 
 def _event_name(index: int, event: Event, data: dict[str, Any]) -> list[Violation]:

@@ -21,6 +21,7 @@ when its data held a secret, the other events keep their bytes.
 from __future__ import annotations
 
 import base64
+import codecs
 import copy
 import json
 import re
@@ -31,12 +32,22 @@ from urllib.parse import unquote_plus
 from replaykit import jsondoc, sse
 from replaykit.cassette import Cassette, Headers, Interaction, Request, Response
 from replaykit.pointer import json_pointer
-from replaykit.redact.names import DEFAULT_RULES, Rules, is_secret_field
-from replaykit.redact.shapes import ACCOUNT_PLACEHOLDER, Hit, encoded_forms, excerpt, find, is_placeholder
+from replaykit.redact.names import DEFAULT_RULES, NAME_NEEDLES, Rules, is_secret_field
+from replaykit.redact.shapes import (
+    ACCOUNT_PLACEHOLDER,
+    KINDS,
+    Hit,
+    encoded_forms,
+    excerpt,
+    find,
+    is_placeholder,
+    might_hold_key_in_json,
+)
 
 __all__ = ["SecretFinding", "redact", "redact_header", "scan", "scan_text"]
 _ACCOUNT = re.compile(r"(/client/v4/accounts/)([^/?#]+)")
 _ACCOUNT_ID = re.compile(r"[0-9a-fA-F]{32}")
+_COLON = re.compile(r"[ \t\n\r]*:")  # after a JSON string: it is a key
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#@:]*):([^/?#@]*)@")
 
 
@@ -72,6 +83,12 @@ class _Walk:
     line: int | None = None
     found: list[SecretFinding] = field(default_factory=list)
     memo: dict[int, tuple[Any, Any]] = field(default_factory=dict)  # id: (container, walked): aliases once
+
+    @property
+    def plain(self) -> bool:
+        """True when only the default secret names apply and no substitution does (see :func:`_quiet`)."""
+        rules = self.rules
+        return not (rules.substitutions or rules.fields or rules.field_pattern)
 
     def report(self, place: str, hit: Hit) -> None:
         self.found.append(SecretFinding(self.file, self.interaction, place, hit.kind, excerpt(hit.secret),
@@ -140,6 +157,16 @@ class _Walk:
     # ------------------------------------------------------------ bodies
 
     def body(self, place: str, body: bytes | None) -> bytes | None:
+        """``body`` scrubbed, each secret in it reported. A JSON body in plain UTF-8 is parsed from its bytes,
+        the same document as from its text, which is then made only to rewrite it (a long body's never is)."""
+        doc = None if not body or self.rules.substitutions or not _plain_utf8(body) else _loads(body)
+        if body is None or doc is None:
+            return self.text_body(place, body)
+        self.memo.clear()  # a parsed body shares no container: nothing to remember beyond it
+        walked = self.json(place, doc, 0)  # never too deep: jsondoc refuses such a document
+        return body if walked == doc else _dumps(walked, body.decode("utf-8")).encode("utf-8")
+
+    def text_body(self, place: str, body: bytes | None) -> bytes | None:
         text = _utf8(body) if body else None
         if text is None:
             if body:
@@ -190,6 +217,19 @@ class _Walk:
         return out
 
     def stream(self, place: str, response: Response) -> bytes:
+        """The stream scrubbed, its events read one at a time; the same bytes when none held a secret."""
+        if self.rules.substitutions or not _is_utf8(response.body):
+            return self.text_stream(place, response)
+        changed: dict[int, sse.Event] = {}
+        for index, event in enumerate(response.iter_events()):
+            scrubbed = self.event(f"{place}/events[{index}]/data", event)
+            if scrubbed is not event:
+                changed[index] = scrubbed
+        if not changed:
+            return response.body
+        return sse.serialize(changed.get(index, event) for index, event in enumerate(response.iter_events()))
+
+    def text_stream(self, place: str, response: Response) -> bytes:
         text = _utf8(response.body)
         if text is None:
             return self.body(place, response.body) or b""
@@ -198,7 +238,7 @@ class _Walk:
         return sse.serialize(self.event(f"{place}/events[{n}]/data", event) for n, event in enumerate(events))
 
     def event(self, place: str, event: sse.Event) -> sse.Event:
-        if event.data is None:
+        if event.data is None or (self.plain and _quiet(event.data)):
             return event
         data = self.body(place, event.data.encode("utf-8"))
         if data is None or data.decode("utf-8") == event.data:
@@ -254,6 +294,50 @@ def _reencoded(encoded: str, secrets: list[str], placeholder: str) -> str:
     return out if len(encoded) % 4 == 0 else out.rstrip("=")  # unpadded stays unpadded
 
 
+def _plain_utf8(body: bytes) -> bool:
+    """Whether ``body`` parses as JSON the same from its bytes as from its text: UTF-8 without a BOM and
+    without the byte that starts an encoded surrogate (which its text, strictly decoded, cannot hold)."""
+    return json.detect_encoding(body) == "utf-8" and b"\xed" not in body
+
+
+def _is_utf8(body: bytes) -> bool:
+    """Whether ``body`` is UTF-8, decoded a MiB at a time (a long body's text is never made whole)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        for at in range(0, len(body), 1 << 20):
+            decoder.decode(body[at : at + (1 << 20)])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _quiet(data: str) -> bool:
+    """Whether walking the JSON (or text) ``data`` can find nothing: no string of it holds a key
+    (:func:`~replaykit.redact.shapes.might_hold_key_in_json`) and no key of it is a secret name."""
+    return not might_hold_key_in_json(data) and not _may_name_secret(data)
+
+
+# The needles of secret names that hold no needle of a key's shape (which :func:`_quiet` has looked for)
+_NAME_ONLY = tuple(name.encode() for name in NAME_NEEDLES
+                   if not any(needle in name for kind in KINDS for needle in kind.needles))
+
+
+def _may_name_secret(data: str) -> bool:
+    """Whether an object key of the JSON ``data`` that holds no needle of a key's shape may be a secret name:
+    a needle of one in a string that a colon follows (with a backslash in ``data``, anywhere: a string's end
+    is then harder to tell)."""
+    lowered = data.encode("latin-1", "replace").lower()  # a character a byte: offsets are the text's
+    for needle in _NAME_ONLY:
+        at = lowered.find(needle)
+        while at >= 0:
+            end = data.find('"', at)
+            if "\\" in data or (end >= 0 and _COLON.match(data, end + 1)):
+                return True
+            at = lowered.find(needle, at + 1)
+    return False
+
+
 def _utf8(body: bytes | None) -> str | None:
     try:
         return body.decode("utf-8") if body is not None else None
@@ -261,7 +345,7 @@ def _utf8(body: bytes | None) -> str | None:
         return None
 
 
-def _loads(text: str) -> Any:
+def _loads(text: str | bytes) -> Any:
     try:
         doc = jsondoc.loads(text)
     except ValueError:  # not JSON, or too deep to walk: searched as text

@@ -7,6 +7,7 @@ Names are compared in one normal form: ``apiKey`` / ``X-Api-Key`` / ``API_KEY`` 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -14,6 +15,7 @@ from replaykit.redact.shapes import PLACEHOLDER
 
 __all__ = [
     "CREDENTIAL_HEADERS",
+    "NAME_NEEDLES",
     "SECRET_HEADERS",
     "Rules",
     "is_secret_field",
@@ -34,6 +36,9 @@ _SECRET_FIELD = re.compile(
     r"^(?:[a-z0-9]+_)*(?:api_?key|secret|secret_key|secret_value|secret_access_key|password|passwd|passphrase"
     rf"|private_key|access_key|credentials?|authorization|(?:{_TOKEN_OWNERS})_token)$|^token$"
 )
+#: Every secret field name (of :func:`is_secret_field`) holds one of these once lower-cased, as written: a
+#: quick test that a text holds no secret name.
+NAME_NEEDLES = ("key", "secret", "pass", "credential", "authorization", "token")
 _SECRET_QUERY = re.compile(
     r"^(?:key|sig|signature|auth|code_verifier|x_amz_(?:signature|credential|security_token)"
     r"|x_goog_(?:signature|credential))$"
@@ -46,6 +51,7 @@ def _normal_name(name: str) -> str:
     return _CAMEL.sub("_", name).replace("-", "_").replace(".", "_").lower()
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_field(name: str) -> bool:
     """True when a JSON field of this name holds a secret by default (``apiKey`` yes, ``max_tokens`` no)."""
     return bool(_SECRET_FIELD.match(_normal_name(name)))
