@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from recordings import RECORDED, RECORDINGS
 
 from replaykit import cassette, sse
-from replaykit.cassette import Cassette, Interaction, Meta, Request, Response
+from replaykit.cassette import Cassette, Interaction, Meta, Request, Response, model, read, yamlio
 from replaykit.errors import CassetteError, UsageError
 
 DATA = Path(__file__).resolve().parent / "data" / "cassette"
@@ -382,7 +382,7 @@ def test_repeated_loads_are_equal_copies(tmp_path: Path) -> None:
 
 
 def test_cache_evicts_the_least_recently_used() -> None:
-    cache = cassette._Cache(max_entries=2, max_bytes=100)
+    cache = read._Cache(max_entries=2, max_bytes=100)
     for key in (b"a", b"b", b"c"):
         cache.put(key, 10, Cassette(meta=Meta(provider=key.decode())))
     assert cache.get(b"a") is None and cache.get(b"b") is not None
@@ -408,12 +408,12 @@ def test_cache_is_shared_by_content_and_can_be_cleared(tmp_path: Path, monkeypat
     a, b = write(tmp_path, text, "a.yaml"), write(tmp_path, text, "b.yaml")
     cassette.load(a)
     calls: list[str] = []
-    real = cassette._parse
+    real = read._parse
     def counting(handle: Any, where: str, original: Any) -> tuple[Cassette, bytes, int]:
         calls.append(where)
         return real(handle, where, original)
 
-    monkeypatch.setattr(cassette, "_parse", counting)
+    monkeypatch.setattr(read, "_parse", counting)
     assert cassette.load(b).path == b and calls == []
     cassette.load(b, cache=False)
     cassette.clear_cache()
@@ -435,7 +435,7 @@ yaml_docs = st.recursive(
 @given(yaml_docs, st.sampled_from([None, False, True]))
 def test_fast_loader_builds_what_safe_load_builds(value: Any, flow: bool | None) -> None:
     text = yaml.safe_dump(value, default_flow_style=flow, allow_unicode=True)
-    assert _same(yaml.load(text, Loader=cassette._Loader), yaml.safe_load(text))
+    assert _same(yaml.load(text, Loader=yamlio.Loader), yaml.safe_load(text))
 
 
 TRICKY = """\
@@ -477,16 +477,16 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def test_fast_loader_on_every_yaml_feature() -> None:
-    ours, theirs = yaml.load(TRICKY, Loader=cassette._Loader), yaml.safe_load(TRICKY)
+    ours, theirs = yaml.load(TRICKY, Loader=yamlio.Loader), yaml.safe_load(TRICKY)
     assert _same(ours, theirs)
     assert ours["alias"] is ours["base"]
-    recursive = yaml.load("a: &x [1, *x]", Loader=cassette._Loader)
+    recursive = yaml.load("a: &x [1, *x]", Loader=yamlio.Loader)
     assert recursive["a"][1] is recursive["a"]
 
 
 def test_fast_loader_refuses_unhashable_keys() -> None:
     with pytest.raises(yaml.constructor.ConstructorError, match="unhashable key"):
-        yaml.load("? [a]\n: 1\n", Loader=cassette._Loader)
+        yaml.load("? [a]\n: 1\n", Loader=yamlio.Loader)
 
 
 # ---------------------------------------------------------------- iter_paths
@@ -619,7 +619,7 @@ def test_errors_are_not_cached(tmp_path: Path) -> None:
 
 def test_deep_nesting_loads_up_to_libyaml_limit_then_is_a_cassette_error() -> None:
     deep = "version: 1\ninteractions: []\nx: " + "[" * 990 + "]" * 990 + "\n"
-    value, depth = yaml.load(deep, Loader=cassette._Loader)["x"], 1  # deeper than the fast path recurses
+    value, depth = yaml.load(deep, Loader=yamlio.Loader)["x"], 1  # deeper than the fast path recurses
     while value:
         [value], depth = value, depth + 1
     assert (value, depth) == ([], 990)
@@ -750,7 +750,7 @@ texts = (st.lists(st.sampled_from(LINES), max_size=30).map("\n".join)
 def test_line_scan_does_not_depend_on_how_the_bytes_are_cut(text: str, data: st.DataObject | None) -> None:
     raw = text.encode()
     cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=12))) if data else range(len(raw))
-    scan = cassette._Lines()
+    scan = yamlio.Lines()
     for start, end in itertools.pairwise([0, *cuts, len(raw)]):
         scan.feed(raw[start:end])
     scan.feed(b"", final=True)
@@ -784,8 +784,8 @@ def _canonical_reference(item: Interaction) -> list[bytes]:
             "utf-8", "surrogatepass")
 
     req, resp = item.request, item.response
-    return [req.method.upper().encode(), req.uri.encode(), cassette._canonical_headers(req.headers),
-            body(req.body), str(resp.status).encode(), cassette._canonical_headers(resp.headers),
+    return [req.method.upper().encode(), req.uri.encode(), model._canonical_headers(req.headers),
+            body(req.body), str(resp.status).encode(), model._canonical_headers(resp.headers),
             body(resp.body)]
 
 
@@ -801,7 +801,7 @@ def test_a_long_json_body_is_fingerprinted_a_piece_at_a_time_as_if_whole(doc: An
     raw = json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass")
     item = Interaction(Request("POST", "https://a.example/v1", {}, raw), Response(200, "OK", {}, raw))
     with MonkeyPatch.context() as patch:
-        patch.setattr(cassette, "_SLICE", 3)  # every string of more than 3 characters is written in slices
+        patch.setattr(model, "_SLICE", 3)  # every string of more than 3 characters is written in slices
         pieces = list(cassette.canonical_parts(item))
         streamed = Cassette([item]).fingerprint()
     assert pieces == _canonical_reference(item)
@@ -809,7 +809,7 @@ def test_a_long_json_body_is_fingerprinted_a_piece_at_a_time_as_if_whole(doc: An
 
 
 def test_events_can_be_read_one_at_a_time(monkeypatch: MonkeyPatch) -> None:
-    monkeypatch.setattr(cassette, "_SSE_PIECE", 5)  # blocks, lines and characters cut across reads
+    monkeypatch.setattr(model, "_SSE_PIECE", 5)  # blocks, lines and characters cut across reads
     for response in (item.response for item in stream_cassette().interactions):
         assert list(response.iter_events()) == response.events
     assert list(Response(200, "OK", {}, b"data: 1\n\n").iter_events()) == []

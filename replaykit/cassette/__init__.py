@@ -1,0 +1,85 @@
+"""Cassettes: vcrpy version-1 YAML, read in every layout users have, written atomically.
+
+A cassette file is vcrpy's format plus a top-level ``replaykit:`` mapping (which vcrpy ignores)::
+
+    version: 1
+    replaykit: {origin: recorded|synthesized, provider: anthropic, recorded_with: ..., fingerprint: sha256:…,
+                description: what it shows, in a sentence or two}
+    interactions:
+    - request:  {method, uri, headers: {name: [values]}, body: str|null}
+      response: {status: {code, message}, headers: {name: [values]}, body: {string: str}}
+      replaykit: {event_offsets_ms: [...]}        # optional: when each SSE event was sent, in ms
+
+Read as well: ``!!binary`` bodies, gzip / deflate / br bodies with ``content-encoding`` (decoded on load),
+pydantic-ai's ``parsed_body`` layout (serialised back to JSON the way its own replay does), vcrpy's
+pre-4 httpx layout (``status_code`` / ``content``), vcrpy's harmless ``!!python/str|unicode|tuple`` tags
+and any other top-level key (kept in :attr:`Cassette.extra`, written back). Loading is safe (no Python
+objects) and uses libyaml's C loader when PyYAML has it.
+
+Bodies are held decoded (``bytes``); JSON bodies are exposed parsed (:meth:`Request.json`,
+:meth:`Response.json`), SSE bodies as :mod:`replaykit.sse` events with their byte boundaries
+(:attr:`Response.events`, or one at a time: :meth:`Response.iter_events`). :meth:`Cassette.fingerprint` is a
+SHA-256 of the traffic in a canonical form (see :func:`canonical_parts`) that is the same before and after a
+save; a long JSON body's canonical form is hashed a piece at a time. :func:`save` writes atomically.
+
+:func:`load` keeps parsed cassettes in a cache keyed by the SHA-256 of the file's bytes, so a changed
+file is always parsed again; every call returns a fresh copy that the caller may change freely.
+
+Memory: :func:`load` reads the file twice in small pieces, once to hash it (the cache key) and once as
+libyaml parses it (checked as UTF-8, hashed again and scanned for interaction lines on the way); it never
+holds the file's bytes or text whole, and each body's text is dropped once its bytes are made. Loading a
+cassette with one 100 MB body peaks at about 2.5x the file's size: libyaml's buffer for that body (grown
+by doubling) next to the body's text, then that text next to its bytes (``scripts/bench_cassette --big``).
+A problem is explained by parsing the file again in memory, the way that names its line.
+
+The package, one concern a module: :mod:`~replaykit.cassette.model` (the model and its canonical form),
+:mod:`~replaykit.cassette.yamlio` (the YAML loader and interaction lines), :mod:`~replaykit.cassette.build`
+(document to model, bodies decoded within bounds), :mod:`~replaykit.cassette.read` (files, cache, errors
+with lines), :mod:`~replaykit.cassette.write` (atomic YAML) and :mod:`~replaykit.cassette.paths`.
+"""
+
+
+from __future__ import annotations
+
+from replaykit.cassette.build import MAX_BODY, MAX_EXPANSION
+from replaykit.cassette.model import (
+    ORIGINS,
+    Cassette,
+    Headers,
+    Interaction,
+    Meta,
+    Origin,
+    Request,
+    Response,
+    body_json,
+    canonical_parts,
+    header,
+)
+from replaykit.cassette.paths import iter_paths, named_paths
+from replaykit.cassette.read import clear_cache, load, loads
+from replaykit.cassette.write import dumps, save, stale_temporaries, write_atomic
+
+__all__ = [
+    "MAX_BODY",
+    "MAX_EXPANSION",
+    "ORIGINS",
+    "Cassette",
+    "Headers",
+    "Interaction",
+    "Meta",
+    "Origin",
+    "Request",
+    "Response",
+    "body_json",
+    "canonical_parts",
+    "clear_cache",
+    "dumps",
+    "header",
+    "iter_paths",
+    "load",
+    "loads",
+    "named_paths",
+    "save",
+    "stale_temporaries",
+    "write_atomic",
+]

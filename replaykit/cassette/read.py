@@ -1,0 +1,277 @@
+"""Reading a cassette file: parsed as it is read (never held whole), cached by the SHA-256 of its bytes,
+a problem explained with its line."""
+
+
+import codecs
+import copy
+import hashlib
+import io
+import os
+import stat
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from replaykit.cassette.build import BODY_LIMIT, MAX_BODY, Invalid, build_cassette
+from replaykit.cassette.model import Cassette, Interaction, Request, Response, Where
+from replaykit.cassette.yamlio import BaseLoader, Lines, Loader, node_at
+from replaykit.errors import CassetteError, located
+
+# ---------------------------------------------------------------- reading: from a file, as it is read
+
+
+class _Reader:
+    """A binary file as the YAML loader reads it, checked as UTF-8, hashed and scanned for lines on the way.
+
+    Nothing is kept but the scan's few undecided bytes: the loader never holds the file's text.
+    """
+
+    def __init__(self, handle: io.BufferedIOBase) -> None:
+        self._handle, self._ended = handle, False
+        self._utf8 = codecs.getincrementaldecoder("utf-8")()
+        self._hash = hashlib.sha256()
+        self.lines, self.size = Lines(), 0
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to ``size`` bytes, ``b""`` at the end; UnicodeDecodeError when they are not UTF-8."""
+        data = self._handle.read(size)
+        if not self._ended:
+            self._ended = not data
+            self._utf8.decode(data, self._ended)
+            self._hash.update(data)
+            self.size += len(data)
+            self.lines.feed(data, self._ended)
+        return data
+
+    def digest(self) -> bytes:
+        """The SHA-256 of the whole file (what the loader left unread is read first)."""
+        while not self._ended:
+            self.read(1 << 16)
+        return self._hash.digest()
+
+
+def _load_doc(source: Any) -> tuple[Any, list[int], bool]:
+    """The YAML document (a safe load), its interactions' node lines, and whether anything is shared."""
+    loader = Loader(source)
+    try:
+        return loader.get_single_data(), loader.item_lines, loader.shared
+    finally:
+        loader.dispose()
+
+
+def _stream(handle: io.BufferedIOBase) -> tuple[Cassette, bytes, int]:
+    """The cassette parsed as ``handle`` is read, the SHA-256 and size of its bytes; raises _PROBLEMS."""
+    reader = _Reader(handle)
+    doc, composed, shared = _load_doc(reader)
+    key = reader.digest()
+    return build_cassette(doc, lambda count: reader.lines.lines(count, composed), shared), key, reader.size
+
+
+# ---------------------------------------------------------------- reading: explaining a problem
+
+_PROBLEMS = (yaml.YAMLError, RecursionError, UnicodeDecodeError, Invalid)
+
+
+def _line_at(text: str, at: Where) -> int | None:
+    try:
+        node = node_at(yaml.compose(text, Loader=Loader), at)
+    except yaml.YAMLError:  # pragma: no cover - the text was parsed once already
+        return None
+    return node.start_mark.line + 1 if node is not None else 1
+
+
+def _decode_text(data: bytes | str, where: str) -> str:
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise CassetteError(located(where, line, f"not UTF-8 (byte 0x{data[exc.start]:02x})",
+                                    "save the file as UTF-8; binary bodies belong in !!binary")) from exc
+
+
+def _yaml_error(exc: yaml.YAMLError, source: bytes | str, where: str) -> CassetteError:
+    mark = getattr(exc, "problem_mark", None)
+    if isinstance(exc, yaml.reader.ReaderError):  # the position counts what the loader was given
+        before = source[: exc.position]
+        line: int | None = (before.count(b"\n") if isinstance(before, bytes) else before.count("\n")) + 1
+        problem, fix = f"character {exc.character!r} is not allowed in YAML", "store such bodies as !!binary"
+    else:
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        fix = "fix the YAML syntax"
+        if isinstance(exc, yaml.constructor.ConstructorError):
+            fix = "replaykit loads YAML safely: remove Python object tags (`!!python/...`)"
+    return CassetteError(located(where, line, f"invalid YAML: {problem}", fix))
+
+
+def _explain(data: bytes | str, where: str) -> Cassette:
+    """Parse ``data`` held in memory: a problem is a CassetteError naming the line at fault and the fix.
+
+    The same parse as :func:`_stream`, in the order that puts an encoding problem first; used once the
+    streamed parse has failed, to say why (it returns a cassette only if the file changed in between).
+    """
+    text = _decode_text(data, where)
+    # libyaml reads UTF-8 bytes directly (faster than from str); the pure-Python reader wants text
+    source = data if isinstance(data, bytes) and BaseLoader is not yaml.SafeLoader else text
+    try:
+        doc, composed, shared = _load_doc(source)  # a safe loader: no Python objects
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, source, where) from exc
+    except RecursionError as exc:  # pragma: no cover - libyaml stops at depth 1000 first
+        raise CassetteError(located(where, None, "nested too deeply", "flatten the document")) from exc
+    scan = Lines()
+    scan.feed(_utf8(data), final=True)
+    try:
+        return build_cassette(doc, lambda count: scan.lines(count, composed), shared)
+    except Invalid as exc:
+        raise CassetteError(located(where, _line_at(text, exc.at), exc.message, exc.fix)) from None
+
+
+def _utf8(data: bytes | str) -> bytes:
+    return data.encode("utf-8") if isinstance(data, str) else data
+
+
+def _parse(handle: io.BufferedIOBase, where: str,
+           original: Callable[[], bytes | str]) -> tuple[Cassette, bytes, int]:
+    """Parse as the file is read; on a problem, :func:`_explain` the ``original`` bytes (read again)."""
+    try:
+        return _stream(handle)
+    except _PROBLEMS:
+        pass
+    data = original()
+    raw = _utf8(data)
+    return _explain(data, where), hashlib.sha256(raw).digest(), len(raw)
+
+
+# ---------------------------------------------------------------- reading: the cache
+
+
+class _Cache:
+    """Parsed cassettes keyed by the SHA-256 of their bytes (never stale); hands out copies."""
+
+    def __init__(self, max_entries: int = 64, max_bytes: int = 256 << 20) -> None:
+        self._entries: OrderedDict[bytes, tuple[int, Cassette]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._max_entries, self._max_bytes, self._bytes = max_entries, max_bytes, 0
+
+    def get(self, key: bytes) -> Cassette | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            self._entries.move_to_end(key)
+        return _copy(entry[1])
+
+    def put(self, key: bytes, size: int, cassette: Cassette) -> None:
+        with self._lock:
+            if key not in self._entries:
+                self._entries[key] = (size, _copy(cassette))
+                self._bytes += size
+            while self._entries and (len(self._entries) > self._max_entries or self._bytes > self._max_bytes):
+                self._bytes -= self._entries.popitem(last=False)[1][0]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+_CACHE = _Cache()
+
+
+def clear_cache() -> None:
+    """Forget every parsed cassette (they are re-parsed on the next load)."""
+    _CACHE.clear()
+
+
+def _copy(cassette: Cassette) -> Cassette:
+    """A copy sharing only immutable parts (bytes, strings, events)."""
+    items = [Interaction(_copy_request(item.request), _copy_response(item.response), item.line)
+             for item in cassette.interactions]
+    meta = copy.copy(cassette.meta)
+    meta.extra = copy.deepcopy(meta.extra)
+    return Cassette(items, meta, cassette.path, copy.deepcopy(cassette.extra))
+
+
+def _copy_request(req: Request) -> Request:
+    return Request(req.method, req.uri, {k: list(v) for k, v in req.headers.items()}, req.body)
+
+
+def _copy_response(resp: Response) -> Response:
+    offsets = None if resp.event_offsets_ms is None else list(resp.event_offsets_ms)
+    headers = {k: list(v) for k, v in resp.headers.items()}
+    return Response(resp.status, resp.reason, headers, resp.body, offsets, list(resp._events))
+
+
+def _cached(handle: io.BufferedIOBase, where: str, original: Callable[[], bytes | str],
+            key: bytes | None, max_body: int) -> Cassette:
+    """A copy from the cache when ``key`` (the SHA-256 of the bytes) is there, else parsed from ``handle``
+    with bodies decoded to at most ``max_body`` bytes.
+
+    A parse is kept under the hash of the bytes it read (not ``key``: the file may have changed since), and
+    the limit it was made under.
+    """
+    limit = max_body.to_bytes(8, "big")
+    cassette = _CACHE.get(key + limit) if key is not None else None
+    if cassette is None:
+        token = BODY_LIMIT.set(max_body)
+        try:
+            cassette, digest, size = _parse(handle, where, original)
+        finally:
+            BODY_LIMIT.reset(token)
+        if key is not None:
+            _CACHE.put(digest + limit, size, cassette)
+    return cassette
+
+
+def loads(data: bytes | str, path: str | os.PathLike[str] | None = None, *, cache: bool = True,
+          max_body: int = MAX_BODY) -> Cassette:
+    """Parse cassette text; errors name ``path`` and the line at fault. ``cache=False`` always parses;
+    an encoded body that decodes to more than ``max_body`` bytes is an error (a decompression bomb)."""
+    where = str(path) if path is not None else "<string>"
+    raw = _utf8(data)
+    key = hashlib.sha256(raw).digest() if cache else None
+    cassette = _cached(io.BytesIO(raw), where, lambda: data, key, max_body)
+    cassette.path = Path(path) if path is not None else None
+    return cassette
+
+
+def load(path: str | os.PathLike[str], *, cache: bool = True, max_body: int = MAX_BODY) -> Cassette:
+    """Load a cassette file (see :func:`loads`), parsed as it is read: the text is never held whole.
+
+    Only a regular file is read: a FIFO or a device named as a cassette is an error, never a wait.
+    """
+    _regular(path)
+    try:
+        with open(path, "rb") as handle:
+            key = hashlib.file_digest(handle, "sha256").digest() if cache else None
+            handle.seek(0)
+            cassette = _cached(handle, str(path), lambda: _read_again(handle), key, max_body)
+    except OSError as exc:
+        raise CassetteError(located(path, None, f"cannot read: {exc.strerror or exc}",
+                                    "check the path and its permissions")) from exc
+    cassette.path = Path(path)
+    return cassette
+
+
+def _regular(path: str | os.PathLike[str]) -> None:
+    """Refuse what is not a regular file (a FIFO would block the read forever), without opening it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise CassetteError(located(path, None, f"cannot read: {exc.strerror or exc}",
+                                    "check the path and its permissions")) from exc
+    if not stat.S_ISREG(mode):
+        raise CassetteError(located(path, None, "not a regular file (a FIFO, a device or a socket)",
+                                    "name a cassette file"))
+
+
+def _read_again(handle: io.BufferedIOBase) -> bytes:
+    handle.seek(0)
+    return handle.read()
