@@ -268,6 +268,9 @@ def test_each_event_comes_out_as_soon_as_its_blank_line_arrives(case: tuple[byte
 @settings(max_examples=200, deadline=None)
 @given(streams)
 @example(b"data: a\r\ndata: b")
+@example(b"\xef\xbb\xbf\n\ndata: a\n\n")  # a BOM, then a blank line: counted as parse counts it
+@example(b"\xef\xbb\xbf\r\n\r\ndata: a\r\n\r\n")
+@example(b"\n\ndata: a\n\n")
 def test_bytes_round_trip_and_count(body: bytes) -> None:
     events = sse.parse(body)
     assert sse.serialize(events) == body
@@ -334,3 +337,7 @@ def test_encode_then_parse_gives_the_fields_back(name: str, data: list[str], com
     assert parsed == built
     fields = (parsed.event, parsed.data, parsed.id, list(parsed.comments))
     assert fields == (name, "\n".join(data), name, comments)
+
+
+def test_retry_zero_is_encodable_and_parses_back() -> None:
+    assert sse.encode(data="x", retry=0).retry == 0  # zero is not negative: reconnect at once
