@@ -8,6 +8,7 @@ Markers: an HTML comment on the line just before a fence (hidden where the READM
   checkout (``PYTHONPATH`` the repository root). Either way from a temp folder, never the repository root.
 - ``pytest``: the ```python block is a test file: saved as ``test_readme_example.py`` and run by ``pytest``
   (``-W error``), which must collect it and pass. A block that defines a ``test_…`` function must say so.
+- ``target``: the ```js block is a target of the scenario runner (run by ``tests/test_js_target.py``).
 
 What runs, each in a fresh interpreter (a subprocess: no block sees another's names):
 
@@ -18,7 +19,8 @@ What runs, each in a fresh interpreter (a subprocess: no block sees another's na
   (``tests/fixtures/estimator.js``). A command must exit 0; ``serve`` (it runs until stopped) must print its
   URLs (the line needs ``--json``), answer every request recorded in the cassettes it names, and exit 0 on
   SIGINT;
-- the ```js block is run by ``tests/server/test_node_sdks.py``, not here.
+- the unmarked ```js block is run by ``tests/server/test_node_sdks.py``, the ``target`` one by
+  ``tests/test_js_target.py``, not here.
 
 A script is padded with blank lines so that a traceback's line numbers are the README's.
 """
@@ -49,7 +51,7 @@ README = ROOT / "README.md"
 TEXT = README.read_text(encoding="utf-8")
 FENCE = re.compile(r"^(?:<!-- readme: (?P<marks>[^>]*?) -->\n)?```(?P<lang>\w*)\n(?P<code>.*?)^```$",
                    flags=re.MULTILINE | re.DOTALL)
-MARKS = {"wheel", "pytest"}
+MARKS = {"wheel", "pytest", "target"}
 TIMEOUT = 300  # seconds: a bound on a hang, not a speed check (the property suite takes a few seconds)
 
 
@@ -133,6 +135,7 @@ def test_every_marker_is_known_and_marks_a_block() -> None:
         assert block.marks <= MARKS, f"{where}: unknown marker words {sorted(block.marks - MARKS)}"
         assert block.lang in {"python", "bash", "js"}, f"{where}: a ```{block.lang} block"
         assert "pytest" not in block.marks or block.lang == "python", f"{where}: pytest marks a python block"
+        assert "target" not in block.marks or block.lang == "js", f"{where}: target marks a js block"
 
 
 @pytest.mark.parametrize("block", PYTHON, ids=lambda block: f"line{block.line}")

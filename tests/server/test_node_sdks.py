@@ -123,7 +123,8 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 def test_the_readme_s_node_admin_client_runs_as_written(serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     if shutil.which("node") is None:
         pytest.skip("node is not installed")
-    [block] = re.findall(r"```js\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.DOTALL)
+    unmarked = r"(?<!-->\n)```js\n(.*?)```"  # the target skeleton (<!-- readme: target -->) runs elsewhere
+    [block] = re.findall(unmarked, README.read_text(encoding="utf-8"), flags=re.DOTALL)
     monkeypatch.chdir(README.parent)  # the example's paths are relative to the server's working directory
     fake = serve()
     done = subprocess.run(["node", "--input-type=module"], input=block, capture_output=True, text=True,
