@@ -81,9 +81,11 @@ __all__ = [
     "load",
     "loads",
     "named_paths",
+    "read_yaml",
     "save",
     "stale_temporaries",
     "write_atomic",
+    "yaml_line",
 ]
 
 Origin = Literal["recorded", "synthesized"]
@@ -955,6 +957,32 @@ def _explain(data: bytes | str, where: str) -> Cassette:
         return _cassette(doc, lambda count: scan.lines(count, composed), shared)
     except _Invalid as exc:
         raise CassetteError(located(where, _line_at(text, exc.at), exc.message, exc.fix)) from None
+
+
+def read_yaml(data: bytes | str, where: str) -> Any:
+    """A YAML document that is not a cassette (a scenario) read the cassette's way: UTF-8 checked, loaded
+    safely (no Python tags), an alias bomb refused; a problem is a CassetteError naming ``where``, the line
+    at fault and the fix."""
+    text = _decode_text(data, where)
+    source = data if isinstance(data, bytes) and _BaseLoader is not yaml.SafeLoader else text
+    try:
+        doc, _, shared = _load_doc(source)
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, source, where) from exc
+    except RecursionError as exc:  # pragma: no cover - libyaml stops at depth 1000 first
+        raise CassetteError(located(where, None, "nested too deeply", "flatten the document")) from exc
+    if shared:
+        try:
+            _check_expansion(doc)
+        except _Invalid as exc:
+            raise CassetteError(located(where, _line_at(text, exc.at), exc.message, exc.fix)) from None
+    return doc
+
+
+def yaml_line(text: str, parts: Iterable[str | int]) -> int | None:
+    """The line (1-based) where the value at ``parts`` starts in the YAML ``text`` (where the path leaves the
+    document: the deepest value on it), or None when ``text`` is not YAML."""
+    return _line_at(text, tuple(parts))
 
 
 def _utf8(data: bytes | str) -> bytes:
