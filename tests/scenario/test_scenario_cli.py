@@ -133,3 +133,40 @@ def test_a_bad_command_line_exits_2(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["run", str(path), "--target", "'unbalanced"]) == 2
     err = capsys.readouterr().err
     assert "must be python:module:function" in err and "balance its quotes" in err and "Traceback" not in err
+
+
+def test_without_the_reference_the_mutants_must_be_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    from replaykit.cli.scenarios import reference_mutants
+    from replaykit.errors import UsageError
+
+    monkeypatch.setitem(sys.modules, "replaykit.reference.mutants", None)  # an import of it fails
+    with pytest.raises(UsageError, match="pass them with --mutant NAME"):
+        reference_mutants()
+
+
+def test_progress_rewrites_a_line_on_a_terminal_and_prints_plain_lines_otherwise(tmp_path: Path) -> None:
+    import io
+
+    from replaykit.cli.scenarios import _Progress
+    from replaykit.scenario import Check, Result, load
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    scenario = load(write_scenario(tmp_path, scenario_doc()))
+    results = [
+        Result(scenario, FUNCTION, [Check("target", True)], seconds=0.5),
+        Result(scenario, FUNCTION, [Check("outcome", False, "expected ok, got error")]),
+    ]
+    plain, terminal = io.StringIO(), Terminal()
+    for stream in (plain, terminal):
+        progress = _Progress(2, stream, quiet=False)
+        progress.start()
+        for result in results:
+            progress(result)
+    assert plain.getvalue() == "PASS one-step (0.5 s)\nFAIL one-step: outcome: expected ok, got error\n"
+    assert terminal.getvalue() == (
+        "running 2 scenario(s)...\r\x1b[K[1/2] PASS one-step (0.5 s)\nrunning 1 more..."
+        "\r\x1b[K[2/2] FAIL one-step: outcome: expected ok, got error\n"
+    )
