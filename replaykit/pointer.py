@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["json_pointer", "resolve"]
+__all__ = ["WILDCARD", "json_pointer", "matches", "resolve"]
+
+WILDCARD = "*"
+"""In a pointer given to :func:`matches`, a token that stands for every index of an array."""
 
 
 def json_pointer(parts: Iterable[object]) -> str:
@@ -24,3 +27,26 @@ def resolve(document: object, pointer: str) -> object:
         else:
             node = node.get(key) if isinstance(node, dict) else None
     return node
+
+
+def _tokens(pointer: str) -> list[str]:
+    return [part.replace("~1", "/").replace("~0", "~") for part in pointer.split("/")[1:]]
+
+
+def _children(node: object, key: str) -> list[tuple[str | int, object]]:
+    if isinstance(node, list):
+        if key == WILDCARD:
+            return list(enumerate(node))
+        return [(int(key), node[int(key)])] if key.isdigit() and int(key) < len(node) else []
+    return [(key, node[key])] if isinstance(node, dict) and key in node else []
+
+
+def matches(document: object, pointer: str) -> list[tuple[str, object]]:
+    """Every value ``pointer`` reaches in ``document``, with its own pointer, in document order: ``*``
+    (:data:`WILDCARD`) stands for every index of an array. Unlike :func:`resolve`, a place that does not
+    exist is left out (an empty list), never confused with a JSON ``null``."""
+    found: list[tuple[list[str | int], object]] = [([], document)]
+    for key in _tokens(pointer):
+        found = [([*path, child_key], child) for path, node in found
+                 for child_key, child in _children(node, key)]
+    return [(json_pointer(path), value) for path, value in found]

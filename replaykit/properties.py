@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import importlib
 import json
 import math
 import os
@@ -50,6 +49,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
+from replaykit import callables
 from replaykit import strategies as rs
 from replaykit.contracts import validate
 from replaykit.errors import UsageError
@@ -504,23 +504,8 @@ def selected(names: Iterable[str] | None) -> list[Property]:
 
 
 def load_callable(spec: str) -> Estimator:
-    """The callable named by ``module:function`` (the function may be a dotted attribute path)."""
-    module_name, sep, attribute = spec.partition(":")
-    if not sep or not module_name or not attribute:
-        raise UsageError(f"--estimator {spec!r} must be module:function, "
-                         "e.g. replaykit.estimate:estimate_tokens")
-    try:
-        found: object = importlib.import_module(module_name)
-    except Exception as exc:  # any failure of the user's module at import (SyntaxError too)
-        raise UsageError(f"--estimator {spec!r}: cannot import module {module_name!r} "
-                         f"({type(exc).__name__}: {exc}); fix the module or name another") from exc
-    for part in attribute.split("."):
-        if not hasattr(found, part):
-            raise UsageError(f"--estimator {spec!r}: {module_name!r} has no attribute {attribute!r}")
-        found = getattr(found, part)
-    if not callable(found):
-        raise UsageError(f"--estimator {spec!r}: {attribute!r} is a {type(found).__name__}, not a function")
-    estimator: Estimator = found
+    """The estimator named by ``module:function`` (:func:`replaykit.callables.load_callable`)."""
+    estimator: Estimator = callables.load_callable(spec)
     return estimator
 
 

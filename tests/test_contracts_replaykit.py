@@ -157,7 +157,8 @@ def _scenario(name: str) -> JSON:
 def _input() -> JSON:
     example = _scenario("example")
     return {"scenario": example["name"], "transcript": _example_transcript(), "steps": example["steps"],
-            "tools": example["tools"], "contextWindow": 200000, "reserve": 16384}
+            "tools": example["tools"], "contextWindow": 200000, "reserve": 16384, "idleTimeoutMs": 30000,
+            "maxRetries": 2, "system": None}
 
 
 def _error(code: str, provenance: str, retryable: bool, **more: str) -> JSON:
@@ -401,6 +402,11 @@ INPUT_CASES: list[Case] = [
     case("input", "/contextWindow", DELETE, "required"),
     case("input", "/reserve", -1, "minimum"),
     case("input", "/maxTokens", 4096, "additionalProperties"),
+    case("input", "/idleTimeoutMs", DELETE, "required"),
+    case("input", "/idleTimeoutMs", 0, "minimum"),
+    case("input", "/maxRetries", -1, "minimum"),
+    case("input", "/system", 3, "type"),
+    case("input", "/steps/0/cancelAfterMs", -5, "minimum"),
 ]
 
 OUTCOME_CASES: list[Case] = [

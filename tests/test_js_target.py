@@ -112,7 +112,7 @@ def example_input(transcript: Json | None = None, **extra: Any) -> Json:
     stored = json.loads((SCENARIOS / EXAMPLE["transcript"]).read_text(encoding="utf-8"))
     given = {key: EXAMPLE[key] for key in ("steps", "tools", "contextWindow", "reserve")}
     return {"scenario": EXAMPLE["name"], "transcript": stored if transcript is None else transcript,
-            **given, **extra}
+            "idleTimeoutMs": 30000, "maxRetries": 2, "system": None, **given, **extra}
 
 
 # ---------------------------------------------------------------- streaming twins of plain cassettes

@@ -84,3 +84,22 @@ def test_what_ships_cites_only_what_ships_or_a_public_url() -> None:
     cited = [str(path.relative_to(root)) for path in shipped
              if path.is_file() and OUTSIDE.search(path.read_text(encoding="utf-8", errors="replace"))]
     assert cited == []
+
+
+ABOVE_SCENARIO = ("cli", "pytest_plugin", "qualify", "record", "repro")
+BELOW_SCENARIO = ("server", "replay", "estimate", "citations", "search", "provenance", "transcript",
+                  "contracts", "routes", "cassette", "sse", "redact", "errors", "pointer", "findings")
+
+
+def test_scenario_and_reference_sit_above_the_server_and_below_the_cli() -> None:
+    """``scenario`` and ``reference`` import neither the layers above them nor each other (the CLI names the
+    reference's mutants); nothing below them imports them."""
+    for middle, other in (("scenario", "reference"), ("reference", "scenario")):
+        reached = {name for module in _within(f"replaykit.{middle}") for name in _reach(module)}
+        above = {name for name in reached for top in (*ABOVE_SCENARIO, other)
+                 if name in _within(f"replaykit.{top}")}
+        assert above == set(), middle
+    for low in BELOW_SCENARIO:
+        reached = {name for module in _within(f"replaykit.{low}") for name in _reach(module)}
+        assert not {name for name in reached
+                    if name.startswith(("replaykit.scenario", "replaykit.reference"))}, low

@@ -56,7 +56,7 @@ from replaykit.cassette.model import (
     header,
 )
 from replaykit.cassette.paths import iter_paths, named_paths
-from replaykit.cassette.read import clear_cache, load, loads
+from replaykit.cassette.read import clear_cache, load, loads, read_yaml, yaml_line
 from replaykit.cassette.write import dumps, save, stale_temporaries, write_atomic
 
 __all__ = [
@@ -79,7 +79,9 @@ __all__ = [
     "load",
     "loads",
     "named_paths",
+    "read_yaml",
     "save",
     "stale_temporaries",
     "write_atomic",
+    "yaml_line",
 ]

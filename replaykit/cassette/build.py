@@ -265,11 +265,11 @@ def build_cassette(doc: Any, lines: Callable[[int], list[int | None]], shared: b
 
     In a document where nothing is ``shared`` (no YAML alias), the interactions list is emptied as each one
     is converted, so each text body can be freed as soon as its bytes exist. A shared one is first checked
-    for what its aliases expand to (:func:`_check_expansion`).
+    for what its aliases expand to (:func:`check_expansion`).
     """
     fix = "a vcrpy cassette is a mapping with `version: 1` and `interactions:`"
     if shared:
-        _check_expansion(doc)
+        check_expansion(doc)
     top = _mapping(doc, (), fix) if doc is not None else _empty()
     version = _need(top, "version", (), "add `version: 1`")
     if version != 1 or isinstance(version, bool):
@@ -291,7 +291,7 @@ def build_cassette(doc: Any, lines: Callable[[int], list[int | None]], shared: b
 MAX_EXPANSION = 1_000_000  # nodes YAML aliases may expand to (and then 10x the nodes written), at most
 
 
-def _check_expansion(doc: Any) -> None:
+def check_expansion(doc: Any) -> None:
     """Refuse a document whose aliases expand past :data:`MAX_EXPANSION` nodes (a "billion laughs" bomb:
     a few hundred bytes that expand to billions of values), or that refers to itself."""
     sizes = _expansion(doc)

@@ -10,13 +10,13 @@ import os
 import stat
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from replaykit.cassette.build import BODY_LIMIT, MAX_BODY, Invalid, build_cassette
+from replaykit.cassette.build import BODY_LIMIT, MAX_BODY, Invalid, build_cassette, check_expansion
 from replaykit.cassette.model import Cassette, Interaction, Request, Response, Where
 from replaykit.cassette.yamlio import BaseLoader, Lines, Loader, node_at
 from replaykit.errors import CassetteError, located
@@ -275,3 +275,29 @@ def _regular(path: str | os.PathLike[str]) -> None:
 def _read_again(handle: io.BufferedIOBase) -> bytes:
     handle.seek(0)
     return handle.read()
+
+
+def read_yaml(data: bytes | str, where: str) -> Any:
+    """A YAML document that is not a cassette (a scenario) read the cassette's way: UTF-8 checked, loaded
+    safely (no Python tags), an alias bomb refused; a problem is a CassetteError naming ``where``, the line
+    at fault and the fix."""
+    text = _decode_text(data, where)
+    source = data if isinstance(data, bytes) and BaseLoader is not yaml.SafeLoader else text
+    try:
+        doc, _, shared = _load_doc(source)
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, source, where) from exc
+    except RecursionError as exc:  # pragma: no cover - libyaml stops at depth 1000 first
+        raise CassetteError(located(where, None, "nested too deeply", "flatten the document")) from exc
+    if shared:
+        try:
+            check_expansion(doc)
+        except Invalid as exc:
+            raise CassetteError(located(where, _line_at(text, exc.at), exc.message, exc.fix)) from None
+    return doc
+
+
+def yaml_line(text: str, parts: Iterable[str | int]) -> int | None:
+    """The line (1-based) where the value at ``parts`` starts in the YAML ``text`` (where the path leaves the
+    document: the deepest value on it), or None when ``text`` is not YAML."""
+    return _line_at(text, tuple(parts))

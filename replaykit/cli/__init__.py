@@ -46,6 +46,7 @@ COMMANDS: tuple[str, ...] = (
     "redact",
     "drift",
     "properties",
+    "scenarios",
 )
 
 

@@ -1,0 +1,309 @@
+"""Expectations: each one a :class:`Check` of the target's outcome and the fake provider's journal.
+
+:func:`check_all` runs every expectation a scenario gives, in a fixed order (the first failing one is what
+a report shows): the target itself (it ran, wrote an outcome valid against its contract), ``outcome``,
+``error`` (code, phase, provenance), ``providerRequests``, ``requests`` per route, ``unmatched``,
+``unused``, ``requestContractsHold``, ``persistWrites``, ``estimates``, ``reaches``, ``neverReaches``,
+``persistedSnapshot``. What they read is an :class:`Evidence`: the outcome (segments merged), the journal
+as JSON, the unused interactions and the transcript the target persisted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from replaykit.assertions import describe_journal
+from replaykit.pointer import matches
+from replaykit.scenario.model import Scenario
+from replaykit.scenario.snapshot import check_snapshot, snapshot_path
+
+__all__ = ["Check", "Evidence", "check_all", "in_count"]
+
+JSON = dict[str, Any]
+_NO_OUTCOME = "no outcome to check"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One expectation: its ``name`` (``outcome``, ``error.code``, ``requests[openai.responses]``...),
+    whether it held, and why not (``why``: what was expected and what was found)."""
+
+    name: str
+    ok: bool
+    why: str = ""
+
+    def to_json(self) -> JSON:
+        """``{name, ok, why}``."""
+        return {"name": self.name, "ok": self.ok, "why": self.why}
+
+
+@dataclass
+class Evidence:
+    """What the checks read. ``problem`` says why there is no ``outcome`` (timed out, none written, not
+    valid); ``persisted`` is the parsed ``transcript.json`` of the target's store, None when absent."""
+
+    outcome: JSON | None
+    problem: str = ""
+    journal: list[JSON] = field(default_factory=list)
+    unused: list[JSON] = field(default_factory=list)
+    persisted: Any = None
+    update_snapshots: bool = False
+
+
+def in_count(expected: int | JSON, found: int) -> bool:
+    """Whether ``found`` is the count ``expected``: a number, or a ``{min, max}`` range (inclusive)."""
+    if isinstance(expected, int):
+        return found == expected
+    return bool(expected.get("min", 0) <= found <= expected.get("max", found))
+
+
+def _count_text(expected: int | JSON) -> str:
+    if isinstance(expected, int):
+        return str(expected)
+    low, high = expected.get("min"), expected.get("max")
+    return (
+        f"{low}..{high}"
+        if low is not None and high is not None
+        else f">= {low}"
+        if low is not None
+        else f"<= {high}"
+    )
+
+
+def _journal_text(entries: list[JSON]) -> str:
+    return "; ".join(line.strip() for line in describe_journal(entries).splitlines())
+
+
+def _target(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
+    yield Check("target", seen.outcome is not None, seen.problem)
+
+
+def _outcome(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
+    wanted = scenario.expectations["outcome"]
+    if seen.outcome is None:
+        yield Check("outcome", False, _NO_OUTCOME)
+        return
+    got, error = seen.outcome["status"], seen.outcome.get("error") or {}
+    said = f" ({error.get('code')}: {error.get('message', '')})" if error and got != wanted else ""
+    yield Check("outcome", got == wanted, f"expected {wanted}, got {got}{said}" if got != wanted else "")
+
+
+def _error(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
+    wanted = scenario.expectations.get("error") or {}
+    error = (seen.outcome or {}).get("error") or {}
+    for key in ("code", "phase", "provenance"):
+        if key not in wanted:
+            continue
+        if seen.outcome is None:
+            yield Check(f"error.{key}", False, _NO_OUTCOME)
+            continue
+        got = error.get(key)
+        why = f"expected {wanted[key]}, got {got or 'none'}" + (
+            f" ({error.get('message')})" if error.get("message") else ""
+        )
+        yield Check(f"error.{key}", got == wanted[key], why if got != wanted[key] else "")
+
+
+def _provider_requests(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
+    wanted = scenario.expectations.get("providerRequests")
+    if wanted is None:
+        return
+    found = len(seen.journal)
+    ok = in_count(wanted, found)
+    yield Check(
+        "providerRequests",
+        ok,
+        ""
+        if ok
+        else f"expected {_count_text(wanted)} provider request(s), the journal holds {found}: "
+        f"{_journal_text(seen.journal)}",
+    )
+
+
+def _requests(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
+    for route, wanted in (scenario.expectations.get("requests") or {}).items():
+        found = sum(1 for entry in seen.journal if entry.get("route") == route)
+        ok = in_count(wanted, found)
+        yield Check(
+            f"requests[{route}]",
+            ok,
+            ""
+            if ok
+            else f"expected {_count_text(wanted)} request(s) on {route}, found {found}: "
+            f"{_journal_text(seen.journal)}",
+        )
+
+
+def _unmatched(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
+    if scenario.expectations.get("unmatched", False):
+        return
+    found = [entry for entry in seen.journal if entry.get("verdict") == "unmatched"]
+    why = "; ".join(
+        f"request #{e.get('seq')} {e.get('method')} {e.get('path')}: {e.get('error')}" for e in found
+    )
+    yield Check(
+        "unmatched", not found, f"{len(found)} request(s) matched no interaction: {why}" if found else ""
+    )
+
+
+def _unused(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
+    if scenario.expectations.get("unused", False):
+        return
+    names = ", ".join(f"{u['cassette']}#{u['index']} ({u['route']})" for u in seen.unused)
+    yield Check(
+        "unused",
+        not seen.unused,
+        f"{len(seen.unused)} interaction(s) never served whole: {names}" if seen.unused else "",
+    )
+
+
+def _contracts(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
+    wanted = scenario.expectations.get("requestContractsHold")
+    if wanted is None:
+        return
+    broken = [
+        (entry.get("seq"), row)
+        for entry in seen.journal
+        for row in entry.get("request_violations") or []
+        if row.get("severity", "error") == "error"
+    ]
+    holds = not broken
+    if holds == wanted:
+        yield Check("requestContractsHold", True)
+        return
+    if wanted:
+        seq, row = broken[0]
+        why = f"request #{seq} breaks its contract at {row.get('pointer') or '/'}: {row.get('message')}" + (
+            f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
+        )
+    else:
+        why = "expected a request that breaks its contract, every request holds"
+    yield Check("requestContractsHold", False, why)
+
+
+def _persist_writes(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
+    wanted = scenario.expectations.get("persistWrites")
+    if wanted is None:
+        return
+    if seen.outcome is None:
+        yield Check("persistWrites", False, _NO_OUTCOME)
+        return
+    found = seen.outcome["persistWrites"]
+    ok = in_count(wanted, found)
+    yield Check("persistWrites", ok, "" if ok else f"expected {_count_text(wanted)} write(s), got {found}")
+
+
+def _estimates(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
+    for bound in scenario.expectations.get("estimates") or []:
+        name = f"estimates[step {bound['step']}]"
+        if seen.outcome is None:
+            yield Check(name, False, _NO_OUTCOME)
+            continue
+        tokens = [e["tokens"] for e in seen.outcome.get("estimates") or [] if e["step"] == bound["step"]]
+        low, high = bound.get("min", 0), bound.get("max")
+        wrong = [t for t in tokens if t < low or (high is not None and t > high)]
+        wanted = _count_text({k: v for k, v in bound.items() if k in ("min", "max")})
+        if not tokens:
+            yield Check(name, False, f"expected an estimate of {wanted} tokens, the target made none")
+        else:
+            yield Check(name, not wrong, f"expected {wanted} tokens, got {wrong[0]}" if wrong else "")
+
+
+def _hit(value: Any, spec: JSON) -> bool:
+    if "equals" in spec:
+        return bool(value == spec["equals"])
+    if "contains" in spec:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        return spec["contains"] in text
+    return True
+
+
+def _what(spec: JSON) -> str:
+    if "equals" in spec:
+        return f"{spec['pointer']} = {json.dumps(spec['equals'], ensure_ascii=False)}"
+    if "contains" in spec:
+        return f"{spec['pointer']} containing {spec['contains']!r}"
+    return str(spec["pointer"])
+
+
+def _bodies(spec: JSON, seen: Evidence) -> list[tuple[int, Any]]:
+    numbered = list(enumerate((entry.get("body") for entry in seen.journal), 1))
+    return [(n, body) for n, body in numbered if spec.get("request") in (None, n)]
+
+
+def _reaches(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
+    for index, spec in enumerate(scenario.expectations.get("reaches") or []):
+        found = [
+            (n, at, value) for n, body in _bodies(spec, seen) for at, value in matches(body, spec["pointer"])
+        ]
+        ok = any(_hit(value, spec) for _, _, value in found)
+        which = f"request {spec['request']}" if "request" in spec else "any request"
+        if ok:
+            yield Check(f"reaches[{index}]", True)
+        elif not found:
+            yield Check(
+                f"reaches[{index}]",
+                False,
+                f"{which} has nothing at {spec['pointer']} ({len(seen.journal)} request(s) journaled)",
+            )
+        else:
+            n, at, value = found[0]
+            shown = json.dumps(value, ensure_ascii=False)[:120]
+            yield Check(
+                f"reaches[{index}]",
+                False,
+                f"expected {_what(spec)} in {which}, request {n} has {at} = {shown}",
+            )
+
+
+def _never_reaches(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
+    for index, spec in enumerate(scenario.expectations.get("neverReaches") or []):
+        found = [
+            (n, at)
+            for n, body in _bodies(spec, seen)
+            for at, value in matches(body, spec["pointer"])
+            if _hit(value, spec)
+        ]
+        why = f"{_what(spec)} reached the provider: request {found[0][0]} at {found[0][1]}" if found else ""
+        yield Check(f"neverReaches[{index}]", not found, why)
+
+
+def _snapshot(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
+    wanted = scenario.expectations.get("persistedSnapshot", False)
+    if wanted is False:
+        return
+    name = scenario.name if wanted is True else str(wanted)
+    if seen.persisted is None:
+        yield Check(
+            "persistedSnapshot",
+            False,
+            "the target persisted no transcript ($REPLAYKIT_STATE_DIR/transcript.json)",
+        )
+        return
+    result = check_snapshot(snapshot_path(scenario.path, name), seen.persisted, seen.update_snapshots)
+    yield Check("persistedSnapshot", result.ok, result.why)
+
+
+CHECKS: tuple[Callable[[Scenario, Evidence], Iterator[Check]], ...] = (
+    _target,
+    _outcome,
+    _error,
+    _provider_requests,
+    _requests,
+    _unmatched,
+    _unused,
+    _contracts,
+    _persist_writes,
+    _estimates,
+    _reaches,
+    _never_reaches,
+    _snapshot,
+)
+
+
+def check_all(scenario: Scenario, seen: Evidence) -> list[Check]:
+    """Every expectation of ``scenario`` held against ``seen``, in report order."""
+    return [check for run in CHECKS for check in run(scenario, seen)]

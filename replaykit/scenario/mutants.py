@@ -1,0 +1,109 @@
+"""The kill matrix: every scenario on every mutant of a target (``REPLAYKIT_MUTANT=name``), in parallel.
+
+A mutant is killed by a scenario that fails on it. Each scenario also runs on the target itself (no mutant):
+a scenario that fails there kills nothing that counts. The matrix fails (:meth:`Matrix.problems`) when a
+scenario fails on the target itself, when a scenario's declared ``kills:`` mutant survives it (or is not a
+known mutant), or when a mutant survives every scenario; a scenario that kills no mutant is flagged as
+vacuous (:meth:`Matrix.vacuous`): reported, not a failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from replaykit.scenario.model import Scenario
+from replaykit.scenario.runner import Result, run_jobs
+from replaykit.scenario.target import Target
+
+__all__ = ["Matrix", "run_matrix"]
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """Results by scenario name and mutant (None: the target itself)."""
+
+    scenarios: tuple[Scenario, ...]
+    mutants: tuple[str, ...]
+    results: dict[tuple[str, str | None], Result]
+
+    def killed(self, scenario: str, mutant: str) -> bool:
+        """Whether ``scenario`` fails on ``mutant`` while it passes on the target itself."""
+        return self.results[(scenario, None)].passed and not self.results[(scenario, mutant)].passed
+
+    def killers(self, mutant: str) -> list[str]:
+        """The scenarios that kill ``mutant``."""
+        return [s.name for s in self.scenarios if self.killed(s.name, mutant)]
+
+    def survivors(self) -> list[str]:
+        """Mutants no scenario kills."""
+        return [mutant for mutant in self.mutants if not self.killers(mutant)]
+
+    def vacuous(self) -> list[str]:
+        """Scenarios that kill no mutant."""
+        return [s.name for s in self.scenarios if not any(self.killed(s.name, m) for m in self.mutants)]
+
+    def problems(self) -> list[str]:
+        """Why the matrix fails, one sentence each (empty: it passes)."""
+        found = [
+            f"{s.name} fails on the target itself ({self.results[(s.name, None)].failure_text()})"
+            for s in self.scenarios
+            if not self.results[(s.name, None)].passed
+        ]
+        for scenario in self.scenarios:
+            for mutant in scenario.kills:
+                if mutant not in self.mutants:
+                    found.append(
+                        f"{scenario.name} declares kills: {mutant}, which is not a mutant of the target"
+                    )
+                elif not self.killed(scenario.name, mutant):
+                    found.append(f"{scenario.name} declares kills: {mutant}, but {mutant} survives it")
+        found += [f"mutant {mutant} survives every scenario" for mutant in self.survivors()]
+        return found
+
+    def grid(self) -> list[list[str]]:
+        """Rows: a header (``mutant``, then the scenarios' numbers, 1-based), then a row per mutant: ``x``
+        killed, ``.`` survived, ``!`` survived although declared in the scenario's ``kills``."""
+        rows = [["mutant", *(str(n) for n in range(1, len(self.scenarios) + 1)), "killed by"]]
+        for mutant in self.mutants:
+            cells = [
+                "x" if self.killed(s.name, mutant) else "!" if mutant in s.kills else "."
+                for s in self.scenarios
+            ]
+            rows.append([mutant, *cells, str(len(self.killers(mutant)))])
+        return rows
+
+    def to_json(self) -> dict[str, Any]:
+        """``{ok, mutants, scenarios: [{scenario, kills, killed, passesOnTarget}], survivors, vacuous,
+        problems}``."""
+        return {
+            "ok": not self.problems(),
+            "mutants": list(self.mutants),
+            "scenarios": [
+                {
+                    "scenario": s.name,
+                    "file": str(s.path),
+                    "kills": list(s.kills),
+                    "killed": [m for m in self.mutants if self.killed(s.name, m)],
+                    "passesOnTarget": self.results[(s.name, None)].passed,
+                }
+                for s in self.scenarios
+            ],
+            "survivors": self.survivors(),
+            "vacuous": self.vacuous(),
+            "problems": self.problems(),
+        }
+
+
+def run_matrix(
+    scenarios: Sequence[Scenario], target: Target, mutants: Sequence[str], *, jobs: int = 1
+) -> Matrix:
+    """Run every scenario on ``target`` itself and on each of ``mutants``, ``jobs`` runs at a time."""
+    columns: list[str | None] = [None, *mutants]
+    work = [(scenario, target, mutant) for scenario in scenarios for mutant in columns]
+    results = run_jobs(work, jobs=jobs)
+    table = {
+        (scenario.name, mutant): result for (scenario, _, mutant), result in zip(work, results, strict=True)
+    }
+    return Matrix(tuple(scenarios), tuple(mutants), table)

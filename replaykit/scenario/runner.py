@@ -1,0 +1,229 @@
+"""The runner: one scenario on one target (:func:`run_scenario`), many in parallel (:func:`run_many`).
+
+Per scenario: a fresh temporary folder holding the target's work folder (its cwd, with the scenario's
+``files``), its state folder (``REPLAYKIT_STATE_DIR``, the same across segments) and the protocol's files;
+one :class:`~replaykit.server.FakeProvider` (``journal_bodies="full"``) serving the scenario's cassettes with
+its faults, unchanged. The steps run in segments split before each ``restart`` step, each segment a new
+process of the target (:func:`~replaykit.scenario.target.run_segment`) under what is left of the scenario's
+``timeoutMs``. The outcomes are merged (the last segment's status, error and transcript; ``persistWrites``
+summed; estimates renumbered to the scenario's steps); a segment that does not end ``ok`` ends the run.
+Then every expectation is checked (:mod:`replaykit.scenario.expect`).
+
+Scenarios share nothing (each has its own fake provider, port, folders and processes), so their verdicts do
+not depend on how many run at once: :func:`run_many` runs ``jobs`` of them in threads and returns the results
+in the order given.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
+
+from replaykit.cassette import write_atomic
+from replaykit.scenario.expect import Check, Evidence, check_all
+from replaykit.scenario.model import Scenario
+from replaykit.scenario.target import Target, read_outcome, run_segment, target_env
+from replaykit.server import FakeProvider
+
+__all__ = ["Result", "run_jobs", "run_many", "run_scenario"]
+
+JSON = dict[str, Any]
+
+
+@dataclass
+class Result:
+    """One scenario's verdict: every :class:`Check`, the merged outcome, the target, the mutant (if any)."""
+
+    scenario: Scenario
+    target: str
+    checks: list[Check]
+    outcome: JSON | None = None
+    mutant: str | None = None
+    seconds: float = 0.0
+    requests: int = 0
+    extra: JSON = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        """True when every expectation held."""
+        return all(check.ok for check in self.checks)
+
+    @property
+    def first_failure(self) -> Check | None:
+        """The first expectation that failed, in report order."""
+        return next((check for check in self.checks if not check.ok), None)
+
+    def failure_text(self) -> str:
+        """``name: why`` of the first failure ("" when it passed)."""
+        first = self.first_failure
+        return "" if first is None else f"{first.name}: {first.why}"
+
+    def to_json(self) -> JSON:
+        """The result as JSON: scenario, file, kind, target, mutant, passed, firstFailure, checks, outcome."""
+        first = self.first_failure
+        return {
+            "scenario": self.scenario.name,
+            "file": str(self.scenario.path),
+            "kind": self.scenario.kind,
+            "target": self.target,
+            "mutant": self.mutant,
+            "passed": self.passed,
+            "firstFailure": None if first is None else first.to_json(),
+            "checks": [check.to_json() for check in self.checks],
+            "providerRequests": self.requests,
+            "seconds": round(self.seconds, 3),
+            "outcome": self.outcome,
+        }
+
+
+def _merge(merged: JSON | None, outcome: JSON, first_step: int) -> JSON:
+    estimates = [{**e, "step": e["step"] + first_step} for e in outcome.get("estimates") or []]
+    if merged is None:
+        return {**outcome, "estimates": estimates}
+    return {
+        **outcome,
+        "persistWrites": merged["persistWrites"] + outcome["persistWrites"],
+        "estimates": [*merged.get("estimates", []), *estimates],
+    }
+
+
+def _write_files(work: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = work / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def _persisted(state: Path) -> Any:
+    try:
+        return json.loads((state / "transcript.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+@dataclass
+class _Segments:
+    """Running the segments of one scenario: the merged outcome so far, or the problem that ended it."""
+
+    scenario: Scenario
+    target: Target
+    root: Path
+    mutant: str | None
+    outcome: JSON | None = None
+    problem: str = ""
+
+    def run(self, provider: FakeProvider) -> None:
+        deadline = time.monotonic() + self.scenario.timeout
+        for number, (first, steps) in enumerate(self.scenario.segments()):
+            if not self._one(provider, number, first, steps, deadline):
+                return
+            if self.outcome is not None and self.outcome["status"] != "ok":
+                return
+
+    def _one(
+        self, provider: FakeProvider, number: int, first: int, steps: list[JSON], deadline: float
+    ) -> bool:
+        given, written = self.root / f"input-{number}.json", self.root / f"outcome-{number}.json"
+        write_atomic(given, json.dumps(self.scenario.target_input(steps, number == 0)).encode("utf-8"))
+        extra = {
+            "REPLAYKIT_INPUT": str(given),
+            "REPLAYKIT_OUTCOME": str(written),
+            "REPLAYKIT_STATE_DIR": str(self.root / "state"),
+            **dict(self.target.env),
+        }
+        if self.mutant is not None:
+            extra["REPLAYKIT_MUTANT"] = self.mutant
+        env = target_env(provider.env(), extra)
+        ran = run_segment(self.target, self.root / "work", env, deadline - time.monotonic(), self.root)
+        where = f" (segment {number + 1}, from step {first})" if len(self.scenario.segments()) > 1 else ""
+        if ran.timed_out:
+            self.problem = (
+                f"target timed out after {self.scenario.timeout * 1000:.0f} ms (timeoutMs){where}; "
+                "its process group was killed"
+            )
+            return False
+        outcome, why = read_outcome(written)
+        if outcome is None:
+            tail = f"; stderr: {ran.stderr_tail}" if ran.stderr_tail else ""
+            self.problem = f"{why}{where} (exit code {ran.returncode}){tail}"
+            return False
+        self.outcome = _merge(self.outcome, outcome, first)
+        return True
+
+
+def run_scenario(
+    scenario: Scenario, target: Target, *, mutant: str | None = None, update_snapshots: bool = False
+) -> Result:
+    """Run ``scenario`` on ``target`` (as ``mutant`` when given) and check every expectation."""
+    start = time.monotonic()
+    with TemporaryDirectory(prefix="replaykit-scenario-") as folder:
+        root = Path(folder)
+        (root / "work").mkdir()
+        (root / "state").mkdir()
+        _write_files(root / "work", dict(scenario.files))
+        segments = _Segments(scenario, target, root, mutant)
+        with FakeProvider(scenario.cassettes, faults=scenario.faults, journal_bodies="full") as provider:
+            segments.run(provider)
+            journal = [entry.to_json() for entry in provider.journal]
+            unused = provider.unused()
+        seen = Evidence(
+            segments.outcome if not segments.problem else None,
+            segments.problem,
+            journal,
+            unused,
+            _persisted(root / "state"),
+            update_snapshots,
+        )
+        checks = check_all(scenario, seen)
+    return Result(scenario, target.spec, checks, seen.outcome, mutant, time.monotonic() - start, len(journal))
+
+
+def run_many(
+    scenarios: Sequence[Scenario],
+    target: Target,
+    *,
+    jobs: int = 1,
+    mutant: str | None = None,
+    update_snapshots: bool = False,
+    done: Callable[[Result], None] | None = None,
+) -> list[Result]:
+    """Run ``scenarios``, ``jobs`` at a time; ``done`` is called with each result as it comes (from the
+    calling thread, in completion order); the results are returned in the order given."""
+    return run_jobs(
+        [(scenario, target, mutant) for scenario in scenarios],
+        jobs=jobs,
+        update_snapshots=update_snapshots,
+        done=done,
+    )
+
+
+def run_jobs(
+    jobs_: Sequence[tuple[Scenario, Target, str | None]],
+    *,
+    jobs: int = 1,
+    update_snapshots: bool = False,
+    done: Callable[[Result], None] | None = None,
+) -> list[Result]:
+    """Run each ``(scenario, target, mutant)``, ``jobs`` at a time (see :func:`run_many`)."""
+    if jobs < 1:
+        raise ValueError(f"jobs={jobs!r} must be at least 1")
+    results: list[Result | None] = [None] * len(jobs_)
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="replaykit-scenario") as pool:
+        futures = {
+            pool.submit(
+                run_scenario, scenario, target, mutant=mutant, update_snapshots=update_snapshots
+            ): index
+            for index, (scenario, target, mutant) in enumerate(jobs_)
+        }
+        for future in as_completed(futures):
+            result = future.result()
+            results[futures[future]] = result
+            if done is not None:
+                done(result)
+    return [result for result in results if result is not None]

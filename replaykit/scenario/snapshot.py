@@ -1,0 +1,93 @@
+"""Snapshots of the transcript a target persisted: normalized, serialized by syrupy, stored beside the
+scenario.
+
+The snapshot of scenario file ``scenarios/x.yaml`` named ``NAME`` is ``scenarios/__snapshots__/NAME.json``.
+Before it is compared or written, the transcript is normalized (:func:`normalize`): every ``timestamp``
+becomes ``"<timestamp>"`` and every id (the key ``id`` and any key ending in ``Id`` or ``_id``) becomes
+``"<id:N>"``, N counting distinct id values in order of first appearance, so a tool result still points at its
+call. The text is syrupy's JSON snapshot serializer (:class:`syrupy.extensions.json.JSONSnapshotExtension`:
+sorted keys, two spaces, a final newline), the format a syrupy user already reads and diffs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from syrupy.extensions.json import JSONSnapshotExtension
+
+from replaykit.cassette import write_atomic
+
+__all__ = ["SnapshotResult", "check_snapshot", "normalize", "serialize", "snapshot_path"]
+
+TIMESTAMP = "<timestamp>"
+_EXTENSION = JSONSnapshotExtension()
+
+
+def _is_id(key: str) -> bool:
+    return key == "id" or key.endswith(("Id", "_id"))
+
+
+def normalize(document: Any) -> Any:
+    """``document`` with timestamps and ids replaced (see the module docstring); the input is not changed."""
+    ids: dict[str, str] = {}
+
+    def walk(node: Any, key: str = "") -> Any:
+        if isinstance(node, dict):
+            return {name: walk(value, str(name)) for name, value in node.items()}
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if key == "timestamp":
+            return TIMESTAMP
+        if _is_id(key) and isinstance(node, str | int) and not isinstance(node, bool):
+            return ids.setdefault(str(node), f"<id:{len(ids) + 1}>")
+        return node
+
+    return walk(document)
+
+
+def serialize(document: Any) -> str:
+    """The snapshot text of ``document`` (normalized first)."""
+    return str(_EXTENSION.serialize(normalize(document)))
+
+
+def snapshot_path(scenario_file: Path, name: str) -> Path:
+    """Where the snapshot ``name`` of ``scenario_file`` is stored."""
+    return scenario_file.parent / "__snapshots__" / f"{name}.json"
+
+
+@dataclass(frozen=True)
+class SnapshotResult:
+    """The comparison: ``ok``, and why not (``why``); ``written`` when ``update`` wrote the file."""
+
+    ok: bool
+    why: str = ""
+    written: bool = False
+
+
+def _first_difference(stored: str, actual: str) -> str:
+    for number, (old, new) in enumerate(zip(stored.splitlines(), actual.splitlines(), strict=False), 1):
+        if old != new:
+            return f"line {number}: stored {old.strip()!r}, persisted {new.strip()!r}"
+    return (
+        f"the stored snapshot has {len(stored.splitlines())} lines, the persisted {len(actual.splitlines())}"
+    )
+
+
+def check_snapshot(path: Path, document: Any, update: bool = False) -> SnapshotResult:
+    """Compare ``document`` with the snapshot at ``path``; with ``update``, write it when it differs or is
+    missing (as ``pytest --snapshot-update`` does)."""
+    actual = serialize(document)
+    stored = path.read_text(encoding="utf-8") if path.is_file() else None
+    if stored == actual:
+        return SnapshotResult(True)
+    if update:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, actual.encode("utf-8"))
+        return SnapshotResult(True, written=True)
+    if stored is None:
+        return SnapshotResult(False, f"no snapshot {path}; run with --snapshot-update to write it")
+    return SnapshotResult(
+        False, f"differs from {path} at {_first_difference(stored, actual)} (--snapshot-update rewrites it)"
+    )

@@ -1,0 +1,179 @@
+"""The target protocol, runner side: how a target is named, the environment it gets, one run of it.
+
+A target is a command (``"node harness.js"``, split as a shell would) or ``python:module:function``, which
+runs ``sys.executable -m replaykit.scenario.call module:function`` (:mod:`replaykit.scenario.call`). Each run
+(:func:`run_segment`) gets, in a fresh process group:
+
+- cwd: the scenario's work folder (its ``files`` written there);
+- the environment: this process's, minus every variable whose name is a secret's (``*_API_KEY``,
+  ``*_TOKEN``...: :func:`replaykit.redact.is_secret_field`), plus the fake provider's
+  (:meth:`replaykit.server.FakeProvider.env`: base URLs, dummy keys, the network guard's proxy variables),
+  ``REPLAYKIT_INPUT``, ``REPLAYKIT_OUTCOME``, ``REPLAYKIT_STATE_DIR`` and, for a mutant, ``REPLAYKIT_MUTANT``;
+- a deadline: past it the whole process group is killed (SIGKILL) and the run reports ``timed_out``.
+
+The outcome file is read and checked against ``contracts/replaykit/target-outcome.schema.json``
+(:func:`read_outcome`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from replaykit import contracts
+from replaykit.errors import UsageError
+from replaykit.redact import is_secret_field
+
+__all__ = ["DEFAULT_TARGET", "Run", "Target", "read_outcome", "run_segment", "target_env"]
+
+DEFAULT_TARGET = "python:replaykit.reference:run"
+PYTHON_PREFIX = "python:"
+_TAIL = 600  # characters of a target's stderr shown when it wrote no outcome
+
+
+def _absolute(word: str, index: int, here: Path) -> str:
+    """``word`` made absolute when it names a file of ``here`` (the target runs in another folder); the
+    command itself only when written as a path (``./target.sh``), never ``node`` found on PATH."""
+    if os.path.isabs(word) or word.startswith("-") or (index == 0 and "/" not in word):
+        return word
+    return str((here / word).resolve()) if (here / word).exists() else word
+
+
+def _python_path(here: Path) -> list[str]:
+    """This process's ``PYTHONPATH``, each entry made absolute from ``here`` (the target's cwd differs)."""
+    entries = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    return [str((here / entry).resolve()) for entry in entries]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A target as given on the command line (``spec``), the command that runs it (``argv``) and the
+    variables it needs besides the protocol's (``env``: a Python target's ``PYTHONPATH``)."""
+
+    spec: str
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, spec: str, here: Path | None = None) -> Target:
+        """``python:module:function`` or a command line; a bad one is a usage error. The target runs in its
+        own work folder, so what names a file of ``here`` (default: the current folder) is made absolute,
+        and a Python target's module is also looked up in ``here``."""
+        here = Path.cwd() if here is None else here
+        if spec.startswith(PYTHON_PREFIX):
+            name = spec[len(PYTHON_PREFIX) :]
+            module, sep, function = name.partition(":")
+            if not sep or not module or not function:
+                raise UsageError(f"--target {spec!r} must be python:module:function, e.g. {DEFAULT_TARGET}")
+            path = os.pathsep.join([str(here), *_python_path(here)])
+            return cls(spec, (sys.executable, "-m", "replaykit.scenario.call", name), (("PYTHONPATH", path),))
+        try:
+            words = shlex.split(spec)
+        except ValueError as exc:
+            raise UsageError(
+                f"--target {spec!r} cannot be split into words ({exc}); balance its quotes"
+            ) from exc
+        if not words:
+            raise UsageError("--target is empty; give a command or python:module:function")
+        argv = tuple(_absolute(word, index, here) for index, word in enumerate(words))
+        inherited = _python_path(here)
+        return cls(spec, argv, (("PYTHONPATH", os.pathsep.join(inherited)),) if inherited else ())
+
+
+def target_env(
+    provider_env: Mapping[str, str], extra: Mapping[str, str], base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The target's environment: ``base`` (default: this process's) without secrets, then ``provider_env``
+    (the fake provider's) and ``extra`` (the protocol's files and the mutant)."""
+    source = os.environ if base is None else base
+    kept = {name: value for name, value in source.items() if not is_secret_field(name)}
+    kept.pop("REPLAYKIT_MUTANT", None)  # only the runner chooses a mutant
+    return {**kept, **provider_env, **extra}
+
+
+@dataclass(frozen=True)
+class Run:
+    """How one run of the target ended: its exit code (None when killed), whether it ``timed_out``, the
+    tail of its stderr, and how long it took."""
+
+    returncode: int | None
+    timed_out: bool
+    stderr_tail: str
+    seconds: float
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone already
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _tail(path: Path) -> str:
+    try:
+        text = path.read_bytes()[-_TAIL * 4 :].decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return text[-_TAIL:].strip()
+
+
+def run_segment(target: Target, cwd: Path, env: Mapping[str, str], timeout: float, logs: Path) -> Run:
+    """Run ``target`` once in ``cwd`` with ``env``; kill its process group after ``timeout`` seconds (and
+    any process it left behind once it exits). Its stdout and stderr go to files in ``logs``."""
+    start = time.monotonic()
+    err_path = logs / "stderr.txt"
+    with open(logs / "stdout.txt", "ab") as out, open(err_path, "ab") as err:
+        try:
+            process = subprocess.Popen(
+                target.argv,
+                cwd=cwd,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise UsageError(
+                f"--target {target.spec!r} cannot start: {exc.strerror or exc}; "
+                "check the command and that it is installed"
+            ) from exc
+        try:
+            code: int | None = process.wait(timeout=max(timeout, 0.001))
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            code, timed_out = None, True
+        finally:
+            _kill_group(process)
+            process.wait()
+    return Run(code, timed_out, _tail(err_path), time.monotonic() - start)
+
+
+def read_outcome(path: Path) -> tuple[dict[str, Any] | None, str]:
+    """The outcome the target wrote at ``path``, or None and why it is not one (missing, not JSON, or against
+    its contract: the first violation's JSON pointer and message)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, "the target wrote no outcome to REPLAYKIT_OUTCOME"
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"the outcome cannot be read: {exc}"
+    try:
+        outcome = json.loads(text)
+    except ValueError as exc:
+        return None, f"the outcome is not JSON: {exc}"
+    found = [v for v in contracts.validate("replaykit.target-outcome", outcome) if v.severity == "error"]
+    if found:
+        return (
+            None,
+            f"the outcome breaks target-outcome.schema.json at {found[0].pointer or '/'}: {found[0].message}",
+        )
+    return outcome, ""

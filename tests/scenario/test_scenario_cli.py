@@ -1,0 +1,172 @@
+"""``replaykit mutants`` (the kill matrix) and ``replaykit redgreen`` (the red → green table)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from scenario_support import FUNCTION, HERE, scenario_doc, write_scenario
+
+from replaykit.cli import main
+from replaykit.cli.scenarios import run_mutants
+
+pytestmark = pytest.mark.slow  # each scenario runs a child process
+
+RETRY = [{"kind": "status", "status": 529, "route": "anthropic.messages", "nth": 1}]
+
+
+def test_the_kill_matrix_with_a_survivor_a_broken_promise_and_a_vacuous_scenario(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_scenario(tmp_path, scenario_doc("persists", kills=["no-persist", "no-retry"]))
+    write_scenario(tmp_path, scenario_doc("vacuous", expectations={"outcome": "ok", "unused": True}))
+    code = main(
+        [
+            "mutants",
+            str(tmp_path),
+            "--target",
+            FUNCTION,
+            "--mutant",
+            "no-persist",
+            "--mutant",
+            "no-retry",
+            "-j",
+            "2",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 1
+    assert out.splitlines()[:3] == [
+        "mutant      1  2  killed by",
+        "no-persist  x  .  1",
+        "no-retry    !  .  0",
+    ]
+    assert "vacuous (kills no mutant): vacuous" in out
+    assert "FAIL persists declares kills: no-retry, but no-retry survives it" in out
+    assert "FAIL mutant no-retry survives every scenario" in out
+    assert out.rstrip().endswith("2 scenarios x 2 mutants, 1 killed: FAILED")
+
+
+def test_a_clean_matrix_passes_and_names_come_from_the_reference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_scenario(tmp_path, scenario_doc("persists", kills=["no-persist"]))
+    write_scenario(
+        tmp_path,
+        scenario_doc(
+            "retries", faults=RETRY, kills=["no-retry"], expectations={"outcome": "ok", "providerRequests": 2}
+        ),
+    )
+    args = argparse.Namespace(paths=[str(tmp_path)], target=FUNCTION, mutant=None, jobs=2, json=True)
+    assert run_mutants(args, known=lambda: {"no-persist": "never writes", "no-retry": "never retries"}) == 0
+    matrix = json.loads(capsys.readouterr().out)
+    assert matrix["ok"] and matrix["survivors"] == [] and matrix["vacuous"] == []
+    assert {row["scenario"]: row["killed"] for row in matrix["scenarios"]} == {
+        "persists": ["no-persist"],
+        "retries": ["no-retry"],
+    }
+
+
+def test_a_scenario_failing_on_the_target_itself_fails_the_matrix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_scenario(tmp_path, scenario_doc("wrong", expectations={"outcome": "ok", "persistWrites": 5}))
+    assert main(["mutants", str(tmp_path), "--target", FUNCTION, "--mutant", "no-persist"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL wrong fails on the target itself (persistWrites: expected 5 write(s), got 1)" in out
+
+
+def test_redgreen_table_markdown_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_scenario(
+        tmp_path,
+        scenario_doc(
+            "retries", kind="regression", faults=RETRY, expectations={"outcome": "ok", "providerRequests": 2}
+        ),
+    )
+    write_scenario(tmp_path, scenario_doc("contract"))
+    write_scenario(tmp_path, scenario_doc("not-reproduced", kind="regression"))
+    baseline = f"env REPLAYKIT_MUTANT=no-retry {sys.executable} {HERE / 'tiny_target.py'}"
+    argv = ["redgreen", "--baseline", baseline, "--candidate", FUNCTION, str(tmp_path), "-j", "2"]
+    assert main(argv) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == [
+        "scenario",
+        "kind",
+        "baseline",
+        "candidate",
+        "verdict",
+        "first",
+        "failing",
+        "expectation",
+    ]
+    rows = {line.split()[0]: line for line in lines[1:4]}
+    assert rows["retries"].split()[1:5] == ["regression", "red", "green", "OK"]
+    assert (
+        rows["retries"]
+        .rstrip()
+        .endswith("baseline: outcome: expected ok, got error (PROVIDER_ERROR: HTTP 529)")
+    )
+    assert rows["contract"].split()[1:5] == ["contract", "green", "green", "OK"]
+    assert "WRONG (passes on the baseline: the regression is not reproduced)" in rows["not-reproduced"]
+    assert lines[-1] == "3 scenarios, 1 wrong: FAILED"
+    assert main([*argv, "--markdown"]) == 1
+    markdown = capsys.readouterr().out
+    assert (
+        "| retries | regression | 🔴 red | 🟢 green | OK | baseline: outcome: expected ok, got error "
+        "(PROVIDER_ERROR: HTTP 529) |" in markdown
+    )
+    assert markdown.splitlines()[2].startswith("| scenario | kind |")
+    assert main([*argv, "--json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert not document["ok"]
+    retries = next(row for row in document["rows"] if row["scenario"] == "retries")
+    assert retries["baseline"]["firstFailure"]["name"] == "outcome" and retries["candidate"]["passed"]
+
+
+def test_a_bad_command_line_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_scenario(tmp_path, scenario_doc())
+    assert main(["run", str(path), "-j", "0"]) == 2
+    assert main(["run", str(path), "--target", "python:nocolon"]) == 2
+    assert main(["run", str(path), "--target", "'unbalanced"]) == 2
+    err = capsys.readouterr().err
+    assert "must be python:module:function" in err and "balance its quotes" in err and "Traceback" not in err
+
+
+def test_without_the_reference_the_mutants_must_be_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    from replaykit.cli.scenarios import reference_mutants
+    from replaykit.errors import UsageError
+
+    monkeypatch.setitem(sys.modules, "replaykit.reference.mutants", None)  # an import of it fails
+    with pytest.raises(UsageError, match="pass them with --mutant NAME"):
+        reference_mutants()
+
+
+def test_progress_rewrites_a_line_on_a_terminal_and_prints_plain_lines_otherwise(tmp_path: Path) -> None:
+    import io
+
+    from replaykit.cli.scenarios import _Progress
+    from replaykit.scenario import Check, Result, load
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    scenario = load(write_scenario(tmp_path, scenario_doc()))
+    results = [
+        Result(scenario, FUNCTION, [Check("target", True)], seconds=0.5),
+        Result(scenario, FUNCTION, [Check("outcome", False, "expected ok, got error")]),
+    ]
+    plain, terminal = io.StringIO(), Terminal()
+    for stream in (plain, terminal):
+        progress = _Progress(2, stream, quiet=False)
+        progress.start()
+        for result in results:
+            progress(result)
+    assert plain.getvalue() == "PASS one-step (0.5 s)\nFAIL one-step: outcome: expected ok, got error\n"
+    assert terminal.getvalue() == (
+        "running 2 scenario(s)...\r\x1b[K[1/2] PASS one-step (0.5 s)\nrunning 1 more..."
+        "\r\x1b[K[2/2] FAIL one-step: outcome: expected ok, got error\n"
+    )

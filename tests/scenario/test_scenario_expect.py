@@ -1,0 +1,302 @@
+"""Each expectation holds on a good outcome and journal, and fails, saying why, on the defect it is for."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replaykit.scenario import Check, Evidence, Scenario, check_all
+from replaykit.scenario.expect import in_count
+from replaykit.scenario.snapshot import normalize, serialize
+
+JSON = dict[str, Any]
+BODY = {
+    "model": "m",
+    "max_tokens": 10,
+    "messages": [{"role": "user", "content": [{"type": "text", "text": "When was Python 3.13 released?"}]}],
+}
+TRANSCRIPT = {
+    "version": 1,
+    "system": None,
+    "tools": [],
+    "messages": [{"role": "user", "content": "hi", "timestamp": 1}],
+}
+
+
+def entry(seq: int = 1, route: str = "anthropic.messages", **more: Any) -> JSON:
+    return {
+        "seq": seq,
+        "method": "POST",
+        "path": "/v1/messages",
+        "route": route,
+        "status": 200,
+        "verdict": "served",
+        "body": copy.deepcopy(BODY),
+        "request_violations": [],
+        **more,
+    }
+
+
+def outcome(**more: Any) -> JSON:
+    return {
+        "status": "ok",
+        "error": None,
+        "transcript": TRANSCRIPT,
+        "persistWrites": 1,
+        "estimates": [{"step": 0, "tokens": 20}],
+        **more,
+    }
+
+
+def scenario(tmp_path: Path, **expectations: Any) -> Scenario:
+    doc = {
+        "name": "s",
+        "kind": "contract",
+        "description": "d",
+        "steps": [{"prompt": "p", "provider": "anthropic", "model": "m"}],
+        "expectations": {"outcome": "ok", **expectations},
+    }
+    return Scenario(tmp_path / "s.yaml", doc)
+
+
+def good() -> Evidence:
+    return Evidence(outcome(), "", [entry()], [], TRANSCRIPT)
+
+
+def failed(checks: list[Check]) -> list[tuple[str, str]]:
+    return [(check.name, check.why) for check in checks if not check.ok]
+
+
+def only_failure(tmp_path: Path, seen: Evidence, **expectations: Any) -> tuple[str, str]:
+    assert failed(check_all(scenario(tmp_path, **expectations), good())) == []  # holds on the good run
+    (found,) = failed(check_all(scenario(tmp_path, **expectations), seen))
+    return found
+
+
+def changed(**fields: Any) -> Evidence:
+    seen = good()
+    for key, value in fields.items():
+        setattr(seen, key, value)
+    return seen
+
+
+def test_a_good_run_passes_every_expectation(tmp_path: Path) -> None:
+    checks = check_all(
+        scenario(
+            tmp_path,
+            providerRequests=1,
+            requests={"anthropic.messages": 1},
+            requestContractsHold=True,
+            persistWrites=1,
+            estimates=[{"step": 0, "min": 10, "max": 30}],
+            reaches=[{"request": 1, "pointer": "/messages/0/role", "equals": "user"}],
+            neverReaches=[{"pointer": "/x_internal"}],
+        ),
+        good(),
+    )
+    assert failed(checks) == []
+    assert [check.name for check in checks] == [
+        "target",
+        "outcome",
+        "providerRequests",
+        "requests[anthropic.messages]",
+        "unmatched",
+        "unused",
+        "requestContractsHold",
+        "persistWrites",
+        "estimates[step 0]",
+        "reaches[0]",
+        "neverReaches[0]",
+    ]
+
+
+def test_no_outcome_fails_the_target_first(tmp_path: Path) -> None:
+    seen = changed(outcome=None, problem="target timed out after 500 ms (timeoutMs)")
+    checks = check_all(scenario(tmp_path, persistWrites=1), seen)
+    assert failed(checks)[0] == ("target", "target timed out after 500 ms (timeoutMs)")
+    assert ("persistWrites", "no outcome to check") in failed(checks)
+
+
+def test_outcome_status(tmp_path: Path) -> None:
+    error = {"code": "PROVIDER_ERROR", "provenance": "provider", "retryable": True, "message": "HTTP 529"}
+    found = only_failure(tmp_path, changed(outcome=outcome(status="error", error=error)))
+    assert found == ("outcome", "expected ok, got error (PROVIDER_ERROR: HTTP 529)")
+
+
+@pytest.mark.parametrize(
+    ("key", "wanted", "got"),
+    [
+        ("code", "LOCAL_REQUEST_ERROR", "INTERNAL_ERROR"),
+        ("phase", "validation", None),
+        ("provenance", "local", "provider"),
+    ],
+)
+def test_error_fields(tmp_path: Path, key: str, wanted: str, got: str | None) -> None:
+    error = {"code": "INTERNAL_ERROR", "provenance": "provider", "retryable": False, "message": "boom"}
+    seen = changed(outcome=outcome(status="error", error=error))
+    checks = check_all(
+        scenario(
+            tmp_path,
+            outcome="error",
+            error={key: wanted, "code": error["code"]} if key != "code" else {"code": wanted},
+        ),
+        seen,
+    )
+    assert failed(checks) == [(f"error.{key}", f"expected {wanted}, got {got or 'none'} (boom)")]
+
+
+def test_provider_requests_exact_and_range(tmp_path: Path) -> None:
+    name, why = only_failure(tmp_path, changed(journal=[entry(1), entry(2)]), providerRequests=1)
+    assert name == "providerRequests" and why.startswith(
+        "expected 1 provider request(s), the journal holds 2:"
+    )
+    assert "#2 POST /v1/messages" in why
+    ranged = scenario(tmp_path, providerRequests={"min": 2, "max": 3})
+    assert failed(check_all(ranged, changed(journal=[entry(1), entry(2)]))) == []
+    assert failed(check_all(ranged, good()))[0][1].startswith("expected 2..3 provider request(s)")
+    assert in_count({"max": 1}, 0) and not in_count({"min": 1}, 0)
+
+
+def test_requests_per_route(tmp_path: Path) -> None:
+    seen = changed(journal=[entry(1), entry(2, "openai.responses")])
+    found = only_failure(tmp_path, seen, requests={"anthropic.messages": 1, "openai.responses": 0})
+    assert found[0] == "requests[openai.responses]"
+    assert found[1].startswith("expected 0 request(s) on openai.responses, found 1")
+
+
+def test_unmatched_fails_unless_allowed(tmp_path: Path) -> None:
+    seen = changed(journal=[entry(verdict="unmatched", error="no interaction left on anthropic.messages")])
+    assert only_failure(tmp_path, seen) == (
+        "unmatched",
+        "1 request(s) matched no interaction: request #1 POST /v1/messages: "
+        "no interaction left on anthropic.messages",
+    )
+    assert failed(check_all(scenario(tmp_path, unmatched=True), seen)) == []
+
+
+def test_unused_fails_unless_allowed(tmp_path: Path) -> None:
+    seen = changed(unused=[{"cassette": "a.yaml", "index": 1, "line": 40, "route": "anthropic.messages"}])
+    assert only_failure(tmp_path, seen) == (
+        "unused",
+        "1 interaction(s) never served whole: a.yaml#1 (anthropic.messages)",
+    )
+    assert failed(check_all(scenario(tmp_path, unused=True), seen)) == []
+
+
+def test_request_contracts_hold(tmp_path: Path) -> None:
+    broken = [{"pointer": "/x_internal", "message": "unexpected member", "severity": "error"}]
+    seen = changed(journal=[entry(request_violations=broken)])
+    assert only_failure(tmp_path, seen, requestContractsHold=True) == (
+        "requestContractsHold",
+        "request #1 breaks its contract at /x_internal: unexpected member",
+    )
+    warned = changed(journal=[entry(request_violations=[{**broken[0], "severity": "warning"}])])
+    assert failed(check_all(scenario(tmp_path, requestContractsHold=True), warned)) == []
+    assert (
+        failed(check_all(scenario(tmp_path, requestContractsHold=False), good()))[0][0]
+        == "requestContractsHold"
+    )
+
+
+def test_persist_writes(tmp_path: Path) -> None:
+    found = only_failure(tmp_path, changed(outcome=outcome(persistWrites=0)), persistWrites=1)
+    assert found == ("persistWrites", "expected 1 write(s), got 0")
+
+
+def test_estimates_bounds_and_missing(tmp_path: Path) -> None:
+    bounds = [{"step": 0, "min": 10, "max": 30}]
+    big = changed(outcome=outcome(estimates=[{"step": 0, "tokens": 2000}]))
+    assert only_failure(tmp_path, big, estimates=bounds) == (
+        "estimates[step 0]",
+        "expected 10..30 tokens, got 2000",
+    )
+    none = changed(outcome=outcome(estimates=[]))
+    assert only_failure(tmp_path, none, estimates=bounds) == (
+        "estimates[step 0]",
+        "expected an estimate of 10..30 tokens, the target made none",
+    )
+
+
+def test_reaches(tmp_path: Path) -> None:
+    wanted = [{"request": 1, "pointer": "/messages/*/content/*/text", "contains": "Python 3.13"}]
+    dropped = copy.deepcopy(BODY)
+    dropped["messages"][0]["content"] = []
+    name, why = only_failure(tmp_path, changed(journal=[entry(body=dropped)]), reaches=wanted)
+    assert (name, why) == (
+        "reaches[0]",
+        "request 1 has nothing at /messages/*/content/*/text (1 request(s) journaled)",
+    )
+    other = copy.deepcopy(BODY)
+    other["messages"][0]["content"][0]["text"] = "something else"
+    assert only_failure(tmp_path, changed(journal=[entry(body=other)]), reaches=wanted)[1] == (
+        "expected /messages/*/content/*/text containing 'Python 3.13' in request 1, request 1 has "
+        '/messages/0/content/0/text = "something else"'
+    )
+    assert only_failure(tmp_path, changed(journal=[]), reaches=wanted)[0] == "reaches[0]"
+
+
+def test_never_reaches(tmp_path: Path) -> None:
+    leaked = {**copy.deepcopy(BODY), "x_internal": {"note": 1}}
+    seen = changed(journal=[entry(1), entry(2, body=leaked)])
+    assert only_failure(tmp_path, seen, neverReaches=[{"pointer": "/x_internal"}]) == (
+        "neverReaches[0]",
+        "/x_internal reached the provider: request 2 at /x_internal",
+    )
+    typed = [{"pointer": "/messages/*/content/*/type", "equals": "web_search_tool_result"}]
+    sent = copy.deepcopy(BODY)
+    sent["messages"][0]["content"].append({"type": "web_search_tool_result"})
+    assert only_failure(tmp_path, changed(journal=[entry(body=sent)]), neverReaches=typed)[1] == (
+        '/messages/*/content/*/type = "web_search_tool_result" reached the provider: request 1 at '
+        "/messages/0/content/1/type"
+    )
+
+
+def test_persisted_snapshot(tmp_path: Path) -> None:
+    seen = good()
+    seen.update_snapshots = True
+    assert failed(check_all(scenario(tmp_path, persistedSnapshot=True), seen)) == []
+    stored = tmp_path / "__snapshots__" / "s.json"
+    assert stored.read_text(encoding="utf-8") == serialize(TRANSCRIPT)
+    assert failed(check_all(scenario(tmp_path, persistedSnapshot=True), good())) == []
+    restamped = copy.deepcopy(TRANSCRIPT)
+    restamped["messages"][0]["timestamp"] = 99  # timestamps are normalized: still equal
+    assert failed(check_all(scenario(tmp_path, persistedSnapshot=True), changed(persisted=restamped))) == []
+    edited = copy.deepcopy(TRANSCRIPT)
+    edited["messages"][0]["content"] = "bye"
+    ((name, why),) = failed(check_all(scenario(tmp_path, persistedSnapshot=True), changed(persisted=edited)))
+    assert name == "persistedSnapshot" and 'line 4: stored \'"content": "hi",\', persisted' in why
+    ((name, why),) = failed(check_all(scenario(tmp_path, persistedSnapshot=True), changed(persisted=None)))
+    assert why.startswith("the target persisted no transcript")
+    ((name, why),) = failed(check_all(scenario(tmp_path, persistedSnapshot="other"), good()))
+    assert why.startswith(
+        f"no snapshot {tmp_path / '__snapshots__' / 'other.json'}; run with --snapshot-update"
+    )
+
+
+def test_normalize_keeps_links_between_ids() -> None:
+    doc = {
+        "messages": [
+            {
+                "timestamp": 5,
+                "content": [
+                    {"type": "toolCall", "id": "call_9"},
+                    {"toolCallId": "call_9", "tool_use_id": "srv_1"},
+                ],
+            }
+        ]
+    }
+    assert normalize(doc) == {
+        "messages": [
+            {
+                "timestamp": "<timestamp>",
+                "content": [
+                    {"type": "toolCall", "id": "<id:1>"},
+                    {"toolCallId": "<id:1>", "tool_use_id": "<id:2>"},
+                ],
+            }
+        ]
+    }
+    assert doc["messages"][0]["timestamp"] == 5
