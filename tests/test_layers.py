@@ -84,3 +84,12 @@ def test_what_ships_cites_only_what_ships_or_a_public_url() -> None:
     cited = [str(path.relative_to(root)) for path in shipped
              if path.is_file() and OUTSIDE.search(path.read_text(encoding="utf-8", errors="replace"))]
     assert cited == []
+
+
+def test_the_reference_sits_above_the_library_and_below_the_cli_and_the_runner() -> None:
+    reached = set().union(*(_reach(module) for module in _within("replaykit.reference")))
+    above = ("replaykit.cli", "replaykit.scenario", "replaykit.server", "replaykit.pytest_plugin")
+    assert not {name for name in reached if name.startswith(above)}
+    below = {name for module in _within("replaykit") if not module.startswith("replaykit.reference")
+             and not module.startswith(("replaykit.cli", "replaykit.scenario")) for name in _reach(module)}
+    assert not {name for name in below if name.startswith("replaykit.reference")}

@@ -100,9 +100,7 @@ class Run:
         while True:
             try:
                 body = steps.prepare(transcript, target)
-                tokens = steps.estimate_tokens(transcript, target, self.settings.context_window,
-                                               self.settings.reserve)
-                self.estimates.append({"step": step, "tokens": tokens})
+                self.estimate(transcript, target, step)
                 return await wire.send(self.client, body, target)
             except Exception as exc:
                 info = failure(exc)
@@ -110,6 +108,16 @@ class Run:
                     raise
                 attempt += 1
                 await asyncio.sleep(backoff(exc, attempt))
+
+    def estimate(self, transcript: JSON, target: Target, step: int) -> None:
+        """Estimate the request and record it in the outcome; refused above the budget (recorded too)."""
+        try:
+            tokens = steps.estimate_tokens(transcript, target, self.settings.context_window,
+                                           self.settings.reserve)
+        except steps.OverBudget as refused:
+            self.estimates.append({"step": step, "tokens": refused.tokens})
+            raise
+        self.estimates.append({"step": step, "tokens": tokens})
 
     # ------------------------------------------------------------ the agent loop
 

@@ -20,7 +20,7 @@ from replaykit.reference.mutants import mutant
 from replaykit.replay import Target, project, projection
 from replaykit.transcript import AssistantMessage, Transcript, restore
 
-__all__ = ["checked_citations", "estimate_tokens", "prepare", "rebuild_system", "validate"]
+__all__ = ["OverBudget", "checked_citations", "estimate_tokens", "prepare", "rebuild_system", "validate"]
 
 JSON = dict[str, Any]
 
@@ -113,15 +113,23 @@ def _without(transcript: Mapping[str, Any], kind: str) -> JSON:
 # ---------------------------------------------------------------- estimate and budget
 
 
+class OverBudget(LocalRequestError):
+    """The estimate of the next request is over the budget: LOCAL_REQUEST_ERROR, phase estimation."""
+
+    def __init__(self, tokens: int, context_window: int, reserve: int) -> None:
+        super().__init__(f"the request needs about {tokens} input tokens, over the budget of "
+                         f"{context_window - reserve} (contextWindow {context_window} - reserve {reserve})",
+                         phase="estimation")
+        self.tokens = tokens
+
+
 def estimate_tokens(transcript: JSON, target: Target, context_window: int, reserve: int) -> int:
     """The input-token estimate of the next request (:func:`replaykit.estimate.estimate`, anchored on valid
     usage), refused locally (LOCAL_REQUEST_ERROR, phase estimation) above ``context_window - reserve``."""
     try:
         tokens = _tokens(transcript, target)
         if tokens > context_window - reserve:
-            raise LocalRequestError(f"the request needs about {tokens} input tokens, over the budget of "
-                                    f"{context_window - reserve} (contextWindow {context_window} - reserve "
-                                    f"{reserve})", phase="estimation")
+            raise OverBudget(tokens, context_window, reserve)
     except LocalRequestError:
         if mutant("estimate-error-to-zero"):
             return 0
