@@ -44,6 +44,7 @@ __all__ = [
     "Provenance",
     "causes",
     "classify",
+    "event_error",
     "is_retryable",
     "outcome_json",
     "status_retryable",
@@ -142,6 +143,19 @@ def classify(failure: BaseException | object) -> ErrorInfo:
         if info is not None:
             return info
     return ErrorInfo("INTERNAL_ERROR", None, "local", False, safe_message(_describe(failure, "")))
+
+
+def event_error(data: Mapping[str, Any]) -> ErrorInfo:
+    """Classify a provider's mid-stream error event (HTTP 200): Anthropic's ``error`` event
+    (``{"error": {"type", "message"}}``), OpenAI's ``error`` event (``{"code", "message"}``) or its
+    ``response.failed`` (``{"response": {"error": {"code", "message"}}}``). Retryable when its type is a
+    transient one (overloaded, rate limit, server error...)."""
+    response = data.get("response")
+    if isinstance(response, Mapping) and isinstance(response.get("error"), Mapping):
+        return _provider(200, {}, {"error": response["error"]})
+    if isinstance(data.get("error"), Mapping):
+        return _provider(200, {}, data)
+    return _provider(200, {}, {"error": {"code": data.get("code"), "message": data.get("message")}})
 
 
 def is_retryable(failure: BaseException | object) -> bool:

@@ -103,3 +103,12 @@ def test_scenario_and_reference_sit_above_the_server_and_below_the_cli() -> None
         reached = {name for module in _within(f"replaykit.{low}") for name in _reach(module)}
         assert not {name for name in reached
                     if name.startswith(("replaykit.scenario", "replaykit.reference"))}, low
+
+
+def test_the_reference_sits_above_the_library_and_below_the_cli_and_the_runner() -> None:
+    reached = set().union(*(_reach(module) for module in _within("replaykit.reference")))
+    above = ("replaykit.cli", "replaykit.scenario", "replaykit.server", "replaykit.pytest_plugin")
+    assert not {name for name in reached if name.startswith(above)}
+    below = {name for module in _within("replaykit") if not module.startswith("replaykit.reference")
+             and not module.startswith(("replaykit.cli", "replaykit.scenario")) for name in _reach(module)}
+    assert not {name for name in below if name.startswith("replaykit.reference")}

@@ -1,0 +1,68 @@
+"""The named mutants of the reference harness: each a real defect of its class, switched on by name.
+
+``REPLAYKIT_MUTANT=<name>`` in the environment makes the harness run with that one defect; the code asks
+:func:`mutant` at the exact place the defect lives (``if mutant("retry-on-400"): ...``), so each defect is
+one reading of the code away from the correct behaviour. :data:`MUTANTS` names them, each with its defect in
+one sentence; a scenario proves it can fail by killing the mutants it names in ``kills:``.
+
+The environment is read on every call, so a test may set the variable for one run in-process.
+"""
+
+from __future__ import annotations
+
+import os
+
+from replaykit.errors import UsageError
+
+__all__ = ["ENV", "MUTANTS", "active", "mutant"]
+
+ENV = "REPLAYKIT_MUTANT"
+
+MUTANTS: dict[str, str] = {
+    "estimator-assumes-name": "the estimate step reads block['name'] on every non-text block, so it crashes "
+                              "on a nameless web_search_tool_result",
+    "search-not-estimated": "the estimate skips hostedSearch blocks, so search results count as 0 tokens",
+    "no-cjk-correction": "the estimate counts every character as a quarter token, CJK included",
+    "timestamp-refresh-invalidates-usage": "a system prompt rebuilt unchanged (a newer systemHistory "
+                                           "timestamp) is taken for a change, so the usage anchor is dropped",
+    "usage-double-count": "the estimate adds the anchor's usage and counts the anchored prefix again",
+    "estimate-error-to-zero": "a failed estimate step (a budget refusal included) counts 0 tokens and the "
+                              "request goes out anyway",
+    "local-error-retried": "a local error (LOCAL_REQUEST_ERROR) is retried like a transient provider error",
+    "search-dropped-on-replay": "hostedSearch blocks are left out of the request replayed to the provider "
+                                "that produced them",
+    "internal-fields-leak": "the transcript's own bookkeeping (version, systemHistory) is spread into the "
+                            "provider request body",
+    "reject-nameless-legacy": "validation demands a name on every search block's wire form, so a stored "
+                              "nameless web_search_tool_result is rejected",
+    "accept-corrupt-container": "a content that is not a block list is wrapped into a list instead of being "
+                                "rejected, and the request goes out",
+    "reject-display-only": "a display-only hostedSearch record (no raw) fails validation instead of being "
+                           "left out of the replay",
+    "non-url-citation-accepted": "an answer's citations are kept unchecked, a document citation in a web "
+                                 "search answer included",
+    "cancel-reported-as-error": "a cancelled sub-task is reported as a failed one, so a cancelled run ends "
+                                "with status error",
+    "retry-on-400": "a 400 is retried like a transient error",
+    "no-retry-on-529": "a 529 overloaded response is not retried",
+    "opaque-block-dropped": "opaque providerBlocks (code execution and its results) are left out of the "
+                            "request replayed to their own provider",
+}
+
+
+def active() -> str | None:
+    """The mutant named by ``REPLAYKIT_MUTANT`` (None when unset or empty); an unknown name is a
+    :class:`~replaykit.errors.UsageError` listing the known ones."""
+    name = os.environ.get(ENV, "").strip()
+    if not name:
+        return None
+    if name not in MUTANTS:
+        raise UsageError(f"{ENV}={name!r} is no mutant of the reference; use one of: {', '.join(MUTANTS)}")
+    return name
+
+
+def mutant(name: str) -> bool:
+    """True when the harness runs as mutant ``name`` (a name of :data:`MUTANTS`, checked)."""
+    if name not in MUTANTS:
+        raise UsageError(f"mutant({name!r}): no such mutant; use one of: {', '.join(MUTANTS)}")
+    return active() == name

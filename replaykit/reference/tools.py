@@ -1,0 +1,104 @@
+"""The local tools of the reference harness: ``read`` a file of the work folder, and delegate a sub-task.
+
+``read {path}``: the text of ``path``, relative to the work folder (the current directory); a path that
+leaves it, or a missing file, is a tool error the model sees (``isError: true``), never a run failure.
+
+``task {prompt}`` starts a sub-agent on ``prompt`` (its own provider requests, the same provider and model,
+the tools minus ``task`` and ``task_wait``) and answers at once with its id (``task-1``, ``task-2``...);
+``task_wait {id?}`` waits for that sub-task (every pending one without ``id``) and answers with its final
+text. Cancelling the run cancels the sub-tasks with it: the cancellation goes up as it is, never as a
+failed sub-task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+from replaykit.reference.mutants import mutant
+from replaykit.reference.wire import now_ms
+from replaykit.transcript import ToolCallBlock, ToolResultMessage
+
+__all__ = ["DELEGATION", "SubTaskFailed", "ToolFailure", "Tools"]
+
+DELEGATION = ("task", "task_wait")
+SubAgent = Callable[[str], Coroutine[Any, Any, str]]
+
+
+class ToolFailure(Exception):
+    """A tool call that failed: its message is the tool result the model sees (``isError: true``)."""
+
+
+class SubTaskFailed(Exception):
+    """A sub-task that did not finish (only ``cancel-reported-as-error`` raises it for a cancellation)."""
+
+
+class Tools:
+    """The tools a model may call in one agent: those of ``enabled`` that the harness implements."""
+
+    def __init__(self, enabled: list[dict[str, Any]], cwd: Path, subagent: SubAgent | None) -> None:
+        self.enabled = {tool.get("name") for tool in enabled if tool.get("type", "function") == "function"}
+        self.cwd = cwd.resolve()
+        self.subagent = subagent
+        self.pending: dict[str, asyncio.Task[str]] = {}
+
+    async def call(self, block: ToolCallBlock) -> ToolResultMessage:
+        """Run one tool call; its result (or its failure) as a ``toolResult`` message."""
+        try:
+            text, failed = await self._run(block["name"], block["arguments"]), False
+        except ToolFailure as exc:
+            text, failed = str(exc), True
+        return {"role": "toolResult", "toolCallId": block["id"], "toolName": block["name"],
+                "content": [{"type": "text", "text": text}], "isError": failed, "timestamp": now_ms()}
+
+    async def _run(self, name: str, arguments: dict[str, Any]) -> str:
+        handlers: dict[str, Callable[[dict[str, Any]], Awaitable[str]]] = {
+            "read": self.read, "task": self.task, "task_wait": self.task_wait}
+        if name not in self.enabled or name not in handlers or (name in DELEGATION and not self.subagent):
+            raise ToolFailure(f"unknown tool {name!r}")
+        return await handlers[name](arguments)
+
+    async def read(self, arguments: dict[str, Any]) -> str:
+        """The text of a file under the work folder."""
+        path = (self.cwd / str(arguments.get("path", ""))).resolve()
+        if not path.is_relative_to(self.cwd):
+            raise ToolFailure(f"{arguments.get('path')!r} is outside the work folder")
+        try:
+            return path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise ToolFailure(f"cannot read {arguments.get('path')!r}: {exc.strerror}") from exc
+
+    async def task(self, arguments: dict[str, Any]) -> str:
+        """Start a sub-agent on ``prompt``; answer with its id."""
+        prompt = arguments.get("prompt")
+        if not isinstance(prompt, str) or not prompt or self.subagent is None:
+            raise ToolFailure("task needs a prompt (a non-empty string)")
+        ident = f"task-{len(self.pending) + 1}"
+        self.pending[ident] = asyncio.create_task(self.subagent(prompt))
+        return f"started {ident}"
+
+    async def task_wait(self, arguments: dict[str, Any]) -> str:
+        """Wait for sub-task ``id`` (every one without it) and answer with its final text."""
+        ident = arguments.get("id")
+        names = [ident] if isinstance(ident, str) and ident else list(self.pending)
+        if not names or any(name not in self.pending for name in names):
+            raise ToolFailure(f"no such task {ident!r}; started: {', '.join(self.pending) or 'none'}")
+        return "\n\n".join([f"{name}: {await self._wait(name)}" for name in names])
+
+    async def _wait(self, name: str) -> str:
+        try:
+            return await self.pending[name]
+        except asyncio.CancelledError:
+            if mutant("cancel-reported-as-error"):
+                raise SubTaskFailed(f"{name} failed") from None
+            raise
+        except Exception as exc:  # the sub-agent's own failure is the model's to handle
+            raise ToolFailure(f"{name} failed: {type(exc).__name__}: {exc}") from exc
+
+    async def close(self) -> None:
+        """Cancel the sub-tasks still running and wait for them to end."""
+        for task in self.pending.values():
+            task.cancel()
+        await asyncio.gather(*self.pending.values(), return_exceptions=True)

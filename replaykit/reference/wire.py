@@ -1,0 +1,107 @@
+"""One provider request on the wire: where it goes, with which headers, and its stream read into a message.
+
+The body is what :func:`replaykit.replay.project` builds, plus ``stream: true`` (and ``store: false`` for
+the Responses API). Endpoints come from the target protocol's environment (``ANTHROPIC_BASE_URL``,
+``OPENAI_BASE_URL``, ``REPLAYKIT_AZURE_BASE_URL``: what :func:`replaykit.routes.base_urls` gives), the keys
+from ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY`` / ``AZURE_OPENAI_API_KEY``. The stream is cut into events by
+:class:`replaykit.sse.Parser` as bytes arrive and added up by the transcript converters
+(:func:`~replaykit.transcript.from_anthropic_stream`, :func:`~replaykit.transcript.from_openai_stream`).
+
+What can go wrong, and how it surfaces (classified by :mod:`replaykit.provenance`): an HTTP error status
+raises :class:`httpx.HTTPStatusError`; no bytes for ``idle_timeout`` seconds raises
+:class:`httpx.ReadTimeout`; a connection cut mid-stream raises an :class:`httpx.TransportError`; a stream that
+ends without its terminal event raises :class:`StreamCut` (a ``ConnectionError``: transport); an error event
+in the stream raises :class:`ProviderEvent` with the event's :class:`~replaykit.provenance.ErrorInfo`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from replaykit import sse
+from replaykit.provenance import ErrorInfo, event_error
+from replaykit.replay import Target
+from replaykit.transcript import AssistantMessage, from_anthropic_stream, from_openai_stream
+
+__all__ = ["ProviderEvent", "StreamCut", "endpoint", "now_ms", "send"]
+
+JSON = dict[str, Any]
+_ENDPOINTS = {  # provider: (base URL variable, its default, path under it, key variable, key header)
+    "anthropic": ("ANTHROPIC_BASE_URL", "https://api.anthropic.com", "/v1/messages", "ANTHROPIC_API_KEY",
+                  "x-api-key"),
+    "openai": ("OPENAI_BASE_URL", "https://api.openai.com/v1", "/responses", "OPENAI_API_KEY",
+               "authorization"),
+    "azure": ("REPLAYKIT_AZURE_BASE_URL", "", "/responses", "AZURE_OPENAI_API_KEY", "api-key"),
+}
+_TERMINAL = {"message_stop", "response.completed", "response.incomplete", "response.failed",
+             "response.cancelled"}
+
+
+class StreamCut(ConnectionError):
+    """The stream ended before its terminal event: a transport failure (retryable)."""
+
+
+class ProviderEvent(Exception):
+    """The provider sent an error event mid-stream; ``info`` classifies it (a provider error, status 200)."""
+
+    def __init__(self, info: ErrorInfo) -> None:
+        super().__init__(info.message)
+        self.info = info
+
+
+def now_ms() -> int:
+    """Milliseconds since the epoch: the timestamp of a message appended now."""
+    return int(time.time() * 1000)
+
+
+def endpoint(provider: str) -> tuple[str, dict[str, str]]:
+    """The URL and headers of a model request to ``provider`` (anthropic, openai or azure)."""
+    variable, default, path, key_variable, key_header = _ENDPOINTS[provider]
+    base = (os.environ.get(variable) or default).rstrip("/")
+    key = os.environ.get(key_variable, "")
+    headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    headers[key_header] = f"Bearer {key}" if key_header == "authorization" else key
+    if provider == "anthropic":
+        headers["anthropic-version"] = "2023-06-01"
+    return base + path, headers
+
+
+def wire_body(body: Mapping[str, Any], target: Target) -> JSON:
+    """The projected body as sent: streamed, and stateless on the Responses API."""
+    extra: JSON = {"stream": True} if target.api == "anthropic-messages" else {"store": False, "stream": True}
+    return {**body, **extra}
+
+
+async def send(client: httpx.AsyncClient, body: Mapping[str, Any], target: Target) -> AssistantMessage:
+    """POST ``body`` to ``target``'s provider and read its stream into an assistant message."""
+    url, headers = endpoint(target.provider)
+    async with client.stream("POST", url, json=wire_body(body, target), headers=headers) as response:
+        if response.status_code >= 400:
+            await response.aread()
+            response.raise_for_status()
+        events = await _events(response)
+    return _message(events, target)
+
+
+async def _events(response: httpx.Response) -> list[JSON]:
+    parser, events = sse.Parser(), []
+    async for chunk in response.aiter_raw():
+        events += [event.json() for event in parser.feed(chunk) if event.dispatched]
+    events += [event.json() for event in parser.close() if event.dispatched]
+    return events
+
+
+def _message(events: list[JSON], target: Target) -> AssistantMessage:
+    for event in events:
+        if event.get("type") in ("error", "response.failed"):
+            raise ProviderEvent(event_error(event))
+    if not events or events[-1].get("type") not in _TERMINAL:
+        raise StreamCut("the stream ended before its terminal event")
+    if target.api == "anthropic-messages":
+        return from_anthropic_stream(events, timestamp=now_ms())
+    return from_openai_stream(events, timestamp=now_ms(), provider=target.provider)
