@@ -206,7 +206,11 @@ def _estimates(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
         low, high = bound.get("min", 0), bound.get("max")
         wrong = [t for t in tokens if t < low or (high is not None and t > high)]
         wanted = _count_text({k: v for k, v in bound.items() if k in ("min", "max")})
-        if not tokens:
+        count = bound.get("count")
+        if count is not None and not in_count(count, len(tokens)):
+            made = f"the target made {len(tokens)}"
+            yield Check(name, False, f"expected {_count_text(count)} estimate(s), {made}")
+        elif not tokens:
             yield Check(name, False, f"expected an estimate of {wanted} tokens, the target made none")
         else:
             yield Check(name, not wrong, f"expected {wanted} tokens, got {wrong[0]}" if wrong else "")

@@ -220,6 +220,15 @@ def test_estimates_bounds_and_missing(tmp_path: Path) -> None:
     )
 
 
+def test_estimates_count(tmp_path: Path) -> None:
+    retried = changed(outcome=outcome(estimates=[{"step": 0, "tokens": 20}] * 3))  # a local error retried
+    assert only_failure(tmp_path, retried, estimates=[{"step": 0, "count": 1, "min": 10}]) == (
+        "estimates[step 0]",
+        "expected 1 estimate(s), the target made 3",
+    )
+    assert failed(check_all(scenario(tmp_path, estimates=[{"step": 0, "count": {"min": 3}}]), retried)) == []
+
+
 def test_reaches(tmp_path: Path) -> None:
     wanted = [{"request": 1, "pointer": "/messages/*/content/*/text", "contains": "Python 3.13"}]
     dropped = copy.deepcopy(BODY)
