@@ -353,7 +353,7 @@ SCENARIO_CASES: list[Case] = [
     case("example", "/expectations/estimates/0", {"step": 0}, "required", "/expectations/estimates/0/min"),
     case("example", "/expectations/estimates/0/tokens", 5, "additionalProperties"),
     case("example", "/kills", [], "minItems"),
-    case("example", "/kills/1", "estimator-assumes-tool-call", "uniqueItems", "/kills"),
+    case("example", "/kills/1", "estimator-assumes-name", "uniqueItems", "/kills"),
     case("example", "/kills/0", "Estimator_Mutant", "pattern"),
     case("restore", "/expectations/error/code", "CANCELLED", "not"),
     case("restore", "/expectations/error/code", "TIMEOUT", "enum"),
@@ -683,5 +683,5 @@ def test_example_estimate_bounds_hold_and_separate_the_named_estimator_mutants()
     unanchored = copy.deepcopy(stored)
     del unanchored["messages"][1]["usage"]
     from_text = _estimate(unanchored)
-    assert from_text < bounds["min"]  # estimator-ignores-usage-anchor
-    assert bounds["max"] < correct + from_text  # estimator-counts-anchored-prefix-twice
+    assert from_text < bounds["min"]  # the anchor ignored (timestamp-refresh-invalidates-usage)
+    assert bounds["max"] < correct + from_text  # the anchored prefix counted twice (usage-double-count)
