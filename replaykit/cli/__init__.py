@@ -28,7 +28,7 @@ from replaykit.resources import find_cassette
 
 __all__ = [
     "EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE",
-    "add_max_body", "build_parser", "byte_size", "cassette_args", "main", "table",
+    "add_max_body", "build_parser", "byte_size", "cassette_args", "main", "positive", "table",
 ]
 
 EXIT_OK = 0
@@ -102,6 +102,17 @@ def table(rows: Sequence[Sequence[str]], right: Collection[int] = ()) -> list[st
 
 _SIZE = re.compile(r"(\d+)\s*([kmg]i?b?)?", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def positive(text: str) -> int:
+    """An argparse type: a whole number, 1 or more (a count of jobs, of examples)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number, 1 or more")
+    return value
 
 
 def byte_size(text: str) -> int:

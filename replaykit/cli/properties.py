@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
-from replaykit.cli import EXIT_FINDINGS, EXIT_OK
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK, positive
 
 if TYPE_CHECKING:  # replaykit.properties (and Hypothesis) load only when the command runs
     from replaykit.properties import Estimator, Outcome, Property
@@ -41,7 +41,7 @@ def register(subparsers: Any) -> None:
     which.add_argument("--estimator-cmd", metavar="CMD",
                        help='a command speaking the JSON Lines estimator protocol, e.g. "node estimator.js"')
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
-    parser.add_argument("--max-examples", type=_positive, default=100, metavar="N",
+    parser.add_argument("--max-examples", type=positive, default=100, metavar="N",
                         help="examples per property (default 100)")
     parser.add_argument("--seed", type=int, default=None, help="make the run repeatable (default: random)")
     parser.add_argument("--no-shrink", action="store_false", dest="shrink",
@@ -50,15 +50,6 @@ def register(subparsers: Any) -> None:
                         help="run only this property (repeatable): never_raises, finite_non_negative, ...")
     parser.set_defaults(func=run_command)
 
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive integer")
-    return value
 
 
 @contextmanager

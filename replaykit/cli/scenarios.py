@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from replaykit.cli import EXIT_FINDINGS, EXIT_OK, table
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK, positive, table
 from replaykit.errors import ScenarioError, UsageError
 from replaykit.scenario import DEFAULT_TARGET, Result, Scenario, Target, load_all, run_many
 from replaykit.scenario import report as reports
@@ -33,15 +33,6 @@ from replaykit.scenario.redgreen import markdown, redgreen, table_rows, to_json
 
 __all__ = ["register", "run", "run_mutants", "run_redgreen"]
 
-
-def _jobs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of jobs; give 1 or more")
-    return value
 
 
 def _common(parser: argparse.ArgumentParser, target: bool = True) -> None:
@@ -62,7 +53,7 @@ def _common(parser: argparse.ArgumentParser, target: bool = True) -> None:
     parser.add_argument(
         "-j",
         "--jobs",
-        type=_jobs,
+        type=positive,
         default=1,
         metavar="N",
         help="run N scenarios at a time, each with its own fake provider (default 1); "
