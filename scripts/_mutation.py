@@ -73,12 +73,15 @@ def module_path(name: str) -> str:
 def mirrored_tests(module: str) -> list[str]:
     """The test files that mirror ``module`` (tests/README.md: tests mirror the package); for a module of a
     subpackage with no test folder of its own (``replaykit/redact/shapes.py``), the subpackage's tests
-    (``tests/test_redact.py``, ``tests/test_redact_*.py``)."""
+    (``tests/test_redact.py``, ``tests/test_redact_*.py``); a test file may name the package too
+    (``tests/scenario/test_scenario_expect.py`` for ``replaykit/scenario/expect.py``)."""
     parts = Path(module).with_suffix("").parts[1:]  # replaykit/server/matching.py -> server, matching
     folder, stem = ROOT.joinpath("tests", *parts[:-1]), parts[-1]
     if len(parts) > 1 and not folder.is_dir():
         folder, stem = folder.parent, parts[-2]
     found = [folder / f"test_{stem}.py", *sorted(folder.glob(f"test_{stem}_*.py"))]
+    if len(parts) > 1 and folder.name == parts[-2]:  # a test file that names its package too
+        found.append(folder / f"test_{parts[-2]}_{stem}.py")
     tests = [str(path.relative_to(ROOT)) for path in found if path.is_file()]
     if not tests:
         looked = f"{folder.relative_to(ROOT)}/test_{stem}.py"

@@ -17,6 +17,7 @@ import _mutation
     ("replaykit/server/diff.py", ["tests/server/test_diff.py"]),
     ("replaykit/redact/shapes.py", ["tests/test_redact.py", "tests/test_redact_long.py",
                                     "tests/test_redact_matrix.py"]),  # the package's
+    ("replaykit/scenario/expect.py", ["tests/scenario/test_scenario_expect.py"]),  # named with its package
 ])
 def test_the_tests_that_mirror_a_module(module: str, tests: list[str]) -> None:
     assert _mutation.mirrored_tests(module) == tests
