@@ -309,3 +309,20 @@ def test_normalize_keeps_links_between_ids() -> None:
         ]
     }
     assert doc["messages"][0]["timestamp"] == 5
+
+
+def test_without_an_outcome_each_outcome_check_fails_by_name_and_every_held_check_says_nothing(
+    tmp_path: Path,
+) -> None:
+    wanted = {"error": {"code": "PROVIDER_ERROR"}, "persistWrites": 1, "estimates": [{"step": 0, "min": 1}],
+              "persistedSnapshot": True}
+    crashed = Evidence(None, "the target wrote no outcome", [entry()], [], None)
+    found = failed(check_all(scenario(tmp_path, outcome="error", **wanted), crashed))
+    assert found[0] == ("target", "the target wrote no outcome")  # the first failure says why
+    assert found[1:5] == [(name, "no outcome to check")
+                          for name in ("outcome", "error.code", "persistWrites", "estimates[step 0]")]
+    assert found[5:] == [("persistedSnapshot",
+                          "the target persisted no transcript ($REPLAYKIT_STATE_DIR/transcript.json)")]
+    held = check_all(scenario(tmp_path, persistWrites=1, unused=True), good())
+    assert [(check.ok, check.why) for check in held] == [(True, "")] * len(held)
+    assert held[1].to_json() == {"name": "outcome", "ok": True, "why": ""}
