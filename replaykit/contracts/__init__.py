@@ -32,9 +32,10 @@ Contract kinds (``validate(kind, value)``)::
                                      e.g. replaykit.transcript, replaykit.scenario, replaykit.journal-entry)
 
 
-Azure OpenAI shares the ``openai.*`` shapes. The parts: :mod:`~replaykit.contracts.validator` (jsonschema's
-validator with cached fast paths), :mod:`~replaykit.contracts.rules` (the cross-field rules of the ``x-rules``
-keyword), :mod:`~replaykit.contracts.profiles` (``strict`` and ``openai-compatible``),
+Azure OpenAI shares the ``openai.*`` shapes. The parts: :mod:`~replaykit.contracts.validator` (jsonschema-rs
+decides, stock jsonschema words the rare keywords and is the tests' reference),
+:mod:`~replaykit.contracts.rules` (the cross-field rules of the ``x-rules`` keyword),
+:mod:`~replaykit.contracts.profiles` (``strict`` and ``openai-compatible``),
 :mod:`~replaykit.contracts.streams` (stream sequence rules) and :mod:`~replaykit.contracts.interactions`
 (which contracts a recorded interaction is checked against, and its deliberate violations).
 """

@@ -1,5 +1,6 @@
 """The registry: every ``*.schema.json`` under ``contracts/``, loaded into one local :mod:`referencing`
-registry keyed by its ``$id`` (``https://replaykit.dev/contracts/...``).
+registry keyed by its ``$id`` (``https://replaykit.dev/contracts/...``), and the same files into one
+``jsonschema_rs`` registry for the engine (:mod:`replaykit.contracts.validator`).
 
 A ``$ref`` to any other URI raises :class:`~replaykit.errors.ContractError`: nothing is ever fetched.
 :func:`validate` returns :class:`~replaykit.contracts.violations.Violation` s; compiled validators are cached
@@ -12,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema_rs
 import referencing.exceptions
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
@@ -25,8 +27,8 @@ from replaykit.contracts.profiles import (
     resolve_profile,
 )
 from replaykit.contracts.rules import RULES, _rule_names
-from replaykit.contracts.validator import _Unresolved, _Validator
-from replaykit.contracts.violations import Violation, _explain, _without_cascades
+from replaykit.contracts.validator import Reference, compile_kind, rust_registry
+from replaykit.contracts.violations import Violation, _explain, _from_rust, _misread, _without_cascades
 from replaykit.errors import ContractError, located
 from replaykit.resources import data_dir
 
@@ -93,14 +95,18 @@ class Contracts:
         self.root = root if root is not None else data_dir("contracts")
         self._files: dict[str, Path] | None = None
         self._registry: Registry[Any] | None = None
+        self._rust: jsonschema_rs.Registry | None = None
+        self._contents: list[tuple[str, dict[str, Any]]] = []
         self._kinds: dict[str, str] = {}
-        self._validators: dict[str, Any] = {}
+        self._validators: dict[str, jsonschema_rs.Validator] = {}
+        self._references: dict[str, Any] = {}
+        self._plain: Registry[Any] | None = None
 
     def _load(self) -> Registry[Any]:
         if self._registry is not None:
             return self._registry
         files: dict[str, Path] = {}
-        resources: list[tuple[str, Resource[Any]]] = []
+        contents_of: list[tuple[str, dict[str, Any]]] = []
         for path in sorted(self.root.rglob("*.schema.json")):
             contents = _read(path)
             uri = contents["$id"]
@@ -109,11 +115,13 @@ class Contracts:
                                             "give every contract its own $id"))
             self._check_rules(path, contents)
             files[uri] = path
-            resources.append((uri, DRAFT202012.create_resource(contents)))
+            contents_of.append((uri, contents))
             if kind := _kind_of(self.root, path):
                 self._kinds[kind] = uri
         self._kinds.update({kind: BASE_URI + target for kind, target in PROVIDER_KINDS.items()})
         self._files = files
+        resources = [(uri, DRAFT202012.create_resource(contents)) for uri, contents in contents_of]
+        self._contents = contents_of
         self._registry = Registry(retrieve=_refuse).with_resources(resources)  # type: ignore[call-arg]
         return self._registry
 
@@ -169,16 +177,18 @@ class Contracts:
             raise ContractError(f"{uri}: not a schema object")
         return found
 
-    def validator(self, kind: str) -> Any:
-        """The compiled (cached) validator of ``kind``."""
+    def validator(self, kind: str) -> jsonschema_rs.Validator:
+        """The compiled (cached) jsonschema-rs validator of ``kind``."""
         cached = self._validators.get(kind)
         if cached is None:
-            base, contents = self._resolve(kind)
-            registry = self._load()
-            whole = registry.get_or_retrieve(base).value.contents
-            root = _Validator(whole, registry=registry)
-            # evolve() would pick the stock class for a schema with "$schema": keep ours for whole files
-            cached = self._validators[kind] = root if contents is whole else root.evolve(schema=contents)
+            self._resolve(kind)
+            try:
+                if self._rust is None:  # every $ref resolved up front: an unknown one fails here
+                    self._rust = rust_registry(self._contents, _refuse)
+                cached = compile_kind(self._kinds[kind], self._rust)
+            except (jsonschema_rs.ReferencingError, jsonschema_rs.ValidationError, ValueError) as exc:
+                raise ContractError(self._unresolvable(kind, exc)) from exc
+            self._validators[kind] = cached
         return cached
 
     def validate(self, kind: str, value: Any, profile: Profile = STRICT) -> list[Violation]:
@@ -186,18 +196,40 @@ class Contracts:
         ``profile`` relaxes come as warnings."""
         validator = self.validator(kind)
         try:
-            found = [v for error in validator.iter_errors(value) for v in _explain(error, profile)]
-        except (referencing.exceptions.Unresolvable, _Unresolved) as exc:
-            raise ContractError(self._unresolvable(kind, exc)) from exc
+            if validator.is_valid(value):
+                return []
+            errors = list(validator.iter_errors(value))
+        except (ValueError, TypeError, OverflowError, RecursionError):  # not JSON to jsonschema-rs (bytes...)
+            return self._by_reference(kind, value, profile)
+        if any(_misread(error, value) for error in errors):
+            return self._by_reference(kind, value, profile)
+        found = [v for error in errors for v in _from_rust(error, value, self.lookup, self._phrase, profile)]
         return _without_cascades(list(dict.fromkeys(found)))
 
+    def _by_reference(self, kind: str, value: Any, profile: Profile) -> list[Violation]:
+        """Stock jsonschema's verdict, for a value jsonschema-rs does not take or misreads (bytes, nan)."""
+        found = [v for error in self._phrase(self._kinds[kind], value) for v in _explain(error, profile)]
+        return _without_cascades(list(dict.fromkeys(found)))
+
+    def _phrase(self, uri: str, instance: Any) -> list[Any]:
+        """Stock jsonschema's errors (x-rules too) of ``instance`` against the schema at ``uri``."""
+        reference = self._references.get(uri)
+        if reference is None:
+            reference = self._references[uri] = Reference({"$ref": uri}, registry=self.reference_registry())
+        return list(reference.iter_errors(instance))
+
+    def reference_registry(self) -> Registry[Any]:
+        """The files for :data:`~replaykit.contracts.validator.Reference`: without ``$schema``, which would
+        make jsonschema pick its stock class (no ``x-rules``) at every ``$ref`` into another file."""
+        if self._plain is None:
+            self._load()
+            plain = [(uri, DRAFT202012.create_resource({k: v for k, v in contents.items() if k != "$schema"}))
+                     for uri, contents in self._contents]
+            self._plain = Registry(retrieve=_refuse).with_resources(plain)  # type: ignore[call-arg]
+        return self._plain
+
     def _unresolvable(self, kind: str, exc: BaseException) -> str:
-        cause: BaseException | None = exc
-        while cause is not None and not isinstance(cause, ContractError):
-            cause = cause.__cause__ or cause.__context__
-        ref = getattr(exc, "ref", "?")
-        why = str(cause) if cause is not None else f"$ref {ref} resolves to nothing"
-        return located(self.file(kind), ref, f"contract {kind!r} cannot be used: {why}",
+        return located(self.file(kind), None, f"contract {kind!r} cannot be used: {exc}",
                        "fix the $ref to point at a contract's $id and $defs entry")
 
 

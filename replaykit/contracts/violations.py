@@ -1,17 +1,23 @@
-"""Violations: where (JSON pointer), which rule (keyword) and what is wrong; how a jsonschema error becomes
-one, relaxed to a warning where the profile in use says so (:mod:`replaykit.contracts.profiles`)."""
+"""Violations: where (JSON pointer), which rule (keyword) and what is wrong; how an error of jsonschema-rs
+(the engine, :func:`_from_rust`) or of stock jsonschema (the reference and the phrasing of rare keywords,
+:func:`_explain`) becomes one, worded the same either way, relaxed to a warning where the profile in use says
+so (:mod:`replaykit.contracts.profiles`)."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+import jsonschema_rs
 from jsonschema import ValidationError  # type: ignore[import-untyped]
+from jsonschema_rs import ValidationErrorKind as Kind
 
 from replaykit.contracts.profiles import STRICT, Profile, _relaxes
+from replaykit.contracts.rules import RULES
 from replaykit.pointer import json_pointer
 from replaykit.redact.shapes import mask
 
@@ -58,7 +64,12 @@ _QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
 
 def _explain(error: ValidationError, chosen: Profile = STRICT) -> list[Violation]:
     """A jsonschema error as violations (one per missing or unexpected member), relaxed as ``chosen`` says."""
-    found, relaxed = _violations(error), _relaxes(error.schema, chosen)
+    return _relaxing(_violations(error), error.schema, chosen)
+
+
+def _relaxing(found: list[Violation], schema: object, chosen: Profile) -> list[Violation]:
+    """``found`` with the rules ``chosen`` relaxes at ``schema`` turned into warnings."""
+    relaxed = _relaxes(schema, chosen)
     return [_relax(violation, chosen) if _relaxed(violation, relaxed) else violation for violation in found]
 
 
@@ -73,16 +84,96 @@ def _relax(violation: Violation, chosen: Profile) -> Violation:
 
 
 def _violations(error: ValidationError) -> list[Violation]:
-    at, keyword, instance = list(error.absolute_path), str(error.validator), error.instance
+    at, instance = list(error.absolute_path), error.instance
+    keyword = _keyword(error)
     if keyword == "required":
         name = _QUOTED.match(error.message)
-        member = name.group(1) if name else ""
-        return [Violation(json_pointer([*at, member]), keyword, f"{member!r} is required")]
+        return _required(at, name.group(1) if name else "")
     if keyword in ("additionalProperties", "unevaluatedProperties"):
-        fix = "is not allowed here (a closed object)"
-        names = _QUOTED.findall(_unexpected_part(error.message))
-        return [Violation(json_pointer([*at, name]), keyword, f"{name!r} {fix}") for name in names]
-    return [Violation(json_pointer(at), keyword, _message(error, keyword, instance))]
+        return _closed(at, keyword, _QUOTED.findall(_unexpected_part(error.message)))
+    return [Violation(json_pointer(at), keyword, _message(keyword, instance, error.validator_value,
+                                                          error.message))]
+
+
+def _required(at: list[Any], member: str) -> list[Violation]:
+    return [Violation(json_pointer([*at, member]), "required", f"{member!r} is required")]
+
+
+def _closed(at: list[Any], keyword: str, names: Iterable[str]) -> list[Violation]:
+    fix = "is not allowed here (a closed object)"
+    return [Violation(json_pointer([*at, name]), keyword, f"{name!r} {fix}") for name in names]
+
+
+# jsonschema-rs words the engine's keywords itself; these it reports under another name
+_RUST_NAMES = {"falseSchema": "false", "oneOfNotValid": "oneOf", "oneOfMultipleValid": "oneOf"}
+_WORDED = frozenset({"type", "const", "enum", "pattern"})
+Lookup = Callable[[str], Any]
+Phrase = Callable[[str, Any], list[ValidationError]]
+
+
+def _at(value: Any, path: Iterable[str | int]) -> Any:
+    for part in path:
+        value = value[part]
+    return value
+
+
+def _misread(error: jsonschema_rs.ValidationError, value: Any) -> bool:
+    """Whether jsonschema-rs judged a nan or an infinity (which it reads as null), not the value itself."""
+    found = _at(value, error.instance_path)
+    return isinstance(found, float) and not math.isfinite(found)
+
+
+def _from_rust(error: jsonschema_rs.ValidationError, value: Any, lookup: Lookup, phrase: Phrase,
+               chosen: Profile = STRICT) -> list[Violation]:
+    """A jsonschema-rs error on ``value`` as violations, worded as :func:`_explain` words jsonschema's.
+
+    ``lookup(uri)`` is the schema at a URI; ``phrase(uri, instance)`` is stock jsonschema's errors of
+    ``instance`` against the schema at ``uri`` (for the keywords not worded here). The instance is read
+    from ``value`` itself: jsonschema-rs's copy turns nan into null.
+    """
+    at, kind = list(error.instance_path), error.kind
+    if isinstance(kind, Kind.PropertyNames):  # jsonschema reports the name's own error at the object
+        inner = kind.error
+        return _worded(inner, at, inner.instance, lookup, phrase, chosen)
+    return _worded(error, at, _at(value, at), lookup, phrase, chosen)
+
+
+def _worded(error: jsonschema_rs.ValidationError, at: list[Any], instance: Any, lookup: Lookup,
+            phrase: Phrase, chosen: Profile) -> list[Violation]:
+    kind = error.kind
+    keyword = _RUST_NAMES.get(kind.name, kind.name)
+    if keyword == "false":
+        return [Violation(json_pointer(at), keyword, "must not be present")]
+    parent_uri = (error.absolute_keyword_location or "").rpartition("/")[0]
+    schema = lookup(parent_uri)
+    if isinstance(kind, Kind.Required):
+        found = _required(at, str(kind.property))
+    elif isinstance(kind, Kind.AdditionalProperties | Kind.UnevaluatedProperties):
+        found = _closed(at, keyword, sorted(map(str, kind.unexpected)))
+    elif keyword == "x-rules":  # the rules run again to say where and why
+        found = [Violation(json_pointer([*at, *failure.path]), keyword, _message(keyword, instance, None,
+                                                                                   failure.message))
+                 for rule in schema[keyword] for failure in RULES[rule](instance)]
+    elif keyword in _WORDED:
+        found = [Violation(json_pointer(at), keyword, _message(keyword, instance, schema[keyword], ""))]
+    else:
+        return _phrased(at, keyword, phrase(parent_uri, instance), error.message, chosen)
+    return _relaxing(found, schema, chosen)
+
+
+def _phrased(at: list[Any], keyword: str, errors: list[ValidationError], fallback: str,
+             chosen: Profile) -> list[Violation]:
+    """Stock jsonschema's wording of the ``keyword`` errors at the instance's own place, under ``at``."""
+    prefix = json_pointer(at)
+    found = [replace(violation, pointer=prefix + violation.pointer)
+             for error in errors if not error.path and _keyword(error) == keyword
+             for violation in _explain(error, chosen)]
+    return found or [Violation(prefix, keyword, _clip(mask(fallback), 200))]
+
+
+def _keyword(error: ValidationError) -> str:
+    """The keyword of a jsonschema error (a false schema's has none: ``false``)."""
+    return "false" if error.validator is None else str(error.validator)
 
 
 def _without_cascades(found: list[Violation]) -> list[Violation]:
@@ -113,8 +204,9 @@ def _unexpected_part(message: str) -> str:
     return message.partition(" do")[0]
 
 
-def _message(error: ValidationError, keyword: str, instance: Any) -> str:
-    expected = error.validator_value
+def _message(keyword: str, instance: Any, expected: Any, message: str) -> str:
+    """The wording of a ``keyword`` violation by ``instance`` (``expected``: the keyword's value in the
+    schema; ``message``: the engine's own, for keywords not worded here)."""
     if keyword in ("false", "None"):
         return "must not be present"
     if keyword == "type":
@@ -127,4 +219,4 @@ def _message(error: ValidationError, keyword: str, instance: Any) -> str:
         return f"{_short(instance)} is not one of {', '.join(map(str, shown))}"
     if keyword == "pattern":
         return f"{_short(instance)} does not match {expected!r}"
-    return _clip(mask(str(error.message)), 200)
+    return _clip(mask(str(message)), 200)
