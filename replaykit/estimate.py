@@ -13,7 +13,10 @@ their own.
 Usage anchoring: the last assistant message with valid usage (see :func:`usage_tokens`) whose system and
 tools are still in force contributes its usage once, and only the messages after it are counted (as
 ``project`` emits them for those messages alone); the system, the tools and every earlier message are
-covered by that usage. With no such message, everything is counted.
+covered by that usage. With no such message, everything is counted. Only the messages after the anchor are
+projected: an anchored estimate costs what its tail costs, however long the transcript (the prefix is not
+read, so a structural fault there is left to ``project``); ``raw`` blocks are shared with the transcript,
+never copied, since the projected body is only read.
 
 System reconstruction: a transcript may log each (re)build of its system prompt and tool list in the optional
 ``systemHistory`` list, ``[{"timestamp", "system", "tools"}, ...]`` in time order. The configuration in force
@@ -72,7 +75,6 @@ __all__ = [
     "usage_tokens",
 ]
 
-JSON = dict[str, Any]
 
 #: CJK characters: Han (with extensions and compatibility forms), kana, Hangul, CJK punctuation, full width.
 CJK = re.compile(
@@ -266,26 +268,21 @@ def to_target(target: Target | Mapping[str, Any]) -> Target:
     return Target(cast(Provider, provider), cast(Api, api), cast(str, target.get("model")))
 
 
-def _after(transcript: Mapping[str, Any], anchor: Anchor) -> JSON:
-    messages = transcript["messages"][anchor.index + 1:]
-    return {"version": 1, "system": None, "tools": [], "messages": messages}
-
-
 def estimate(transcript: Mapping[str, Any], target: Target | Mapping[str, Any], *,
              exact: bool = False) -> Estimate:
     """Estimate the input tokens of ``project(transcript, target)``, anchored on valid usage.
 
     ``exact=True`` counts with tiktoken's ``o200k_base`` instead of the heuristic (OpenAI and Azure only).
-    Raises :class:`~replaykit.errors.LocalRequestError` (phase ``validation``) when ``project`` does.
+    Raises :class:`~replaykit.errors.LocalRequestError` (phase ``validation``) when ``project`` does on what
+    is counted: the whole transcript, or with an anchor the messages after it.
     """
     goal = to_target(target)
     count = _exact_counter(goal) if exact else _heuristic
-    body = project(transcript, goal)  # the whole transcript, so that a broken prefix still fails
-    anchor = find_anchor(transcript)
+    anchor = find_anchor(transcript) if isinstance(transcript, dict) else None
     if anchor is None:
-        parts = count(body)
+        parts = count(project(transcript, goal, share=True))  # the body is only read: raw blocks shared
         return _estimate(None, parts["system"], parts["tools"], parts["messages"])
-    later = count(project(_after(transcript, anchor), goal))["messages"]
+    later = count(project(transcript, goal, share=True, since=anchor.index + 1))["messages"]
     return _estimate(anchor, 0, 0, later)
 
 

@@ -38,11 +38,11 @@ Structural faults (``messages`` or a content that is not a list, an unknown role
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable, Mapping
+from copy import deepcopy
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from replaykit.errors import LocalRequestError, UsageError
 from replaykit.routes import APIS, Api
@@ -55,6 +55,18 @@ Provider = Literal["anthropic", "openai", "azure"]  # providers of model turns (
 JSON = dict[str, Any]
 ANTHROPIC_SEARCH_TOOL = "web_search_20250305"
 _C = TypeVar("_C")
+_T = TypeVar("_T")
+
+
+class Copy(Protocol):
+    """How a projection takes a value from the transcript: a deep copy, or the value itself."""
+
+    def __call__(self, value: _T, /) -> _T: ...
+
+
+def _shared(value: _T) -> _T:
+    """The value itself: what a body that is only read (the estimator's) takes instead of a deep copy."""
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,22 +146,25 @@ def _results(block: Mapping[str, Any]) -> list[JSON]:
 class _Walk:
     """Position in the transcript, for errors that name the JSON pointer and the message index."""
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, share: bool = False, since: int = 0) -> None:
         self.target = target
+        self.since = since
         self.index: int | None = None
         self.notes: list[Note] = []
+        self.copy: Copy = _shared if share else deepcopy
 
     def fail(self, pointer: str, message: str) -> LocalRequestError:
         return LocalRequestError(message, phase="validation", pointer=pointer, message_index=self.index)
 
     def blocks(self, message: JSON) -> list[JSON]:
         content = message.get("content")
-        pointer = f"/messages/{self.index}/content"
         if not isinstance(content, list):
-            raise self.fail(pointer, f"content must be a list of blocks, not {type(content).__name__}")
+            raise self.fail(f"/messages/{self.index}/content",
+                            f"content must be a list of blocks, not {type(content).__name__}")
         for number, block in enumerate(content):
             if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-                raise self.fail(f"{pointer}/{number}", "a block must be an object with a string type")
+                raise self.fail(f"/messages/{self.index}/content/{number}",
+                                "a block must be an object with a string type")
         return content
 
     def converter(self, table: Mapping[str, _C], block: JSON, number: int) -> _C:
@@ -168,32 +183,40 @@ class _Walk:
     def kept(self, message: JSON, block: JSON, number: int) -> bool:
         """False, with a note, for a block no projection to this target carries: a display-only search
         record, or an opaque block of another provider or API."""
+        kind = block["type"]
+        if kind not in ("providerBlock", "hostedSearch"):
+            return True
         pointer = f"/messages/{self.index}/content/{number}"
-        if block["type"] == "providerBlock" and not isinstance(block.get("raw"), dict):
+        if kind == "providerBlock" and not isinstance(block.get("raw"), dict):
             raise self.fail(f"{pointer}/raw", "a providerBlock must keep its wire block in raw (an object)")
-        if block["type"] == "providerBlock" and not self.same(message, block):
+        if kind == "providerBlock" and not self.same(message, block):
             where = f"{block.get('provider', message.get('provider'))}/{block.get('api', message.get('api'))}"
             self.notes.append(Note(pointer, f"providerBlock {block.get('blockType')!r} from {where} is not "
                                             f"sent to {self.target.provider}/{self.target.api}: dropped"))
             return False
-        if block["type"] == "hostedSearch" and not isinstance(block.get("raw"), dict):
+        if kind == "hostedSearch" and not isinstance(block.get("raw"), dict):
             self.notes.append(Note(pointer, "display-only hostedSearch block (no raw): not replayed"))
             return False
         return True
 
 
-def _messages(transcript: JSON, walk: _Walk) -> list[JSON]:
+Numbered = list[tuple[int, JSON]]
+
+
+def _messages(transcript: JSON, walk: _Walk) -> Numbered:
+    """The messages from ``walk.since`` on, each with its index in the transcript; their roles checked."""
     messages = transcript.get("messages")
     if not isinstance(messages, list):
         raise walk.fail("/messages", "messages must be a list of messages")
-    for index, message in enumerate(messages):
+    numbered = list(enumerate(messages[walk.since:], start=walk.since))
+    for index, message in numbered:
         walk.index = index
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant", "toolResult"):
             role = message.get("role") if isinstance(message, dict) else message
             raise walk.fail(f"/messages/{index}/role",
                             f"unknown role {role!r}; use user, assistant or toolResult")
     walk.index = None
-    return messages
+    return numbered
 
 
 def _replayed(message: JSON) -> bool:
@@ -229,32 +252,32 @@ def _anthropic_body(transcript: JSON, walk: _Walk) -> JSON:
     if walk.target.max_tokens is not None:
         body["max_tokens"] = walk.target.max_tokens
     messages = _messages(transcript, walk)
-    if (system := _system(transcript)) is not None:
+    if (system := _system(transcript)) is not None and not walk.since:
         body["system"] = system
-    if tools := [_anthropic_tool(tool) for tool in _tools(transcript, walk)]:
+    if not walk.since and (tools := [_anthropic_tool(tool, walk.copy) for tool in _tools(transcript, walk)]):
         body["tools"] = tools
     body["messages"] = _anthropic_messages(messages, walk)
     return body
 
 
-def _anthropic_tool(tool: JSON) -> JSON:
+def _anthropic_tool(tool: JSON, copy: Copy) -> JSON:
     if tool.get("type") == "hostedSearch":
         out: JSON = {"type": ANTHROPIC_SEARCH_TOOL, "name": "web_search"}
         for key, wire in (("maxUses", "max_uses"), ("allowedDomains", "allowed_domains"),
                           ("blockedDomains", "blocked_domains")):
             if key in tool:
-                out[wire] = copy.deepcopy(tool[key])
+                out[wire] = copy(tool[key])
         return out
     out = {"name": str(tool.get("name"))}
     if isinstance(tool.get("description"), str):
         out["description"] = tool["description"]
-    out["input_schema"] = copy.deepcopy(tool.get("parameters") or {"type": "object"})
+    out["input_schema"] = copy(tool.get("parameters") or {"type": "object"})
     return out
 
 
-def _anthropic_messages(messages: list[JSON], walk: _Walk) -> list[JSON]:
+def _anthropic_messages(messages: Numbered, walk: _Walk) -> list[JSON]:
     out: list[JSON] = []
-    for index, message in enumerate(messages):
+    for index, message in messages:
         walk.index = index
         role = message["role"]
         if role == "user":
@@ -272,13 +295,18 @@ def _anthropic_user(message: JSON, walk: _Walk) -> str | list[JSON]:
     return [_anthropic_user_block(block, walk) for block in walk.blocks(message)]
 
 
+def _user_block(block: JSON, walk: _Walk) -> None:
+    """A user or tool-result block is text or an image, for every target."""
+    if block["type"] not in ("image", "text"):
+        raise walk.fail(f"/messages/{walk.index}/content", f"a user block cannot be {block['type']!r}")
+
+
 def _anthropic_user_block(block: JSON, walk: _Walk) -> JSON:
+    _user_block(block, walk)
     if block["type"] == "image":
         source = {"type": "base64", "media_type": str(block.get("mimeType")), "data": str(block.get("data"))}
         return {"type": "image", "source": source}
-    if block["type"] == "text":
-        return {"type": "text", "text": _text(block)}
-    raise walk.fail(f"/messages/{walk.index}/content", f"a user block cannot be {block['type']!r}")
+    return {"type": "text", "text": _text(block)}
 
 
 def _anthropic_tool_result(message: JSON, walk: _Walk) -> JSON:
@@ -302,22 +330,24 @@ def _anthropic_assistant(message: JSON, walk: _Walk) -> list[JSON]:
     out: list[JSON] = []
     for number, block in enumerate(walk.blocks(message)):
         convert = walk.converter(_ANTHROPIC_BLOCKS, block, number)
-        if walk.kept(message, block, number) and (projected := convert(block, walk.same(message, block))):
+        if not walk.kept(message, block, number):
+            continue
+        if projected := convert(block, walk.same(message, block), walk.copy):
             out.append(projected)
     return out
 
 
-def _anthropic_text(block: JSON, same: bool) -> JSON | None:
+def _anthropic_text(block: JSON, same: bool, copy: Copy) -> JSON | None:
     text = _text(block)
     if not text:
         return None
     out: JSON = {"type": "text", "text": text}
     if same and isinstance(block.get("citations"), list) and block["citations"]:
-        out["citations"] = copy.deepcopy(block["citations"])
+        out["citations"] = copy(block["citations"])
     return out
 
 
-def _anthropic_thinking(block: JSON, same: bool) -> JSON | None:
+def _anthropic_thinking(block: JSON, same: bool, copy: Copy) -> JSON | None:
     signature = block.get("signature")
     if same and isinstance(signature, str) and signature:
         if block.get("redacted"):
@@ -327,24 +357,24 @@ def _anthropic_thinking(block: JSON, same: bool) -> JSON | None:
     return {"type": "text", "text": text} if text else None
 
 
-def _anthropic_tool_call(block: JSON, same: bool) -> JSON:
+def _anthropic_tool_call(block: JSON, same: bool, copy: Copy) -> JSON:
     if same and isinstance(block.get("raw"), dict):
-        return copy.deepcopy(block["raw"])
+        return copy(block["raw"])
     arguments = block.get("arguments")
     return {"type": "tool_use", "id": str(block.get("id")), "name": str(block.get("name")),
-            "input": copy.deepcopy(arguments) if isinstance(arguments, dict) else {}}
+            "input": copy(arguments) if isinstance(arguments, dict) else {}}
 
 
-def _anthropic_search(block: JSON, same: bool) -> JSON:
-    return copy.deepcopy(block["raw"]) if same else {"type": "text", "text": search_text_projection(block)}
+def _anthropic_search(block: JSON, same: bool, copy: Copy) -> JSON:
+    return copy(block["raw"]) if same else {"type": "text", "text": search_text_projection(block)}
 
 
-def _verbatim(block: JSON, same: bool) -> JSON:
+def _verbatim(block: JSON, same: bool, copy: Copy) -> JSON:
     """An opaque block's wire form (only ever reached for the same provider and API: see _Walk.kept)."""
-    return copy.deepcopy(block["raw"])
+    return copy(block["raw"])
 
 
-_ANTHROPIC_BLOCKS: dict[str, Callable[[JSON, bool], JSON | None]] = {
+_ANTHROPIC_BLOCKS: dict[str, Callable[[JSON, bool, Copy], JSON | None]] = {
     "text": _anthropic_text, "thinking": _anthropic_thinking, "toolCall": _anthropic_tool_call,
     "hostedSearch": _anthropic_search, "providerBlock": _verbatim,
 }
@@ -356,31 +386,31 @@ _ANTHROPIC_BLOCKS: dict[str, Callable[[JSON, bool], JSON | None]] = {
 def _openai_body(transcript: JSON, walk: _Walk) -> JSON:
     body: JSON = {"model": walk.target.model}
     messages = _messages(transcript, walk)
-    if (system := _system(transcript)) is not None:
+    if (system := _system(transcript)) is not None and not walk.since:
         body["instructions"] = system
-    if tools := [_openai_tool(tool) for tool in _tools(transcript, walk)]:
+    if not walk.since and (tools := [_openai_tool(tool, walk.copy) for tool in _tools(transcript, walk)]):
         body["tools"] = tools
     body["input"] = _openai_input(messages, walk)
     return body
 
 
-def _openai_tool(tool: JSON) -> JSON:
+def _openai_tool(tool: JSON, copy: Copy) -> JSON:
     if tool.get("type") == "hostedSearch":
         out: JSON = {"type": "web_search"}
         if isinstance(tool.get("allowedDomains"), list):
-            out["filters"] = {"allowed_domains": copy.deepcopy(tool["allowedDomains"])}
+            out["filters"] = {"allowed_domains": copy(tool["allowedDomains"])}
         return out
     out = {"type": "function", "name": str(tool.get("name"))}
     if isinstance(tool.get("description"), str):
         out["description"] = tool["description"]
-    out["parameters"] = copy.deepcopy(tool.get("parameters") or {"type": "object"})
+    out["parameters"] = copy(tool.get("parameters") or {"type": "object"})
     out["strict"] = False
     return out
 
 
-def _openai_input(messages: list[JSON], walk: _Walk) -> list[JSON]:
+def _openai_input(messages: Numbered, walk: _Walk) -> list[JSON]:
     out: list[JSON] = []
-    for index, message in enumerate(messages):
+    for index, message in messages:
         walk.index = index
         role = message["role"]
         if role == "user":
@@ -403,19 +433,18 @@ def _openai_user(message: JSON, walk: _Walk, for_tool: bool = False) -> str | li
 
 
 def _openai_user_block(block: JSON, walk: _Walk) -> JSON:
+    _user_block(block, walk)
     if block["type"] == "image":
         url = f"data:{block.get('mimeType')};base64,{block.get('data')}"
         return {"type": "input_image", "image_url": url, "detail": "auto"}
-    if block["type"] == "text":
-        return {"type": "input_text", "text": _text(block)}
-    raise walk.fail(f"/messages/{walk.index}/content", f"a user block cannot be {block['type']!r}")
+    return {"type": "input_text", "text": _text(block)}
 
 
 def _openai_assistant(message: JSON, walk: _Walk, out: list[JSON]) -> None:
     for number, block in enumerate(walk.blocks(message)):
         convert = walk.converter(_OPENAI_BLOCKS, block, number)
         if walk.kept(message, block, number):
-            convert(block, walk.same(message, block), out)
+            convert(block, walk.same(message, block), out, walk.copy)
 
 
 def _assistant_text(text: str, out: list[JSON]) -> None:
@@ -423,13 +452,13 @@ def _assistant_text(text: str, out: list[JSON]) -> None:
         out.append({"role": "assistant", "content": text})
 
 
-def _openai_text(block: JSON, same: bool, out: list[JSON]) -> None:
+def _openai_text(block: JSON, same: bool, out: list[JSON], copy: Copy) -> None:
     item_id = block.get("signature")
     if not (same and isinstance(item_id, str) and item_id):
         _assistant_text(_text(block), out)
         return
     citations = block.get("citations") if isinstance(block.get("citations"), list) else []
-    part = {"type": "output_text", "text": _text(block), "annotations": copy.deepcopy(citations)}
+    part = {"type": "output_text", "text": _text(block), "annotations": copy(citations)}
     last = out[-1] if out else None
     if last is not None and last.get("type") == "message" and last.get("id") == item_id:
         last["content"].append(part)
@@ -438,34 +467,34 @@ def _openai_text(block: JSON, same: bool, out: list[JSON]) -> None:
                     "content": [part]})
 
 
-def _openai_thinking(block: JSON, same: bool, out: list[JSON]) -> None:
+def _openai_thinking(block: JSON, same: bool, out: list[JSON], copy: Copy) -> None:
     if same and isinstance(block.get("raw"), dict):
-        out.append(copy.deepcopy(block["raw"]))
+        out.append(copy(block["raw"]))
     else:
         _assistant_text(_thinking_text(block) or "", out)
 
 
-def _openai_tool_call(block: JSON, same: bool, out: list[JSON]) -> None:
+def _openai_tool_call(block: JSON, same: bool, out: list[JSON], copy: Copy) -> None:
     if same and isinstance(block.get("raw"), dict):
-        out.append(copy.deepcopy(block["raw"]))
+        out.append(copy(block["raw"]))
         return
     arguments = block.get("arguments") if isinstance(block.get("arguments"), dict) else {}
     out.append({"type": "function_call", "call_id": str(block.get("id")), "name": str(block.get("name")),
                 "arguments": json.dumps(arguments, ensure_ascii=False)})
 
 
-def _openai_search(block: JSON, same: bool, out: list[JSON]) -> None:
+def _openai_search(block: JSON, same: bool, out: list[JSON], copy: Copy) -> None:
     if same:
-        out.append(copy.deepcopy(block["raw"]))
+        out.append(copy(block["raw"]))
     else:
         _assistant_text(search_text_projection(block), out)
 
 
-def _openai_verbatim(block: JSON, same: bool, out: list[JSON]) -> None:
-    out.append(_verbatim(block, same))
+def _openai_verbatim(block: JSON, same: bool, out: list[JSON], copy: Copy) -> None:
+    out.append(_verbatim(block, same, copy))
 
 
-_OPENAI_BLOCKS: dict[str, Callable[[JSON, bool, list[JSON]], None]] = {
+_OPENAI_BLOCKS: dict[str, Callable[[JSON, bool, list[JSON], Copy], None]] = {
     "text": _openai_text, "thinking": _openai_thinking, "toolCall": _openai_tool_call,
     "hostedSearch": _openai_search, "providerBlock": _openai_verbatim,
 }
@@ -474,13 +503,18 @@ _OPENAI_BLOCKS: dict[str, Callable[[JSON, bool, list[JSON]], None]] = {
 # ---------------------------------------------------------------- entry point
 
 
-def projection(transcript: object, target: Target) -> Projection:
+def projection(transcript: object, target: Target, *, share: bool = False, since: int = 0) -> Projection:
     """The request body a correct harness sends to ``target`` for ``transcript``, with a note for each
     block left out on purpose (see the module doc).
 
-    Raises :class:`LocalRequestError` (phase ``validation``) when the transcript's structure is broken.
+    ``share=True``: ``raw`` blocks, citations, arguments and tool schemas in the body are the transcript's
+    own objects, not deep copies (for a caller that only reads the body, as the estimator does: changing
+    such a body changes the transcript). ``since``: only the messages from that index on, without the system
+    and the tools (the estimator's tail after a usage anchor; the earlier messages are not read, errors and
+    notes keep the transcript's indexes). Raises :class:`LocalRequestError` (phase ``validation``) when the
+    structure of what is projected is broken.
     """
-    walk = _Walk(target)
+    walk = _Walk(target, share, since)
     if not isinstance(transcript, dict):
         raise walk.fail("", f"a transcript must be an object, not {type(transcript).__name__}")
     build = _anthropic_body if target.api == "anthropic-messages" else _openai_body
@@ -488,6 +522,6 @@ def projection(transcript: object, target: Target) -> Projection:
     return Projection(body, tuple(walk.notes))
 
 
-def project(transcript: object, target: Target) -> JSON:
+def project(transcript: object, target: Target, *, share: bool = False, since: int = 0) -> JSON:
     """The request body alone of :func:`projection`."""
-    return projection(transcript, target).body
+    return projection(transcript, target, share=share, since=since).body

@@ -24,7 +24,7 @@ from replaykit.estimate import (
     text_tokens,
     usage_tokens,
 )
-from replaykit.replay import Target
+from replaykit.replay import Target, project
 
 JSON = dict[str, Any]
 ANTHROPIC = {"provider": "anthropic", "api": "anthropic-messages", "model": "claude-sonnet-4-5"}
@@ -163,12 +163,46 @@ def test_the_last_valid_usage_anchors_and_only_later_messages_are_counted() -> N
     assert (found.breakdown.system, found.breakdown.tools) == (0, 0)
 
 
-def test_a_broken_prefix_still_fails_when_anchored() -> None:
+class _Untouchable(dict[str, Any]):
+    """A message that fails the test if anything reads it."""
+
+    def get(self, *args: Any) -> Any:
+        raise AssertionError("the prefix the anchor covers was read")
+
+    __getitem__ = get
+
+
+def test_an_anchored_estimate_reads_only_the_messages_after_the_anchor() -> None:
+    prefix = [_Untouchable(_user("x" * 400)) for _ in range(50)]
+    transcript = _transcript(*prefix, _assistant("b", 1000), _user("dddd", at=2))
+    found = estimate(transcript, ANTHROPIC)
+    assert found.anchor == Anchor(50, 1000)
+    assert found.tokens == 1000 + 2  # "user" and "dddd": 8 characters
+
+
+def test_a_broken_tail_still_fails_when_anchored() -> None:
+    broken = _transcript(_user("q"), _assistant("b", 1000),
+                         {"role": "user", "content": [{"type": "thinking"}], "timestamp": T0 + 2})
+    with pytest.raises(LocalRequestError) as caught:
+        estimate(broken, ANTHROPIC)
+    assert caught.value.message_index == 2 and caught.value.pointer == "/messages/2/content"
+
+
+def test_a_broken_prefix_fails_when_nothing_anchors() -> None:
     broken = _transcript({"role": "user", "content": [{"type": "thinking"}], "timestamp": T0},
-                         _assistant("b", 1000))
+                         _assistant("b", 0))
     with pytest.raises(LocalRequestError) as caught:
         estimate(broken, ANTHROPIC)
     assert caught.value.message_index == 0 and caught.value.pointer == "/messages/0/content"
+
+
+def test_the_estimator_shares_raw_blocks_and_project_copies_them() -> None:
+    transcript = _transcript(_user("q"), {**_assistant("a"), "content": [SEARCH_RESULT]})
+    target = Target("anthropic", "anthropic-messages", "m")
+    shared = project(transcript, target, share=True)["messages"][1]["content"][0]
+    copied = project(transcript, target)["messages"][1]["content"][0]
+    assert shared is SEARCH_RESULT["raw"]
+    assert copied == SEARCH_RESULT["raw"] and copied is not SEARCH_RESULT["raw"]
 
 
 # ---------------------------------------------------------------- system reconstruction
