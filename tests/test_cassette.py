@@ -392,7 +392,10 @@ def test_cache_evicts_the_least_recently_used() -> None:
     assert [cache.get(key) is not None for key in (b"b", b"d", b"big")] == [False, False, True]
 
 
-def test_a_changed_file_is_parsed_again_even_with_the_same_size_and_mtime(tmp_path: Path) -> None:
+@pytest.mark.parametrize("whole", [read.WHOLE, 0], ids=["read whole", "streamed"])
+def test_a_changed_file_is_parsed_again_even_with_the_same_size_and_mtime(tmp_path: Path, whole: int,
+                                                                          monkeypatch: MonkeyPatch) -> None:
+    monkeypatch.setattr(read, "WHOLE", whole)
     text = one("    status: {code: 200, message: OK}\n    headers: {}\n    body: {string: aaaa}\n")
     path = write(tmp_path, text)
     stat = path.stat()
@@ -409,9 +412,9 @@ def test_cache_is_shared_by_content_and_can_be_cleared(tmp_path: Path, monkeypat
     cassette.load(a)
     calls: list[str] = []
     real = read._parse
-    def counting(handle: Any, where: str, original: Any) -> tuple[Cassette, bytes, int]:
+    def counting(source: Any, where: str, original: Any, key: Any = None) -> tuple[Cassette, bytes, int]:
         calls.append(where)
-        return real(handle, where, original)
+        return real(source, where, original, key)
 
     monkeypatch.setattr(read, "_parse", counting)
     assert cassette.load(b).path == b and calls == []
@@ -658,9 +661,11 @@ def traced_peak(action: Any) -> int:
 
 
 @pytest.mark.parametrize(("items", "most"), [(1, 2.2), (8, 1.3)])
-def test_loading_holds_no_copy_of_the_file(tmp_path: Path, items: int, most: float) -> None:
-    # one body: its text (built by libyaml) and its bytes, never the file's bytes and text as well; many
-    # bodies: each text is dropped once its bytes exist
+def test_loading_holds_no_copy_of_the_file(tmp_path: Path, items: int, most: float,
+                                           monkeypatch: MonkeyPatch) -> None:
+    # a file over read.WHOLE (here: any) is streamed. One body: its text (built by libyaml) and its bytes,
+    # never the file's bytes and text as well; many bodies: each text is dropped once its bytes exist
+    monkeypatch.setattr(read, "WHOLE", 0)
     path = tmp_path / "big.yaml"
     body = big_stream_cassette(path, 2_000_000 // items, items)
     peak = traced_peak(lambda: cassette.load(path, cache=False))
@@ -677,8 +682,12 @@ def test_a_shared_interactions_list_is_left_whole(tmp_path: Path) -> None:
 
 def test_a_file_changed_while_loading_is_cached_as_what_was_parsed(tmp_path: Path,
                                                                    monkeypatch: MonkeyPatch) -> None:
+    # a streamed file loaded before is hashed first (the cache may hold it), then parsed as it is read
+    monkeypatch.setattr(read, "WHOLE", 0)
     old = one("    status: {code: 200, message: OK}\n    body: {string: aaaa}\n")
     path = write(tmp_path, old)
+    assert cassette.load(path).interactions[0].response.body == b"aaaa"
+    first = path.stat()
     real = hashlib.file_digest
     def digest_then_change(handle: Any, name: str) -> Any:
         hashed = real(handle, name)
@@ -688,8 +697,9 @@ def test_a_file_changed_while_loading_is_cached_as_what_was_parsed(tmp_path: Pat
     cassette.clear_cache()
     monkeypatch.setattr(hashlib, "file_digest", digest_then_change)
     assert cassette.load(path).interactions[0].response.body == b"bbbb"
-    monkeypatch.undo()
+    monkeypatch.setattr(hashlib, "file_digest", real)
     path.write_text(old)
+    os.utime(path, ns=(first.st_atime_ns, first.st_mtime_ns))  # as first loaded: looked up by its hash
     assert cassette.load(path).interactions[0].response.body == b"aaaa"
 
 

@@ -23,19 +23,24 @@ SHA-256 of the traffic in a canonical form (see :func:`canonical_parts`) that is
 save; a long JSON body's canonical form is hashed a piece at a time. :func:`save` writes atomically.
 
 :func:`load` keeps parsed cassettes in a cache keyed by the SHA-256 of the file's bytes, so a changed
-file is always parsed again; every call returns a fresh copy that the caller may change freely.
+file is always parsed again; every call returns a fresh copy that the caller may change freely. The YAML
+document of a file up to 8 MiB is also kept on disk as JSON under the same key
+(:mod:`~replaykit.cassette.parsed`, beside the virtual environment's packages): a new process loads it
+without YAML, and every shape check and body limit still applies.
 
-Memory: :func:`load` reads the file twice in small pieces, once to hash it (the cache key) and once as
-libyaml parses it (checked as UTF-8, hashed again and scanned for interaction lines on the way); it never
-holds the file's bytes or text whole, and each body's text is dropped once its bytes are made. Loading a
-cassette with one 100 MB body peaks at about 2.5x the file's size: libyaml's buffer for that body (grown
+Memory: a file up to 8 MiB (:data:`~replaykit.cassette.read.WHOLE`) is read whole and hashed once. A bigger
+one is parsed as libyaml reads it in small pieces (checked as UTF-8, hashed and scanned for interaction lines
+on the way; hashed first as well only when a file with the same inode, size and mtime was loaded before); it
+never holds the file's bytes or text whole, and each body's text is dropped once its bytes are made. Loading
+a cassette with one 100 MB body peaks at about 2.5x the file's size: libyaml's buffer for that body (grown
 by doubling) next to the body's text, then that text next to its bytes (``scripts/bench_cassette --big``).
 A problem is explained by parsing the file again in memory, the way that names its line.
 
 The package, one concern a module: :mod:`~replaykit.cassette.model` (the model and its canonical form),
 :mod:`~replaykit.cassette.yamlio` (the YAML loader and interaction lines), :mod:`~replaykit.cassette.build`
 (document to model, bodies decoded within bounds), :mod:`~replaykit.cassette.read` (files, cache, errors
-with lines), :mod:`~replaykit.cassette.write` (atomic YAML) and :mod:`~replaykit.cassette.paths`.
+with lines), :mod:`~replaykit.cassette.parsed` (parsed documents on disk), :mod:`~replaykit.cassette.write`
+(atomic YAML) and :mod:`~replaykit.cassette.paths`.
 """
 
 

@@ -1,5 +1,6 @@
-"""Reading a cassette file: parsed as it is read (never held whole), cached by the SHA-256 of its bytes,
-a problem explained with its line."""
+"""Reading a cassette file: a small one read whole and hashed once, a big one parsed as it is read (never
+held whole); parsed cassettes cached by the SHA-256 of their bytes, in memory and (small ones) on disk
+(:mod:`replaykit.cassette.parsed`); a problem explained with its line."""
 
 
 import codecs
@@ -16,12 +17,16 @@ from typing import Any
 
 import yaml
 
+from replaykit.cassette import parsed
 from replaykit.cassette.build import BODY_LIMIT, MAX_BODY, Invalid, build_cassette, check_expansion
 from replaykit.cassette.model import Cassette, Interaction, Request, Response, Where
 from replaykit.cassette.yamlio import BaseLoader, Lines, Loader, node_at
 from replaykit.errors import CassetteError, located
 
 # ---------------------------------------------------------------- reading: from a file, as it is read
+
+
+WHOLE = 8 << 20  # a file up to this size is read whole: hashed once, parsed from memory, kept on disk parsed
 
 
 class _Reader:
@@ -69,6 +74,33 @@ def _stream(handle: io.BufferedIOBase) -> tuple[Cassette, bytes, int]:
     doc, composed, shared = _load_doc(reader)
     key = reader.digest()
     return build_cassette(doc, lambda count: reader.lines.lines(count, composed), shared), key, reader.size
+
+
+def _whole(data: bytes, key: bytes | None) -> Cassette:
+    """The cassette in ``data`` (from the disk cache when ``key`` is kept there; a parse is kept there);
+    raises _PROBLEMS."""
+    kept = parsed.get(key) if key is not None else None
+    if kept is not None:
+        try:
+            return build_cassette(kept[0], lambda count: [*kept[1], *[None] * count][:count], False)
+        except Invalid:  # e.g. a body over a lower max_body: explained from the file itself below
+            pass
+    if not data.isascii():
+        data.decode("utf-8")  # Python's check, stricter than libyaml's (UnicodeDecodeError: explained)
+    doc, composed, shared = _load_doc(data if BaseLoader is not yaml.SafeLoader else data.decode("utf-8"))
+    scan = Lines()
+    scan.feed(data, final=True)
+    form = parsed.stored_form(doc) if key is not None and not shared else None  # before build empties it
+    lines: list[int | None] = []
+
+    def starts(count: int) -> list[int | None]:
+        lines[:] = scan.lines(count, composed)
+        return lines
+
+    cassette = build_cassette(doc, starts, shared)
+    if form is not None and key is not None:
+        parsed.put(key, form, lines)
+    return cassette
 
 
 # ---------------------------------------------------------------- reading: explaining a problem
@@ -137,16 +169,19 @@ def _utf8(data: bytes | str) -> bytes:
     return data.encode("utf-8") if isinstance(data, str) else data
 
 
-def _parse(handle: io.BufferedIOBase, where: str,
-           original: Callable[[], bytes | str]) -> tuple[Cassette, bytes, int]:
-    """Parse as the file is read; on a problem, :func:`_explain` the ``original`` bytes (read again)."""
+def _parse(source: io.BufferedIOBase | bytes, where: str, original: Callable[[], bytes | str],
+           key: bytes | None = None) -> tuple[Cassette, bytes, int]:
+    """Parse bytes held whole (``key``: their SHA-256, for the disk cache) or as the file is read; on a
+    problem, :func:`_explain` the ``original`` bytes (read again). Returns the SHA-256 and size parsed."""
     try:
-        return _stream(handle)
+        if isinstance(source, bytes):
+            return _whole(source, key), key or b"", len(source)
+        return _stream(source)
     except _PROBLEMS:
         pass
     data = original()
     raw = _utf8(data)
-    return _explain(data, where), hashlib.sha256(raw).digest(), len(raw)
+    return _explain(data, where), key or hashlib.sha256(raw).digest(), len(raw)
 
 
 # ---------------------------------------------------------------- reading: the cache
@@ -169,6 +204,8 @@ class _Cache:
         return _copy(entry[1])
 
     def put(self, key: bytes, size: int, cassette: Cassette) -> None:
+        if size > self._max_bytes:
+            return  # it would be dropped at once: not worth a copy
         with self._lock:
             if key not in self._entries:
                 self._entries[key] = (size, _copy(cassette))
@@ -209,23 +246,24 @@ def _copy_response(resp: Response) -> Response:
     return Response(resp.status, resp.reason, headers, resp.body, offsets, list(resp._events))
 
 
-def _cached(handle: io.BufferedIOBase, where: str, original: Callable[[], bytes | str],
-            key: bytes | None, max_body: int) -> Cassette:
-    """A copy from the cache when ``key`` (the SHA-256 of the bytes) is there, else parsed from ``handle``
-    with bodies decoded to at most ``max_body`` bytes.
+def _cached(source: io.BufferedIOBase | bytes, where: str, original: Callable[[], bytes | str],
+            key: bytes | None, max_body: int, keep: bool) -> Cassette:
+    """A copy from the cache when ``key`` (the SHA-256 of the bytes) is there, else parsed from ``source``
+    with bodies decoded to at most ``max_body`` bytes (and, with ``keep``, cached).
 
-    A parse is kept under the hash of the bytes it read (not ``key``: the file may have changed since), and
-    the limit it was made under.
+    A parse is kept under the hash of the bytes it read (a streamed file may have changed since ``key``
+    was taken), and the limit it was made under.
     """
     limit = max_body.to_bytes(8, "big")
     cassette = _CACHE.get(key + limit) if key is not None else None
     if cassette is None:
         token = BODY_LIMIT.set(max_body)
         try:
-            cassette, digest, size = _parse(handle, where, original)
+            whole_key = key if isinstance(source, bytes) else None
+            cassette, digest, size = _parse(source, where, original, whole_key)
         finally:
             BODY_LIMIT.reset(token)
-        if key is not None:
+        if keep:
             _CACHE.put(digest + limit, size, cassette)
     return cassette
 
@@ -237,26 +275,52 @@ def loads(data: bytes | str, path: str | os.PathLike[str] | None = None, *, cach
     where = str(path) if path is not None else "<string>"
     raw = _utf8(data)
     key = hashlib.sha256(raw).digest() if cache else None
-    cassette = _cached(io.BytesIO(raw), where, lambda: data, key, max_body)
+    cassette = _cached(raw, where, lambda: data, key, max_body, cache)
     cassette.path = Path(path) if path is not None else None
     return cassette
 
 
-def load(path: str | os.PathLike[str], *, cache: bool = True, max_body: int = MAX_BODY) -> Cassette:
-    """Load a cassette file (see :func:`loads`), parsed as it is read: the text is never held whole.
+_SEEN: OrderedDict[tuple[int, ...], None] = OrderedDict()  # big files loaded: device, inode, size, mtime
 
-    Only a regular file is read: a FIFO or a device named as a cassette is an error, never a wait.
+
+def load(path: str | os.PathLike[str], *, cache: bool = True, max_body: int = MAX_BODY) -> Cassette:
+    """Load a cassette file (see :func:`loads`).
+
+    A file up to :data:`WHOLE` bytes is read whole and hashed once. A bigger one is parsed as it is read
+    (its text is never held whole) and hashed on the way; it is hashed first only when a file with the same
+    device, inode, size and mtime was loaded before (then the cache may hold it: the hash, not the
+    metadata, decides). Only a regular file is read: a FIFO or a device named as a cassette is an error,
+    never a wait.
     """
     _regular(path)
     try:
         with open(path, "rb") as handle:
-            key = hashlib.file_digest(handle, "sha256").digest() if cache else None
-            handle.seek(0)
-            cassette = _cached(handle, str(path), lambda: _read_again(handle), key, max_body)
+            cassette = _from_file(handle, str(path), cache, max_body)
     except OSError as exc:
         raise CassetteError(located(path, None, f"cannot read: {exc.strerror or exc}",
                                     "check the path and its permissions")) from exc
     cassette.path = Path(path)
+    return cassette
+
+
+def _from_file(handle: io.BufferedReader, where: str, cache: bool, max_body: int) -> Cassette:
+    status = os.fstat(handle.fileno())
+    if status.st_size <= WHOLE:
+        data = handle.read(WHOLE + 1)
+        if len(data) <= WHOLE:  # (a file that grew meanwhile is streamed)
+            key = hashlib.sha256(data).digest() if cache else None
+            return _cached(data, where, lambda: data, key, max_body, cache)
+        handle.seek(0)
+    seen = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
+    key = None
+    if cache and seen in _SEEN:
+        key = hashlib.file_digest(handle, "sha256").digest()
+        handle.seek(0)
+    cassette = _cached(handle, where, lambda: _read_again(handle), key, max_body, cache)
+    if cache:
+        _SEEN[seen] = None
+        while len(_SEEN) > 1024:
+            _SEEN.popitem(last=False)
     return cassette
 
 

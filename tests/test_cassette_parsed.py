@@ -1,0 +1,145 @@
+"""replaykit.cassette.parsed: parsed cassettes kept on disk as JSON, keyed by the SHA-256 of the bytes."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pytest import MonkeyPatch
+
+from replaykit import cassette
+from replaykit.cassette import parsed, read
+from replaykit.errors import CassetteError
+
+BINARY = base64.b64encode(gzip.compress(b'{"ok": true}')).decode()
+TEXT = f"""version: 1
+replaykit: {{origin: synthesized, provider: anthropic, note: 3.5, list: [1, null, true]}}
+interactions:
+- request:
+    method: POST
+    uri: http://127.0.0.1:9/v1/messages
+    headers: {{content-type: [application/json]}}
+    body: '{{"model": "m"}}'
+  response:
+    status: {{code: 200, message: OK}}
+    headers: {{content-type: [application/json], content-encoding: [gzip]}}
+    body: {{string: !!binary {BINARY}}}
+-
+  request: {{method: GET, uri: "http://127.0.0.1:9/v1/models"}}
+  response: {{status: {{code: 200, message: OK}}, body: {{string: "caf\\u00e9 \\u2028 x"}}}}
+"""
+
+
+@pytest.fixture
+def kept(tmp_path: Path, monkeypatch: MonkeyPatch) -> Path:
+    """A fresh folder for parsed cassettes, and an empty memory cache."""
+    folder = tmp_path / "parsed"
+    monkeypatch.setenv(parsed.ENV, str(folder))
+    cassette.clear_cache()
+    return folder
+
+
+def _no_yaml(monkeypatch: MonkeyPatch) -> None:
+    def refuse(source: Any) -> Any:
+        raise AssertionError("parsed as YAML")
+
+    monkeypatch.setattr(read, "_load_doc", refuse)
+
+
+def test_a_cassette_read_once_loads_from_disk_as_it_parsed(kept: Path, tmp_path: Path,
+                                                           monkeypatch: MonkeyPatch) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(TEXT, encoding="utf-8")
+    first = cassette.load(path)
+    assert len(list(kept.glob("*.json"))) == 1
+    cassette.clear_cache()
+    _no_yaml(monkeypatch)
+    again = cassette.load(path)
+    monkeypatch.undo()
+    assert again == first == cassette.load(path, cache=False)
+    assert again.interactions[0].response.body == b'{"ok": true}'
+    assert [item.line for item in again.interactions] == [4, 13]
+    assert again.meta.extra == {"note": 3.5, "list": [1, None, True]}
+
+
+def test_a_new_process_loads_from_disk(kept: Path, tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(TEXT, encoding="utf-8")
+    cassette.load(path)
+    script = ("import sys; from replaykit.cassette import read\n"
+              "read._load_doc = None  # any YAML parse fails\n"
+              "print(len(read.load(sys.argv[1]).interactions))")
+    done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True,
+                          env={**os.environ, parsed.ENV: str(kept)}, check=True)
+    assert done.stdout.strip() == "2"
+
+
+@pytest.mark.parametrize("text", [
+    "version: 1\ninteractions: &i []\nagain: *i\n",                     # an alias
+    "version: 1\ninteractions: []\nwhen: 2025-01-01 10:00:00\n",        # a timestamp
+    "version: 1\ninteractions: []\n3: three\n",                         # a key that is not text
+    "version: 1\ninteractions: []\nx: .nan\n",                           # not a finite number
+], ids=["alias", "timestamp", "integer key", "nan"])
+def test_a_document_json_would_change_is_never_kept(kept: Path, tmp_path: Path, text: str) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(text, encoding="utf-8")
+    loaded = cassette.load(path)
+    assert not kept.exists() or not list(kept.glob("*.json"))
+    assert loaded == cassette.load(path, cache=False)
+
+
+def test_a_broken_cassette_is_never_kept(kept: Path, tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("version: 1\ninteractions:\n- request: {method: GET}\n", encoding="utf-8")
+    with pytest.raises(CassetteError, match=r"c\.yaml:3: .*uri"):
+        cassette.load(path)
+    assert not kept.exists() or not list(kept.glob("*.json"))
+
+
+def test_a_foreign_or_damaged_file_is_a_miss(kept: Path, tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(TEXT, encoding="utf-8")
+    first = cassette.load(path)
+    (stored,) = kept.glob("*.json")
+    for damaged in (b"", b"{}", b'{"format": 1, "lines": [1]}\n[["x"]]\n{}', b"\xff\n\n",
+                    stored.read_bytes()[:-10], b'{"format": 2, "lines": []}\n[]\n{}'):
+        stored.write_bytes(damaged)
+        cassette.clear_cache()
+        assert cassette.load(path) == first
+
+
+def test_the_body_limit_holds_for_a_kept_document(kept: Path, tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(TEXT, encoding="utf-8")
+    cassette.load(path)
+    cassette.clear_cache()
+    with pytest.raises(CassetteError, match=r"c\.yaml:12: .*decodes \(gzip\) to more than 4 bytes"):
+        cassette.load(path, max_body=4)
+
+
+def test_the_folder_keeps_the_newest_entries(kept: Path, tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
+    monkeypatch.setattr(parsed, "MAX_ENTRIES", 2)
+    for index in range(4):
+        path = tmp_path / f"c{index}.yaml"
+        path.write_text(TEXT + f"n: {index}\n", encoding="utf-8")
+        cassette.load(path)
+    assert len(list(kept.glob("*.json"))) == 2
+
+
+def test_where_parsed_cassettes_are_kept(monkeypatch: MonkeyPatch, tmp_path: Path) -> None:
+    for off in ("off", "", " "):
+        monkeypatch.setenv(parsed.ENV, off)
+        assert parsed.folder() is None
+    monkeypatch.setenv(parsed.ENV, str(tmp_path))
+    assert parsed.folder() == tmp_path
+    monkeypatch.delenv(parsed.ENV)
+    monkeypatch.setattr(sys, "prefix", sys.base_prefix)
+    assert parsed.folder() is None  # outside a virtual environment: nowhere of ours
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))
+    assert parsed.folder() == tmp_path / "venv" / "replaykit-cache" / "cassettes"
