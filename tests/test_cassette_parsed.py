@@ -57,8 +57,9 @@ def test_a_cassette_read_once_loads_from_disk_as_it_parsed(kept: Path, tmp_path:
     path = tmp_path / "c.yaml"
     path.write_text(TEXT, encoding="utf-8")
     first = cassette.load(path)
-    assert len(list(kept.glob("*.json"))) == 1
+    assert not kept.exists()  # written later: a first load pays no write
     cassette.clear_cache()
+    assert len(list(kept.glob("*.json"))) == 1
     _no_yaml(monkeypatch)
     again = cassette.load(path)
     monkeypatch.undo()
@@ -71,7 +72,10 @@ def test_a_cassette_read_once_loads_from_disk_as_it_parsed(kept: Path, tmp_path:
 def test_a_new_process_loads_from_disk(kept: Path, tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(TEXT, encoding="utf-8")
-    cassette.load(path)
+    writer = "import sys; from replaykit import cassette; cassette.load(sys.argv[1])"
+    subprocess.run([sys.executable, "-c", writer, str(path)], env={**os.environ, parsed.ENV: str(kept)},
+                   check=True)
+    assert len(list(kept.glob("*.json"))) == 1  # written as that process exited
     script = ("import sys; from replaykit.cassette import read\n"
               "read._load_doc = None  # any YAML parse fails\n"
               "print(len(read.load(sys.argv[1]).interactions))")
@@ -90,6 +94,7 @@ def test_a_document_json_would_change_is_never_kept(kept: Path, tmp_path: Path, 
     path = tmp_path / "c.yaml"
     path.write_text(text, encoding="utf-8")
     loaded = cassette.load(path)
+    parsed.flush()
     assert not kept.exists() or not list(kept.glob("*.json"))
     assert loaded == cassette.load(path, cache=False)
 
@@ -99,6 +104,7 @@ def test_a_broken_cassette_is_never_kept(kept: Path, tmp_path: Path) -> None:
     path.write_text("version: 1\ninteractions:\n- request: {method: GET}\n", encoding="utf-8")
     with pytest.raises(CassetteError, match=r"c\.yaml:3: .*uri"):
         cassette.load(path)
+    parsed.flush()
     assert not kept.exists() or not list(kept.glob("*.json"))
 
 
@@ -106,6 +112,7 @@ def test_a_foreign_or_damaged_file_is_a_miss(kept: Path, tmp_path: Path) -> None
     path = tmp_path / "c.yaml"
     path.write_text(TEXT, encoding="utf-8")
     first = cassette.load(path)
+    parsed.flush()
     (stored,) = kept.glob("*.json")
     for damaged in (b"", b"{}", b'{"format": 1, "lines": [1]}\n[["x"]]\n{}', b"\xff\n\n",
                     stored.read_bytes()[:-10], b'{"format": 2, "lines": []}\n[]\n{}'):
@@ -129,6 +136,7 @@ def test_the_folder_keeps_the_newest_entries(kept: Path, tmp_path: Path, monkeyp
         path = tmp_path / f"c{index}.yaml"
         path.write_text(TEXT + f"n: {index}\n", encoding="utf-8")
         cassette.load(path)
+        parsed.flush()
     assert len(list(kept.glob("*.json"))) == 2
 
 

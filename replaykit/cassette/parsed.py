@@ -10,28 +10,34 @@ file is always explained from its own text.
 
 The folder: ``$REPLAYKIT_CASSETTE_CACHE`` (``off`` or empty: none), else ``replaykit-cache/cassettes`` inside
 the virtual environment replaykit runs in (none outside one). At most :data:`MAX_ENTRIES` files and
-:data:`MAX_BYTES` bytes are kept (the oldest go first); files are written atomically; an unreadable or
-foreign file is a miss, never an error.
+:data:`MAX_BYTES` bytes are kept (the oldest go first). Writing waits (a first load pays no write): the
+documents are written, atomically, when the process exits, when the memory cache is cleared or once
+:data:`FLUSH_BYTES` wait (:func:`flush`). An unreadable or foreign file is a miss, never an error.
 """
 
 from __future__ import annotations
 
+import atexit
 import base64
 import binascii
 import json
 import math
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 from replaykit.cassette.write import write_atomic
 
-__all__ = ["ENV", "MAX_BYTES", "MAX_ENTRIES", "folder", "get", "put", "stored_form"]
+__all__ = ["ENV", "FLUSH_BYTES", "MAX_BYTES", "MAX_ENTRIES", "flush", "folder", "get", "put", "stored_form"]
 
 ENV = "REPLAYKIT_CASSETTE_CACHE"
 MAX_ENTRIES = 512
 MAX_BYTES = 1 << 30
+FLUSH_BYTES = 16 << 20  # waiting documents are written once they hold this much
+_WAITING: list[tuple[Path, bytes]] = []
+_LOCK = threading.Lock()
 _FORMAT = 1  # the stored form's version: a file of another version is a miss
 _Place = list[str | int]
 
@@ -87,17 +93,36 @@ def _plain(value: Any, place: _Place, binary: list[_Place]) -> bool:
 
 
 def put(key: bytes, form: bytes, lines: list[int | None]) -> None:
-    """Keep a document's :func:`stored_form` and its interactions' lines under ``key``; a failure to write
-    is ignored (the cache is only ever a shortcut)."""
+    """Keep a document's :func:`stored_form` and its interactions' lines under ``key`` (written by
+    :func:`flush`)."""
     path = _file(key)
     if path is None:
         return
     head = json.dumps({"format": _FORMAT, "lines": lines}).encode()
-    try:
-        write_atomic(path, head + b"\n" + form)
-        _prune(path.parent)
-    except OSError:
-        return
+    with _LOCK:
+        _WAITING.append((path, head + b"\n" + form))
+        full = sum(len(data) for _, data in _WAITING) > FLUSH_BYTES
+    if full:
+        flush()
+
+
+@atexit.register
+def flush() -> None:
+    """Write the documents waiting to be kept; a failure to write is ignored (the cache is only ever a
+    shortcut, and a lost entry is a miss)."""
+    with _LOCK:
+        waiting = _WAITING[:]
+        _WAITING.clear()
+    for path, data in waiting:
+        try:
+            write_atomic(path, data, durable=False)
+        except OSError:
+            continue
+    for root in {path.parent for path, _ in waiting}:
+        try:
+            _prune(root)
+        except OSError:
+            continue
 
 
 def get(key: bytes) -> tuple[Any, list[int | None]] | None:

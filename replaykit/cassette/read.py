@@ -223,8 +223,11 @@ _CACHE = _Cache()
 
 
 def clear_cache() -> None:
-    """Forget every parsed cassette (they are re-parsed on the next load)."""
+    """Forget every parsed cassette held in memory (they are read again on the next load, from the
+    parsed documents kept on disk when there are some: :mod:`replaykit.cassette.parsed`)."""
     _CACHE.clear()
+    _SEEN.clear()
+    parsed.flush()  # what a new process would find
 
 
 def _copy(cassette: Cassette) -> Cassette:
@@ -306,8 +309,8 @@ def load(path: str | os.PathLike[str], *, cache: bool = True, max_body: int = MA
 def _from_file(handle: io.BufferedReader, where: str, cache: bool, max_body: int) -> Cassette:
     status = os.fstat(handle.fileno())
     if status.st_size <= WHOLE:
-        data = handle.read(WHOLE + 1)
-        if len(data) <= WHOLE:  # (a file that grew meanwhile is streamed)
+        data = handle.read(status.st_size + 1)  # not WHOLE + 1: read() allocates what it is asked for
+        if len(data) <= status.st_size:  # (a file that grew meanwhile is streamed)
             key = hashlib.sha256(data).digest() if cache else None
             return _cached(data, where, lambda: data, key, max_body, cache)
         handle.seek(0)
