@@ -90,7 +90,8 @@ def _whole(data: bytes, key: bytes | None) -> Cassette:
     doc, composed, shared = _load_doc(data if BaseLoader is not yaml.SafeLoader else data.decode("utf-8"))
     scan = Lines()
     scan.feed(data, final=True)
-    form = parsed.stored_form(doc) if key is not None and not shared else None  # before build empties it
+    keep = key is not None and not shared and parsed.folder() is not None
+    form = parsed.stored_form(doc) if keep else None  # before build empties the document
     lines: list[int | None] = []
 
     def starts(count: int) -> list[int | None]:
