@@ -151,3 +151,12 @@ def test_where_parsed_cassettes_are_kept(monkeypatch: MonkeyPatch, tmp_path: Pat
     assert parsed.folder() is None  # outside a virtual environment: nowhere of ours
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))
     assert parsed.folder() == tmp_path / "venv" / "replaykit-cache" / "cassettes"
+
+
+def test_a_document_too_deep_to_walk_is_loaded_and_not_kept(kept: Path, tmp_path: Path) -> None:
+    path = tmp_path / "deep.yaml"
+    path.write_text("version: 1\ninteractions: []\ndeep: " + "[" * 400 + "]" * 400 + "\n", encoding="utf-8")
+    assert parsed.stored_form(cassette.load(path, cache=False).extra) is None
+    assert cassette.load(path).interactions == []
+    parsed.flush()
+    assert not kept.exists() or not list(kept.glob("*.json"))

@@ -60,9 +60,9 @@ def _file(key: bytes) -> Path | None:
 def stored_form(doc: Any) -> bytes | None:
     """``doc`` as the JSON kept on disk (without the lines), or None when JSON would not give it back."""
     binary: list[_Place] = []
-    if not _plain(doc, [], binary):
-        return None
     try:
+        if not _plain(doc, [], binary):
+            return None
         text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"), default=_base64)
         return json.dumps(binary).encode() + b"\n" + text.encode("utf-8")
     except (ValueError, UnicodeEncodeError, RecursionError):  # a lone surrogate, a very deep document

@@ -308,6 +308,7 @@ def load(path: str | os.PathLike[str], *, cache: bool = True, max_body: int = MA
 
 
 def _from_file(handle: io.BufferedReader, where: str, cache: bool, max_body: int) -> Cassette:
+    """The cassette in an open file: read whole up to :data:`WHOLE` bytes, else streamed (:func:`load`)."""
     status = os.fstat(handle.fileno())
     if status.st_size <= WHOLE:
         data = handle.read(status.st_size + 1)  # not WHOLE + 1: read() allocates what it is asked for
