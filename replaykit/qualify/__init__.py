@@ -1,0 +1,271 @@
+"""Qualification: one run that says whether a target (and an estimator) qualify on this environment, and
+leaves the evidence: ``report.json`` (``contracts/replaykit/qualification-report.schema.json``) and
+``report.md``. What ``replaykit qualify`` runs::
+
+    from replaykit.qualify import Options, qualify, write
+
+    done = qualify(Options(jobs=2))
+    write(done, Path("qualify-report"))        # report.md, report.json (atomically)
+    assert done.passed, done.failed()
+
+In order: the environment's identity (:mod:`~replaykit.qualify.identity`: versions, the inputs' SHA-256
+manifests, the target's and the estimator's files); verify and the contracts over the cassettes (the bundled
+ones by default) and those the scenarios name; drift against the installed SDKs; the scenarios (the bundled
+ones by default, discovered from their folder) on the target (by default the reference harness); the kill
+matrix of the mutants (by default the reference's own, :data:`replaykit.reference.mutants.MUTANTS`, when the
+target is the reference; another target's are named with ``mutants``), reusing the scenarios' results on the
+target; the property suite on the estimator (by default replaykit's own). Each is a section
+(:mod:`~replaykit.qualify.stages`); with a baseline report, what changed since it
+(:mod:`~replaykit.qualify.baseline`). ``redgreen`` is a section of the format that needs two targets: it
+is skipped here, with the reason.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from replaykit import __version__, contracts, properties
+from replaykit.cassette import named_paths, write_atomic
+from replaykit.findings import Finding
+from replaykit.qualify import baseline, identity, markdown, stages
+from replaykit.qualify.stages import Section
+from replaykit.resources import data_dir
+from replaykit.scenario.model import Scenario
+from replaykit.scenario.target import DEFAULT_TARGET, Target
+
+__all__ = ["DEFAULT_ESTIMATOR", "SECTIONS", "Options", "Progress", "Qualification", "is_reference", "qualify",
+           "write"]
+
+JSON = dict[str, Any]
+DEFAULT_ESTIMATOR = "replaykit.estimate:estimate_tokens"
+SECTIONS = ("verify", "contracts", "drift", "scenarios", "mutants", "properties", "redgreen")
+_REDGREEN = ("it needs a baseline target and a candidate target (replaykit redgreen); qualify checks one "
+             "target, and compares with an earlier report through --baseline-report")
+
+
+class Progress(Protocol):
+    """What a qualification says while it runs (the command line shows it)."""
+
+    def note(self, text: str) -> None:
+        """A line of information (what is being qualified)."""
+
+    def start(self, stage: str) -> None:
+        """A stage begins."""
+
+    def tick(self, done: int, total: int, what: str) -> None:
+        """``done`` of the stage's ``total`` items are done, ``what`` last."""
+
+    def finish(self, stage: str, section: Section) -> None:
+        """A section is decided."""
+
+
+class _Silent:
+    def note(self, text: str) -> None:
+        """Nothing to say."""
+
+    def start(self, stage: str) -> None:
+        """Nothing to say."""
+
+    def tick(self, done: int, total: int, what: str) -> None:
+        """Nothing to say."""
+
+    def finish(self, stage: str, section: Section) -> None:
+        """Nothing to say."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """What to qualify. Empty ``cassettes`` / ``scenarios``: the bundled ones; ``mutants`` None: the
+    reference's when the target is the reference harness, else none (the section is skipped)."""
+
+    target: str = DEFAULT_TARGET
+    estimator: str | None = DEFAULT_ESTIMATOR
+    estimator_cmd: str | None = None
+    cassettes: tuple[Path, ...] = ()
+    scenarios: tuple[Path, ...] = ()
+    mutants: tuple[str, ...] | None = None
+    jobs: int = 1
+    max_examples: int = 100
+    seed: int = 0
+    baseline_report: Path | None = None
+
+
+@dataclass
+class Qualification:
+    """The report document (report.json's) and the sections it was built from."""
+
+    document: JSON
+    sections: dict[str, Section] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        """True when no section failed."""
+        return self.document["verdict"] == "pass"
+
+    def failed(self) -> list[str]:
+        """The sections that failed, each with what failed first: ``scenarios (no-retry-400: ...)``."""
+        found = []
+        for name, section in self.sections.items():
+            if section.status == "fail":
+                first = section.failures[0]
+                found.append(f"{name} ({first.file or first.code}: {first.message})")
+        return found
+
+
+def is_reference(target: Target) -> bool:
+    """True when ``target`` is the reference harness as such (``python:replaykit.reference:run``, or
+    ``python -m replaykit.reference``, with nothing else on the command line)."""
+    argv = target.argv
+    as_module = len(argv) == 3 and argv[1:] == ("-m", "replaykit.reference") and "python" in Path(argv[0]).name
+    return target.spec == DEFAULT_TARGET or as_module
+
+
+def _subject(spec: str, argv: Sequence[str], module: str | None, search: Sequence[str]) -> JSON:
+    return {"label": spec, "command": list(argv) or [spec], "revision": identity.revision(),
+            "files": identity.command_files(argv, module=module, search=search)}
+
+
+def _target_subject(target: Target) -> JSON:
+    if target.spec.startswith("python:"):
+        module = target.spec.split(":")[1]
+        search = dict(target.env).get("PYTHONPATH", "").split(os.pathsep)
+        return {**_subject(target.spec, (), module, search), "command": list(target.argv)}
+    return _subject(target.spec, target.argv, None, ())
+
+
+def _estimator_subject(options: Options) -> JSON:
+    if options.estimator is not None:
+        module = options.estimator.partition(":")[0]
+        return {**_subject(options.estimator, (), module, ()), "command": [options.estimator]}
+    command = options.estimator_cmd or ""
+    return _subject(command, properties.CommandEstimator(command).argv, None, ())
+
+
+def _identity_line(subject: JSON, hashes: JSON) -> str:
+    env = identity.environment()
+    packages: JSON = env["packages"]  # type: ignore[assignment]
+    sdks = ", ".join(f"{sdk} {packages.get(sdk) or 'not installed'}" for sdk in identity.SDKS)
+    files = ", ".join(f"{len(found)} {group}" for group, found in hashes.items())
+    return (f"identity: Python {env['python']}, replaykit {__version__}, {sdks}; target {subject['candidate']['label']} "
+            f"({len(subject['candidate']['files'])} files hashed); inputs hashed: {files}")
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class _Run:
+    options: Options
+    progress: Progress
+    sections: dict[str, Section] = field(default_factory=dict)
+
+    def stage(self, name: str, section: Section) -> None:
+        self.sections[name] = section
+        self.progress.finish(name, section)
+
+    def checks(self, target: Target, cassette_roots: list[Path], scenario_roots: list[Path],
+               loaded: tuple[list[Scenario], Finding | None]) -> None:
+        scenarios, bad = loaded
+        self.progress.start("verify")
+        paths = [*named_paths(cassette_roots)]
+        paths += [path for path in stages.cassettes_of(scenarios) if path not in paths]
+        roots = [*cassette_roots, *scenario_roots]
+        verify, contract = stages.verify_sections(paths, lambda path: identity.key(Path(path), roots))
+        self.stage("verify", verify)
+        self.stage("contracts", contract)
+        self.progress.start("drift")
+        self.stage("drift", stages.drift_section())
+        self.scenario_stages(target, scenarios, bad)
+        self.progress.start("properties")
+        with properties.open_estimator(self.options.estimator, self.options.estimator_cmd) as (name, estimator):
+            self.stage("properties", stages.properties_section(estimator, name, self.options.max_examples,
+                                                               self.options.seed, self.progress.tick))
+        self.stage("redgreen", stages.skipped(_REDGREEN))
+
+    def scenario_stages(self, target: Target, scenarios: list[Scenario], bad: Finding | None) -> None:
+        if bad is not None:
+            self.stage("scenarios", stages.failed_section([bad], "a scenario file is broken"))
+            self.stage("mutants", stages.skipped("the scenarios did not load"))
+            return
+        self.progress.start("scenarios")
+        section, results = stages.scenarios_section(scenarios, target, self.options.jobs, self.progress.tick)
+        self.stage("scenarios", section)
+        mutants = _mutants(self.options, target)
+        if not mutants:
+            self.stage("mutants", stages.skipped(f"no mutants named for the target {target.spec}; "
+                                                 "name its mutants with --mutant NAME"))
+            return
+        self.progress.start("mutants")
+        self.stage("mutants", stages.mutants_section(scenarios, target, mutants, results, self.options.jobs,
+                                                     self.progress.tick))
+
+
+def _mutants(options: Options, target: Target) -> tuple[str, ...]:
+    if options.mutants is not None:
+        return options.mutants
+    if not is_reference(target):
+        return ()
+    from replaykit.reference.mutants import MUTANTS
+
+    return tuple(MUTANTS)
+
+
+def qualify(options: Options, progress: Progress | None = None) -> Qualification:
+    """Run every check (see the module docstring) and build the report; a bad option or baseline report is
+    a :class:`~replaykit.errors.UsageError` before anything runs."""
+    progress = progress or _Silent()
+    target = Target.parse(options.target)
+    before = baseline.load_report(options.baseline_report) if options.baseline_report is not None else None
+    cassette_roots = list(options.cassettes) or [data_dir("cassettes")]
+    scenario_roots = list(options.scenarios) or [data_dir("scenarios")]
+    progress.start("identity")
+    loaded = stages.load_scenarios(scenario_roots)
+    hashes = {"cassettes": identity.manifest(cassette_roots),
+              "contracts": identity.manifest([data_dir("contracts")]),
+              "scenarios": identity.manifest(scenario_roots, stages.inputs_of(loaded[0]))}
+    subject = {"baseline": before["subject"]["candidate"] if before else None,
+               "candidate": _target_subject(target), "estimator": _estimator_subject(options)}
+    progress.note(_identity_line(subject, hashes))
+    run = _Run(options, progress)
+    run.checks(target, cassette_roots, scenario_roots, loaded)
+    sections = {name: run.sections[name] for name in SECTIONS}
+    failed = any(section.status == "fail" for section in sections.values())
+    doc: JSON = {"version": 1, "verdict": "fail" if failed else "pass", "generatedAt": _now(),
+                 "replaykitVersion": __version__, "subject": subject, "environment": identity.environment(),
+                 "dependencies": [], "hashes": hashes,
+                 "sections": {name: section.to_json() for name, section in sections.items()}, "changes": None}
+    if before is not None and options.baseline_report is not None:
+        doc["dependencies"], doc["changes"] = baseline.compare(before, doc, str(options.baseline_report))
+    _check(doc)
+    return Qualification(doc, sections)
+
+
+def _check(doc: JSON) -> None:
+    """The report is valid by its contract (a replaykit bug otherwise: an internal error, not a report)."""
+    found = [v for v in contracts.validate("replaykit.qualification-report", doc) if v.severity == "error"]
+    if found:
+        raise AssertionError(f"the qualification report breaks its contract at {found[0].pointer}: "
+                             f"{found[0].message}")
+
+
+def write(done: Qualification, out: Path) -> tuple[Path, Path]:
+    """Write ``out/report.md`` and ``out/report.json`` (each atomically; ``out`` made when missing) and
+    append report.md to ``$GITHUB_STEP_SUMMARY`` when it is set; returns the two paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    text = markdown.render(done.document)
+    md, js = out / "report.md", out / "report.json"
+    write_atomic(js, (json.dumps(done.document, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    write_atomic(md, text.encode("utf-8"))
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+    return md, js
+
