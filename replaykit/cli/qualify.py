@@ -33,38 +33,83 @@ def register(subparsers: Any) -> None:
     from replaykit.scenario.target import DEFAULT_TARGET
 
     parser = subparsers.add_parser(
-        "qualify", help="qualify a target and an estimator on this environment: every check, one report",
+        "qualify",
+        help="qualify a target and an estimator on this environment: every check, one report",
         description="Record the environment (versions, SHA-256 of contracts, cassettes, scenarios and the "
-                    "target), then run verify, the contracts, drift, the scenarios on the target, the mutant "
-                    "matrix and the estimator property suite; write report.md and report.json. With "
-                    "--baseline-report, also what changed since that report, flipped verdicts first. Exit 0 "
-                    "when every check passes, 1 when one fails, 2 on usage errors.")
-    parser.add_argument("--target", default=DEFAULT_TARGET, metavar="CMD",
-                        help=f"the harness under test: a command or python:module:function (default: "
-                             f"{DEFAULT_TARGET}, the reference harness)")
+        "target), then run verify, the contracts, drift, the scenarios on the target, the mutant "
+        "matrix and the estimator property suite; write report.md and report.json. With "
+        "--baseline-report, also what changed since that report, flipped verdicts first. Exit 0 "
+        "when every check passes, 1 when one fails, 2 on usage errors.",
+    )
+    parser.add_argument(
+        "--target",
+        default=DEFAULT_TARGET,
+        metavar="CMD",
+        help=f"the harness under test: a command or python:module:function (default: "
+        f"{DEFAULT_TARGET}, the reference harness)",
+    )
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--estimator", default=None, metavar="MODULE:FUNCTION",
-                       help=f"the token estimator for the property suite (default: {DEFAULT_ESTIMATOR})")
-    which.add_argument("--estimator-cmd", metavar="CMD",
-                       help="an estimator command speaking the JSON Lines estimator protocol")
-    parser.add_argument("--baseline-report", type=Path, metavar="FILE",
-                        help="an earlier report.json: show what changed since (versions, hashes, verdicts)")
-    parser.add_argument("--out", type=Path, default=Path(_DEFAULT_OUT), metavar="DIR",
-                        help=f"where report.md and report.json go (default: ./{_DEFAULT_OUT})")
-    parser.add_argument("-j", "--jobs", type=positive, default=os.cpu_count() or 1, metavar="N",
-                        help="scenario runs at a time in the scenario and mutant stages (default: the "
-                             "number of CPUs); verdicts do not depend on N")
-    parser.add_argument("--scenarios", type=Path, action="append", metavar="PATH",
-                        help="a scenario file or folder (repeatable; default: the bundled scenarios)")
-    parser.add_argument("--cassettes", type=Path, action="append", metavar="PATH",
-                        help="a cassette file or folder to verify (repeatable; default: the bundled "
-                             "cassettes); the scenarios' cassettes are verified too")
-    parser.add_argument("--mutant", action="append", metavar="NAME",
-                        help="a mutant of the target for the kill matrix (repeatable; default: every mutant "
-                             "of the reference harness when it is the target, else the matrix is skipped)")
-    parser.add_argument("--max-examples", type=positive, default=100, metavar="N",
-                        help="examples per property (default 100)")
-    parser.add_argument("--seed", type=int, default=0, help="the property suite's seed (default 0: repeatable)")
+    which.add_argument(
+        "--estimator",
+        default=None,
+        metavar="MODULE:FUNCTION",
+        help=f"the token estimator for the property suite (default: {DEFAULT_ESTIMATOR})",
+    )
+    which.add_argument(
+        "--estimator-cmd",
+        metavar="CMD",
+        help="an estimator command speaking the JSON Lines estimator protocol",
+    )
+    parser.add_argument(
+        "--baseline-report",
+        type=Path,
+        metavar="FILE",
+        help="an earlier report.json: show what changed since (versions, hashes, verdicts)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(_DEFAULT_OUT),
+        metavar="DIR",
+        help=f"where report.md and report.json go (default: ./{_DEFAULT_OUT})",
+    )
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=positive,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="scenario runs at a time in the scenario and mutant stages (default: the "
+        "number of CPUs); verdicts do not depend on N",
+    )
+    parser.add_argument(
+        "--scenarios",
+        type=Path,
+        action="append",
+        metavar="PATH",
+        help="a scenario file or folder (repeatable; default: the bundled scenarios)",
+    )
+    parser.add_argument(
+        "--cassettes",
+        type=Path,
+        action="append",
+        metavar="PATH",
+        help="a cassette file or folder to verify (repeatable; default: the bundled "
+        "cassettes); the scenarios' cassettes are verified too",
+    )
+    parser.add_argument(
+        "--mutant",
+        action="append",
+        metavar="NAME",
+        help="a mutant of the target for the kill matrix (repeatable; default: every mutant "
+        "of the reference harness when it is the target, else the matrix is skipped)",
+    )
+    parser.add_argument(
+        "--max-examples", type=positive, default=100, metavar="N", help="examples per property (default 100)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="the property suite's seed (default 0: repeatable)"
+    )
     parser.set_defaults(func=run)
 
 

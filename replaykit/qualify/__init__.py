@@ -39,14 +39,24 @@ from replaykit.resources import data_dir
 from replaykit.scenario.model import Scenario
 from replaykit.scenario.target import DEFAULT_TARGET, Target
 
-__all__ = ["DEFAULT_ESTIMATOR", "SECTIONS", "Options", "Progress", "Qualification", "is_reference", "qualify",
-           "write"]
+__all__ = [
+    "DEFAULT_ESTIMATOR",
+    "SECTIONS",
+    "Options",
+    "Progress",
+    "Qualification",
+    "is_reference",
+    "qualify",
+    "write",
+]
 
 JSON = dict[str, Any]
 DEFAULT_ESTIMATOR = "replaykit.estimate:estimate_tokens"
 SECTIONS = ("verify", "contracts", "drift", "scenarios", "mutants", "properties", "redgreen")
-_REDGREEN = ("it needs a baseline target and a candidate target (replaykit redgreen); qualify checks one "
-             "target, and compares with an earlier report through --baseline-report")
+_REDGREEN = (
+    "it needs a baseline target and a candidate target (replaykit redgreen); qualify checks one "
+    "target, and compares with an earlier report through --baseline-report"
+)
 
 
 class Progress(Protocol):
@@ -106,7 +116,7 @@ class Qualification:
     @property
     def passed(self) -> bool:
         """True when no section failed."""
-        return self.document["verdict"] == "pass"
+        return bool(self.document["verdict"] == "pass")
 
     def failed(self) -> list[str]:
         """The sections that failed, each with what failed first: ``scenarios (no-retry-400: ...)``."""
@@ -122,13 +132,19 @@ def is_reference(target: Target) -> bool:
     """True when ``target`` is the reference harness as such (``python:replaykit.reference:run``, or
     ``python -m replaykit.reference``, with nothing else on the command line)."""
     argv = target.argv
-    as_module = len(argv) == 3 and argv[1:] == ("-m", "replaykit.reference") and "python" in Path(argv[0]).name
+    as_module = (
+        len(argv) == 3 and argv[1:] == ("-m", "replaykit.reference") and "python" in Path(argv[0]).name
+    )
     return target.spec == DEFAULT_TARGET or as_module
 
 
 def _subject(spec: str, argv: Sequence[str], module: str | None, search: Sequence[str]) -> JSON:
-    return {"label": spec, "command": list(argv) or [spec], "revision": identity.revision(),
-            "files": identity.command_files(argv, module=module, search=search)}
+    return {
+        "label": spec,
+        "command": list(argv) or [spec],
+        "revision": identity.revision(),
+        "files": identity.command_files(argv, module=module, search=search),
+    }
 
 
 def _target_subject(target: Target) -> JSON:
@@ -152,8 +168,11 @@ def _identity_line(subject: JSON, hashes: JSON) -> str:
     packages: JSON = env["packages"]  # type: ignore[assignment]
     sdks = ", ".join(f"{sdk} {packages.get(sdk) or 'not installed'}" for sdk in identity.SDKS)
     files = ", ".join(f"{len(found)} {group}" for group, found in hashes.items())
-    return (f"identity: Python {env['python']}, replaykit {__version__}, {sdks}; target {subject['candidate']['label']} "
-            f"({len(subject['candidate']['files'])} files hashed); inputs hashed: {files}")
+    target = subject["candidate"]
+    return (
+        f"identity: Python {env['python']}, replaykit {__version__}, {sdks}; target {target['label']} "
+        f"({len(target['files'])} files hashed); inputs hashed: {files}"
+    )
 
 
 def _now() -> str:
@@ -170,8 +189,13 @@ class _Run:
         self.sections[name] = section
         self.progress.finish(name, section)
 
-    def checks(self, target: Target, cassette_roots: list[Path], scenario_roots: list[Path],
-               loaded: tuple[list[Scenario], Finding | None]) -> None:
+    def checks(
+        self,
+        target: Target,
+        cassette_roots: list[Path],
+        scenario_roots: list[Path],
+        loaded: tuple[list[Scenario], Finding | None],
+    ) -> None:
         scenarios, bad = loaded
         self.progress.start("verify")
         paths = [*named_paths(cassette_roots)]
@@ -184,9 +208,16 @@ class _Run:
         self.stage("drift", stages.drift_section())
         self.scenario_stages(target, scenarios, bad)
         self.progress.start("properties")
-        with properties.open_estimator(self.options.estimator, self.options.estimator_cmd) as (name, estimator):
-            self.stage("properties", stages.properties_section(estimator, name, self.options.max_examples,
-                                                               self.options.seed, self.progress.tick))
+        with properties.open_estimator(self.options.estimator, self.options.estimator_cmd) as (
+            name,
+            estimator,
+        ):
+            self.stage(
+                "properties",
+                stages.properties_section(
+                    estimator, name, self.options.max_examples, self.options.seed, self.progress.tick
+                ),
+            )
         self.stage("redgreen", stages.skipped(_REDGREEN))
 
     def scenario_stages(self, target: Target, scenarios: list[Scenario], bad: Finding | None) -> None:
@@ -199,12 +230,20 @@ class _Run:
         self.stage("scenarios", section)
         mutants = _mutants(self.options, target)
         if not mutants:
-            self.stage("mutants", stages.skipped(f"no mutants named for the target {target.spec}; "
-                                                 "name its mutants with --mutant NAME"))
+            self.stage(
+                "mutants",
+                stages.skipped(
+                    f"no mutants named for the target {target.spec}; name its mutants with --mutant NAME"
+                ),
+            )
             return
         self.progress.start("mutants")
-        self.stage("mutants", stages.mutants_section(scenarios, target, mutants, results, self.options.jobs,
-                                                     self.progress.tick))
+        self.stage(
+            "mutants",
+            stages.mutants_section(
+                scenarios, target, mutants, results, self.options.jobs, self.progress.tick
+            ),
+        )
 
 
 def _mutants(options: Options, target: Target) -> tuple[str, ...]:
@@ -227,20 +266,33 @@ def qualify(options: Options, progress: Progress | None = None) -> Qualification
     scenario_roots = list(options.scenarios) or [data_dir("scenarios")]
     progress.start("identity")
     loaded = stages.load_scenarios(scenario_roots)
-    hashes = {"cassettes": identity.manifest(cassette_roots),
-              "contracts": identity.manifest([data_dir("contracts")]),
-              "scenarios": identity.manifest(scenario_roots, stages.inputs_of(loaded[0]))}
-    subject = {"baseline": before["subject"]["candidate"] if before else None,
-               "candidate": _target_subject(target), "estimator": _estimator_subject(options)}
+    hashes = {
+        "cassettes": identity.manifest(cassette_roots),
+        "contracts": identity.manifest([contracts.default().root]),
+        "scenarios": identity.manifest(scenario_roots, stages.inputs_of(loaded[0])),
+    }
+    subject = {
+        "baseline": before["subject"]["candidate"] if before else None,
+        "candidate": _target_subject(target),
+        "estimator": _estimator_subject(options),
+    }
     progress.note(_identity_line(subject, hashes))
     run = _Run(options, progress)
     run.checks(target, cassette_roots, scenario_roots, loaded)
     sections = {name: run.sections[name] for name in SECTIONS}
     failed = any(section.status == "fail" for section in sections.values())
-    doc: JSON = {"version": 1, "verdict": "fail" if failed else "pass", "generatedAt": _now(),
-                 "replaykitVersion": __version__, "subject": subject, "environment": identity.environment(),
-                 "dependencies": [], "hashes": hashes,
-                 "sections": {name: section.to_json() for name, section in sections.items()}, "changes": None}
+    doc: JSON = {
+        "version": 1,
+        "verdict": "fail" if failed else "pass",
+        "generatedAt": _now(),
+        "replaykitVersion": __version__,
+        "subject": subject,
+        "environment": identity.environment(),
+        "dependencies": [],
+        "hashes": hashes,
+        "sections": {name: section.to_json() for name, section in sections.items()},
+        "changes": None,
+    }
     if before is not None and options.baseline_report is not None:
         doc["dependencies"], doc["changes"] = baseline.compare(before, doc, str(options.baseline_report))
     _check(doc)
@@ -251,8 +303,9 @@ def _check(doc: JSON) -> None:
     """The report is valid by its contract (a replaykit bug otherwise: an internal error, not a report)."""
     found = [v for v in contracts.validate("replaykit.qualification-report", doc) if v.severity == "error"]
     if found:
-        raise AssertionError(f"the qualification report breaks its contract at {found[0].pointer}: "
-                             f"{found[0].message}")
+        raise AssertionError(
+            f"the qualification report breaks its contract at {found[0].pointer}: {found[0].message}"
+        )
 
 
 def write(done: Qualification, out: Path) -> tuple[Path, Path]:
@@ -268,4 +321,3 @@ def write(done: Qualification, out: Path) -> tuple[Path, Path]:
         with open(summary, "a", encoding="utf-8") as handle:
             handle.write(text + "\n")
     return md, js
-

@@ -43,7 +43,9 @@ def load_report(path: Path) -> JSON:
             raise UsageError(located(path, None, why, _FIX))
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise UsageError(located(path, None, f"cannot read the baseline report: {exc.strerror}", _FIX)) from exc
+        raise UsageError(
+            located(path, None, f"cannot read the baseline report: {exc.strerror}", _FIX)
+        ) from exc
     except UnicodeDecodeError as exc:
         raise UsageError(located(path, None, "not UTF-8 text", _FIX)) from exc
     try:
@@ -54,8 +56,9 @@ def load_report(path: Path) -> JSON:
     found = [v for v in contracts.validate(_KIND, report) if v.severity == "error"]
     if found:
         first = found[0]
-        raise UsageError(located(path, first.pointer or "/",
-                                 f"not a qualification report: {first.message}", _FIX))
+        raise UsageError(
+            located(path, first.pointer or "/", f"not a qualification report: {first.message}", _FIX)
+        )
     result: JSON = report
     return result
 
@@ -68,8 +71,11 @@ def _versions(report: JSON) -> dict[str, str | None]:
 
 def _dependencies(before: JSON, after: JSON) -> list[JSON]:
     old, new = _versions(before), _versions(after)
-    return [{"name": name, "from": old.get(name), "to": new.get(name)}
-            for name in sorted(old.keys() | new.keys()) if old.get(name) != new.get(name)]
+    return [
+        {"name": name, "from": old.get(name), "to": new.get(name)}
+        for name in sorted(old.keys() | new.keys())
+        if old.get(name) != new.get(name)
+    ]
 
 
 def _verdicts(report: JSON) -> dict[tuple[str, str], str]:
@@ -88,15 +94,24 @@ def flipped(was: str | None, now: str | None) -> bool:
 def _verdict_changes(before: JSON, after: JSON) -> list[JSON]:
     old, new = _verdicts(before), _verdicts(after)
     keys = sorted(old.keys() | new.keys(), key=lambda key: (key[0], key[0] != key[1], key[1]))
-    changes = [{"section": section, "name": name, "from": old.get((section, name)),
-                "to": new.get((section, name)), "flipped": flipped(old.get((section, name)),
-                                                                   new.get((section, name)))}
-               for section, name in keys if old.get((section, name)) != new.get((section, name))]
+    changes = [
+        {
+            "section": section,
+            "name": name,
+            "from": old.get((section, name)),
+            "to": new.get((section, name)),
+            "flipped": flipped(old.get((section, name)), new.get((section, name))),
+        }
+        for section, name in keys
+        if old.get((section, name)) != new.get((section, name))
+    ]
     return sorted(changes, key=lambda change: not change["flipped"])  # stable: flipped first
 
 
 def _hashes(report: JSON) -> dict[tuple[str, str], str]:
-    found = {(group, path): digest for group, files in report["hashes"].items() for path, digest in files.items()}
+    found = {
+        (group, path): digest for group, files in report["hashes"].items() for path, digest in files.items()
+    }
     for role, group in (("candidate", "target"), ("estimator", "estimator")):
         subject = report["subject"].get(role) or {}
         found.update({(group, path): digest for path, digest in subject.get("files", {}).items()})
@@ -105,13 +120,19 @@ def _hashes(report: JSON) -> dict[tuple[str, str], str]:
 
 def _hash_changes(before: JSON, after: JSON) -> list[JSON]:
     old, new = _hashes(before), _hashes(after)
-    return [{"group": group, "path": path, "from": old.get((group, path)), "to": new.get((group, path))}
-            for group, path in sorted(old.keys() | new.keys()) if old.get((group, path)) != new.get((group, path))]
+    return [
+        {"group": group, "path": path, "from": old.get((group, path)), "to": new.get((group, path))}
+        for group, path in sorted(old.keys() | new.keys())
+        if old.get((group, path)) != new.get((group, path))
+    ]
 
 
 def compare(before: JSON, after: JSON, file: str) -> tuple[list[JSON], JSON]:
     """``(dependencies, changes)`` of the report ``after`` against the earlier ``before`` read from
     ``file`` (see the module docstring)."""
-    changes = {"baseline": {"file": file, "generatedAt": before["generatedAt"], "verdict": before["verdict"]},
-               "verdicts": _verdict_changes(before, after), "hashes": _hash_changes(before, after)}
+    changes = {
+        "baseline": {"file": file, "generatedAt": before["generatedAt"], "verdict": before["verdict"]},
+        "verdicts": _verdict_changes(before, after),
+        "hashes": _hash_changes(before, after),
+    }
     return _dependencies(before, after), changes

@@ -30,8 +30,19 @@ from pathlib import Path
 from replaykit import __version__
 from replaykit.errors import UsageError, located
 
-__all__ = ["MAX_FILES", "SDKS", "command_files", "environment", "file_hash", "installed_version", "key", "key_packages", "manifest",
-           "module_path", "revision"]
+__all__ = [
+    "MAX_FILES",
+    "SDKS",
+    "command_files",
+    "environment",
+    "file_hash",
+    "installed_version",
+    "key",
+    "key_packages",
+    "manifest",
+    "module_path",
+    "revision",
+]
 
 MAX_FILES = 20_000
 SDKS = ("anthropic", "openai")
@@ -81,8 +92,14 @@ def _files(folder: Path) -> list[Path]:
         dirs[:] = sorted(d for d in dirs if d not in _SKIPPED and not d.startswith("."))
         found += [Path(root, name) for name in sorted(names) if not name.endswith(".pyc")]
         if len(found) > MAX_FILES:
-            raise UsageError(located(folder, None, f"more than {MAX_FILES} files to hash",
-                                     "name a smaller folder (the code under test, not its dependencies)"))
+            raise UsageError(
+                located(
+                    folder,
+                    None,
+                    f"more than {MAX_FILES} files to hash",
+                    "name a smaller folder (the code under test, not its dependencies)",
+                )
+            )
     return found
 
 
@@ -147,8 +164,9 @@ def module_path(module: str, search: Sequence[str]) -> Path | None:
     return found
 
 
-def command_files(argv: Sequence[str], here: Path | None = None, module: str | None = None,
-                  search: Sequence[str] = ()) -> dict[str, str]:
+def command_files(
+    argv: Sequence[str], here: Path | None = None, module: str | None = None, search: Sequence[str] = ()
+) -> dict[str, str]:
     """The files and folders a command names inside ``here`` (default: the current folder), each with its
     hash (a folder: :func:`_tree_hash`), keyed by :func:`_label`; the command word itself only when written
     as a path. A Python module (``module``, as a ``python:module:function`` target or an ``--estimator
@@ -178,10 +196,16 @@ def revision(here: Path | None = None) -> str | None:
     None outside a git work tree or without git."""
     where = str(Path.cwd() if here is None else here)
     try:
-        head = subprocess.run(["git", "-C", where, "rev-parse", "HEAD"], capture_output=True, text=True,
-                              timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", where, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", where, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", where, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return f"{head}+dirty" if dirty else head

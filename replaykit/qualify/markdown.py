@@ -54,24 +54,45 @@ def _changes(doc: JSON) -> list[str]:
     if not changes:
         return []
     base = changes["baseline"]
-    lines = ["## Changes since the baseline report", "",
-             f"Baseline: {_code(base['file'])} ({base['generatedAt']}, {base['verdict']}).", ""]
+    lines = [
+        "## Changes since the baseline report",
+        "",
+        f"Baseline: {_code(base['file'])} ({base['generatedAt']}, {base['verdict']}).",
+        "",
+    ]
     flips = [c for c in changes["verdicts"] if c["flipped"]]
     others = [c for c in changes["verdicts"] if not c["flipped"]]
-    row = lambda c: [_cell(c["section"]), _code(c["name"]), _cell(c["from"]), _cell(c["to"])]  # noqa: E731
     if flips:
-        lines += ["### Verdicts that flipped", "", *_table(["check", "what", "was", "now"], [row(c) for c in flips])]
+        lines += [
+            "### Verdicts that flipped",
+            "",
+            *_table(["check", "what", "was", "now"], [_verdict_row(c) for c in flips]),
+        ]
     else:
         lines += ["No verdict flipped.", ""]
     if others:
-        lines += ["### Other verdict changes", "", *_table(["check", "what", "was", "now"], [row(c) for c in others])]
+        lines += [
+            "### Other verdict changes",
+            "",
+            *_table(["check", "what", "was", "now"], [_verdict_row(c) for c in others]),
+        ]
     versions = [[_code(d["name"]), _cell(d["from"]), _cell(d["to"])] for d in doc["dependencies"]]
-    lines += ["### Versions", "", *(_table(["package", "was", "now"], versions) if versions
-                                    else ["No version changed.", ""])]
+    lines += [
+        "### Versions",
+        "",
+        *(_table(["package", "was", "now"], versions) if versions else ["No version changed.", ""]),
+    ]
     hashes = [[_cell(h["group"]), _code(h["path"]), _change(h)] for h in changes["hashes"]]
-    lines += ["### Inputs", "", *(_table(["group", "file", "change"], hashes) if hashes
-                                  else ["No input file changed.", ""])]
+    lines += [
+        "### Input files",
+        "",
+        *(_table(["group", "file", "change"], hashes) if hashes else ["No input file changed.", ""]),
+    ]
     return lines
+
+
+def _verdict_row(change: JSON) -> list[str]:
+    return [_cell(change["section"]), _code(change["name"]), _cell(change["from"]), _cell(change["to"])]
 
 
 def _change(change: JSON) -> str:
@@ -81,10 +102,15 @@ def _change(change: JSON) -> str:
 
 
 def _checks(doc: JSON) -> list[str]:
-    rows = [[name, _MARK[section["status"]], _cell(section.get("summary") or section.get("reason") or
-                                                   _counts(section["counts"])),
-             f"{section.get('seconds', 0):.1f} s"]
-            for name, section in doc["sections"].items()]
+    rows = [
+        [
+            name,
+            _MARK[section["status"]],
+            _cell(section.get("summary") or section.get("reason") or _counts(section["counts"])),
+            f"{section.get('seconds', 0):.1f} s",
+        ]
+        for name, section in doc["sections"].items()
+    ]
     return ["## Checks", "", *_table(["check", "result", "summary", "time"], rows)]
 
 
@@ -107,8 +133,10 @@ def _target_rows(role: str, target: JSON | None) -> list[list[str]]:
     rows = [[role, _code(target["label"])]]
     if target.get("revision"):
         rows.append([f"{role} revision", _code(target["revision"])])
-    rows += [[f"{role} file", f"{_code(path)} {_code(digest[:19] + '…')}"]
-             for path, digest in target.get("files", {}).items()]
+    rows += [
+        [f"{role} file", f"{_code(path)} {_code(digest[:19] + '…')}"]
+        for path, digest in target.get("files", {}).items()
+    ]
     return rows
 
 
@@ -127,12 +155,16 @@ def _inputs(doc: JSON) -> list[str]:
         lines = "".join(f"{path} {digest}\n" for path, digest in files.items())
         digest = hashlib.sha256(lines.encode("utf-8")).hexdigest()
         rows.append([group, str(len(files)), _code(f"sha256:{digest[:16]}…")])
-    return ["## Inputs", "", "Each group's hash is over its manifest (`path hash` lines); report.json lists "
-            "every file's SHA-256.", "", *_table(["group", "files", "manifest hash"], rows)]
+    return [
+        "## Inputs",
+        "",
+        "Each group's hash is over its manifest (`path hash` lines); report.json lists every file's SHA-256.",
+        "",
+        *_table(["group", "files", "manifest hash"], rows),
+    ]
 
 
 def render(doc: JSON) -> str:
     """The Markdown report of ``doc`` (a report.json document)."""
-    lines = [*_head(doc), *_changes(doc), *_checks(doc), *_failures(doc), *_environment(doc),
-             *_inputs(doc)]
+    lines = [*_head(doc), *_changes(doc), *_checks(doc), *_failures(doc), *_environment(doc), *_inputs(doc)]
     return "\n".join(lines).rstrip() + "\n"

@@ -21,15 +21,27 @@ from replaykit import contracts, drift, properties
 from replaykit.errors import ContractError, ScenarioError
 from replaykit.findings import Finding
 from replaykit.qualify.identity import installed_version
-from replaykit.resources import data_dir
 from replaykit.scenario.model import Scenario, load_all
 from replaykit.scenario.mutants import run_matrix
 from replaykit.scenario.runner import Result, run_many
 from replaykit.scenario.target import Target
 from replaykit.verify import CHECKS, Report, check_contracts, verify_paths
 
-__all__ = ["Section", "Tick", "cassettes_of", "contract_schemas", "drift_section", "failed_section", "inputs_of", "load_scenarios", "mutants_section",
-           "properties_section", "scenarios_section", "skipped", "verify_sections"]
+__all__ = [
+    "Section",
+    "Tick",
+    "cassettes_of",
+    "contract_schemas",
+    "drift_section",
+    "failed_section",
+    "inputs_of",
+    "load_scenarios",
+    "mutants_section",
+    "properties_section",
+    "scenarios_section",
+    "skipped",
+    "verify_sections",
+]
 
 Status = Literal["pass", "fail", "skipped"]
 Tick = Callable[[int, int, str], None]  # (done, total, what just finished): a stage's progress
@@ -54,9 +66,13 @@ class Section:
     def to_json(self) -> dict[str, Any]:
         """The section as ``qualification-report.schema.json`` has it."""
         out: dict[str, Any] = {
-            "status": self.status, "counts": self.counts,
+            "status": self.status,
+            "counts": self.counts,
             "failures": [_failure(finding) for finding in self.failures],
-            "verdicts": self.verdicts, "seconds": round(self.seconds, 3), "summary": self.summary}
+            "verdicts": self.verdicts,
+            "seconds": round(self.seconds, 3),
+            "summary": self.summary,
+        }
         if self.reason:
             out["reason"] = self.reason
         return out
@@ -89,8 +105,7 @@ def contract_schemas() -> tuple[int, list[Finding]]:
     from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
     from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
 
-    root = data_dir("contracts")
-    files = sorted(root.rglob("*.schema.json"))
+    files = sorted(contracts.default().root.rglob("*.schema.json"))
     found: list[Finding] = []
     for path in files:
         try:
@@ -99,8 +114,16 @@ def contract_schemas() -> tuple[int, list[Finding]]:
             continue  # not JSON: the registry's own error below names the line
         except SchemaError as exc:
             pointer = "/" + "/".join(str(part) for part in exc.absolute_path)
-            found.append(Finding("error", "contract", f"not a valid JSON Schema: {exc.message}", str(path),
-                                 pointer, fix="fix the schema"))
+            found.append(
+                Finding(
+                    "error",
+                    "contract",
+                    f"not a valid JSON Schema: {exc.message}",
+                    str(path),
+                    pointer,
+                    fix="fix the schema",
+                )
+            )
     try:
         contracts.default().kinds()
     except ContractError as exc:
@@ -121,32 +144,48 @@ def verify_sections(paths: Sequence[Path], label: Callable[[str], str]) -> tuple
 
 
 def _verdicts(report: Report, label: Callable[[str], str], contract: bool) -> dict[str, str]:
-    return {label(result.path): "fail" if any(f.severity == "error" and (f.code == "contract") == contract
-                                              for f in result.findings) else "pass"
-            for result in report.files}
+    return {
+        label(result.path): "fail"
+        if any(f.severity == "error" and (f.code == "contract") == contract for f in result.findings)
+        else "pass"
+        for result in report.files
+    }
 
 
 def _verify(report: Report, label: Callable[[str], str], seconds: float) -> Section:
     found = [f for f in report.findings if f.code != "contract"]
     errors = [f for f in found if f.severity == "error"]
-    counts = {"files": len(report.files), "interactions": sum(r.interactions for r in report.files),
-              "errors": len(errors), "warnings": len(found) - len(errors)}
+    counts = {
+        "files": len(report.files),
+        "interactions": sum(r.interactions for r in report.files),
+        "errors": len(errors),
+        "warnings": len(found) - len(errors),
+    }
     summary = f"{counts['files']} cassettes, {counts['interactions']} interactions, {len(errors)} errors"
-    return failed_section(errors, summary, counts=counts, verdicts=_verdicts(report, label, False), seconds=seconds)
+    return failed_section(
+        errors, summary, counts=counts, verdicts=_verdicts(report, label, False), seconds=seconds
+    )
 
 
-def _contracts(report: Report, schemas: int, broken: list[Finding], label: Callable[[str], str],
-               seconds: float) -> Section:
+def _contracts(
+    report: Report, schemas: int, broken: list[Finding], label: Callable[[str], str], seconds: float
+) -> Section:
     found = [f for f in report.findings if f.code == "contract"]
     errors = [f for f in found if f.severity == "error"]
-    counts = {"schemas": schemas, "files": len(report.files), "violations": len(errors),
-              "warnings": sum(f.severity == "warning" for f in found),
-              "expected": sum(f.severity == "expected" for f in found)}
+    counts = {
+        "schemas": schemas,
+        "files": len(report.files),
+        "violations": len(errors),
+        "warnings": sum(f.severity == "warning" for f in found),
+        "expected": sum(f.severity == "expected" for f in found),
+    }
     if broken:
         summary = f"{len(broken)} of {schemas} contracts broken; traffic not checked"
         return failed_section(broken, summary, counts=counts, seconds=seconds)
     summary = f"{schemas} contracts, {len(report.files)} cassettes, {len(errors)} violations"
-    return failed_section(errors, summary, counts=counts, verdicts=_verdicts(report, label, True), seconds=seconds)
+    return failed_section(
+        errors, summary, counts=counts, verdicts=_verdicts(report, label, True), seconds=seconds
+    )
 
 
 def cassettes_of(scenarios: Sequence[Scenario]) -> list[Path]:
@@ -184,13 +223,19 @@ def drift_section() -> Section:
     blocking = [gap for gap in gaps if drift.verdict(gap) == "blocking"]
     verdicts = {_gap_key(gap): drift.verdict(gap) for gap in gaps}
     entries = sum(entry.package in installed for entry in drift.MAPPING)
-    counts = {"mappings": entries, "gaps": len(gaps), "blocking": len(blocking),
-              "explained": sum(v == "explained" for v in verdicts.values()),
-              "info": sum(v == "info" for v in verdicts.values())}
+    counts = {
+        "mappings": entries,
+        "gaps": len(gaps),
+        "blocking": len(blocking),
+        "explained": sum(v == "explained" for v in verdicts.values()),
+        "info": sum(v == "info" for v in verdicts.values()),
+    }
     versions = ", ".join(f"{sdk} {drift.sdk_version(sdk)}" for sdk in installed)
     summary = f"{versions}: {entries} mappings, {len(gaps)} gaps, {len(blocking)} blocking"
     failures = [Finding("error", "drift", gap.message, gap.place, gap.file, fix=gap.fix) for gap in blocking]
-    return failed_section(failures, summary, counts=counts, verdicts=verdicts, seconds=time.monotonic() - start)
+    return failed_section(
+        failures, summary, counts=counts, verdicts=verdicts, seconds=time.monotonic() - start
+    )
 
 
 # ---------------------------------------------------------------- scenarios and mutants
@@ -215,41 +260,64 @@ def _counted(total: int, tick: Tick) -> Callable[[Result], None]:
     return seen
 
 
-def scenarios_section(scenarios: Sequence[Scenario], target: Target, jobs: int,
-                      tick: Tick = _quiet) -> tuple[Section, list[Result]]:
+def scenarios_section(
+    scenarios: Sequence[Scenario], target: Target, jobs: int, tick: Tick = _quiet
+) -> tuple[Section, list[Result]]:
     """Every scenario on the target; the results too (the mutant matrix reuses them)."""
     start = time.monotonic()
     results = run_many(scenarios, target, jobs=jobs, done=_counted(len(scenarios), tick))
-    failures = [Finding("error", "scenario", r.failure_text(), r.scenario.name, str(r.scenario.path))
-                for r in results if not r.passed]
+    failures = [
+        Finding("error", "scenario", r.failure_text(), r.scenario.name, str(r.scenario.path))
+        for r in results
+        if not r.passed
+    ]
     counts = {"scenarios": len(results), "passed": len(results) - len(failures), "failed": len(failures)}
     summary = f"{len(results)} scenarios on {target.spec}, {len(failures)} failed"
     verdicts = {r.scenario.name: "pass" if r.passed else "fail" for r in results}
-    section = failed_section(failures, summary, counts=counts, verdicts=verdicts, seconds=time.monotonic() - start)
+    section = failed_section(
+        failures, summary, counts=counts, verdicts=verdicts, seconds=time.monotonic() - start
+    )
     return section, results
 
 
-def mutants_section(scenarios: Sequence[Scenario], target: Target, mutants: Sequence[str],
-                    on_target: Sequence[Result], jobs: int, tick: Tick = _quiet) -> Section:
+def mutants_section(
+    scenarios: Sequence[Scenario],
+    target: Target,
+    mutants: Sequence[str],
+    on_target: Sequence[Result],
+    jobs: int,
+    tick: Tick = _quiet,
+) -> Section:
     """The kill matrix of ``mutants`` on the target, reusing the scenarios' results on the target itself."""
     start = time.monotonic()
     total = len(scenarios) * len(mutants)
-    matrix = run_matrix(scenarios, target, mutants, jobs=jobs, on_target=on_target, done=_counted(total, tick))
+    matrix = run_matrix(
+        scenarios, target, mutants, jobs=jobs, on_target=on_target, done=_counted(total, tick)
+    )
     failures = [Finding("error", "mutants", sentence, name) for name, sentence in matrix.named_problems()]
     survivors = matrix.survivors()
-    counts = {"scenarios": len(scenarios), "mutants": len(mutants), "killed": len(mutants) - len(survivors),
-              "vacuous": len(matrix.vacuous())}
-    summary = (f"{len(scenarios)} scenarios x {len(mutants)} mutants, {counts['killed']} killed, "
-               f"{len(matrix.vacuous())} vacuous")
+    counts = {
+        "scenarios": len(scenarios),
+        "mutants": len(mutants),
+        "killed": len(mutants) - len(survivors),
+        "vacuous": len(matrix.vacuous()),
+    }
+    summary = (
+        f"{len(scenarios)} scenarios x {len(mutants)} mutants, {counts['killed']} killed, "
+        f"{len(matrix.vacuous())} vacuous"
+    )
     verdicts = {mutant: "survived" if mutant in survivors else "killed" for mutant in mutants}
-    return failed_section(failures, summary, counts=counts, verdicts=verdicts, seconds=time.monotonic() - start)
+    return failed_section(
+        failures, summary, counts=counts, verdicts=verdicts, seconds=time.monotonic() - start
+    )
 
 
 # ---------------------------------------------------------------- properties
 
 
-def properties_section(estimator: properties.Estimator, label: str, max_examples: int, seed: int,
-                       tick: Tick = _quiet) -> Section:
+def properties_section(
+    estimator: properties.Estimator, label: str, max_examples: int, seed: int, tick: Tick = _quiet
+) -> Section:
     """The property suite on ``estimator`` (``label``: its name in the summary)."""
     start = time.monotonic()
     chosen = properties.selected(None)
@@ -257,14 +325,23 @@ def properties_section(estimator: properties.Estimator, label: str, max_examples
     for number, prop in enumerate(chosen, 1):
         outcomes.append(prop.outcome(estimator, max_examples, seed))
         tick(number, len(chosen), f"{outcomes[-1].status.upper()} {prop.name}")
-    failures = [Finding("error", "property", f"{o.statement}: {_why(o)}", o.name)
-                for o in outcomes if not o.passed]
-    counts = {"properties": len(outcomes), "passed": len(outcomes) - len(failures), "failed": len(failures),
-              "examples": max_examples}
-    summary = f"{len(outcomes)} properties on {label} ({max_examples} examples, seed {seed}), " \
-              f"{len(failures)} failed"
+    failures = [
+        Finding("error", "property", f"{o.statement}: {_why(o)}", o.name) for o in outcomes if not o.passed
+    ]
+    counts = {
+        "properties": len(outcomes),
+        "passed": len(outcomes) - len(failures),
+        "failed": len(failures),
+        "examples": max_examples,
+    }
+    summary = (
+        f"{len(outcomes)} properties on {label} ({max_examples} examples, seed {seed}), "
+        f"{len(failures)} failed"
+    )
     verdicts = {o.name: o.status for o in outcomes}
-    return failed_section(failures, summary, counts=counts, verdicts=verdicts, seconds=time.monotonic() - start)
+    return failed_section(
+        failures, summary, counts=counts, verdicts=verdicts, seconds=time.monotonic() - start
+    )
 
 
 def _why(outcome: properties.Outcome) -> str:
