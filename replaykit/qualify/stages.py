@@ -131,16 +131,19 @@ def contract_schemas() -> tuple[int, list[Finding]]:
     return len(files), found
 
 
-def verify_sections(paths: Sequence[Path], label: Callable[[str], str]) -> tuple[Section, Section]:
+def verify_sections(
+    paths: Sequence[Path], label: Callable[[str], str], schemas: tuple[int, list[Finding]]
+) -> tuple[Section, Section]:
     """``verify`` over ``paths`` (cassette files and folders), split in two sections: ``verify`` (parse,
-    framing, secrets, fingerprints) and ``contracts`` (the schemas, then the traffic against them; when the
-    schemas do not load, the traffic is not checked). ``label`` names a file in verdicts."""
+    framing, secrets, fingerprints) and ``contracts`` (``schemas``: :func:`contract_schemas`, then the
+    traffic against them; when a schema is broken, the traffic is not checked). ``label`` names a file in
+    verdicts."""
     start = time.monotonic()
-    schemas, broken = contract_schemas()
+    count, broken = schemas
     checks = CHECKS if not broken else tuple(check for check in CHECKS if check is not check_contracts)
     report = verify_paths(paths, checks=checks)
     seconds = time.monotonic() - start
-    return _verify(report, label, seconds), _contracts(report, schemas, broken, label, seconds)
+    return _verify(report, label, seconds), _contracts(report, count, broken, label, seconds)
 
 
 def _verdicts(report: Report, label: Callable[[str], str], contract: bool) -> dict[str, str]:
@@ -245,7 +248,7 @@ def load_scenarios(paths: Sequence[Path]) -> tuple[list[Scenario], Finding | Non
     """The scenarios under ``paths``, or none and the bad file (``file:line``, pointer and fix)."""
     try:
         return load_all(paths), None
-    except ScenarioError as exc:
+    except (ScenarioError, ContractError) as exc:
         return [], Finding("error", "scenario", str(exc), "scenarios")
 
 
