@@ -323,3 +323,21 @@ def test_the_reference_is_recognised_only_as_itself() -> None:
         Target.parse(f"env REPLAYKIT_MUTANT=retry-on-400 {sys.executable} -m replaykit.reference")
     )
     assert not is_reference(Target.parse("node harness.js"))
+
+
+@pytest.mark.parametrize("option", ["--scenarios", "--cassettes"])
+def test_a_missing_input_exits_2_naming_it(
+    tmp_path: Path, option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["qualify", option, str(tmp_path / "nope"), "--out", str(tmp_path / "out")]) == EXIT_USAGE
+    assert f"{tmp_path / 'nope'}: no such file or folder" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_estimator_that_does_not_load_exits_2_before_any_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["qualify", "--estimator", "no_such_module_rk:f", "--out", str(tmp_path / "out")])
+    captured = capsys.readouterr()
+    assert code == EXIT_USAGE and "no_such_module_rk" in captured.err
+    assert captured.out == "" and not (tmp_path / "out").exists()

@@ -77,10 +77,10 @@ def register(subparsers: Any) -> None:
         "-j",
         "--jobs",
         type=positive,
-        default=os.cpu_count() or 1,
+        default=min(os.cpu_count() or 1, 8),
         metavar="N",
         help="scenario runs at a time in the scenario and mutant stages (default: the "
-        "number of CPUs); verdicts do not depend on N",
+        "number of CPUs, at most 8); verdicts do not depend on N",
     )
     parser.add_argument(
         "--scenarios",
