@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK, positive
 from replaykit.cli.properties import Progress
+from replaykit.cli.scenarios import reference_mutants
 
 __all__ = ["Lines", "register", "run"]
 
@@ -160,6 +161,16 @@ def _short(text: str, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def _mutants(args: argparse.Namespace) -> tuple[str, ...]:
+    """The mutants named, else the reference's when the target is the reference harness, else none."""
+    from replaykit.qualify import is_reference
+    from replaykit.scenario.target import Target
+
+    if args.mutant:
+        return tuple(dict.fromkeys(args.mutant))
+    return tuple(reference_mutants()) if is_reference(Target.parse(args.target)) else ()
+
+
 def run(args: argparse.Namespace) -> int:
     """``replaykit qualify``."""
     from replaykit.qualify import DEFAULT_ESTIMATOR, Options, qualify, write
@@ -170,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         estimator_cmd=args.estimator_cmd,
         cassettes=tuple(args.cassettes or ()),
         scenarios=tuple(args.scenarios or ()),
-        mutants=tuple(dict.fromkeys(args.mutant)) if args.mutant else None,
+        mutants=_mutants(args),
         jobs=args.jobs,
         max_examples=args.max_examples,
         seed=args.seed,

@@ -12,9 +12,9 @@ In order: the environment's identity (:mod:`~replaykit.qualify.identity`: versio
 manifests, the target's and the estimator's files); verify and the contracts over the cassettes (the bundled
 ones by default) and those the scenarios name; drift against the installed SDKs; the scenarios (the bundled
 ones by default, discovered from their folder) on the target (by default the reference harness); the kill
-matrix of the mutants (by default the reference's own, :data:`replaykit.reference.mutants.MUTANTS`, when the
-target is the reference; another target's are named with ``mutants``), reusing the scenarios' results on the
-target; the property suite on the estimator (by default replaykit's own). Each is a section
+matrix of the mutants named (``replaykit qualify`` names the reference's own,
+:data:`replaykit.reference.mutants.MUTANTS`, when the target is the reference), reusing the scenarios'
+results on the target; the property suite on the estimator (by default replaykit's own). Each is a section
 (:mod:`~replaykit.qualify.stages`); with a baseline report, what changed since it
 (:mod:`~replaykit.qualify.baseline`). ``redgreen`` is a section of the format that needs two targets: it
 is skipped here, with the reason.
@@ -94,15 +94,16 @@ class _Silent:
 
 @dataclass(frozen=True)
 class Options:
-    """What to qualify. Empty ``cassettes`` / ``scenarios``: the bundled ones; ``mutants`` None: the
-    reference's when the target is the reference harness, else none (the section is skipped)."""
+    """What to qualify. Empty ``cassettes`` / ``scenarios``: the bundled ones; no ``mutants``: the kill
+    matrix is skipped (``replaykit qualify`` passes the reference's own when the target is the reference
+    harness, :func:`is_reference`)."""
 
     target: str = DEFAULT_TARGET
     estimator: str | None = DEFAULT_ESTIMATOR
     estimator_cmd: str | None = None
     cassettes: tuple[Path, ...] = ()
     scenarios: tuple[Path, ...] = ()
-    mutants: tuple[str, ...] | None = None
+    mutants: tuple[str, ...] = ()
     jobs: int = 1
     max_examples: int = 100
     seed: int = 0
@@ -237,7 +238,7 @@ class _Run:
         self.progress.start("scenarios")
         section, results = stages.scenarios_section(scenarios, target, self.options.jobs, self.progress.tick)
         self.stage("scenarios", section)
-        mutants = _mutants(self.options, target)
+        mutants = self.options.mutants
         if not mutants:
             self.stage(
                 "mutants",
@@ -253,16 +254,6 @@ class _Run:
                 scenarios, target, mutants, results, self.options.jobs, self.progress.tick
             ),
         )
-
-
-def _mutants(options: Options, target: Target) -> tuple[str, ...]:
-    if options.mutants is not None:
-        return options.mutants
-    if not is_reference(target):
-        return ()
-    from replaykit.reference.mutants import MUTANTS
-
-    return tuple(MUTANTS)
 
 
 def _existing(paths: list[Path], what: str) -> list[Path]:
