@@ -3,10 +3,11 @@
 
 The second venv is this one's packages (a ``.pth`` file naming this environment's site-packages) with
 ``anthropic`` at :data:`OLDER` installed over them, offline first: from the wheels in
-``$REPLAYKIT_WHEELHOUSE`` (default ``~/.cache/replaykit/wheels``), else from the package index (pip's own
-cache first), the wheels kept in the wheelhouse for the next run. With neither, the test is skipped and says
-why. ``OLDER`` is the lowest release the test extra allows (``anthropic>=0.70``): it lacks SDK types the
-contracts map, which ``drift`` reports as ``sdk-missing`` gaps, so the drift verdicts differ between the two.
+``$REPLAYKIT_WHEELHOUSE`` (default ``.cache/wheels/`` in the repository, ignored by git), else from the
+package index (pip's own cache first), the wheels kept in the wheelhouse for the next run. With neither, the
+test is skipped and says why. ``OLDER`` is the lowest release the test extra allows (``anthropic>=0.70``): it
+lacks SDK types the contracts map, which ``drift`` reports as ``sdk-missing`` gaps, so the drift verdicts
+differ between the two.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def older_anthropic_venv(folder: Path) -> Path:
     site = Path(subprocess.run([str(python), "-c", where],
                                capture_output=True, text=True, check=True).stdout.strip())
     (site / "replaykit-base.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
-    wheels = Path(os.environ.get("REPLAYKIT_WHEELHOUSE", Path.home() / ".cache" / "replaykit" / "wheels"))
+    wheels = Path(os.environ.get("REPLAYKIT_WHEELHOUSE", ROOT / ".cache" / "wheels"))
     wanted = f"anthropic=={OLDER}"
     offline = _pip(python, "install", "--no-index", "--find-links", str(wheels), wanted)
     if offline.returncode != 0:
