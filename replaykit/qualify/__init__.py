@@ -205,7 +205,8 @@ class _Run:
         scenarios, bad = loaded
         self.progress.start("verify")
         paths = [*named_paths(cassette_roots)]
-        paths += [path for path in stages.cassettes_of(scenarios) if path not in paths]
+        seen = {path.resolve() for path in paths}
+        paths += [path for path in stages.cassettes_of(scenarios) if path.resolve() not in seen]
         every = [*cassette_roots, *scenario_roots]
         verify, contract = stages.verify_sections(
             paths, lambda path: identity.key(Path(path), every), schemas
