@@ -14,6 +14,7 @@ gap                        meaning                                              
 ``closed``                 a closed (request) object lacks a field the SDK sends   blocking
 ``contract-only``          a discriminator or enum value only the contract has     info
 ``sdk-required``           the SDK requires a field the contract leaves optional   info
+``sdk-missing``            the installed SDK has no such type (older or newer)     info
 ========================  =====================================================  ========
 
 A blocking gap means a payload the SDK accepts would fail the contract; :func:`compare` reports it and
@@ -281,8 +282,15 @@ class _Comparison:
         return _Target.of(name, where, list(self.schemas.parts(schema, base)))
 
     def run(self) -> list[Finding]:
-        annotation = _load(self.entry.sdk)
         where = BASE_URI + self.entry.contract
+        try:
+            annotation = _load(self.entry.sdk)
+        except (ImportError, AttributeError, KeyError) as exc:  # a type this SDK release does not have
+            package = self.entry.package
+            detail = f"{package} {sdk_version(package)} has no {self.entry.sdk} ({exc}); nothing to compare"
+            self.gaps.append(Finding("info", "sdk-missing", detail, where.removeprefix(BASE_URI),
+                                     f"{package}:{self.entry.sdk}"))
+            return self.gaps
         schema, base = self.schemas.get(where)
         members = _members(annotation)
         if not all(_fields(m) for m in members):

@@ -39,7 +39,7 @@ import select
 import shlex
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Protocol
@@ -68,6 +68,7 @@ __all__ = [
     "PropertyViolation",
     "dumps",
     "load_callable",
+    "open_estimator",
     "run",
     "selected",
 ]
@@ -507,6 +508,19 @@ def load_callable(spec: str) -> Estimator:
     """The estimator named by ``module:function`` (:func:`replaykit.callables.load_callable`)."""
     estimator: Estimator = callables.load_callable(spec)
     return estimator
+
+
+@contextlib.contextmanager
+def open_estimator(spec: str | None, command: str | None) -> Iterator[tuple[str, Estimator]]:
+    """The estimator named by ``spec`` (``module:function``) or, when ``spec`` is None, by ``command`` (a
+    :class:`CommandEstimator`, stopped on exit), with its label (the spec or the command as given)."""
+    if spec is not None:
+        yield spec, load_callable(spec)
+        return
+    if command is None:
+        raise UsageError("name an estimator: --estimator MODULE:FUNCTION or --estimator-cmd CMD")
+    with CommandEstimator(command) as running:
+        yield command, running
 
 
 def _split(command: str) -> list[str]:

@@ -184,8 +184,9 @@ def _section(status: str, failures: int = 0) -> JSON:
 
 
 def _report(verdict: str) -> JSON:
-    names = ("verify", "contracts", "redgreen", "mutants", "properties", "drift")
+    names = ("verify", "contracts", "scenarios", "redgreen", "mutants", "properties", "drift")
     sections = {name: _section("pass") for name in names}
+    sections["scenarios"]["verdicts"] = {"retry-529": "pass"}
     if verdict == "fail":
         sections["mutants"] = _section("fail", failures=2)
         sections["drift"] = _section("skipped")
@@ -194,6 +195,8 @@ def _report(verdict: str) -> JSON:
         "replaykitVersion": "0.1.0",
         "subject": {"baseline": {"label": "main", "command": ["node", "sidecar.mjs"], "revision": "46d4ee4"},
                     "candidate": {"label": "fix", "command": ["node", "sidecar.mjs"], "revision": None}},
+        "environment": {"python": "3.11.7 CPython", "platform": "Linux-6.8.0-x86_64",
+                        "packages": {"anthropic": "2.16.0", "openai": None}},
         "dependencies": [{"name": "@earendil-works/pi-ai", "from": "0.85.1", "to": "0.86.1"},
                          {"name": "left-pad", "from": "1.3.0", "to": None}],
         "hashes": {"cassettes": {"anthropic/web_search.yaml": "sha256:" + "a" * 64},
@@ -476,6 +479,18 @@ REPORT_CASES: list[Case] = [
     case("fail", "/sections/mutants/failures/0/message", DELETE, "required"),
     case("fail", "/sections/drift/reason", DELETE, "required"),
     case("fail", "/sections/drift/failures", _section("fail", 1)["failures"], "maxItems"),
+    case("pass", "/environment", DELETE, "required"),
+    case("pass", "/environment/packages/anthropic", 2, "type"),
+    case("pass", "/environment/kernel", "6.8", "additionalProperties"),
+    case("pass", "/sections/scenarios", DELETE, "required"),
+    case("pass", "/sections/scenarios/verdicts/retry-529", "passed", "enum"),
+    case("pass", "/subject/candidate/files", {"harness.js": "abc"}, "pattern",
+         "/subject/candidate/files/harness.js"),
+    case("pass", "/changes", {"verdicts": [], "hashes": []}, "required", "/changes/baseline"),
+    case("pass", "/changes", {"baseline": {"file": "r.json", "generatedAt": "x", "verdict": "pass"},
+                              "hashes": [],
+                              "verdicts": [{"section": "drift", "name": "g", "from": "info", "to": None}]},
+         "required", "/changes/verdicts/0/flipped"),
 ]
 
 CASES = CASSETTE_CASES + SCENARIO_CASES + FAULT_CASES + INPUT_CASES + OUTCOME_CASES + REPORT_CASES

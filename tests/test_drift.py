@@ -159,3 +159,13 @@ def test_the_action_the_wire_omits_is_explained_not_blocking() -> None:
     assert {gap.place for gap in gaps} == {"openai:ResponseFunctionWebSearch",
                                            "openai:ResponseFunctionWebSearchParam"}
     assert all(drift.verdict(gap) == "explained" and "the wire" in gap.note for gap in gaps)
+
+
+def test_a_type_the_installed_sdk_lacks_is_an_info_gap_not_a_crash() -> None:
+    # An older (or newer) SDK release may not have a type of the mapping: nothing to compare, said so.
+    text = "anthropic/content-blocks.schema.json#/$defs/text"
+    entry = drift.Entry("anthropic.types:NoSuchBlockParam", text)
+    found = drift.compare(("anthropic",), mapping=(entry,))
+    assert [(g.code, drift.verdict(g), g.place) for g in found] == [
+        ("sdk-missing", "info", "anthropic:anthropic.types:NoSuchBlockParam")]
+    assert "has no anthropic.types:NoSuchBlockParam" in found[0].message

@@ -16,8 +16,6 @@ import argparse
 import os
 import random
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK, positive
@@ -26,6 +24,8 @@ if TYPE_CHECKING:  # replaykit.properties (and Hypothesis) load only when the co
     from replaykit.properties import Estimator, Outcome, Property
 
 __all__ = ["Progress", "register", "render", "run_command", "to_json"]
+
+_BAR = 20  # cells of the progress bar at most
 
 
 def register(subparsers: Any) -> None:
@@ -51,22 +51,10 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run_command)
 
 
-
-@contextmanager
-def _estimator(args: argparse.Namespace) -> Iterator[tuple[str, Estimator]]:
-    from replaykit.properties import CommandEstimator, load_callable
-
-    if args.estimator is not None:
-        yield args.estimator, load_callable(args.estimator)
-        return
-    with CommandEstimator(args.estimator_cmd) as command:
-        yield args.estimator_cmd, command
-
-
 class Progress:
     """A status line on ``stream`` while a property runs: only on a terminal, never when ``CI`` is set (where
     a line rewritten with ``\\r`` would pile up in the log). A dependency-free line is enough for one name
-    and a count."""
+    and a count; the bar has a cell per item up to 20 items, then stays 20 cells wide."""
 
     def __init__(self, total: int, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
@@ -75,7 +63,9 @@ class Progress:
 
     def running(self, number: int, name: str) -> None:
         """Say that property ``number`` (from 1) of ``total``, ``name``, is running."""
-        done = "#" * (number - 1) + "." * (self.total - number + 1)
+        cells = min(self.total, _BAR)
+        filled = (number - 1) * cells // self.total
+        done = "#" * filled + "." * (cells - filled)
         self._write(f"\r\x1b[K[{done}] [{number}/{self.total}] {name}")
 
     def clear(self) -> None:
@@ -91,11 +81,11 @@ class Progress:
 def run_command(args: argparse.Namespace) -> int:
     """Run the suite as ``args`` say and print each property's lines as it finishes (``--json``: one strict
     JSON document at the end, no ``Infinity``)."""
-    from replaykit.properties import dumps, selected
+    from replaykit.properties import dumps, open_estimator, selected
 
     chosen = selected(args.names)
     seed = args.seed if args.seed is not None else random.randrange(2**32)
-    with _estimator(args) as (label, estimator):
+    with open_estimator(args.estimator, args.estimator_cmd) as (label, estimator):
         header = {"estimator": label, "seed": seed, "maxExamples": args.max_examples}
         _say(not args.json, [_head(header)])
         outcomes = _each(chosen, estimator, args, seed)

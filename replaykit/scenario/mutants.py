@@ -9,7 +9,7 @@ vacuous (:meth:`Matrix.vacuous`): reported, not a failure.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,20 +46,24 @@ class Matrix:
 
     def problems(self) -> list[str]:
         """Why the matrix fails, one sentence each (empty: it passes)."""
+        return [sentence for _, sentence in self.named_problems()]
+
+    def named_problems(self) -> list[tuple[str, str]]:
+        """:meth:`problems`, each with what it is about: the scenario, or the mutant that survives."""
         found = [
-            f"{s.name} fails on the target itself ({self.results[(s.name, None)].failure_text()})"
+            (s.name, f"{s.name} fails on the target itself ({self.results[(s.name, None)].failure_text()})")
             for s in self.scenarios
             if not self.results[(s.name, None)].passed
         ]
         for scenario in self.scenarios:
             for mutant in scenario.kills:
                 if mutant not in self.mutants:
-                    found.append(
-                        f"{scenario.name} declares kills: {mutant}, which is not a mutant of the target"
-                    )
+                    found.append((scenario.name, f"{scenario.name} declares kills: {mutant}, which is not a "
+                                                 "mutant of the target"))
                 elif not self.killed(scenario.name, mutant):
-                    found.append(f"{scenario.name} declares kills: {mutant}, but {mutant} survives it")
-        found += [f"mutant {mutant} survives every scenario" for mutant in self.survivors()]
+                    found.append((scenario.name, f"{scenario.name} declares kills: {mutant}, but {mutant} "
+                                                 "survives it"))
+        found += [(mutant, f"mutant {mutant} survives every scenario") for mutant in self.survivors()]
         return found
 
     def grid(self) -> list[list[str]]:
@@ -97,13 +101,25 @@ class Matrix:
 
 
 def run_matrix(
-    scenarios: Sequence[Scenario], target: Target, mutants: Sequence[str], *, jobs: int = 1
+    scenarios: Sequence[Scenario],
+    target: Target,
+    mutants: Sequence[str],
+    *,
+    jobs: int = 1,
+    on_target: Sequence[Result] | None = None,
+    done: Callable[[Result], None] | None = None,
 ) -> Matrix:
-    """Run every scenario on ``target`` itself and on each of ``mutants``, ``jobs`` runs at a time."""
-    columns: list[str | None] = [None, *mutants]
+    """Run every scenario on ``target`` itself and on each of ``mutants``, ``jobs`` runs at a time.
+
+    ``on_target``: the scenarios' results on ``target`` itself when they are at hand (from
+    :func:`~replaykit.scenario.runner.run_many`, in the order of ``scenarios``): they are not run again.
+    ``done`` is called with each result as it comes (see :func:`~replaykit.scenario.runner.run_jobs`)."""
+    columns: list[str | None] = [*mutants] if on_target is not None else [None, *mutants]
     work = [(scenario, target, mutant) for scenario in scenarios for mutant in columns]
-    results = run_jobs(work, jobs=jobs)
+    results = run_jobs(work, jobs=jobs, done=done)
     table = {
         (scenario.name, mutant): result for (scenario, _, mutant), result in zip(work, results, strict=True)
     }
+    if on_target is not None:
+        table.update({(s.name, None): result for s, result in zip(scenarios, on_target, strict=True)})
     return Matrix(tuple(scenarios), tuple(mutants), table)
