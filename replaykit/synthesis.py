@@ -1,7 +1,8 @@
 """Synthesized provider traffic: the SSE stream of a final response body, event by event.
 
 What ``scripts/synthesize_cassettes`` builds the bundled cassettes with (it adds the SDK type checks), and
-what ``replaykit repro`` builds a reported transcript's cassette with: an Anthropic Messages stream derived
+what ``replaykit repro`` builds a reported transcript's cassette with: final response bodies
+(:func:`anthropic_message`, :func:`openai_response`), an Anthropic Messages stream derived
 block by block from a final message (:func:`a_stream_events`), an OpenAI Responses stream derived item by
 item from a final response (:func:`o_stream_events`), plausible per-event time offsets for each
 (:func:`a_offsets`, :func:`o_offsets`) and the ``text/event-stream`` body of the events (:func:`sse_body`).
@@ -17,8 +18,9 @@ from typing import Any
 
 from replaykit import sse
 
-__all__ = ["A_DELAY", "O_DELAY", "a_offsets", "a_stream_events", "block_events", "chunks", "compact",
-           "item_events", "message_end", "message_start", "o_offsets", "o_stream_events", "sse_body"]
+__all__ = ["A_DELAY", "O_DELAY", "a_offsets", "a_stream_events", "anthropic_message", "anthropic_usage",
+           "block_events", "chunks", "compact", "item_events", "message_end", "message_start", "o_offsets",
+           "o_stream_events", "openai_response", "sse_body"]
 
 Json = dict[str, Any]
 
@@ -31,6 +33,46 @@ def compact(value: Any) -> str:
 def sse_body(events: list[tuple[str, Json]]) -> bytes:
     """``event: X`` / ``data: {json}`` blocks, one per event."""
     return sse.serialize(sse.encode(data=compact(data), event=name) for name, data in events)
+
+
+# ---------------------------------------------------------------- final bodies
+
+
+def anthropic_usage(input_tokens: int, output_tokens: int, searches: int = 0, fetches: int = 0) -> Json:
+    """The final ``usage`` of an Anthropic message (``input_tokens`` includes the search results read)."""
+    return {"input_tokens": input_tokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+            "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+            "output_tokens": output_tokens,
+            "server_tool_use": {"web_search_requests": searches, "web_fetch_requests": fetches},
+            "service_tier": "standard"}
+
+
+def anthropic_message(ident: str, model: str, content: list[Json], usage: Json, stop: str = "end_turn",
+                      container: Json | None = None) -> Json:
+    """A complete Messages response body (``type: message``); ``container`` is the code execution
+    container a turn that ran code reports."""
+    body: Json = {"id": ident, "type": "message", "role": "assistant", "model": model, "content": content}
+    body |= {"container": container} if container else {}
+    return body | {"stop_reason": stop, "stop_sequence": None, "stop_details": None, "usage": usage}
+
+
+def openai_response(ident: str, created: int, model: str, output: list[Json], tokens: tuple[int, int, int],
+                    instructions: str | None, tools: list[Json]) -> Json:
+    """A completed Responses body; ``tokens`` are (input, reasoning, visible output)."""
+    given, reasoning, visible = tokens
+    usage = {"input_tokens": given, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+             "output_tokens": reasoning + visible, "output_tokens_details": {"reasoning_tokens": reasoning},
+             "total_tokens": given + reasoning + visible}
+    return {"id": ident, "object": "response", "created_at": created,
+            "status": "completed", "background": False, "completed_at": created + 9, "error": None,
+            "incomplete_details": None, "instructions": instructions,
+            "max_output_tokens": None, "max_tool_calls": None, "model": model, "output": output,
+            "parallel_tool_calls": True, "previous_response_id": None, "prompt_cache_key": None,
+            "reasoning": {"effort": "medium", "summary": None}, "safety_identifier": None,
+            "service_tier": "default", "store": False, "temperature": 1.0,
+            "text": {"format": {"type": "text"}, "verbosity": "medium"}, "tool_choice": "auto",
+            "tools": tools, "top_logprobs": 0, "top_p": 1.0, "truncation": "disabled", "usage": usage,
+            "user": None, "metadata": {}}
 
 
 # ---------------------------------------------------------------- Anthropic Messages: block by block
