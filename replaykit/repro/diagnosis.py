@@ -102,12 +102,16 @@ def _passed(target: Target, built: Projection, tokens: int) -> Diagnosis:
 
 
 def _said(exc: Exception, source: str) -> str:
-    text = str(exc).removeprefix(f"{source}: ")
-    return safe_message(text)
+    """The exception's own message, without the place (said apart) and the file (the input's)."""
+    text = str(exc)
+    if isinstance(exc, LocalRequestError):
+        text = text.removeprefix(f"{exc.phase} error" + (f" at {exc.pointer}" if exc.pointer else "") + ": ")
+    return safe_message(text.removeprefix(f"{source}: "))
 
 
 def _last_time(transcript: JSON) -> float:
-    stamps = [m.get("timestamp") for m in transcript["messages"] if isinstance(m.get("timestamp"), int | float)]
+    stamps = [message.get("timestamp") for message in transcript["messages"]
+              if isinstance(message.get("timestamp"), int | float)]
     return max(stamps, default=0) + 1000
 
 

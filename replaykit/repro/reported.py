@@ -73,15 +73,16 @@ def read(path: Path) -> Reported:
 def _text(path: Path) -> str:
     try:
         if not path.is_file():
-            raise UsageError(located(path, None, "no such file (or not a regular file)", "name the transcript "
-                                     "file"))
+            raise UsageError(located(path, None, "no such file (or not a regular file)",
+                                     "name the transcript file"))
         size = path.stat().st_size
         if size > MAX_INPUT:
             raise UsageError(located(path, None, f"{size:,} bytes: more than the {MAX_INPUT >> 20} MiB a "
                                      "reported transcript may have", "cut the log to the failing session"))
         data = path.read_bytes()
     except OSError as exc:
-        raise UsageError(located(path, None, f"cannot read: {exc.strerror or exc}", "check the path")) from exc
+        raise UsageError(located(path, None, f"cannot read: {exc.strerror or exc}",
+                                 "check the path")) from exc
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -135,7 +136,8 @@ def _array(path: Path, items: list[Any], found: list[SecretFinding], place: Plac
     if any(_openai_item(item) for item in items):
         return _converted(path, items, found, place, f"{log}OpenAI Responses input array", "openai")
     plain = all(isinstance(item, dict) and isinstance(item.get("content"), str) for item in items)
-    form = "Anthropic messages array" + (" (plain text messages: read as Anthropic Messages)" if plain else "")
+    form = "Anthropic messages array" + (" (plain text messages: read as Anthropic Messages)"
+                                         if plain else "")
     return _converted(path, items, found, place, f"{log}{form}", "anthropic")
 
 
@@ -148,7 +150,8 @@ def _openai_item(item: object) -> bool:
             or any(isinstance(part, dict) and part.get("type") in _OPENAI_PARTS for part in parts))
 
 
-_CONVERTERS: dict[str, Callable[..., Any]] = {"anthropic": from_anthropic_request, "openai": from_openai_request}
+_CONVERTERS: dict[str, Callable[..., Any]] = {"anthropic": from_anthropic_request,
+                                              "openai": from_openai_request}
 
 
 def _converted(path: Path, doc: Any, found: list[SecretFinding], place: Place, form: str,
@@ -181,14 +184,18 @@ def _jsonl(path: Path, text: str, error: ValueError) -> Reported:
     values = [_line(path, number, line) for number, line in lines]
     scrubbed, found = _redacted(path, [value for _, value in values])
     numbered = list(zip([number for number, _ in values], scrubbed, strict=True))
-    bodies = [(number, value) for number, value in numbered
-              if isinstance(value, dict) and ("messages" in value or "input" in value) and "role" not in value]
+    bodies = [(number, value) for number, value in numbered if _body(value)]
     if len(bodies) == len(numbered):
         number, last = bodies[-1]
         return _convert(path, last, found, lambda pointer: f"line {number} {pointer}".rstrip(),
                         "JSONL log, its last line: ")
     messages = [_message(path, number, value) for number, value in numbered]
-    return _convert(path, messages, found, _on_line([number for number, _ in numbered]), "JSONL session log: ")
+    place = _on_line([number for number, _ in numbered])
+    return _convert(path, messages, found, place, "JSONL session log: ")
+
+
+def _body(value: object) -> bool:
+    return isinstance(value, dict) and ("messages" in value or "input" in value) and "role" not in value
 
 
 def _on_line(numbers: list[int]) -> Place:

@@ -95,7 +95,8 @@ def _anthropic_assistant(blocks: list[Any], at: list[str | int], body: JSON, nam
                          stamp: int) -> Message:
     calls = [block for block in blocks if isinstance(block, dict) and block.get("type") == "tool_use"]
     names.update({str(call.get("id")): str(call.get("name")) for call in calls})
-    answer = {"content": blocks, "model": body.get("model"), "stop_reason": "tool_use" if calls else "end_turn"}
+    answer = {"content": blocks, "model": body.get("model"),
+              "stop_reason": "tool_use" if calls else "end_turn"}
     try:
         return from_anthropic(answer, timestamp=stamp)
     except ConversionError as exc:
@@ -129,7 +130,8 @@ def _anthropic_user_block(raw: object, at: list[str | int]) -> UserBlock:
         return {"type": "text", "text": _text(block.get("text"))}
     source = block.get("source")
     if block.get("type") == "image" and isinstance(source, dict) and source.get("type") == "base64":
-        return {"type": "image", "data": _text(source.get("data")), "mimeType": _text(source.get("media_type"))}
+        return {"type": "image", "data": _text(source.get("data")),
+                "mimeType": _text(source.get("media_type"))}
     raise _fail([*at, "type"], f"a user block of type {block.get('type')!r} has no neutral form "
                                "(text, base64 image and tool_result do)")
 
@@ -164,8 +166,8 @@ def _hosted_search(max_uses: object, allowed: object, blocked: object) -> Tool:
 
 
 def _function(name: str, description: object, parameters: object) -> Tool:
-    tool: JSON = {"type": "function", "name": name,
-                  "parameters": copy.deepcopy(parameters) if isinstance(parameters, dict) else {"type": "object"}}
+    schema = copy.deepcopy(parameters) if isinstance(parameters, dict) else {"type": "object"}
+    tool: JSON = {"type": "function", "name": name, "parameters": schema}
     if isinstance(description, str):
         tool["description"] = description
     return tool  # type: ignore[return-value]
@@ -248,10 +250,15 @@ def _openai_output_item(item: JSON) -> JSON:
     if item.get("role") != "assistant" or item.get("type", "message") != "message":
         return item
     content = item.get("content")
-    parts = [{"type": "output_text", "text": content, "annotations": []}] if isinstance(content, str) else [
-        {**part, "type": "output_text"} if isinstance(part, dict) and part.get("type") == "input_text" else part
-        for part in content or []]
+    if isinstance(content, str):
+        parts: list[Any] = [{"type": "output_text", "text": content, "annotations": []}]
+    else:
+        parts = [{**part, "type": "output_text"} if _input_text(part) else part for part in content or []]
     return {**item, "type": "message", "content": parts}
+
+
+def _input_text(part: object) -> bool:
+    return isinstance(part, dict) and part.get("type") == "input_text"
 
 
 def _openai_user_content(content: object, at: list[str | int]) -> str | list[UserBlock]:
@@ -277,8 +284,9 @@ def _openai_tools(tools: object) -> list[Tool]:
         if not isinstance(tool, dict):
             continue
         if str(tool.get("type", "")).startswith("web_search"):
-            filters = tool.get("filters") if isinstance(tool.get("filters"), dict) else {}
-            out.append(_hosted_search(None, filters.get("allowed_domains"), None))
+            filters = tool.get("filters")
+            allowed = filters.get("allowed_domains") if isinstance(filters, dict) else None
+            out.append(_hosted_search(None, allowed, None))
         elif tool.get("type") == "function" and isinstance(tool.get("name"), str):
             out.append(_function(tool["name"], tool.get("description"), tool.get("parameters")))
     return out
