@@ -44,18 +44,19 @@ class KeyLeft(ReplaykitError):
 @dataclass
 class Repro:
     """What :func:`reproduce` did: what it read, what it found, where it wrote (``folder``: new, empty or
-    an earlier repro output) and the scenario file."""
+    an earlier repro output), the files written and the scenario file."""
 
     reported: Reported
     diagnosis: Diagnosis
     bundle: Bundle
+    out: Path
     folder: str
     written: list[Path] = field(default_factory=list)
 
     @property
     def scenario(self) -> Path:
         """The scenario file written."""
-        return self.written[0].parent / SCENARIO if self.written else Path(SCENARIO)
+        return self.out / SCENARIO
 
 
 def reproduce(transcript: Path, out: Path) -> Repro:
@@ -68,4 +69,4 @@ def reproduce(transcript: Path, out: Path) -> Repro:
     if left:
         raise KeyLeft(left)
     written = write(out, bundle)
-    return Repro(reported, diagnosis, bundle, folder, written)
+    return Repro(reported, diagnosis, bundle, out, folder, written)
