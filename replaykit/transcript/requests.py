@@ -67,7 +67,8 @@ def from_anthropic_request(doc: object, *, timestamp: int) -> Transcript:
     for index, raw in enumerate(messages):
         at = [*prefix, index]
         message = _object(raw, at)
-        for converted in _anthropic_turn(message, at, body, names, timestamp + len(out)):
+        for converted in _anthropic_turn(message, at, body, names, timestamp):
+            converted["timestamp"] = timestamp + len(out)  # one wire message may make several
             out.append(converted)
     return _transcript(_anthropic_system(body.get("system")), _anthropic_tools(body.get("tools")), out)
 
@@ -81,6 +82,9 @@ def _object(value: object, at: list[str | int]) -> JSON:
 def _anthropic_turn(message: JSON, at: list[str | int], body: JSON, names: dict[str, str],
                     stamp: int) -> Iterator[Message]:
     role, content = message.get("role"), message.get("content")
+    if role == "user" and isinstance(content, str):
+        yield {"role": "user", "content": content, "timestamp": stamp}
+        return
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else _list(
         content, [*at, "content"], "content")
     if role == "assistant":
