@@ -176,7 +176,7 @@ def _kind(value: object) -> str:
 def _jsonl(path: Path, text: str, error: ValueError) -> Reported:
     """A JSONL log: one JSON value a line (blank lines skipped); else the whole file's JSON error."""
     lines = [(number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
-    if len(lines) < 2:
+    if len(lines) < 2 or not _parses(lines[0][1]):  # one JSON document, broken: its own error and place
         raise UsageError(located(path, _where(error), f"not JSON: {_reason(error)}", _FIX)) from error
     if len(lines) > MAX_LINES:
         raise UsageError(located(path, None, f"{len(lines):,} lines: more than {MAX_LINES:,}",
@@ -206,6 +206,14 @@ def _on_line(numbers: list[int]) -> Place:
             return pointer or "/"
         return f"line {numbers[int(head)]}" + (f" /{rest}" if rest else "")
     return place
+
+
+def _parses(line: str) -> bool:
+    try:
+        jsondoc.loads(line)
+    except ValueError:
+        return False
+    return True
 
 
 def _line(path: Path, number: int, line: str) -> tuple[int, Any]:
