@@ -14,7 +14,7 @@ from test_redact import planted
 
 from replaykit import cassette, contracts
 from replaykit.errors import LocalRequestError, UsageError
-from replaykit.repro import KeyLeft, reproduce
+from replaykit.repro import KeyLeft, bundle, reproduce
 from replaykit.repro import diagnosis as diagnosis_module
 from replaykit.repro import reported as reported_module
 from replaykit.repro.bundle import CASSETTE, FILES, SCENARIO, SUMMARY, TRANSCRIPT
@@ -275,3 +275,19 @@ def test_the_scenario_names_what_a_correct_harness_sends(tmp_path: Path) -> None
     assert {"request": 1, "pointer": "/messages/*/content/*/tool_use_id",
             "equals": "srvtoolu_019GzQboCgE9wgfMG1dDQuKH"} in expected["reaches"]
     assert {"pointer": "/systemHistory"} in expected["neverReaches"]
+
+
+def test_a_new_folder_appears_whole_or_not_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[Path] = []
+
+    def full_disk(path: Path, data: bytes) -> None:
+        calls.append(path)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+    monkeypatch.setattr(bundle, "write_atomic", full_disk)
+    with pytest.raises(UsageError, match=r"out: cannot be written: No space left on device"):
+        reproduce(BUNDLED / "retry-529.json", tmp_path / "out")
+    assert sorted(path.name for path in tmp_path.iterdir()) == []  # neither the folder nor its staging copy

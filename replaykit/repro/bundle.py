@@ -15,14 +15,17 @@ none of the transcript's own fields (``neverReaches``), persists once, and estim
 estimator counts (``estimates``: that count up to 2% more). An estimator exception is replaykit's own
 defect: its scenario expects the turn to go through, and fails until the estimator is fixed.
 
-Every file is checked for keys before any is written (:func:`replaykit.redact.scan_text`); each is written
-atomically (:func:`replaykit.cassette.write_atomic`).
+Every file is checked for keys before any is written (:func:`replaykit.redact.scan_text`). A new folder is
+written beside its place and renamed into it, so it appears whole or not at all; into an empty folder or an
+earlier repro output each file is written atomically (:func:`replaykit.cassette.write_atomic`).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -262,9 +265,23 @@ def leaks(bundle: Bundle) -> list[SecretFinding]:
 
 
 def write(out: Path, bundle: Bundle) -> list[Path]:
-    """Write every file of ``bundle`` under ``out``, each atomically; the summary last."""
-    written = []
+    """Write every file of ``bundle`` under ``out``: a new folder appears whole (written beside it, then
+    renamed); into an existing one each file is replaced atomically, the summary last."""
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+        try:
+            _files(staging, bundle)
+            staging.rename(out)
+        except OSError as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise UsageError(located(out, None, f"cannot be written: {exc.strerror or exc}",
+                                     "name a new or empty folder you may write")) from exc
+    else:
+        _files(out, bundle)
+    return [out / name for name in bundle.files]
+
+
+def _files(folder: Path, bundle: Bundle) -> None:
     for name in sorted(bundle.files, key=lambda name: name == SUMMARY):
-        write_atomic(out / name, bundle.files[name])
-        written.append(out / name)
-    return written
+        write_atomic(folder / name, bundle.files[name])
