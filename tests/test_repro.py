@@ -291,3 +291,11 @@ def test_a_new_folder_appears_whole_or_not_at_all(tmp_path: Path, monkeypatch: p
     with pytest.raises(UsageError, match=r"out: cannot be written: No space left on device"):
         reproduce(BUNDLED / "retry-529.json", tmp_path / "out")
     assert sorted(path.name for path in tmp_path.iterdir()) == []  # neither the folder nor its staging copy
+
+
+def test_keys_in_a_jsonl_log_are_reported_by_line(tmp_path: Path) -> None:
+    key = planted()["anthropic"][0]
+    found = read(_jsonl(tmp_path, "log.jsonl", [{"role": "user", "content": "hi"},
+                                                {"role": "user", "content": f"key {key}"}]))
+    assert [(finding.field, finding.kind) for finding in found.redacted] == [("line 2 /content", "anthropic")]
+    assert key not in json.dumps(found.transcript)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +66,7 @@ def read(path: Path) -> Reported:
             from exc
     except ValueError as exc:
         return _jsonl(path, text, exc)
-    scrubbed, found = _redacted(path, doc)
+    scrubbed, found = redact_document(doc, str(path))
     return _convert(path, scrubbed, found, _same, "")
 
 
@@ -88,11 +88,6 @@ def _text(path: Path) -> str:
     except UnicodeDecodeError as exc:
         raise UsageError(located(path, f"byte {exc.start}", "not UTF-8 text", "save the transcript as UTF-8 "
                                  "JSON")) from exc
-
-
-def _redacted(path: Path, doc: Any) -> tuple[Any, list[SecretFinding]]:
-    scrubbed, found = redact_document(doc, str(path))
-    return scrubbed, found
 
 
 # ---------------------------------------------------------------- one JSON document
@@ -182,16 +177,17 @@ def _jsonl(path: Path, text: str, error: ValueError) -> Reported:
         raise UsageError(located(path, None, f"{len(lines):,} lines: more than {MAX_LINES:,}",
                                  "cut the log to the failing session"))
     values = [_line(path, number, line) for number, line in lines]
-    scrubbed, found = _redacted(path, [value for _, value in values])
-    numbered = list(zip([number for number, _ in values], scrubbed, strict=True))
+    scrubbed, found = redact_document([value for _, value in values], str(path))
+    numbers = [number for number, _ in values]
+    found = [replace(finding, field=_on_line(numbers)(finding.field)) for finding in found]
+    numbered = list(zip(numbers, scrubbed, strict=True))
     bodies = [(number, value) for number, value in numbered if _body(value)]
     if len(bodies) == len(numbered):
         number, last = bodies[-1]
         return _convert(path, last, found, lambda pointer: f"line {number} {pointer}".rstrip(),
                         "JSONL log, its last line: ")
     messages = [_message(path, number, value) for number, value in numbered]
-    place = _on_line([number for number, _ in numbered])
-    return _convert(path, messages, found, place, "JSONL session log: ")
+    return _convert(path, messages, found, _on_line(numbers), "JSONL session log: ")
 
 
 def _body(value: object) -> bool:
