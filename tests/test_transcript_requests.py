@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from replaykit import cassette, routes
+from replaykit import cassette, routes, strategies
 from replaykit.replay import Target, project
 from replaykit.resources import data_dir
 from replaykit.transcript import ConversionError, from_anthropic_request, from_openai_request, restore
@@ -123,3 +125,17 @@ def test_nothing_of_the_request_is_shared_with_the_transcript(tmp_path: Path) ->
     transcript = from_anthropic_request(body, timestamp=1)
     transcript["messages"][0]["content"][0]["raw"]["input"]["query"] = "changed"
     assert block["input"]["query"] == "q"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(strategies.transcripts(max_messages=8), st.sampled_from(["anthropic", "openai", "azure"]))
+def test_any_projected_body_converts_back_to_a_transcript_that_projects_the_same(transcript: JSON,
+                                                                               provider: str) -> None:
+    target = Target(provider, routes.MODEL_APIS[provider], "m")  # type: ignore[arg-type]
+    body = project(transcript, target)
+    if provider == "anthropic":
+        again = from_anthropic_request(body, timestamp=1)
+    else:
+        again = from_openai_request(body, timestamp=1, provider=provider)
+    restore(again)
+    assert project(again, target) == body
