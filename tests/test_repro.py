@@ -59,19 +59,18 @@ FORMS: list[tuple[str, object, str, str]] = [
     ("neutral.json", json.loads((BUNDLED / "midstream-disconnect.json").read_text()), "neutral transcript",
      ""),
     ("body.json", {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": ANTHROPIC_MESSAGES},
-     "Anthropic Messages request body", "anthropic-messages"),
-    ("messages.json", ANTHROPIC_MESSAGES, "Anthropic messages array", "anthropic-messages"),
-    ("responses.json", {"model": "gpt-5", "input": OPENAI_INPUT}, "OpenAI Responses request body",
-     "openai-responses"),
-    ("input.json", OPENAI_INPUT, "OpenAI Responses input array", "openai-responses"),
+     "Anthropic Messages request body", "anthropic"),
+    ("messages.json", ANTHROPIC_MESSAGES, "Anthropic messages array", "anthropic"),
+    ("responses.json", {"model": "gpt-5", "input": OPENAI_INPUT}, "OpenAI Responses request body", "openai"),
+    ("input.json", OPENAI_INPUT, "OpenAI Responses input array", "openai"),
 ]
 
 
-@pytest.mark.parametrize(("name", "doc", "form", "api"), FORMS, ids=[row[0] for row in FORMS])
-def test_each_form_is_detected(tmp_path: Path, name: str, doc: object, form: str, api: str) -> None:
+@pytest.mark.parametrize(("name", "doc", "form", "provider"), FORMS, ids=[row[0] for row in FORMS])
+def test_each_form_is_detected(tmp_path: Path, name: str, doc: object, form: str, provider: str) -> None:
     found = read(_file(tmp_path, name, doc))
     assert found.form == form
-    assert found.api == (api or None)
+    assert found.provider == (provider or None)
     assert contracts.validate("replaykit.transcript", found.transcript) == []
 
 
@@ -299,3 +298,10 @@ def test_keys_in_a_jsonl_log_are_reported_by_line(tmp_path: Path) -> None:
                                                 {"role": "user", "content": f"key {key}"}]))
     assert [(finding.field, finding.kind) for finding in found.redacted] == [("line 2 /content", "anthropic")]
     assert key not in json.dumps(found.transcript)
+
+
+def test_a_request_without_an_assistant_turn_targets_its_own_provider_and_model(tmp_path: Path) -> None:
+    done = reproduce(_file(tmp_path, "ask.json", {"model": "gpt-5-mini", "input": "hi"}), tmp_path / "out")
+    assert (done.diagnosis.target.provider, done.diagnosis.target.model) == ("openai", "gpt-5-mini")
+    assert cassette.load(tmp_path / "out" / CASSETTE).interactions[0].request.uri.endswith("/v1/responses")
+    assert diagnose({"version": 1, "messages": []}, "x").target.model == "claude-sonnet-4-6"

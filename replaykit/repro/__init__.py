@@ -63,7 +63,7 @@ def reproduce(transcript: Path, out: Path) -> Repro:
     """Read, redact, diagnose the reported ``transcript`` and write its repro folder ``out``."""
     folder = prepare_folder(out)
     reported = read(transcript)
-    diagnosis = diagnose(reported.transcript, str(transcript))
+    diagnosis = diagnose(reported.transcript, str(transcript), reported.provider, reported.model)
     bundle = build(reported, diagnosis)
     left = leaks(bundle)
     if left:

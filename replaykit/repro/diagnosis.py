@@ -58,17 +58,18 @@ class Diagnosis:
     tokens: int | None = None
 
 
-def target_of(transcript: object) -> Target:
-    """The provider, API and model of the last assistant turn (Anthropic by default)."""
+def target_of(transcript: object, provider: str | None = None, model: str | None = None) -> Target:
+    """The provider, API and model of the last assistant turn; without one, ``provider`` and ``model`` (the
+    request's), else Anthropic ``claude-sonnet-4-6``."""
     messages = transcript.get("messages") if isinstance(transcript, dict) else None
     for message in reversed(messages if isinstance(messages, list) else []):
         if isinstance(message, dict) and message.get("role") == "assistant" \
                 and message.get("provider") in MODEL_APIS:
-            model = message.get("model")
-            provider = message["provider"]
-            return Target(provider, MODEL_APIS[provider], model if isinstance(model, str) and model else
-                          DEFAULT_MODEL, max_tokens=RESERVE)
-    return Target("anthropic", "anthropic-messages", DEFAULT_MODEL, max_tokens=RESERVE)
+            provider, model = message["provider"], message.get("model") or model
+            break
+    provider = provider if provider in MODEL_APIS else "anthropic"
+    model = model if isinstance(model, str) and model else DEFAULT_MODEL
+    return Target(provider, MODEL_APIS[provider], model, max_tokens=RESERVE)  # type: ignore[arg-type]
 
 
 def follow_up(transcript: JSON, timestamp: float) -> JSON:
@@ -78,9 +79,11 @@ def follow_up(transcript: JSON, timestamp: float) -> JSON:
     return grown
 
 
-def diagnose(transcript: object, source: str) -> Diagnosis:
-    """Restore, project and estimate ``transcript`` with the follow-up prompt; the first failure."""
-    target = target_of(transcript)
+def diagnose(transcript: object, source: str, provider: str | None = None,
+             model: str | None = None) -> Diagnosis:
+    """Restore, project and estimate ``transcript`` with the follow-up prompt; the first failure. The target
+    is :func:`target_of` the transcript (``provider`` and ``model``: the request's, when it came in one)."""
+    target = target_of(transcript, provider, model)
     try:
         restored = restore(transcript, source=source)
     except LocalRequestError as exc:

@@ -46,14 +46,15 @@ _OPENAI_PARTS = frozenset({"input_text", "output_text", "input_image", "input_fi
 @dataclass
 class Reported:
     """What was read: the ``form`` in words, the neutral ``transcript`` (redacted; not yet validated), the
-    keys scrubbed from it (``redacted``, masked) and the ``api`` the conversation came from (None for a
-    neutral transcript)."""
+    keys scrubbed from it (``redacted``, masked), and the ``provider`` and ``model`` of the request it came
+    from (None for a neutral transcript, or a bare list without a model)."""
 
     path: Path
     form: str
     transcript: Any
     redacted: list[SecretFinding] = field(default_factory=list)
-    api: str | None = None
+    provider: str | None = None
+    model: str | None = None
 
 
 def read(path: Path) -> Reported:
@@ -157,8 +158,8 @@ def _converted(path: Path, doc: Any, found: list[SecretFinding], place: Place, f
         pointer, _, message = str(exc).partition(": ")
         raise UsageError(located(path, place("" if pointer == "/" else pointer), message,
                                  f"read as: {form}; fix that value, or give the neutral transcript")) from exc
-    api = "anthropic-messages" if provider == "anthropic" else "openai-responses"
-    return Reported(path, form, transcript, found, api)
+    model = doc.get("model") if isinstance(doc, dict) and isinstance(doc.get("model"), str) else None
+    return Reported(path, form, transcript, found, provider, model or None)
 
 
 def _kind(value: object) -> str:
