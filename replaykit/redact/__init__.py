@@ -20,10 +20,11 @@ disguise (as written, URL-encoded, base64-encoded). By default it scrubs:
 
 :class:`Rules` adds user rules on top. Bodies are rewritten only where something changed. A redacted
 cassette's fingerprint is that of its redacted traffic (recomputed on save). :func:`safe_message` makes any
-text safe to print; :func:`scan_text` searches a raw file.
+text safe to print; :func:`scan_text` searches a raw file; :func:`redact_document` scrubs a parsed JSON
+document (a reported transcript) by the same walk.
 """
 
-from replaykit.redact.cassettes import SecretFinding, redact, redact_header, scan, scan_text
+from replaykit.redact.cassettes import SecretFinding, redact, redact_document, redact_header, scan, scan_text
 from replaykit.redact.names import (
     CREDENTIAL_HEADERS,
     SECRET_HEADERS,
@@ -57,6 +58,7 @@ __all__ = [
     "kind_label",
     "mask",
     "redact",
+    "redact_document",
     "redact_header",
     "safe_message",
     "scan",

@@ -44,7 +44,7 @@ from replaykit.redact.shapes import (
     might_hold_key_in_json,
 )
 
-__all__ = ["SecretFinding", "redact", "redact_header", "scan", "scan_text"]
+__all__ = ["SecretFinding", "redact", "redact_document", "redact_header", "scan", "scan_text"]
 _ACCOUNT = re.compile(r"(/client/v4/accounts/)([^/?#]+)")
 _ACCOUNT_ID = re.compile(r"[0-9a-fA-F]{32}")
 _COLON = re.compile(r"[ \t\n\r]*:")  # after a JSON string: it is a key
@@ -382,6 +382,19 @@ def scan(cassette: Cassette, rules: Rules | None = None) -> list[SecretFinding]:
     """Every secret :func:`redact` would scrub in ``cassette`` (identifying headers aside: those are reported
     only when a key sits in them), each masked; the metadata's findings have ``interaction`` None."""
     return _walk(cassette, rules or DEFAULT_RULES)[1]
+
+
+def redact_document(doc: Any, file: str = "", rules: Rules | None = None) -> tuple[Any, list[SecretFinding]]:
+    """A parsed JSON document (a reported transcript, a request body) scrubbed by the same walk as a
+    cassette's JSON bodies, and each secret found, masked; a finding's ``field`` is its JSON pointer.
+    ``doc`` is not changed. Raises ``ValueError`` on a document nested deeper than
+    :data:`replaykit.jsondoc.MAX_DEPTH` (parse it with :func:`replaykit.jsondoc.loads`, which refuses one)."""
+    walk = _Walk(rules or DEFAULT_RULES, file)
+    try:
+        scrubbed = walk.json("", doc, 0)
+    except _TooDeep as exc:
+        raise ValueError(f"{file}: JSON nested deeper than {jsondoc.MAX_DEPTH} levels") from exc
+    return scrubbed, walk.found
 
 
 def scan_text(text: str, file: str = "") -> list[SecretFinding]:

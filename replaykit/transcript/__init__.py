@@ -47,7 +47,8 @@ configuration was in force when an assistant turn was produced (see :mod:`replay
 :func:`restore` validates a stored transcript (:mod:`~replaykit.transcript.validation`). The parts:
 :mod:`~replaykit.transcript.model` (the types), :mod:`~replaykit.transcript.anthropic_messages` and
 :mod:`~replaykit.transcript.openai_responses` (the converters), :mod:`~replaykit.transcript.interactions`
-(:func:`from_interaction`: a recorded exchange, by its route).
+(:func:`from_interaction`: a recorded exchange, by its route), :mod:`~replaykit.transcript.requests`
+(:func:`from_anthropic_request`, :func:`from_openai_request`: the conversation a request body sent).
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ from replaykit.transcript.model import (
     UserMessage,
 )
 from replaykit.transcript.openai_responses import from_openai, from_openai_stream, openai_final_response
+from replaykit.transcript.requests import from_anthropic_request, from_openai_request
 from replaykit.transcript.validation import restore, schema
 
 __all__ = [
@@ -122,9 +124,11 @@ __all__ = [
     "UserMessage",
     "anthropic_final_body",
     "from_anthropic",
+    "from_anthropic_request",
     "from_anthropic_stream",
     "from_interaction",
     "from_openai",
+    "from_openai_request",
     "from_openai_stream",
     "openai_final_response",
     "restore",

@@ -1,0 +1,287 @@
+"""The folder ``replaykit repro`` writes: a scenario, the transcript, a synthesized cassette and a summary.
+
+Layout (``replaykit run DIR`` finds the scenario; the other files sit in subfolders, as in ``scenarios/``)::
+
+    DIR/scenario.yaml           contracts/replaykit/scenario.schema.json: one follow-up step on the transcript
+    DIR/transcripts/repro.json  the reported transcript, redacted, in the neutral form
+    DIR/cassettes/repro.yaml    origin: synthesized: the answer to the follow-up, streamed
+    DIR/repro.json              what was read and found (the marker of a repro folder)
+
+The scenario says what a correct harness does with the transcript. When restore or projection fails (a
+contract violation, a projection error) it refuses locally: ``LOCAL_REQUEST_ERROR``, phase ``validation``,
+no request, nothing persisted (the cassette then holds the answer a harness that sends anyway would get).
+Otherwise it sends one request that replays every provider block verbatim (``reaches`` on their ids) and
+none of the transcript's own fields (``neverReaches``), persists once, and estimates what replaykit's
+estimator counts (``estimates``: that count up to 2% more). An estimator exception is replaykit's own
+defect: its scenario expects the turn to go through, and fails until the estimator is fixed.
+
+Every file is checked for keys before any is written (:func:`replaykit.redact.scan_text`). A new folder is
+written beside its place and renamed into it, so it appears whole or not at all; into an empty folder or an
+earlier repro output each file is written atomically (:func:`replaykit.cassette.write_atomic`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from replaykit import __version__, cassette
+from replaykit.cassette import Cassette, Interaction, Meta, Request, Response, write_atomic
+from replaykit.errors import UsageError, located
+from replaykit.redact import SecretFinding, scan, scan_text
+from replaykit.reference.wire import wire_body
+from replaykit.replay import Target
+from replaykit.repro.diagnosis import PROMPT, RESERVE, Diagnosis
+from replaykit.repro.reported import Reported
+from replaykit.synthesis import (
+    a_offsets,
+    a_stream_events,
+    anthropic_message,
+    anthropic_usage,
+    compact,
+    o_offsets,
+    o_stream_events,
+    openai_response,
+    sse_body,
+)
+
+__all__ = ["CASSETTE", "FILES", "SCENARIO", "SUMMARY", "TRANSCRIPT", "Bundle", "build", "leaks",
+           "prepare_folder", "write"]
+
+JSON = dict[str, Any]
+SCENARIO, TRANSCRIPT, CASSETTE, SUMMARY = "scenario.yaml", "transcripts/repro.json", "cassettes/repro.yaml", \
+    "repro.json"
+FILES = (SCENARIO, TRANSCRIPT, CASSETTE, SUMMARY)
+REPLY = "(a synthesized reply: replaykit repro answers the follow-up with this text)"
+_URIS = {"anthropic": "https://api.anthropic.com/v1/messages", "openai": "https://api.openai.com/v1/responses",
+         "azure": "https://replaykit-example.openai.azure.com/openai/v1/responses"}
+_KEY_HEADERS = {"anthropic": ("x-api-key", "REDACTED"), "openai": ("authorization", "Bearer REDACTED"),
+                "azure": ("api-key", "REDACTED")}
+_IDS = ("id", "tool_use_id", "call_id")
+_MAX_REACHES = 32
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """The files of a repro folder, by their path relative to it, as bytes."""
+
+    files: dict[str, bytes]
+    name: str
+
+
+def build(reported: Reported, diagnosis: Diagnosis) -> Bundle:
+    """Every file of the folder, not yet written."""
+    name = _name(reported.path)
+    doc = _scenario(reported, diagnosis, name)
+    tape = _cassette(diagnosis, f"{name}: {_what(diagnosis)}")
+    files = {
+        SCENARIO: _yaml(doc),
+        TRANSCRIPT: _json(reported.transcript),
+        CASSETTE: cassette.dumps(tape).encode(),
+        SUMMARY: _json(_summary(reported, diagnosis, name)),
+    }
+    return Bundle(files, name)
+
+
+def _json(doc: object) -> bytes:
+    return (json.dumps(doc, ensure_ascii=False, indent=2) + "\n").encode()
+
+
+def _name(path: Path) -> str:
+    words = re.findall(r"[a-z0-9]+", path.stem.lower())
+    return "-".join(["repro", *words])[:60].rstrip("-")
+
+
+def _what(diagnosis: Diagnosis) -> str:
+    if diagnosis.failure is None:
+        return "restore, projection and estimate pass; a correct harness sends the follow-up"
+    return str(diagnosis.failure)
+
+
+# ---------------------------------------------------------------- the scenario
+
+
+def _scenario(reported: Reported, diagnosis: Diagnosis, name: str) -> JSON:
+    target = diagnosis.target
+    transcript = reported.transcript if isinstance(reported.transcript, dict) else {}
+    tools = transcript.get("tools")
+    description = (f"Reproduces {reported.path.name} ({reported.form}): {_what(diagnosis)}. Written by "
+                   f"replaykit repro; its cassette is synthesized.")
+    return {
+        "name": name, "kind": "regression", "description": description,
+        "cassettes": [CASSETTE], "transcript": TRANSCRIPT,
+        "steps": [{"prompt": PROMPT, "provider": target.provider, "model": target.model}],
+        "tools": tools if diagnosis.body is not None and isinstance(tools, list) else [],
+        "expectations": _expectations(diagnosis),
+    }
+
+
+def _expectations(diagnosis: Diagnosis) -> JSON:
+    failure = diagnosis.failure
+    if failure is not None and failure.kind != "estimator exception":
+        return {"outcome": "error",
+                "error": {"code": "LOCAL_REQUEST_ERROR", "phase": "validation", "provenance": "local"},
+                "providerRequests": 0, "persistWrites": 0, "unused": True}
+    expected: JSON = {"outcome": "ok", "providerRequests": 1, "requestContractsHold": True,
+                      "persistWrites": 1}
+    if diagnosis.tokens is not None:
+        expected["estimates"] = [{"step": 0, "min": diagnosis.tokens,
+                                  "max": diagnosis.tokens + max(64, diagnosis.tokens // 50)}]
+    if reaches := list(_reaches(diagnosis.body or {}, diagnosis.target)):
+        expected["reaches"] = reaches[:_MAX_REACHES]
+    listed = "/messages" if diagnosis.target.api == "anthropic-messages" else "/input"
+    expected["neverReaches"] = [{"pointer": "/version"}, {"pointer": "/systemHistory"},
+                                {"pointer": f"{listed}/*/timestamp"}]
+    return expected
+
+
+def _reaches(body: JSON, target: Target) -> Iterator[JSON]:
+    """A check per provider block the request replays (by its id), so a harness that drops one fails."""
+    if target.api == "anthropic-messages":
+        blocks = [("/messages/*/content/*", block) for message in body.get("messages", [])
+                  if isinstance(message.get("content"), list) for block in message["content"]]
+        plain: tuple[str, ...] = ("text", "image", "tool_result", "thinking", "redacted_thinking")
+    else:
+        blocks = [("/input/*", item) for item in body.get("input", [])]
+        plain = ("function_call_output",)
+    seen: set[str] = set()
+    for where, block in blocks:
+        if not isinstance(block, dict) or "role" in block or block.get("type") in plain:
+            continue
+        key = next((key for key in _IDS if isinstance(block.get(key), str)), None)
+        check = {"request": 1, "pointer": f"{where}/{key}", "equals": block[key]} if key else \
+            {"request": 1, "pointer": where, "equals": block}
+        if (text := json.dumps(check, sort_keys=True)) not in seen:
+            seen.add(text)
+            yield check
+
+
+def _yaml(doc: JSON) -> bytes:
+    head = ("# Written by `replaykit repro` (contracts/replaykit/scenario.schema.json); paths are relative "
+            "to this folder.\n")
+    return (head + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=110)).encode()
+
+
+def _summary(reported: Reported, diagnosis: Diagnosis, name: str) -> JSON:
+    failure = diagnosis.failure
+    return {
+        "tool": "replaykit repro", "version": __version__, "scenario": name, "input": reported.path.name,
+        "form": reported.form,
+        "redacted": [{"pointer": f.field, "kind": f.kind, "excerpt": f.excerpt} for f in reported.redacted],
+        "firstFailure": None if failure is None else {"kind": failure.kind, "pointer": failure.pointer,
+                                                      "message": failure.message},
+        "target": {"provider": diagnosis.target.provider, "api": diagnosis.target.api,
+                   "model": diagnosis.target.model},
+        "estimate": diagnosis.tokens,
+        "notes": [str(note) for note in diagnosis.notes],
+        "files": [SCENARIO, TRANSCRIPT, CASSETTE],
+    }
+
+
+# ---------------------------------------------------------------- the synthesized cassette
+
+
+def _cassette(diagnosis: Diagnosis, description: str) -> Cassette:
+    target = diagnosis.target
+    sent = diagnosis.body is not None
+    body = diagnosis.body if sent else _bare_request(target)
+    events = _reply_events(target, diagnosis.tokens or 1)
+    name, value = _KEY_HEADERS[target.provider]
+    request = Request("POST", _URIS[target.provider], {"content-type": ["application/json"], name: [value]},
+                      compact(wire_body(body or {}, target)).encode())
+    offsets = a_offsets(events) if target.api == "anthropic-messages" else o_offsets(events)
+    response = Response(200, "OK", {"content-type": ["text/event-stream; charset=utf-8"]}, sse_body(events),
+                        event_offsets_ms=offsets)
+    shows = description if sent else (f"{description}. The answer a harness that sends the follow-up anyway "
+                                      "would get (a correct one sends nothing)")
+    meta = Meta(origin="synthesized", provider=target.provider, description=shows,
+                recorded_with=f"replaykit repro {__version__}", extra={"sources": ["replaykit repro"]})
+    return Cassette(interactions=[Interaction(request, response)], meta=meta)
+
+
+def _bare_request(target: Target) -> JSON:
+    """The follow-up alone: what a harness that skipped the broken transcript would send."""
+    if target.api == "anthropic-messages":
+        return {"model": target.model, "max_tokens": RESERVE,
+                "messages": [{"role": "user", "content": PROMPT}]}
+    return {"model": target.model, "input": [{"role": "user", "content": PROMPT}]}
+
+
+def _reply_events(target: Target, tokens: int) -> list[tuple[str, JSON]]:
+    text = {"type": "text", "text": REPLY}
+    if target.api == "anthropic-messages":
+        message = anthropic_message("msg_01replaykitrepro", target.model, [text], anthropic_usage(tokens, 24))
+        return a_stream_events(message, tokens)
+    item = {"id": "msg_replaykitrepro", "type": "message", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "annotations": [], "logprobs": [], "text": REPLY}]}
+    response = openai_response("resp_replaykitrepro", 1_764_662_400, target.model, [item], (tokens, 0, 24),
+                               None, [])
+    return o_stream_events(response)
+
+
+# ---------------------------------------------------------------- the folder
+
+
+def prepare_folder(out: Path) -> str:
+    """Whether ``out`` may be written: ``new``, ``empty`` or ``an earlier repro output`` (its ``repro.json``
+    written by replaykit repro, and no file but the ones it writes); anything else is a UsageError."""
+    if not out.exists():
+        return "new"
+    if not out.is_dir():
+        raise UsageError(located(out, None, "exists and is not a folder", "name a new or empty folder"))
+    found = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    if not found:
+        return "empty"
+    strange = [name for name in found if name not in FILES]
+    if strange or not _earlier(out / SUMMARY):
+        shown = ", ".join(strange[:3]) or ", ".join(found[:3])
+        raise UsageError(located(out, None, f"not empty and not an earlier repro output (holds {shown})",
+                                 "name a new or empty folder (an earlier `replaykit repro` folder is "
+                                 "replaced)"))
+    return "an earlier repro output"
+
+
+def _earlier(summary: Path) -> bool:
+    try:
+        doc = json.loads(summary.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("tool") == "replaykit repro"
+
+
+def leaks(bundle: Bundle) -> list[SecretFinding]:
+    """Every key left in the folder's files (masked): in their text, and in the cassette's traffic."""
+    found = [finding for name, data in bundle.files.items()
+             for finding in scan_text(data.decode("utf-8"), name)]
+    return found + scan(cassette.loads(bundle.files[CASSETTE], CASSETTE, cache=False))
+
+
+def write(out: Path, bundle: Bundle) -> list[Path]:
+    """Write every file of ``bundle`` under ``out``: a new folder appears whole (written beside it, then
+    renamed); into an existing one each file is replaced atomically, the summary last."""
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+        try:
+            _files(staging, bundle)
+            staging.rename(out)
+        except OSError as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise UsageError(located(out, None, f"cannot be written: {exc.strerror or exc}",
+                                     "name a new or empty folder you may write")) from exc
+    else:
+        _files(out, bundle)
+    return [out / name for name in bundle.files]
+
+
+def _files(folder: Path, bundle: Bundle) -> None:
+    for name in sorted(bundle.files, key=lambda name: name == SUMMARY):
+        write_atomic(folder / name, bundle.files[name])

@@ -1,0 +1,133 @@
+"""Where a reported transcript first fails: restore, then projection, then estimation, as a harness runs them.
+
+:func:`diagnose` appends the follow-up prompt a replay sends (a user message, as the reference harness
+appends it), then runs :func:`replaykit.transcript.restore` (a contract violation of
+``contracts/replaykit/transcript.schema.json``), :func:`replaykit.replay.projection` (a projection error)
+and :func:`replaykit.estimate.estimate` (an estimator exception), and stops at the first failure with its
+JSON pointer into the transcript. An exception that names no place is pinned to the first message whose
+inclusion makes it fail (the shortest failing prefix of ``messages``).
+
+The target is the provider, API and model of the last assistant turn (Anthropic ``claude-sonnet-4-6`` when
+there is none), sent the scenario's default ``max_tokens`` (its ``reserve``) as the reference harness does.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from replaykit.errors import LocalRequestError
+from replaykit.estimate import estimate
+from replaykit.redact import safe_message
+from replaykit.replay import Note, Projection, Target, projection
+from replaykit.routes import MODEL_APIS
+from replaykit.transcript import restore
+
+__all__ = ["DEFAULT_MODEL", "PROMPT", "RESERVE", "Diagnosis", "Failure", "diagnose", "follow_up", "target_of"]
+
+JSON = dict[str, Any]
+PROMPT = "Please continue."
+DEFAULT_MODEL = "claude-sonnet-4-6"
+RESERVE = 16384  # the scenario's default reserve: the max_tokens the reference harness sends
+Kind = Literal["contract violation", "projection error", "estimator exception"]
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The first failure: its ``kind``, the JSON ``pointer`` into the transcript, and what is wrong."""
+
+    kind: Kind
+    pointer: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} at {self.pointer or '/'}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """What a replay of the transcript does: the ``failure`` (None: restore, projection and estimate pass),
+    the ``target``, the request ``body`` a correct harness sends for the follow-up (None when it sends
+    none), what the projection leaves out (``notes``) and the ``tokens`` it estimates."""
+
+    target: Target
+    failure: Failure | None = None
+    body: JSON | None = None
+    notes: tuple[Note, ...] = ()
+    tokens: int | None = None
+
+
+def target_of(transcript: object, provider: str | None = None, model: str | None = None) -> Target:
+    """The provider, API and model of the last assistant turn; without one, ``provider`` and ``model`` (the
+    request's), else Anthropic ``claude-sonnet-4-6``."""
+    messages = transcript.get("messages") if isinstance(transcript, dict) else None
+    for message in reversed(messages if isinstance(messages, list) else []):
+        if isinstance(message, dict) and message.get("role") == "assistant" \
+                and message.get("provider") in MODEL_APIS:
+            provider, model = message["provider"], message.get("model") or model
+            break
+    provider = provider if provider in MODEL_APIS else "anthropic"
+    model = model if isinstance(model, str) and model else DEFAULT_MODEL
+    return Target(provider, MODEL_APIS[provider], model, max_tokens=RESERVE)  # type: ignore[arg-type]
+
+
+def follow_up(transcript: JSON, timestamp: float) -> JSON:
+    """``transcript`` with the follow-up prompt appended (a copy)."""
+    grown = copy.deepcopy(transcript)
+    grown["messages"] = [*grown["messages"], {"role": "user", "content": PROMPT, "timestamp": timestamp}]
+    return grown
+
+
+def diagnose(transcript: object, source: str, provider: str | None = None,
+             model: str | None = None) -> Diagnosis:
+    """Restore, project and estimate ``transcript`` with the follow-up prompt; the first failure. The target
+    is :func:`target_of` the transcript (``provider`` and ``model``: the request's, when it came in one)."""
+    target = target_of(transcript, provider, model)
+    try:
+        restored = restore(transcript, source=source)
+    except LocalRequestError as exc:
+        return Diagnosis(target, Failure("contract violation", exc.pointer, _said(exc, source)))
+    grown = follow_up(dict(restored), _last_time(dict(restored)))
+    try:
+        built = projection(grown, target)
+    except LocalRequestError as exc:
+        return Diagnosis(target, Failure("projection error", exc.pointer, _said(exc, source)))
+    try:
+        tokens = estimate(grown, target).tokens
+    except Exception as exc:  # an estimator's defect, whatever it raises, is what is being pinpointed
+        return Diagnosis(target, _estimator_failure(grown, target, exc, source), built.body, built.notes)
+    return _passed(target, built, tokens)
+
+
+def _passed(target: Target, built: Projection, tokens: int) -> Diagnosis:
+    return Diagnosis(target, None, built.body, built.notes, tokens)
+
+
+def _said(exc: Exception, source: str) -> str:
+    """The exception's own message, without the place (said apart) and the file (the input's)."""
+    text = str(exc)
+    if isinstance(exc, LocalRequestError):
+        text = text.removeprefix(f"{exc.phase} error" + (f" at {exc.pointer}" if exc.pointer else "") + ": ")
+    return safe_message(text.removeprefix(f"{source}: "))
+
+
+def _last_time(transcript: JSON) -> float:
+    stamps = [message.get("timestamp") for message in transcript["messages"]
+              if isinstance(message.get("timestamp"), int | float)]
+    return max(stamps, default=0) + 1000
+
+
+def _estimator_failure(grown: JSON, target: Target, exc: Exception, source: str) -> Failure:
+    pointer = getattr(exc, "pointer", "") or _first_failing_message(grown, target)
+    return Failure("estimator exception", pointer, f"{type(exc).__name__}: {_said(exc, source)}")
+
+
+def _first_failing_message(grown: JSON, target: Target) -> str:
+    """``/messages/N``: the first message whose inclusion makes the estimate raise ("" when none does)."""
+    for count in range(1, len(grown["messages"]) + 1):
+        try:
+            estimate({**grown, "messages": grown["messages"][:count]}, target)
+        except Exception:  # the same defect, found on a shorter transcript
+            return f"/messages/{count - 1}"
+    return ""

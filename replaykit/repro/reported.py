@@ -1,0 +1,239 @@
+"""A reported transcript, read: which of the forms users paste it is, redacted, as a neutral transcript.
+
+The forms, told apart by their shape (:func:`read`):
+
+- the neutral transcript (``contracts/replaykit/transcript.schema.json``): an object with ``version``, or
+  with ``messages`` that carry neutral fields (``timestamp``, a ``toolResult`` role);
+- an Anthropic Messages request body (an object with ``messages``) or its bare ``messages`` array;
+- an OpenAI Responses request body (an object with ``input``) or its bare ``input`` array (items with a
+  ``type``, ``input_text`` parts, ``system`` / ``developer`` roles);
+- a JSONL session log of either: one JSON value a line, each a message (or ``{"message": {...}}``, the
+  envelope session logs wrap one in) or a whole request body (then the last one, the fullest conversation).
+
+A bare array of plain ``{role, content: "text"}`` messages fits both APIs; it is read as Anthropic Messages,
+and :attr:`Reported.form` says so. The input is bounded: :data:`MAX_INPUT` bytes, :data:`MAX_LINES` lines,
+JSON nested at most :data:`replaykit.jsondoc.MAX_DEPTH` levels. Every key in it is scrubbed
+(:func:`replaykit.redact.redact_document`) before anything else reads it. A file that is none of these is a
+:class:`~replaykit.errors.UsageError` naming the file, the line or JSON pointer, and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from replaykit import jsondoc
+from replaykit.errors import UsageError, located
+from replaykit.redact import SecretFinding, redact_document
+from replaykit.transcript import ConversionError, from_anthropic_request, from_openai_request
+
+__all__ = ["MAX_INPUT", "MAX_LINES", "TIMESTAMP", "Reported", "read"]
+
+MAX_INPUT = 64 << 20  # bytes: a long session log is a few MB
+MAX_LINES = 100_000
+TIMESTAMP = 1_764_662_400_000  # 2025-12-02T08:00:00Z: the first converted message's time (never "now")
+JSON = dict[str, Any]
+_FIX = ("give a neutral transcript (contracts/replaykit/transcript.schema.json), an Anthropic Messages or "
+        "OpenAI Responses request body, its messages / input array, or a JSONL log of them")
+_OPENAI_ITEMS = frozenset({"message", "function_call", "function_call_output", "reasoning", "web_search_call",
+                           "item_reference", "code_interpreter_call", "file_search_call", "mcp_call"})
+_OPENAI_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file", "refusal"})
+
+
+@dataclass
+class Reported:
+    """What was read: the ``form`` in words, the neutral ``transcript`` (redacted; not yet validated), the
+    keys scrubbed from it (``redacted``, masked), and the ``provider`` and ``model`` of the request it came
+    from (None for a neutral transcript, or a bare list without a model)."""
+
+    path: Path
+    form: str
+    transcript: Any
+    redacted: list[SecretFinding] = field(default_factory=list)
+    provider: str | None = None
+    model: str | None = None
+
+
+def read(path: Path) -> Reported:
+    """Read, redact and convert the reported transcript at ``path`` (see the module docstring)."""
+    text = _text(path)
+    try:
+        doc = jsondoc.loads(text)
+    except jsondoc.TooDeep as exc:
+        raise UsageError(located(path, None, str(exc), "a transcript nests 10-20 levels; this is not one")) \
+            from exc
+    except ValueError as exc:
+        return _jsonl(path, text, exc)
+    scrubbed, found = redact_document(doc, str(path))
+    return _convert(path, scrubbed, found, _same, "")
+
+
+def _text(path: Path) -> str:
+    try:
+        if not path.is_file():
+            raise UsageError(located(path, None, "no such file (or not a regular file)",
+                                     "name the transcript file"))
+        size = path.stat().st_size
+        if size > MAX_INPUT:
+            raise UsageError(located(path, None, f"{size:,} bytes: more than the {MAX_INPUT >> 20} MiB a "
+                                     "reported transcript may have", "cut the log to the failing session"))
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(located(path, None, f"cannot read: {exc.strerror or exc}",
+                                 "check the path")) from exc
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(located(path, f"byte {exc.start}", "not UTF-8 text", "save the transcript as UTF-8 "
+                                 "JSON")) from exc
+
+
+# ---------------------------------------------------------------- one JSON document
+
+
+Place = Callable[[str], str]  # a JSON pointer into the converted document -> the place in the file
+
+
+def _same(pointer: str) -> str:
+    return pointer or "/"
+
+
+def _convert(path: Path, doc: Any, found: list[SecretFinding], place: Place, log: str) -> Reported:
+    """The neutral transcript of one JSON document (a whole file, or the conversation of a JSONL log);
+    ``place`` says where a pointer into ``doc`` is in the file."""
+    if isinstance(doc, dict) and _neutral(doc):
+        return Reported(path, f"{log}neutral transcript", doc, found)
+    if isinstance(doc, dict) and "messages" in doc:
+        return _converted(path, doc, found, place, f"{log}Anthropic Messages request body", "anthropic")
+    if isinstance(doc, dict) and "input" in doc:
+        return _converted(path, doc, found, place, f"{log}OpenAI Responses request body", "openai")
+    if isinstance(doc, list):
+        return _array(path, doc, found, place, log)
+    got = "an object without messages or input" if isinstance(doc, dict) else f"a JSON {_kind(doc)}"
+    raise UsageError(located(path, place(""), f"{got}: not a transcript", _FIX))
+
+
+def _neutral(doc: JSON) -> bool:
+    messages = doc.get("messages")
+    return "version" in doc or (isinstance(messages, list) and any(_neutral_message(m) for m in messages))
+
+
+def _neutral_message(message: object) -> bool:
+    return isinstance(message, dict) and ("timestamp" in message or message.get("role") == "toolResult")
+
+
+def _array(path: Path, items: list[Any], found: list[SecretFinding], place: Place, log: str) -> Reported:
+    if any(_neutral_message(item) for item in items):
+        transcript = {"version": 1, "system": None, "tools": [], "messages": items}
+        return Reported(path, f"{log}neutral messages array", transcript, found)
+    if any(_openai_item(item) for item in items):
+        return _converted(path, items, found, place, f"{log}OpenAI Responses input array", "openai")
+    plain = all(isinstance(item, dict) and isinstance(item.get("content"), str) for item in items)
+    form = "Anthropic messages array" + (" (plain text messages: read as Anthropic Messages)"
+                                         if plain else "")
+    return _converted(path, items, found, place, f"{log}{form}", "anthropic")
+
+
+def _openai_item(item: object) -> bool:
+    if not isinstance(item, dict):
+        return False
+    content = item.get("content")
+    parts = content if isinstance(content, list) else []
+    return (item.get("type") in _OPENAI_ITEMS or item.get("role") in ("system", "developer")
+            or any(isinstance(part, dict) and part.get("type") in _OPENAI_PARTS for part in parts))
+
+
+_CONVERTERS: dict[str, Callable[..., Any]] = {"anthropic": from_anthropic_request,
+                                              "openai": from_openai_request}
+
+
+def _converted(path: Path, doc: Any, found: list[SecretFinding], place: Place, form: str,
+               provider: str) -> Reported:
+    try:
+        transcript = _CONVERTERS[provider](doc, timestamp=TIMESTAMP)
+    except ConversionError as exc:
+        pointer, _, message = str(exc).partition(": ")
+        raise UsageError(located(path, place("" if pointer == "/" else pointer), message,
+                                 f"read as: {form}; fix that value, or give the neutral transcript")) from exc
+    model = doc.get("model") if isinstance(doc, dict) and isinstance(doc.get("model"), str) else None
+    return Reported(path, form, transcript, found, provider, model or None)
+
+
+def _kind(value: object) -> str:
+    return {str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), "null")
+
+
+# ---------------------------------------------------------------- JSONL session logs
+
+
+def _jsonl(path: Path, text: str, error: ValueError) -> Reported:
+    """A JSONL log: one JSON value a line (blank lines skipped); else the whole file's JSON error."""
+    lines = [(number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if len(lines) < 2 or not _parses(lines[0][1]):  # one JSON document, broken: its own error and place
+        raise UsageError(located(path, _where(error), f"not JSON: {_reason(error)}", _FIX)) from error
+    if len(lines) > MAX_LINES:
+        raise UsageError(located(path, None, f"{len(lines):,} lines: more than {MAX_LINES:,}",
+                                 "cut the log to the failing session"))
+    values = [_line(path, number, line) for number, line in lines]
+    scrubbed, found = redact_document([value for _, value in values], str(path))
+    numbers = [number for number, _ in values]
+    found = [replace(finding, field=_on_line(numbers)(finding.field)) for finding in found]
+    numbered = list(zip(numbers, scrubbed, strict=True))
+    bodies = [(number, value) for number, value in numbered if _body(value)]
+    if len(bodies) == len(numbered):
+        number, last = bodies[-1]
+        return _convert(path, last, found, lambda pointer: f"line {number} {pointer}".rstrip(),
+                        "JSONL log, its last line: ")
+    messages = [_message(path, number, value) for number, value in numbered]
+    return _convert(path, messages, found, _on_line(numbers), "JSONL session log: ")
+
+
+def _body(value: object) -> bool:
+    return isinstance(value, dict) and ("messages" in value or "input" in value) and "role" not in value
+
+
+def _on_line(numbers: list[int]) -> Place:
+    """Where a pointer into the list of a log's messages is: ``/3/content`` -> ``line 7 /content``."""
+    def place(pointer: str) -> str:
+        head, _, rest = pointer.lstrip("/").partition("/")
+        if not head.isdigit() or int(head) >= len(numbers):
+            return pointer or "/"
+        return f"line {numbers[int(head)]}" + (f" /{rest}" if rest else "")
+    return place
+
+
+def _parses(line: str) -> bool:
+    try:
+        jsondoc.loads(line)
+    except ValueError:
+        return False
+    return True
+
+
+def _line(path: Path, number: int, line: str) -> tuple[int, Any]:
+    try:
+        return number, jsondoc.loads(line)
+    except ValueError as exc:
+        raise UsageError(located(path, f"line {number}", f"not JSON: {_reason(exc)}",
+                                 "a JSONL log holds one JSON value a line")) from exc
+
+
+def _message(path: Path, number: int, value: Any) -> Any:
+    """A log line's message: itself, or the ``message`` object of its envelope."""
+    if isinstance(value, dict) and isinstance(value.get("message"), dict):
+        return value["message"]
+    if isinstance(value, dict) and ("role" in value or "type" in value):
+        return value
+    raise UsageError(located(path, f"line {number}", "neither a message, a {\"message\": ...} envelope nor a "
+                             "request body", "keep one message (or request body) a line"))
+
+
+def _where(error: ValueError) -> str | None:
+    return f"{error.lineno}:{error.colno}" if isinstance(error, json.JSONDecodeError) else None
+
+
+def _reason(error: ValueError) -> str:
+    return error.msg if isinstance(error, json.JSONDecodeError) else str(error)

@@ -1,0 +1,243 @@
+"""Synthesized provider traffic: the SSE stream of a final response body, event by event.
+
+What ``scripts/synthesize_cassettes`` builds the bundled cassettes with (it adds the SDK type checks), and
+what ``replaykit repro`` builds a reported transcript's cassette with: final response bodies
+(:func:`anthropic_message`, :func:`openai_response`), an Anthropic Messages stream derived
+block by block from a final message (:func:`a_stream_events`), an OpenAI Responses stream derived item by
+item from a final response (:func:`o_stream_events`), plausible per-event time offsets for each
+(:func:`a_offsets`, :func:`o_offsets`) and the ``text/event-stream`` body of the events (:func:`sse_body`).
+Deterministic: the same body gives the same bytes. A cassette holding such traffic is marked
+``origin: synthesized``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from replaykit import sse
+
+__all__ = ["A_DELAY", "O_DELAY", "a_offsets", "a_stream_events", "anthropic_message", "anthropic_usage",
+           "block_events", "chunks", "compact", "item_events", "message_end", "message_start", "o_offsets",
+           "o_stream_events", "openai_response", "sse_body"]
+
+Json = dict[str, Any]
+
+
+def compact(value: Any) -> str:
+    """JSON as the providers send it: compact, UTF-8."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def sse_body(events: list[tuple[str, Json]]) -> bytes:
+    """``event: X`` / ``data: {json}`` blocks, one per event."""
+    return sse.serialize(sse.encode(data=compact(data), event=name) for name, data in events)
+
+
+# ---------------------------------------------------------------- final bodies
+
+
+def anthropic_usage(input_tokens: int, output_tokens: int, searches: int = 0, fetches: int = 0) -> Json:
+    """The final ``usage`` of an Anthropic message (``input_tokens`` includes the search results read)."""
+    return {"input_tokens": input_tokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+            "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+            "output_tokens": output_tokens,
+            "server_tool_use": {"web_search_requests": searches, "web_fetch_requests": fetches},
+            "service_tier": "standard"}
+
+
+def anthropic_message(ident: str, model: str, content: list[Json], usage: Json, stop: str = "end_turn",
+                      container: Json | None = None) -> Json:
+    """A complete Messages response body (``type: message``); ``container`` is the code execution
+    container a turn that ran code reports."""
+    body: Json = {"id": ident, "type": "message", "role": "assistant", "model": model, "content": content}
+    body |= {"container": container} if container else {}
+    return body | {"stop_reason": stop, "stop_sequence": None, "stop_details": None, "usage": usage}
+
+
+def openai_response(ident: str, created: int, model: str, output: list[Json], tokens: tuple[int, int, int],
+                    instructions: str | None, tools: list[Json]) -> Json:
+    """A completed Responses body; ``tokens`` are (input, reasoning, visible output)."""
+    given, reasoning, visible = tokens
+    usage = {"input_tokens": given, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+             "output_tokens": reasoning + visible, "output_tokens_details": {"reasoning_tokens": reasoning},
+             "total_tokens": given + reasoning + visible}
+    return {"id": ident, "object": "response", "created_at": created,
+            "status": "completed", "background": False, "completed_at": created + 9, "error": None,
+            "incomplete_details": None, "instructions": instructions,
+            "max_output_tokens": None, "max_tool_calls": None, "model": model, "output": output,
+            "parallel_tool_calls": True, "previous_response_id": None, "prompt_cache_key": None,
+            "reasoning": {"effort": "medium", "summary": None}, "safety_identifier": None,
+            "service_tier": "default", "store": False, "temperature": 1.0,
+            "text": {"format": {"type": "text"}, "verbosity": "medium"}, "tool_choice": "auto",
+            "tools": tools, "top_logprobs": 0, "top_p": 1.0, "truncation": "disabled", "usage": usage,
+            "user": None, "metadata": {}}
+
+
+# ---------------------------------------------------------------- Anthropic Messages: block by block
+
+A_DELAY = {"message_start": 420.0, "ping": 1.0, "content_block_start": 8.0, "input_json_delta": 35.0,
+           "text_delta": 28.0, "citations_delta": 3.0, "content_block_stop": 2.0, "message_delta": 40.0,
+           "message_stop": 1.0, "error": 2500.0, "web_search_tool_result": 1850.0,
+           "web_fetch_tool_result": 1200.0}
+
+
+def chunks(text: str, words: int = 3) -> list[str]:
+    """``text`` split after every few words (the pieces join back to ``text``)."""
+    parts = re.findall(r"\S+\s*|\s+", text)
+    return ["".join(parts[i:i + words]) for i in range(0, len(parts), words)] or [""]
+
+
+def _delta(index: int, delta: Json) -> tuple[str, Json]:
+    return "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+
+
+def _called_by_code(block: Json) -> bool:
+    """A server tool call made by the model's code: it arrives whole in content_block_start, no deltas."""
+    return bool(block.get("caller", {}).get("type", "direct") != "direct")
+
+
+def _start_block(block: Json) -> Json:
+    if block["type"] == "text":
+        return {"type": "text", "text": ""} | ({"citations": []} if "citations" in block else {})
+    if block["type"] in ("server_tool_use", "tool_use") and not _called_by_code(block):
+        return {**block, "input": {}}
+    return block  # search and fetch results (and calls made by code) arrive whole
+
+
+def _block_deltas(index: int, block: Json) -> list[tuple[str, Json]]:
+    if block["type"] == "text":
+        cites = [_delta(index, {"type": "citations_delta", "citation": c})
+                 for c in block.get("citations", [])]
+        return cites + [_delta(index, {"type": "text_delta", "text": t}) for t in chunks(block["text"])]
+    if block["type"] in ("server_tool_use", "tool_use") and not _called_by_code(block):
+        raw = json.dumps(block["input"], ensure_ascii=False)
+        pieces = [""] + [raw[i:i + 12] for i in range(0, len(raw), 12)]
+        return [_delta(index, {"type": "input_json_delta", "partial_json": p}) for p in pieces]
+    return []
+
+
+def block_events(index: int, block: Json) -> list[tuple[str, Json]]:
+    """``content_block_start``, its deltas, ``content_block_stop``."""
+    start = ("content_block_start", {"type": "content_block_start", "index": index,
+                                      "content_block": _start_block(block)})
+    stop = ("content_block_stop", {"type": "content_block_stop", "index": index})
+    return [start, *_block_deltas(index, block), stop]
+
+
+def message_start(message: Json, prompt_tokens: int) -> tuple[str, Json]:
+    """``message_start``: the message head with empty content and the prompt-only usage."""
+    usage = {k: v for k, v in message["usage"].items() if k != "server_tool_use"}
+    usage.update(input_tokens=prompt_tokens, output_tokens=3)
+    head = {"model": message["model"], "id": message["id"], "type": "message", "role": "assistant",
+            "content": [], "stop_reason": None, "stop_sequence": None, "stop_details": None, "usage": usage}
+    return "message_start", {"type": "message_start", "message": head}
+
+
+def message_end(message: Json) -> list[tuple[str, Json]]:
+    """``message_delta`` (stop reason, cumulative usage) and ``message_stop``."""
+    final = message["usage"]
+    usage = {k: final[k] for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+                                   "output_tokens", "server_tool_use")}
+    delta = {"stop_reason": message["stop_reason"], "stop_sequence": None, "stop_details": None}
+    delta |= {"container": message["container"]} if "container" in message else {}
+    return [("message_delta", {"type": "message_delta", "delta": delta, "usage": usage}),
+            ("message_stop", {"type": "message_stop"})]
+
+
+def a_stream_events(message: Json, prompt_tokens: int) -> list[tuple[str, Json]]:
+    """The whole stream of ``message``, with one ``ping`` after the first block starts."""
+    events = [message_start(message, prompt_tokens)]
+    for index, block in enumerate(message["content"]):
+        events += block_events(index, block)
+        if index == 0:
+            events.insert(2, ("ping", {"type": "ping"}))
+    return events + message_end(message)
+
+
+def a_offsets(events: list[tuple[str, Json]]) -> list[float]:
+    """Plausible, increasing per-event time offsets (search results take longest)."""
+    offsets: list[float] = []
+    clock = 0.0
+    for name, data in events:
+        kind = data.get("delta", {}).get("type") or data.get("content_block", {}).get("type") or name
+        clock += A_DELAY.get(kind, A_DELAY.get(name, 5.0))
+        offsets.append(round(clock, 1))
+    return offsets
+
+
+# ---------------------------------------------------------------- OpenAI Responses: item by item
+
+O_DELAY = {"response.created": 310.0, "response.in_progress": 2.0, "response.output_item.added": 15.0,
+           "response.output_item.done": 2.0, "response.web_search_call.in_progress": 2.0,
+           "response.web_search_call.searching": 5.0, "response.web_search_call.completed": 1600.0,
+           "response.content_part.added": 5.0, "response.output_text.delta": 22.0,
+           "response.output_text.annotation.added": 1.0, "response.output_text.done": 2.0,
+           "response.content_part.done": 1.0, "response.completed": 30.0}
+
+
+def _item_start(item: Json) -> Json:
+    if item["type"] == "web_search_call" and "action" not in item:
+        return {**item, "status": "in_progress"}
+    if item["type"] == "web_search_call":
+        action = item["action"] if item["action"]["type"] != "search" else {"type": "search"}
+        return {**item, "status": "in_progress", "action": action}
+    if item["type"] == "message":
+        return {**item, "status": "in_progress", "content": []}
+    return item
+
+
+def _where(index: int, item: Json) -> Json:
+    return {"item_id": item["id"], "output_index": index}
+
+
+def _search_events(index: int, item: Json) -> list[tuple[str, Json]]:
+    return [(f"response.web_search_call.{step}", _where(index, item))
+            for step in ("in_progress", "searching", "completed")]
+
+
+def _text_events(index: int, item: Json) -> list[tuple[str, Json]]:
+    part = item["content"][0]
+    where = _where(index, item) | {"content_index": 0}
+    events = [("response.content_part.added", where | {"part": {**part, "annotations": [], "text": ""}})]
+    pending = list(enumerate(part["annotations"]))
+    written = 0
+    for piece in chunks(part["text"], words=2):
+        events.append(("response.output_text.delta", where | {"delta": piece, "logprobs": []}))
+        written += len(piece)
+        while pending and pending[0][1]["end_index"] <= written:
+            number, note = pending.pop(0)
+            events.append(("response.output_text.annotation.added",
+                           where | {"annotation": note, "annotation_index": number}))
+    events.append(("response.output_text.done", where | {"text": part["text"], "logprobs": []}))
+    return [*events, ("response.content_part.done", where | {"part": part})]
+
+
+def item_events(index: int, item: Json) -> list[tuple[str, Json]]:
+    """``output_item.added``, the item's own events, ``output_item.done``."""
+    middle = {"web_search_call": _search_events, "message": _text_events}.get(item["type"])
+    events = [("response.output_item.added", {"output_index": index, "item": _item_start(item)})]
+    events += middle(index, item) if middle else []
+    return [*events, ("response.output_item.done", {"output_index": index, "item": item})]
+
+
+def o_stream_events(response: Json) -> list[tuple[str, Json]]:
+    """Every event of the stream of ``response``, numbered by ``sequence_number``."""
+    start = {**response, "status": "in_progress", "completed_at": None, "output": [], "usage": None}
+    events = [("response.created", {"response": start}), ("response.in_progress", {"response": start})]
+    for index, item in enumerate(response["output"]):
+        events += item_events(index, item)
+    events.append(("response.completed", {"response": response}))
+    return [(name, {"type": name, "sequence_number": n, **data}) for n, (name, data) in enumerate(events)]
+
+
+def o_offsets(events: list[tuple[str, Json]]) -> list[float]:
+    """Plausible, increasing per-event time offsets."""
+    clock, offsets = 0.0, []
+    for name, data in events:
+        item = data.get("item", {})
+        slow = name == "response.output_item.done" and item.get("type") == "reasoning"
+        clock += 900.0 if slow else O_DELAY.get(name, 5.0)
+        offsets.append(round(clock, 1))
+    return offsets

@@ -1,0 +1,296 @@
+"""A provider request's conversation into a neutral transcript: Anthropic ``messages`` and OpenAI ``input``.
+
+A request body (or its bare ``messages`` / ``input`` list) holds the whole conversation a harness sent:
+user turns, assistant turns as the provider returned them, tool results. Assistant turns go through the
+response converters (:func:`~replaykit.transcript.from_anthropic`, :func:`~replaykit.transcript.from_openai`),
+so their blocks map exactly as a recorded answer's do (search blocks keep ``raw``; unknown blocks become
+opaque ``providerBlock``\\s). A request carries no usage: assistant turns get zero usage (nothing to anchor
+an estimate on) and stopReason ``stop`` (``toolUse`` when they call a tool).
+
+Timestamps are the caller's: message ``n`` gets ``timestamp + n`` (milliseconds), keeping their order.
+The system prompt (``system``, or OpenAI ``instructions`` and ``system`` / ``developer`` messages) becomes
+``system``; the hosted web search tool becomes the ``hostedSearch`` tool and function tools their neutral
+form; other provider tools (code execution...) are left out. What cannot be converted raises
+:class:`~replaykit.transcript.ConversionError` naming the JSON pointer of the value at fault.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from replaykit.pointer import json_pointer
+from replaykit.transcript.anthropic_messages import from_anthropic
+from replaykit.transcript.model import JSON, ConversionError, Message, Tool, Transcript, UserBlock
+from replaykit.transcript.openai_responses import from_openai
+
+__all__ = ["from_anthropic_request", "from_openai_request"]
+
+
+def _fail(parts: list[str | int], message: str) -> ConversionError:
+    return ConversionError(f"{json_pointer(parts) or '/'}: {message}")
+
+
+def _list(value: object, parts: list[str | int], what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _fail(parts, f"{what} must be a list, not {type(value).__name__}")
+    return value
+
+
+def _conversation(doc: object, key: str) -> tuple[JSON, list[Any], list[str | int]]:
+    """The request body (``{}`` for a bare list) and its ``key`` list, with the pointer prefix of the list."""
+    if isinstance(doc, list):
+        return {}, doc, []
+    if not isinstance(doc, dict):
+        raise _fail([], f"a request body (an object with {key}) or its {key} list, not {type(doc).__name__}")
+    return doc, _list(doc.get(key), [key], key), [key]
+
+
+def _transcript(system: str | None, tools: list[Tool], messages: list[Message]) -> Transcript:
+    return {"version": 1, "system": system, "tools": tools, "messages": messages}
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+# ---------------------------------------------------------------- Anthropic Messages
+
+
+def from_anthropic_request(doc: object, *, timestamp: int) -> Transcript:
+    """An Anthropic Messages request body, or its ``messages`` list, as a neutral transcript."""
+    body, messages, prefix = _conversation(doc, "messages")
+    out: list[Message] = []
+    names: dict[str, str] = {}
+    for index, raw in enumerate(messages):
+        at = [*prefix, index]
+        message = _object(raw, at)
+        for converted in _anthropic_turn(message, at, body, names, timestamp):
+            converted["timestamp"] = timestamp + len(out)  # one wire message may make several
+            out.append(converted)
+    return _transcript(_anthropic_system(body.get("system")), _anthropic_tools(body.get("tools")), out)
+
+
+def _object(value: object, at: list[str | int]) -> JSON:
+    if not isinstance(value, dict):
+        raise _fail(at, f"a message must be an object, not {type(value).__name__}")
+    return value
+
+
+def _anthropic_turn(message: JSON, at: list[str | int], body: JSON, names: dict[str, str],
+                    stamp: int) -> Iterator[Message]:
+    role, content = message.get("role"), message.get("content")
+    if role == "user" and isinstance(content, str):
+        yield {"role": "user", "content": content, "timestamp": stamp}
+        return
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else _list(
+        content, [*at, "content"], "content")
+    if role == "assistant":
+        yield _anthropic_assistant(blocks, at, body, names, stamp)
+    elif role == "user":
+        yield from _anthropic_user(blocks, at, names, stamp)
+    else:
+        raise _fail([*at, "role"], f"role {role!r}: an Anthropic message is user or assistant")
+
+
+def _anthropic_assistant(blocks: list[Any], at: list[str | int], body: JSON, names: dict[str, str],
+                         stamp: int) -> Message:
+    calls = [block for block in blocks if isinstance(block, dict) and block.get("type") == "tool_use"]
+    names.update({str(call.get("id")): str(call.get("name")) for call in calls})
+    answer = {"content": blocks, "model": body.get("model"),
+              "stop_reason": "tool_use" if calls else "end_turn"}
+    try:
+        return from_anthropic(answer, timestamp=stamp)
+    except ConversionError as exc:
+        raise _fail([*at, "content"], str(exc)) from exc
+
+
+def _anthropic_user(blocks: list[Any], at: list[str | int], names: dict[str, str],
+                    stamp: int) -> Iterator[Message]:
+    """The user's blocks as one user message; each ``tool_result`` as a toolResult message before it."""
+    said: list[UserBlock] = []
+    for number, raw in enumerate(blocks):
+        where = [*at, "content", number]
+        block = _object(raw, where)
+        if block.get("type") == "tool_result":
+            ident = str(block.get("tool_use_id"))
+            result = block.get("content")
+            content = result if isinstance(result, str) else [
+                _anthropic_user_block(item, [*where, "content", n]) for n, item in enumerate(
+                    _list(result or [], [*where, "content"], "a tool result's content"))]
+            yield {"role": "toolResult", "toolCallId": ident, "toolName": names.get(ident, ""),
+                   "content": content, "isError": bool(block.get("is_error")), "timestamp": stamp}
+        else:
+            said.append(_anthropic_user_block(block, where))
+    if said or not blocks:
+        yield {"role": "user", "content": said, "timestamp": stamp}
+
+
+def _anthropic_user_block(raw: object, at: list[str | int]) -> UserBlock:
+    block = _object(raw, at)
+    if block.get("type") == "text":
+        return {"type": "text", "text": _text(block.get("text"))}
+    source = block.get("source")
+    if block.get("type") == "image" and isinstance(source, dict) and source.get("type") == "base64":
+        return {"type": "image", "data": _text(source.get("data")),
+                "mimeType": _text(source.get("media_type"))}
+    raise _fail([*at, "type"], f"a user block of type {block.get('type')!r} has no neutral form "
+                               "(text, base64 image and tool_result do)")
+
+
+def _anthropic_system(system: object) -> str | None:
+    if isinstance(system, list):
+        return "\n\n".join(_text(block.get("text")) for block in system if isinstance(block, dict)) or None
+    return system if isinstance(system, str) and system else None
+
+
+def _anthropic_tools(tools: object) -> list[Tool]:
+    out: list[Tool] = []
+    for tool in tools if isinstance(tools, list) else []:
+        if not isinstance(tool, dict):
+            continue
+        if str(tool.get("type", "")).startswith("web_search_"):
+            out.append(_hosted_search(tool.get("max_uses"), tool.get("allowed_domains"),
+                                      tool.get("blocked_domains")))
+        elif "input_schema" in tool and isinstance(tool.get("name"), str):
+            out.append(_function(tool["name"], tool.get("description"), tool.get("input_schema")))
+    return out
+
+
+def _hosted_search(max_uses: object, allowed: object, blocked: object) -> Tool:
+    tool: JSON = {"type": "hostedSearch"}
+    if isinstance(max_uses, int) and not isinstance(max_uses, bool):
+        tool["maxUses"] = max_uses
+    for key, value in (("allowedDomains", allowed), ("blockedDomains", blocked)):
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            tool[key] = list(value)
+    return tool  # type: ignore[return-value]
+
+
+def _function(name: str, description: object, parameters: object) -> Tool:
+    schema = copy.deepcopy(parameters) if isinstance(parameters, dict) else {"type": "object"}
+    tool: JSON = {"type": "function", "name": name, "parameters": schema}
+    if isinstance(description, str):
+        tool["description"] = description
+    return tool  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------- OpenAI Responses
+
+_USER_ROLES = ("user", "system", "developer")
+
+
+def from_openai_request(doc: object, *, timestamp: int, provider: str = "openai") -> Transcript:
+    """An OpenAI Responses request body, or its ``input`` list, as a neutral transcript (``provider``:
+    ``openai`` or ``azure``). Consecutive assistant items (messages, reasoning, function and search calls)
+    make one assistant message; ``system`` and ``developer`` messages join ``instructions`` as the system."""
+    if isinstance(doc, dict) and isinstance(doc.get("input"), str):
+        doc = {**doc, "input": [{"role": "user", "content": doc["input"]}]}
+    body, items, prefix = _conversation(doc, "input")
+    system = [body["instructions"]] if isinstance(body.get("instructions"), str) else []
+    state = _OpenAITurns(body, provider, timestamp)
+    for index, raw in enumerate(items):
+        at = [*prefix, index]
+        item = _object(raw, at)
+        if item.get("role") in _USER_ROLES and item.get("type", "message") == "message":
+            state.flush()
+            text_or_blocks = _openai_user_content(item.get("content"), [*at, "content"])
+            if item["role"] != "user":
+                system.append(text_or_blocks if isinstance(text_or_blocks, str) else "\n".join(
+                    _text(block.get("text")) for block in text_or_blocks))
+                continue
+            state.add({"role": "user", "content": text_or_blocks, "timestamp": state.stamp()})
+        elif item.get("type") == "function_call_output":
+            state.flush()
+            state.tool_result(item, at)
+        else:
+            state.pending.append((_openai_output_item(item), at))
+    state.flush()
+    return _transcript("\n\n".join(part for part in system if part) or None,
+                       _openai_tools(body.get("tools")), state.messages)
+
+
+class _OpenAITurns:
+    """The messages built so far, and the assistant items waiting to make one assistant message."""
+
+    def __init__(self, body: JSON, provider: str, timestamp: int) -> None:
+        self.body, self.provider, self.timestamp = body, provider, timestamp
+        self.messages: list[Message] = []
+        self.pending: list[tuple[JSON, list[str | int]]] = []
+        self.names: dict[str, str] = {}
+
+    def stamp(self) -> int:
+        return self.timestamp + len(self.messages)
+
+    def add(self, message: Message) -> None:
+        self.messages.append(message)
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        items, first = [item for item, _ in self.pending], self.pending[0][1]
+        self.names.update({str(item.get("call_id")): str(item.get("name")) for item in items
+                           if item.get("type") == "function_call"})
+        response = {"status": "completed", "output": items, "model": self.body.get("model")}
+        try:
+            self.add(from_openai(response, timestamp=self.stamp(), provider=self.provider))
+        except ConversionError as exc:
+            raise _fail(first, str(exc)) from exc
+        self.pending = []
+
+    def tool_result(self, item: JSON, at: list[str | int]) -> None:
+        ident = str(item.get("call_id"))
+        output = item.get("output")
+        content = output if isinstance(output, str) else _openai_user_content(output, [*at, "output"])
+        self.add({"role": "toolResult", "toolCallId": ident, "toolName": self.names.get(ident, ""),
+                  "content": content, "isError": False, "timestamp": self.stamp()})
+
+
+def _openai_output_item(item: JSON) -> JSON:
+    """An assistant item as a response's output item: an assistant message written as input (``{role,
+    content}`` without ``type``, or with ``input_text`` / plain string content) gets the output form."""
+    if item.get("role") != "assistant" or item.get("type", "message") != "message":
+        return item
+    content = item.get("content")
+    if isinstance(content, str):
+        parts: list[Any] = [{"type": "output_text", "text": content, "annotations": []}]
+    else:
+        parts = [{**part, "type": "output_text"} if _input_text(part) else part for part in content or []]
+    return {**item, "type": "message", "content": parts}
+
+
+def _input_text(part: object) -> bool:
+    return isinstance(part, dict) and part.get("type") == "input_text"
+
+
+def _openai_user_content(content: object, at: list[str | int]) -> str | list[UserBlock]:
+    if isinstance(content, str):
+        return content
+    blocks: list[UserBlock] = []
+    for number, raw in enumerate(_list(content, at, "content")):
+        part = _object(raw, [*at, number])
+        if part.get("type") in ("input_text", "output_text", "text"):
+            blocks.append({"type": "text", "text": _text(part.get("text"))})
+        elif part.get("type") == "input_image" and _text(part.get("image_url")).startswith("data:"):
+            head, _, data = _text(part.get("image_url")).partition(",")
+            blocks.append({"type": "image", "data": data, "mimeType": head[5:].split(";")[0]})
+        else:
+            raise _fail([*at, number, "type"], f"a user part of type {json.dumps(part.get('type'))} has no "
+                                               "neutral form (input_text and data: input_image do)")
+    return blocks
+
+
+def _openai_tools(tools: object) -> list[Tool]:
+    out: list[Tool] = []
+    for tool in tools if isinstance(tools, list) else []:
+        if not isinstance(tool, dict):
+            continue
+        if str(tool.get("type", "")).startswith("web_search"):
+            filters = tool.get("filters")
+            allowed = filters.get("allowed_domains") if isinstance(filters, dict) else None
+            out.append(_hosted_search(None, allowed, None))
+        elif tool.get("type") == "function" and isinstance(tool.get("name"), str):
+            out.append(_function(tool["name"], tool.get("description"), tool.get("parameters")))
+    return out

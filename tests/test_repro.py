@@ -1,0 +1,307 @@
+"""replaykit.repro: each input form detected, bad input refused with its place, the first failure pinpointed,
+keys scrubbed (or nothing written), the folder policy, and the scenarios it writes replaying the bundled
+bad transcripts' defects: failing on the matching mutant, passing on the reference."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from test_redact import planted
+
+from replaykit import cassette, contracts
+from replaykit.errors import LocalRequestError, UsageError
+from replaykit.repro import KeyLeft, bundle, reproduce
+from replaykit.repro import diagnosis as diagnosis_module
+from replaykit.repro import reported as reported_module
+from replaykit.repro.bundle import CASSETTE, FILES, SCENARIO, SUMMARY, TRANSCRIPT
+from replaykit.repro.diagnosis import diagnose
+from replaykit.repro.reported import read
+from replaykit.resources import data_dir
+from replaykit.scenario import DEFAULT_TARGET, Target, load, run_scenario
+from replaykit.verify import verify_file
+
+JSON = dict[str, Any]
+BUNDLED = data_dir("scenarios") / "transcripts"
+QUESTION = "When was Python 3.13 released?"
+SEARCH_CALL = {"type": "server_tool_use", "id": "srvtoolu_01abc", "name": "web_search",
+               "input": {"query": "python 3.13 release"}}
+SEARCH_RESULT = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01abc", "content": [
+    {"type": "web_search_result", "url": "https://www.python.org/downloads/release/python-3130/",
+     "title": "Python 3.13.0", "encrypted_content": "EqOpaque", "page_age": None}]}
+ANTHROPIC_MESSAGES = [{"role": "user", "content": QUESTION},
+                      {"role": "assistant", "content": [SEARCH_CALL, SEARCH_RESULT,
+                                                        {"type": "text", "text": "October 7, 2024."}]},
+                      {"role": "user", "content": "And 3.14?"}]
+OPENAI_INPUT = [{"role": "user", "content": QUESTION},
+                {"id": "ws_1", "type": "web_search_call", "status": "completed",
+                 "action": {"type": "search", "query": "python 3.13 release"}},
+                {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
+                 "content": [{"type": "output_text", "text": "October 7, 2024.", "annotations": []}]}]
+
+
+def _file(tmp_path: Path, name: str, doc: object) -> Path:
+    path = tmp_path / name
+    path.write_text(doc if isinstance(doc, str) else json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def _jsonl(tmp_path: Path, name: str, lines: list[object]) -> Path:
+    return _file(tmp_path, name, "\n".join(json.dumps(line) for line in lines) + "\n")
+
+
+# ---------------------------------------------------------------- each form detected
+
+FORMS: list[tuple[str, object, str, str]] = [
+    ("neutral.json", json.loads((BUNDLED / "midstream-disconnect.json").read_text()), "neutral transcript",
+     ""),
+    ("body.json", {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": ANTHROPIC_MESSAGES},
+     "Anthropic Messages request body", "anthropic"),
+    ("messages.json", ANTHROPIC_MESSAGES, "Anthropic messages array", "anthropic"),
+    ("responses.json", {"model": "gpt-5", "input": OPENAI_INPUT}, "OpenAI Responses request body", "openai"),
+    ("input.json", OPENAI_INPUT, "OpenAI Responses input array", "openai"),
+]
+
+
+@pytest.mark.parametrize(("name", "doc", "form", "provider"), FORMS, ids=[row[0] for row in FORMS])
+def test_each_form_is_detected(tmp_path: Path, name: str, doc: object, form: str, provider: str) -> None:
+    found = read(_file(tmp_path, name, doc))
+    assert found.form == form
+    assert found.provider == (provider or None)
+    assert contracts.validate("replaykit.transcript", found.transcript) == []
+
+
+def test_a_jsonl_log_of_messages_envelopes_or_request_bodies_is_detected(tmp_path: Path) -> None:
+    plain = read(_jsonl(tmp_path, "plain.jsonl", ANTHROPIC_MESSAGES))
+    wrapped = read(_jsonl(tmp_path, "wrapped.jsonl", [{"type": m["role"], "message": m, "uuid": str(n)}
+                                                      for n, m in enumerate(ANTHROPIC_MESSAGES)]))
+    openai = read(_jsonl(tmp_path, "openai.jsonl", OPENAI_INPUT))
+    bodies = read(_jsonl(tmp_path, "bodies.jsonl", [{"model": "m", "messages": ANTHROPIC_MESSAGES[:1]},
+                                                    {"model": "m", "messages": ANTHROPIC_MESSAGES}]))
+    assert plain.form == wrapped.form == "JSONL session log: Anthropic messages array"
+    assert plain.transcript == wrapped.transcript
+    assert openai.form == "JSONL session log: OpenAI Responses input array"
+    assert bodies.form == "JSONL log, its last line: Anthropic Messages request body"
+    assert len(bodies.transcript["messages"]) == len(plain.transcript["messages"]) == 3
+
+
+def test_plain_text_messages_fit_both_apis_and_say_which_was_chosen(tmp_path: Path) -> None:
+    found = read(_file(tmp_path, "plain.json", [{"role": "user", "content": "hi"}]))
+    assert found.form == "Anthropic messages array (plain text messages: read as Anthropic Messages)"
+
+
+# ---------------------------------------------------------------- bad input
+
+
+BAD: list[tuple[str, str, str]] = [
+    ("broken.json", '{"messages": [\n  {"role": "user",}\n]}', r"broken\.json:2:\d+: not JSON: "),
+    ("scalar.json", "42", r"scalar\.json:/: a JSON number: not a transcript; give a neutral transcript"),
+    ("other.json", '{"hello": 1}', r"other\.json:/: an object without messages or input: not a transcript"),
+    ("role.json", '{"messages": [{"role": "tool", "content": "x"}]}',
+     r"role\.json:/messages/0/role: role 'tool': an Anthropic message is user or assistant; read as: "),
+    ("log.jsonl", '{"role": "user", "content": "a"}\n{"role": "user", "content": "b"\n',
+     r"log\.jsonl:line 2: not JSON: "),
+    ("kinds.jsonl", '{"role": "user", "content": "a"}\n[1]\n',
+     r"kinds\.jsonl:line 2: neither a message"),
+    ("block.jsonl", '{"role": "user", "content": "a"}\n{"role": "user", "content": [{"type": "document"}]}\n',
+     r"block\.jsonl:line 2 /content/0/type: a user block of type 'document' has no neutral form"),
+    ("deep.json", "[" * 300 + "]" * 300, r"deep\.json: JSON nested deeper than 128 levels"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "message"), BAD, ids=[row[0] for row in BAD])
+def test_bad_input_is_one_usage_error_naming_the_file_and_the_place(tmp_path: Path, name: str, text: str,
+                                                                     message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        read(_file(tmp_path, name, text))
+
+
+def test_input_is_bounded_in_size_and_must_be_utf8(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reported_module, "MAX_INPUT", 64)
+    with pytest.raises(UsageError, match=r"big\.json: 1,000 bytes: more than"):
+        read(_file(tmp_path, "big.json", " " * 1000))
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(b'{"messages": [{"role": "user", "content": "caf\xe9"}]}')
+    with pytest.raises(UsageError, match=r"latin\.json:byte 46: not UTF-8"):
+        read(latin)
+    with pytest.raises(UsageError, match=r"missing\.json: no such file"):
+        read(tmp_path / "missing.json")
+
+
+# ---------------------------------------------------------------- the first failure
+
+
+def test_a_contract_violation_is_pinpointed_by_its_pointer() -> None:
+    found = diagnose(json.loads((BUNDLED / "invalid-search-container.json").read_text()), "x.json")
+    assert found.failure is not None
+    assert (found.failure.kind, found.failure.pointer) == ("contract violation", "/messages/1/content")
+    assert found.failure.message.startswith("expected array, got an object")
+    assert found.body is None
+
+
+def test_a_projection_error_is_pinpointed(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(transcript: object, target: object) -> None:
+        raise LocalRequestError("no such block", phase="validation", pointer="/messages/0/content/0")
+
+    monkeypatch.setattr(diagnosis_module, "projection", refuse)
+    found = diagnose(json.loads((BUNDLED / "midstream-disconnect.json").read_text()), "x.json")
+    assert str(found.failure) == "projection error at /messages/0/content/0: no such block"
+
+
+def test_an_estimator_exception_without_a_place_is_pinned_to_the_first_message_that_makes_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    real = diagnosis_module.estimate
+
+    def assumes_name(transcript: JSON, target: Any) -> Any:  # the defect of estimator-assumes-name
+        for message in transcript["messages"]:
+            for block in message["content"] if isinstance(message["content"], list) else []:
+                assert block["type"] == "text" or block["name"]
+        return real(transcript, target)
+
+    monkeypatch.setattr(diagnosis_module, "estimate", assumes_name)
+    found = diagnose(json.loads((BUNDLED / "example-nameless-search-block.json").read_text()), "x.json")
+    assert found.failure is not None
+    assert (found.failure.kind, found.failure.pointer) == ("estimator exception", "/messages/1")
+    assert found.failure.message.startswith("KeyError: ")
+
+
+def test_a_valid_transcript_gives_the_request_and_the_estimate() -> None:
+    found = diagnose(json.loads((BUNDLED / "example-nameless-search-block.json").read_text()), "x.json")
+    assert found.failure is None
+    assert found.tokens == 10056  # the anchor's 10,051 + the follow-up prompt
+    assert found.body is not None
+    assert found.body["messages"][-1] == {"role": "user", "content": "Please continue."}
+
+
+# ---------------------------------------------------------------- what is written
+
+
+def test_the_folder_holds_a_valid_scenario_the_transcript_and_a_synthesized_cassette(tmp_path: Path) -> None:
+    done = reproduce(BUNDLED / "code-execution-search-replay.json", tmp_path / "out")
+    out = tmp_path / "out"
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == sorted(FILES)
+    scenario = load(out / SCENARIO)  # valid by contracts/replaykit/scenario.schema.json, paths resolved
+    assert scenario.transcript == json.loads((BUNDLED / "code-execution-search-replay.json").read_text())
+    tape = cassette.load(out / CASSETTE)
+    assert tape.meta.origin == "synthesized" and tape.interactions[0].response.is_stream
+    assert verify_file(out / CASSETTE).ok
+    assert tape.interactions[0].request.json()["messages"] == done.diagnosis.body["messages"]  # type: ignore
+    summary = json.loads((out / SUMMARY).read_text())
+    assert summary["firstFailure"] is None and summary["estimate"] == done.diagnosis.tokens
+
+
+def test_a_planted_key_never_reaches_the_written_files(tmp_path: Path) -> None:
+    keys = [planted()["anthropic"][0], planted()["openai"][0]]
+    messages = [{"role": "user", "content": f"my key is {keys[0]}, use it"},
+                {"role": "assistant", "content": [{"type": "text", "text": f"noted: {keys[1]}"}]},
+                {"role": "user", "content": [{"type": "text", "text": "api_key: " + keys[0]}]}]
+    body = {"model": "claude-sonnet-4-6", "messages": messages, "metadata": {"api_key": keys[1]}}
+    done = reproduce(_file(tmp_path, "leaky.json", body), tmp_path / "out")
+    written = b"".join(path.read_bytes() for path in (tmp_path / "out").rglob("*") if path.is_file())
+    assert written and not any(key.encode() in written or key[8:40].encode() in written for key in keys)
+    fields = {finding.field for finding in done.reported.redacted}
+    assert fields >= {"/messages/0/content", "/metadata/api_key"}
+    assert all(key not in finding.excerpt for finding in done.reported.redacted for key in keys)
+    assert b"REDACTED" in (tmp_path / "out" / TRANSCRIPT).read_bytes()
+
+
+def test_a_key_that_survives_redaction_stops_every_write(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    key = planted()["anthropic"][0]
+    monkeypatch.setattr(reported_module, "redact_document", lambda doc, file: (doc, []))  # a broken scrub
+    with pytest.raises(KeyLeft) as refused:
+        reproduce(_file(tmp_path, "leaky.json", [{"role": "user", "content": key}]), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    assert key not in str(refused.value) and "survived redaction" in str(refused.value)
+    assert {finding.file for finding in refused.value.findings} >= {TRANSCRIPT, CASSETTE}
+
+
+def test_a_folder_holding_other_files_is_refused_an_earlier_repro_output_is_replaced(tmp_path: Path) -> None:
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.md").write_text("mine")
+    refused = r"busy: not empty and not an earlier repro output \(holds notes\.md\)"
+    with pytest.raises(UsageError, match=refused):
+        reproduce(BUNDLED / "retry-529.json", tmp_path / "busy")
+    assert sorted(p.name for p in (tmp_path / "busy").iterdir()) == ["notes.md"]
+    first = reproduce(BUNDLED / "retry-529.json", tmp_path / "out")
+    again = reproduce(BUNDLED / "invalid-search-container.json", tmp_path / "out")
+    assert (first.folder, again.folder) == ("new", "an earlier repro output")
+    assert load(tmp_path / "out" / SCENARIO).name == "repro-invalid-search-container"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UsageError, match="exists and is not a folder"):
+        reproduce(BUNDLED / "retry-529.json", tmp_path / "file")
+
+
+# ---------------------------------------------------------------- the bundled bad transcripts, replayed
+
+#: Each bundled transcript that carries a defect's trigger, and the mutants of the reference that defect is.
+MATCHING: dict[str, tuple[str, ...]] = {
+    "example-nameless-search-block": ("estimator-assumes-name", "timestamp-refresh-invalidates-usage",
+                                      "usage-double-count", "search-dropped-on-replay"),
+    "invalid-search-container": ("accept-corrupt-container",),
+    "display-only-search-record": ("reject-display-only",),
+    "code-execution-search-replay": ("opaque-block-dropped",),
+    "cjk-near-budget": ("no-cjk-correction",),
+    "midstream-disconnect": ("reject-nameless-legacy", "internal-fields-leak"),
+}
+#: The others' defects are in the traffic their scenarios inject (a 529, a 400, a stall), not the transcript.
+FAULT_ONLY = {"retry-529", "no-retry-400", "stall-idle-timeout", "search-instruction-change"}
+
+
+def test_every_bundled_transcript_is_either_bad_or_fault_only() -> None:
+    assert {path.stem for path in BUNDLED.glob("*.json")} == set(MATCHING) | FAULT_ONLY
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(MATCHING))
+def test_a_bundled_bad_transcript_fails_on_its_mutant_and_passes_on_the_reference(tmp_path: Path,
+                                                                                 name: str) -> None:
+    reproduce(BUNDLED / f"{name}.json", tmp_path / name)
+    scenario, target = load(tmp_path / name / SCENARIO), Target.parse(DEFAULT_TARGET)
+    reference = run_scenario(scenario, target)
+    assert reference.passed, reference.failure_text()
+    for mutant in MATCHING[name]:
+        assert not run_scenario(scenario, target, mutant=mutant).passed, f"{mutant} survives {name}"
+
+
+def test_the_scenario_names_what_a_correct_harness_sends(tmp_path: Path) -> None:
+    reproduce(BUNDLED / "example-nameless-search-block.json", tmp_path / "out")
+    expected = yaml.safe_load((tmp_path / "out" / SCENARIO).read_text())["expectations"]
+    assert expected["estimates"] == [{"step": 0, "min": 10056, "max": 10257}]
+    assert {"request": 1, "pointer": "/messages/*/content/*/tool_use_id",
+            "equals": "srvtoolu_019GzQboCgE9wgfMG1dDQuKH"} in expected["reaches"]
+    assert {"pointer": "/systemHistory"} in expected["neverReaches"]
+
+
+def test_a_new_folder_appears_whole_or_not_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[Path] = []
+
+    def full_disk(path: Path, data: bytes) -> None:
+        calls.append(path)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+    monkeypatch.setattr(bundle, "write_atomic", full_disk)
+    with pytest.raises(UsageError, match=r"out: cannot be written: No space left on device"):
+        reproduce(BUNDLED / "retry-529.json", tmp_path / "out")
+    assert sorted(path.name for path in tmp_path.iterdir()) == []  # neither the folder nor its staging copy
+
+
+def test_keys_in_a_jsonl_log_are_reported_by_line(tmp_path: Path) -> None:
+    key = planted()["anthropic"][0]
+    found = read(_jsonl(tmp_path, "log.jsonl", [{"role": "user", "content": "hi"},
+                                                {"role": "user", "content": f"key {key}"}]))
+    assert [(finding.field, finding.kind) for finding in found.redacted] == [("line 2 /content", "anthropic")]
+    assert key not in json.dumps(found.transcript)
+
+
+def test_a_request_without_an_assistant_turn_targets_its_own_provider_and_model(tmp_path: Path) -> None:
+    done = reproduce(_file(tmp_path, "ask.json", {"model": "gpt-5-mini", "input": "hi"}), tmp_path / "out")
+    assert (done.diagnosis.target.provider, done.diagnosis.target.model) == ("openai", "gpt-5-mini")
+    assert cassette.load(tmp_path / "out" / CASSETTE).interactions[0].request.uri.endswith("/v1/responses")
+    assert diagnose({"version": 1, "messages": []}, "x").target.model == "claude-sonnet-4-6"
