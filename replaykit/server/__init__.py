@@ -12,10 +12,10 @@ Point an application, in any language, at it instead of the real API::
 
 ``FakeProvider(cassettes=(), *, host="127.0.0.1", port=0, timing="fast", strict=False,
 enforce_contracts=False, allow_remote=False, match_on=(), volatile=DEFAULT_VOLATILE, repeat=False,
-faults=(), profile=None, journal_file=None, journal_bodies="head", header_timeout=60, body_timeout=60,
-max_connections=256, max_body=256 MiB, watch=None)`` runs an aiohttp server in a background thread with its
-own event loop, on loopback and a free port by default (a non-loopback ``host`` is refused unless
-``allow_remote``).
+faults=(), profile=None, journal_file=None, journal_bodies="head", journal_window=10_000, header_timeout=60,
+body_timeout=60, max_connections=256, max_body=256 MiB, watch=None)`` runs an aiohttp server in a background
+thread with its own event loop, on loopback and a free port by default (a non-loopback ``host`` is refused
+unless ``allow_remote``).
 It is a context manager; ``start()`` / ``stop()`` do the same by hand. A cassette whose compressed body
 decodes past ``max_body`` bytes, or whose YAML aliases expand like a bomb, is refused when loaded.
 
@@ -88,7 +88,8 @@ prints and counts them; what it raises is re-raised like the server's own errors
 journal as an append-only JSON Lines log, emptied at ``start()``, with each entry written and flushed when its
 request is done (a crash loses at most the requests in flight; temporary files of an atomic write killed
 halfway are removed at start). An entry keeps the first 64 KiB of a request body, with the length and SHA-256
-of the whole (``journal_bodies="full"``: every byte); matching sees the whole body.
+of the whole (``journal_bodies="full"``: every byte); matching sees the whole body. The journal in memory is
+the last ``journal_window`` entries (``journal_dropped`` counts those that left it; the file has them all).
 
 Over HTTP, the admin API (:mod:`~replaykit.server.admin`, never journaled): ``GET /__replaykit/journal``,
 ``GET /__replaykit/unused``, ``POST /__replaykit/reset``, ``POST /__replaykit/faults``,

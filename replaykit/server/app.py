@@ -195,7 +195,7 @@ def _timestamp(now: float) -> str:
 
 def _entry(state: State, received: Received) -> Entry:
     now = _timestamp(time.time())
-    body = body_fields(received.body, received.json, received.sha256, state.journal.bodies)
+    body = body_fields(received.body, received.sha256, state.journal.bodies)
     return Entry(
         state.seq,
         now,

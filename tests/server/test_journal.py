@@ -181,7 +181,7 @@ def test_concurrent_requests_get_distinct_sequence_numbers(serve: Any) -> None:
 def test_journal_entries_keep_arrival_order() -> None:
     journal = Journal()
     for seq in (2, 3, 1):
-        journal.append(Entry(seq, "t", None, "r", "GET", "/", {}, {}, None))
+        journal.append(Entry(seq, "t", None, "r", "GET", "/", {}, {}))
     assert [e.seq for e in journal.entries()] == [1, 2, 3]
 
 
@@ -312,7 +312,7 @@ def test_journal_bodies_full_keeps_every_byte(serve: Any) -> None:
 
 
 def _entry(**fields: Any) -> Entry:
-    return Entry(3, "t", "anthropic", "anthropic.messages", "POST", "/v1/messages", {}, {}, None, **fields)
+    return Entry(3, "t", "anthropic", "anthropic.messages", "POST", "/v1/messages", {}, {}, **fields)
 
 
 def test_an_entry_on_one_line_says_what_answered() -> None:
