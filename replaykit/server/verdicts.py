@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from replaykit import contracts, sse
@@ -78,6 +79,7 @@ class _Verdicts:
 
 
 _VERDICTS = _Verdicts()
+_RESPONSES = _Verdicts()  # the verdicts of recorded responses, by contract and body digest
 
 
 def _rows(found: list[contracts.Violation]) -> list[Row]:
@@ -131,12 +133,29 @@ def response_violations(received: Received, slot: Slot | None, plan: Plan,
     else:
         key = f"violations:{route.contracts.response}:{profile.name}"
         if key not in slot.memo:
-            slot.memo[key] = _checked(route, plan, profile)
+            slot.memo[key] = _shared(key, slot, lambda: _checked(route, plan, profile))
         rows = slot.memo[key]
     if rows is None:
         plan.notes.append(f"response contracts not checked: the body has {sum(map(len, plan.chunks))} "
                           f"bytes, over the {CHECK_LIMIT} byte limit; run `replaykit verify` on the cassette")
         return []
+    return list(rows)
+
+
+def _shared(key: str, slot: Slot, check: Callable[[], list[Row] | None]) -> list[Row] | None:
+    """``check()`` for ``slot``'s recorded response, or the rows of an identical response checked already
+    (a cassette that repeats one response 1,000 times is checked once), by ``key`` and the body's SHA-256."""
+    body = slot.interaction.response.body
+    if len(body) > CHECK_LIMIT:
+        return check()  # not checked: the plan gets a note
+    shared = (key, hashlib.sha256(body).hexdigest())
+    rows = _RESPONSES.get(shared)
+    if rows is None:
+        found = check()
+        if found is None:
+            return None
+        rows = tuple(found)
+        _RESPONSES.put(shared, rows)
     return list(rows)
 
 
