@@ -66,9 +66,10 @@ How it is served (:mod:`~replaykit.server.streaming`): SSE one HTTP chunk per re
 keeps up, such as httpx ``iter_raw()``, reads one chunk per event), at ``timing`` ``fast``, ``recorded`` (the
 cassette's ``event_offsets_ms``) or ``fixed:<ms>``; other bodies with their recorded headers minus framing and
 encoding ones (bodies are held decoded; the server frames them). In ``fast`` timing, when no fault makes
-the stream wait and it fits one client read (64 KiB), the chunks go to the socket together, in writes under
-16 KiB that end at chunk boundaries; otherwise, and in ``recorded`` and ``fixed`` timing, each event is
-written and sent on its own, at its time: no client waits for bytes the server already has.
+the stream wait, the chunks go to the socket together, in writes of at most one client read (64 KiB) that
+end at chunk boundaries, the headers with the first and the final chunk with the last: a response up to
+64 KiB is one write. Otherwise, and in ``recorded`` and ``fixed`` timing, each event is written and sent on
+its own, at its time: no client waits for bytes the server already has.
 
 Faults (:mod:`~replaykit.server.faults`): ``inject(fault)`` takes a :class:`Fault`, a ``--fault`` spec string
 or a mapping; ``faults`` lists them; see that module for the kinds.
