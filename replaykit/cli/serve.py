@@ -4,10 +4,11 @@ Prints each provider's base URL (with ``--json``, one JSON line ``{"anthropic": 
 "azure": ..., "cloudflare": ...}``) and serves until SIGINT or SIGTERM, then prints a one-line summary on
 stderr. ``--journal FILE`` is emptied at start and gets one JSON line per request as each completes
 (flushed: a crash loses at most the requests in flight); ``--journal-bodies full`` keeps whole request bodies
-in it (default: the first 64 KiB, with the length and SHA-256 of the whole). Faults come from ``--fault SPEC``
-(repeatable, e.g. ``route=anthropic,nth=1,status=429,retry_after=0``) and ``--faults FILE`` (YAML or JSON, a
-list of fault objects). ``--header-timeout``, ``--body-timeout`` and ``--max-connections`` bound slow and
-numerous clients (see :mod:`replaykit.server.connections`).
+in it (default: the first 64 KiB, with the length and SHA-256 of the whole); ``--journal-window N`` is how
+many entries ``GET /__replaykit/journal`` keeps (the last N; the file gets every one). Faults come from
+``--fault SPEC`` (repeatable, e.g. ``route=anthropic,nth=1,status=429,retry_after=0``) and ``--faults FILE``
+(YAML or JSON, a list of fault objects). ``--header-timeout``, ``--body-timeout`` and ``--max-connections``
+bound slow and numerous clients (see :mod:`replaykit.server.connections`).
 
 A request that matched no interaction, or that an interaction with a different body answered, gets a line on
 stderr as it completes (``-v``: every request does: :meth:`replaykit.server.Entry.summary`). Exit 0 after a
@@ -29,14 +30,14 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from replaykit.cli import EXIT_FINDINGS, EXIT_OK, add_max_body, cassette_args
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK, add_max_body, cassette_args, positive
 from replaykit.contracts import PROFILES
 from replaykit.errors import CassetteError, UsageError
 from replaykit.server import Entry, FakeProvider, Fault, load_faults
 from replaykit.server.app import ADMIN_PREFIX
 from replaykit.server.connections import BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS
 from replaykit.server.faults import kinds_help
-from replaykit.server.journal import JOURNAL_BODIES
+from replaykit.server.journal import JOURNAL_BODIES, WINDOW
 from replaykit.server.matching import BUILTIN_MATCHERS
 
 __all__ = ["register", "run"]
@@ -75,6 +76,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--journal-bodies", choices=JOURNAL_BODIES, default="head",
                         help="head (default): journal the first 64 KiB of each request body, with the length "
                              "and SHA-256 of the whole; full: every byte")
+    parser.add_argument("--journal-window", type=positive, default=WINDOW, metavar="N",
+                        help=f"keep the last N journal entries in memory, for GET {ADMIN_PREFIX}/journal "
+                             f"(default {WINDOW}; its x-replaykit-journal-dropped header counts the others; "
+                             "--journal gets every entry)")
     parser.add_argument(
         "--timing",
         default="fast",
@@ -122,7 +127,8 @@ def build(args: argparse.Namespace, watch: Callable[[Entry], None] | None = None
                             strict=args.strict, enforce_contracts=args.enforce_contracts,
                             allow_remote=args.allow_remote, match_on=match_on, repeat=args.repeat,
                             faults=_faults(args), profile=args.profile, journal_file=args.journal,
-                            journal_bodies=args.journal_bodies, header_timeout=args.header_timeout,
+                            journal_bodies=args.journal_bodies, journal_window=args.journal_window,
+                            header_timeout=args.header_timeout,
                             body_timeout=args.body_timeout, max_connections=args.max_connections,
                             max_body=args.max_body, watch=watch)
     except CassetteError as exc:  # a cassette named on the command line: the user's input, exit 2

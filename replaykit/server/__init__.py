@@ -12,10 +12,10 @@ Point an application, in any language, at it instead of the real API::
 
 ``FakeProvider(cassettes=(), *, host="127.0.0.1", port=0, timing="fast", strict=False,
 enforce_contracts=False, allow_remote=False, match_on=(), volatile=DEFAULT_VOLATILE, repeat=False,
-faults=(), profile=None, journal_file=None, journal_bodies="head", header_timeout=60, body_timeout=60,
-max_connections=256, max_body=256 MiB, watch=None)`` runs an aiohttp server in a background thread with its
-own event loop, on loopback and a free port by default (a non-loopback ``host`` is refused unless
-``allow_remote``).
+faults=(), profile=None, journal_file=None, journal_bodies="head", journal_window=10_000, header_timeout=60,
+body_timeout=60, max_connections=256, max_body=256 MiB, watch=None)`` runs an aiohttp server in a background
+thread with its own event loop, on loopback and a free port by default (a non-loopback ``host`` is refused
+unless ``allow_remote``).
 It is a context manager; ``start()`` / ``stop()`` do the same by hand. A cassette whose compressed body
 decodes past ``max_body`` bytes, or whose YAML aliases expand like a bomb, is refused when loaded.
 
@@ -66,9 +66,10 @@ How it is served (:mod:`~replaykit.server.streaming`): SSE one HTTP chunk per re
 keeps up, such as httpx ``iter_raw()``, reads one chunk per event), at ``timing`` ``fast``, ``recorded`` (the
 cassette's ``event_offsets_ms``) or ``fixed:<ms>``; other bodies with their recorded headers minus framing and
 encoding ones (bodies are held decoded; the server frames them). In ``fast`` timing, when no fault makes
-the stream wait and it fits one client read (64 KiB), the chunks go to the socket together, in writes under
-16 KiB that end at chunk boundaries; otherwise, and in ``recorded`` and ``fixed`` timing, each event is
-written and sent on its own, at its time: no client waits for bytes the server already has.
+the stream wait, the chunks go to the socket together, in writes of at most one client read (64 KiB) that
+end at chunk boundaries, the headers with the first and the final chunk with the last: a response up to
+64 KiB is one write. Otherwise, and in ``recorded`` and ``fixed`` timing, each event is written and sent on
+its own, at its time: no client waits for bytes the server already has.
 
 Faults (:mod:`~replaykit.server.faults`): ``inject(fault)`` takes a :class:`Fault`, a ``--fault`` spec string
 or a mapping; ``faults`` lists them; see that module for the kinds.
@@ -88,7 +89,8 @@ prints and counts them; what it raises is re-raised like the server's own errors
 journal as an append-only JSON Lines log, emptied at ``start()``, with each entry written and flushed when its
 request is done (a crash loses at most the requests in flight; temporary files of an atomic write killed
 halfway are removed at start). An entry keeps the first 64 KiB of a request body, with the length and SHA-256
-of the whole (``journal_bodies="full"``: every byte); matching sees the whole body.
+of the whole (``journal_bodies="full"``: every byte); matching sees the whole body. The journal in memory is
+the last ``journal_window`` entries (``journal_dropped`` counts those that left it; the file has them all).
 
 Over HTTP, the admin API (:mod:`~replaykit.server.admin`, never journaled): ``GET /__replaykit/journal``,
 ``GET /__replaykit/unused``, ``POST /__replaykit/reset``, ``POST /__replaykit/faults``,

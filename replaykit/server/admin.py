@@ -5,7 +5,9 @@ the message naming the endpoint, the JSON pointer of the bad value and the fix (
 there are (a 404 for a path under ``/__replaykit/`` that is none of them, a 405 for a method it does not
 take)::
 
-    GET    /__replaykit/journal        the journal, one object per request (journal-entry.schema.json)
+    GET    /__replaykit/journal        the journal, one object per request (journal-entry.schema.json): the
+                                       last entries (the window); the x-replaykit-journal-dropped header
+                                       says how many left it, x-replaykit-journal-window how many it holds
     GET    /__replaykit/unused         interactions not delivered whole since the last reset
     POST   /__replaykit/reset          forget the journal, the counters, the faults and what was served
     POST   /__replaykit/faults         add faults: a fault object or a list of them
@@ -44,10 +46,13 @@ from replaykit.resources import find_cassette
 from replaykit.server.app import ADMIN_PREFIX, Host, State, Unreadable, read_body
 from replaykit.server.faults import Fault, fault_at, faults_from, faults_json
 
-__all__ = ["ENDPOINTS", "answer", "posted_faults", "posted_interaction", "posted_load"]
+__all__ = ["DROPPED_HEADER", "ENDPOINTS", "WINDOW_HEADER", "answer", "posted_faults", "posted_interaction",
+           "posted_load"]
 
 Handler = Callable[[web.BaseRequest, State], Awaitable[web.StreamResponse]]
 
+DROPPED_HEADER = "x-replaykit-journal-dropped"  # entries that left the journal's window
+WINDOW_HEADER = "x-replaykit-journal-window"  # entries the window holds at most
 _FAULTS = f"POST {ADMIN_PREFIX}/faults"
 _FAULTS_FIX = 'send a fault object or a list of them, e.g. [{"kind": "status", "status": 429}]'
 _LOAD = f"POST {ADMIN_PREFIX}/cassettes"
@@ -159,7 +164,10 @@ async def _body(request: web.BaseRequest, state: State, where: str) -> bytes:
 
 
 async def _journal(request: web.BaseRequest, state: State) -> web.Response:
-    return web.json_response(state.journal.to_json())
+    journal = state.journal
+    entries = journal.to_json()
+    headers = {DROPPED_HEADER: str(journal.dropped), WINDOW_HEADER: str(journal.window)}
+    return web.json_response(entries, headers=headers)
 
 
 async def _reset(request: web.BaseRequest, state: State) -> web.Response:

@@ -54,7 +54,7 @@ from replaykit.server.matching import (
     near_text,
 )
 from replaykit.server.plan import Plan, Timing, error_plan, plan_for, recorded_batches, recorded_chunks
-from replaykit.server.streaming import Progress, deliver
+from replaykit.server.streaming import Progress, Writer, deliver
 
 __all__ = ["ADMIN_PREFIX", "MAX_BODY", "Handler", "Host", "Settings", "State", "Unreadable", "make_server",
            "read_body", "refusal"]
@@ -195,7 +195,7 @@ def _timestamp(now: float) -> str:
 
 def _entry(state: State, received: Received) -> Entry:
     now = _timestamp(time.time())
-    body = body_fields(received.body, received.json, received.sha256, state.journal.bodies)
+    body = body_fields(received.body, received.sha256, state.journal.bodies)
     return Entry(
         state.seq,
         now,
@@ -479,7 +479,9 @@ def make_server(state: State, admin: Handler | None = None, **options: Any) -> S
     def build(
         message: Any, payload: Any, protocol: Any, writer: Any, task: asyncio.Task[None]
     ) -> web.BaseRequest:
-        return web.BaseRequest(message, payload, protocol, writer, task, loop, client_max_size=MAX_BODY)
+        # replaykit's writer in place of aiohttp's: one write per response whose whole answer is known
+        ours = Writer(protocol, loop)
+        return web.BaseRequest(message, payload, protocol, ours, task, loop, client_max_size=MAX_BODY)
 
     def malformed(request: web.BaseRequest, message: str) -> web.StreamResponse:
         return refusal(state, request, 400, "malformed", f"the request could not be parsed: {message}")

@@ -6,30 +6,37 @@ and index) or the near misses when none did, the body diff against the recording
 status served, how far the response got (``chunks``, ``outcome``) and the contract violations of the request
 and of the response. ``Entry.to_json()`` is valid against ``contracts/replaykit/journal-entry.schema.json``.
 
-Bodies (:func:`body_fields`): an entry keeps the parsed JSON body, else its text, with the whole body's
-``body_bytes`` and ``body_sha256``. By default (``bodies="head"``) a body over :data:`BODY_HEAD` bytes is cut
-to its first 64 KiB, kept as text (a cut body does not parse) with ``body_truncated`` true: four 50 MB
-uploads do not hold 200 MB in the journal. ``bodies="full"`` keeps every byte. Matching always sees the
-whole body; only the journal's copy is cut.
+Bodies (:func:`body_fields`): an entry keeps the body's bytes as received (``Entry.raw``, the request's own
+bytes object, not a copy) with the whole body's ``body_bytes`` and ``body_sha256``; ``Entry.body`` reads
+them as the parsed JSON, else the text, when asked (no parsed copy is held per entry). By default
+(``bodies="head"``) a body over :data:`BODY_HEAD` bytes is cut to its first 64 KiB, read as text (a cut
+body does not parse) with ``body_truncated`` true: four 50 MB uploads do not hold 200 MB in the journal.
+``bodies="full"`` keeps every byte. Matching always sees the whole body; only the journal's copy is cut.
 
 Verdicts are cached (:mod:`~replaykit.server.verdicts`): a request body already seen on the same contract
 (SDK retries, test suites sending the same request) gets a copy of its earlier ``request_violations``
 instead of being validated again, and an unaltered replay's ``response_violations`` are computed once per
-interaction. The entries are the same as without the caches.
+interaction. The entries are the same as without the caches; they share the cached rows (read them, do not
+change them).
 
 Verdicts: ``served`` (a recorded interaction answered), ``unmatched`` (none did: the near misses say why),
 ``fault`` (a ``status`` fault answered), ``invalid`` (refused under ``enforce_contracts``), ``malformed``
 (a request that could not be parsed, answered 400), ``timeout`` (a body that stopped arriving, answered 408)
 or ``error`` (replaykit failed while handling it; the exception is re-raised in the caller's thread).
 
-:class:`Journal` is thread-safe: the server thread appends, any thread reads. Its file
+:class:`Journal` is thread-safe: the server thread appends, any thread reads. It holds a bounded window in
+memory: the last ``window`` entries (:data:`WINDOW` by default; ``replaykit serve --journal-window``), older
+ones dropped and counted (``dropped``; ``GET /__replaykit/journal`` says it in its
+``x-replaykit-journal-dropped`` header), so a server under sustained load keeps a flat memory and a flat
+tail latency whatever the count of requests. Its file
 (:meth:`Journal.open_log`; ``FakeProvider(journal_file=...)``, ``replaykit serve --journal``) is an
 append-only JSON Lines log: each entry is written, and flushed, when its outcome is known (before the last
 bytes of its response leave, as it enters the journal; in the order requests finish), so a crash loses at
 most the requests in flight. An entry whose outcome changes after that (the client left during the last
 write) is written again: the last line of a ``seq`` is the final one. Opening the file empties it (a new
-session) and removes the temporary files an atomic write killed halfway left beside it. ``reset`` forgets
-the entries in memory, not the lines written.
+session) and removes the temporary files an atomic write killed halfway left beside it; it holds every
+entry, the window only the last ones. ``reset`` forgets the entries in memory and the count dropped, not the
+lines written.
 """
 
 from __future__ import annotations
@@ -40,20 +47,23 @@ import json
 import os
 import re
 import threading
-from dataclasses import asdict, dataclass, field
+from collections import deque
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
-from replaykit.cassette import stale_temporaries, write_atomic
+from replaykit.cassette import body_json, stale_temporaries, write_atomic
 from replaykit.errors import UsageError, located
 from replaykit.server.diff import brief
 from replaykit.server.matching import near_text
 
-__all__ = ["BODY_HEAD", "EMPTY_SHA256", "JOURNAL_BODIES", "SCHEMA_ID", "Entry", "Journal", "body_fields"]
+__all__ = ["BODY_HEAD", "EMPTY_SHA256", "JOURNAL_BODIES", "SCHEMA_ID", "WINDOW", "Entry", "Journal",
+           "body_fields"]
 
 SCHEMA_ID = "https://replaykit.dev/contracts/replaykit/journal-entry.schema.json"
 BODY_HEAD = 64 << 10  # bytes of a request body an entry keeps unless bodies="full"
 JOURNAL_BODIES = ("head", "full")
+WINDOW = 10_000  # entries the journal keeps in memory by default (the file gets every one)
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 _OLD_CHECK = re.compile(r"\.replaykit-journal-check\.[a-z0-9_]{8}")  # earlier `serve --journal` checks
 
@@ -69,7 +79,7 @@ class Entry:
     path: str
     query: dict[str, list[str]]
     headers: dict[str, str]
-    body: Any
+    raw: bytes = b""
     body_bytes: int = 0
     body_sha256: str = EMPTY_SHA256
     body_truncated: bool = False
@@ -88,9 +98,23 @@ class Entry:
     response_violations: list[dict[str, Any]] = field(default_factory=list)
     duration_ms: float = 0.0
 
+    @property
+    def body(self) -> Any:
+        """The request body kept: parsed JSON, else its text, else None when empty; the text of the first
+        :data:`BODY_HEAD` bytes when ``body_truncated``. Read from ``raw`` at each call."""
+        if not self.raw:
+            return None
+        if self.body_truncated:  # the text of the first BODY_HEAD bytes, less a character they split
+            return codecs.getincrementaldecoder("utf-8")("replace").decode(self.raw)
+        parsed = body_json(self.raw)
+        return parsed if parsed is not None else self.raw.decode("utf-8", "replace")
+
     def to_json(self) -> dict[str, Any]:
-        """The entry as a JSON object (valid against the journal-entry contract)."""
-        return asdict(self)
+        """The entry as a JSON object (valid against the journal-entry contract): ``body`` in place of
+        ``raw``; the lists and dicts are the entry's own (serialize them, do not change them)."""
+        data = {name: getattr(self, name) for name in _FIELDS}
+        data["body"] = self.body
+        return data
 
     def summary(self) -> str:
         """The entry on one bounded line (``replaykit serve -v`` prints it): method, path, status, the
@@ -113,17 +137,17 @@ class Entry:
             f"; faults: {', '.join(applied)}" if applied else "")
 
 
-def body_fields(raw: bytes, parsed: Any, sha256: str, bodies: str = "head") -> dict[str, Any]:
-    """What an entry keeps of the request body ``raw`` (``parsed``: its JSON, or None; ``sha256``: its hex
-    digest): ``body``, ``body_bytes``, ``body_sha256`` and ``body_truncated`` (see the module docstring)."""
+# the contract's key order: ``body`` where the dataclass has ``raw``
+_FIELDS = tuple("body" if f.name == "raw" else f.name for f in fields(Entry))
+
+
+def body_fields(raw: bytes, sha256: str, bodies: str = "head") -> dict[str, Any]:
+    """What an entry keeps of the request body ``raw`` (``sha256``: its hex digest): ``raw`` (the very bytes,
+    or the first :data:`BODY_HEAD` of them), ``body_bytes``, ``body_sha256`` and ``body_truncated`` (see the
+    module docstring)."""
     cut = bodies == "head" and len(raw) > BODY_HEAD
-    if cut:  # the text of the first BODY_HEAD bytes, less a character they split
-        body: Any = codecs.getincrementaldecoder("utf-8")("replace").decode(raw[:BODY_HEAD])
-    elif parsed is not None or not raw:
-        body = parsed
-    else:
-        body = raw.decode("utf-8", "replace")
-    return {"body": body, "body_bytes": len(raw), "body_sha256": sha256, "body_truncated": cut}
+    return {"raw": raw[:BODY_HEAD] if cut else raw, "body_bytes": len(raw), "body_sha256": sha256,
+            "body_truncated": cut}
 
 
 def _open_log(path: str | os.PathLike[str]) -> IO[bytes]:
@@ -150,33 +174,44 @@ def _remove_leftovers(target: Path) -> None:
 class Journal:
     """Entries in arrival order; safe to append from the server thread while other threads read.
 
-    ``bodies`` (``head`` or ``full``) is how much of each request body an entry keeps (:func:`body_fields`).
+    ``bodies`` (``head`` or ``full``) is how much of each request body an entry keeps (:func:`body_fields`);
+    ``window`` how many entries it keeps in memory (the last ones; ``dropped`` counts the others).
     """
 
-    def __init__(self, bodies: str = "head") -> None:
+    def __init__(self, bodies: str = "head", window: int = WINDOW) -> None:
         if bodies not in JOURNAL_BODIES:
             raise UsageError(f"journal_bodies={bodies!r} must be one of {', '.join(JOURNAL_BODIES)}")
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise UsageError(f"journal_window={window!r} must be a whole number of entries, 1 or more")
         self.bodies = bodies
+        self.window = window
+        self.dropped = 0
         self._lock = threading.Lock()
-        self._entries: list[Entry] = []
+        self._entries: deque[Entry] = deque()
         self._log: IO[bytes] | None = None
 
     def append(self, entry: Entry) -> None:
-        """Record one entry (entries are kept sorted by ``seq``)."""
+        """Record one entry, kept in ``seq`` order; past the window, the oldest is dropped (and counted)."""
         with self._lock:
-            self._entries.append(entry)
-            if len(self._entries) > 1 and self._entries[-2].seq > entry.seq:
-                self._entries.sort(key=lambda e: e.seq)
+            entries = self._entries
+            if len(entries) >= self.window:
+                entries.popleft()
+                self.dropped += 1
+            place = len(entries)
+            while place and entries[place - 1].seq > entry.seq:  # finished out of order: a step or two back
+                place -= 1
+            entries.insert(place, entry)
 
     def entries(self) -> list[Entry]:
-        """A copy of the entries so far."""
+        """A copy of the entries in the window."""
         with self._lock:
             return list(self._entries)
 
     def clear(self) -> None:
-        """Forget every entry."""
+        """Forget every entry, and the count dropped."""
         with self._lock:
             self._entries.clear()
+            self.dropped = 0
 
     def open_log(self, path: str | os.PathLike[str]) -> None:
         """Start the journal file at ``path``, empty (see the module docstring); :meth:`log` appends to it."""

@@ -28,6 +28,10 @@ only the cassettes NAME names (:func:`is_named`: the file name, with or without 
 it, or the label) and ``x-replaykit-interaction: N`` only their interaction N (0-based). The matchers still
 apply, and an interaction already served is not served again unless ``repeat``.
 
+The order candidates are tried in is kept per route (:class:`Queue`: the route's slots by how often each was
+taken, each level in recorded order), updated as a slot is taken or given back, so choosing costs the same
+whatever the count of interactions loaded, also with ``repeat``.
+
 Every match records a structured diff (JSON pointers) of the body received against the one recorded; a
 request nothing matches gets the nearest candidates (near misses) with the matchers that refused them and
 their diffs (:func:`near_text` puts the nearest in words).
@@ -35,6 +39,7 @@ their diffs (:func:`near_text` puts the nearest in words).
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -56,6 +61,7 @@ __all__ = [
     "Match",
     "Matcher",
     "Pool",
+    "Queue",
     "Received",
     "Slot",
     "is_named",
@@ -132,6 +138,7 @@ class Slot:
     taken: int = 0
     served: int = 0
     served_total: int = 0
+    rank: int = field(default=0, repr=False)  # its place among the slots of its route (set by the Pool)
     _json: list[Any] = field(default_factory=list, repr=False)
     memo: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -229,6 +236,40 @@ def _builtin(name: str, ignore: tuple[Pattern, ...]) -> _Check:
     return _Check(name, checks[name])
 
 
+def _rank(slot: Slot) -> int:
+    return slot.rank
+
+
+class Queue:
+    """The slots of one route in the order they are tried: by how often each was taken, then in recorded
+    order (``levels``: taken count -> slots). Kept up to date by :meth:`move`, not sorted per request."""
+
+    __slots__ = ("levels",)
+
+    def __init__(self, slots: Iterable[Slot]) -> None:
+        self.levels: dict[int, list[Slot]] = {}
+        for slot in sorted(slots, key=_rank):
+            self.levels.setdefault(slot.taken, []).append(slot)
+
+    def order(self, repeat: bool) -> Iterator[Slot]:
+        """The slots never taken, in order; with ``repeat``, then the others, least taken first."""
+        if not repeat:
+            yield from self.levels.get(0, ())
+            return
+        for taken in sorted(self.levels):  # a level or two: the least taken are always taken first
+            yield from self.levels[taken]
+
+    def move(self, slot: Slot, was: int) -> None:
+        """Put ``slot``, taken ``was`` times before and ``slot.taken`` times now, at its new place."""
+        if was == slot.taken:
+            return
+        level = self.levels[was]
+        del level[bisect.bisect_left(level, slot.rank, key=_rank)]
+        if not level:
+            del self.levels[was]
+        bisect.insort(self.levels.setdefault(slot.taken, []), slot, key=_rank)
+
+
 def _user(matcher: Matcher) -> _Check:
     name = getattr(matcher, "__name__", type(matcher).__name__)
     return _Check(name, lambda r, s: bool(matcher(r, s.interaction.request)))
@@ -265,21 +306,34 @@ class Pool:
         self._slots = slots
         self._by_route: dict[str, list[Slot]] = {}
         self._by_cassette: dict[str, list[Slot]] = {}
+        self._failing: dict[str, bool] = {}
         for slot in slots:
-            self._by_route.setdefault(slot.route.name, []).append(slot)
+            on_route = self._by_route.setdefault(slot.route.name, [])
+            slot.rank = len(on_route)
+            on_route.append(slot)
             self._by_cassette.setdefault(slot.cassette, []).append(slot)
+        self._queues = {route: Queue(on_route) for route, on_route in self._by_route.items()}
 
     def match(self, received: Received) -> Match:
         """Choose and take the interaction for ``received``; see the module docstring."""
-        on_route = self._by_route.get(received.route.name, [])
+        route = received.route.name
+        on_route = self._by_route.get(route, [])
         chosen, refusal = self._chosen(received, on_route)
-        slot = self._pick(received, chosen)
+        whole = chosen is on_route and route in self._queues  # no x-replaykit-* header narrowed it
+        slot = self._pick(received, self._queues[route].order(self.repeat) if whole else self._order(chosen))
         if slot is None:
             reason = refusal or self._reason(received, chosen)
             near = self._near(received, chosen or on_route or self.slots)
             return Match(None, near_misses=near, reason=reason)
-        slot.taken += 1
+        self._count(slot, slot.taken + 1)
         return Match(slot, [] if self._body_checked else _body_diff(received, slot, self.ignore, 50))
+
+    def _count(self, slot: Slot, taken: int) -> None:
+        """Set how often ``slot`` was taken, keeping its route's :class:`Queue` in step."""
+        was, slot.taken = slot.taken, taken
+        on_route = self._by_route.get(slot.route.name, [])
+        if slot.rank < len(on_route) and on_route[slot.rank] is slot:  # still loaded (not unloaded meanwhile)
+            self._queues[slot.route.name].move(slot, was)
 
     def _chosen(self, received: Received, on_route: list[Slot]) -> tuple[list[Slot], str]:
         """The slots the ``x-replaykit-*`` headers leave (all without them), and why none is left."""
@@ -299,11 +353,12 @@ class Pool:
         return kept, "" if kept else (f"{INTERACTION_HEADER}: no interaction {int(number)} on route "
                                       f"{received.route.name} in {name or 'the cassettes loaded'}")
 
-    def _pick(self, received: Received, slots: list[Slot]) -> Slot | None:
-        """The candidate the module docstring prefers: equal body first, then order, error cassettes last."""
+    def _pick(self, received: Received, ordered: Iterable[Slot]) -> Slot | None:
+        """The candidate the module docstring prefers among ``ordered`` (the candidates in order): equal body
+        first, then order, error cassettes last."""
         best: Slot | None = None
         best_rank = (True, True)
-        for slot in self._order(slots):
+        for slot in ordered:
             if not all(check.accepts(received, slot) for check in self.checks):
                 continue
             rank = (not self._body_checked and bool(_body_diff(received, slot, self.ignore, 1)),
@@ -315,10 +370,15 @@ class Pool:
         return best
 
     def _fails(self, cassette: str) -> bool:
-        """True for an error cassette: every interaction in it answers with an error."""
-        return all(slot.failed for slot in self._by_cassette.get(cassette, []))
+        """True for an error cassette: every interaction in it answers with an error (known once per load)."""
+        failing = self._failing.get(cassette)
+        if failing is None:
+            slots = self._by_cassette.get(cassette, [])
+            failing = self._failing[cassette] = all(slot.failed for slot in slots)
+        return failing
 
     def _order(self, slots: list[Slot]) -> Iterator[Slot]:
+        """The order of :meth:`Queue.order` for a few slots the headers chose, sorted on the spot."""
         yield from (s for s in slots if not s.taken)
         if self.repeat:
             yield from sorted((s for s in slots if s.taken), key=lambda s: s.taken)
@@ -352,7 +412,7 @@ class Pool:
 
     def release(self, slot: Slot) -> None:
         """Give back a slot whose response was not delivered whole (a fault): the next request may take it."""
-        slot.taken = max(0, slot.taken - 1)
+        self._count(slot, max(0, slot.taken - 1))
 
     def unused(self, session: bool = False) -> list[Slot]:
         """Slots never delivered whole since the last reset (``session``: since they were loaded)."""
@@ -362,6 +422,7 @@ class Pool:
         """Forget every use: the next request on each route gets the first interaction again."""
         for slot in self.slots:
             slot.taken = slot.served = 0
+        self._queues = {route: Queue(on_route) for route, on_route in self._by_route.items()}
 
 
 def is_named(label: str, name: str) -> bool:

@@ -19,16 +19,15 @@ from replaykit.errors import UsageError
 from replaykit.server import envelopes
 
 __all__ = [
-    "BATCHED_STREAM_LIMIT",
     "BATCH_LIMIT",
     "HOP_BY_HOP",
+    "LAST_CHUNK",
     "Batch",
     "Plan",
     "Timing",
     "batched",
     "batches",
     "error_plan",
-    "fitting_batches",
     "http_chunk",
     "plan_for",
     "recorded_batches",
@@ -50,10 +49,10 @@ HOP_BY_HOP = frozenset(
     }
 )
 WRITE_SIZE = 1 << 20  # a large non-stream body is written in slices of this size
-BATCH_LIMIT = 16 << 10  # bytes gathered at most into one write in fast timing (see streaming)
-# A stream framed longer than this is not batched: the server would get ahead of a client by more than one
-# of its reads (httpx reads 64 KiB), and that read would end inside an event.
-BATCHED_STREAM_LIMIT = 64 << 10
+# Bytes gathered at most into one write in fast timing (see streaming): one client read (httpx reads
+# 64 KiB), so a stream this long goes in one write with its headers, a longer one a read at a time.
+BATCH_LIMIT = 64 << 10
+LAST_CHUNK = b"0\r\n\r\n"  # the chunk that ends a chunked body
 PARSE_SLICE = 1 << 16  # bytes of a recorded body parsed at a time when it is cut into events
 End = Literal["eof", "disconnect", "hang"]
 Batch = tuple[bytes, int]  # HTTP chunks framed and joined, and how many they are
@@ -97,8 +96,8 @@ class Plan:
 
     ``batch`` (a stream in ``fast`` timing): chunks written back to back are gathered into fewer writes,
     each still its own HTTP chunk, and all is sent before any wait (see :mod:`replaykit.server.streaming`).
-    ``framed``: the chunks already framed, in :func:`batches`, when the plan replays a recording unchanged
-    in ``fast`` timing (``None``: they are framed as they are written).
+    ``framed``: the chunks already framed, in :func:`batches` (the last one ending the body), when the plan
+    replays a recording unchanged in ``fast`` timing (``None``: they are framed as they are written).
     """
 
     status: int
@@ -137,9 +136,10 @@ def http_chunk(chunk: bytes | memoryview) -> tuple[bytes | memoryview, ...]:
     return (b"%x\r\n" % len(chunk), chunk, b"\r\n")
 
 
-def batches(chunks: Iterable[bytes | memoryview]) -> Iterator[Batch]:
+def batches(chunks: Iterable[bytes | memoryview], end: bool = False) -> Iterator[Batch]:
     """``chunks`` framed as HTTP chunks (an empty one skipped) and joined, at most :data:`BATCH_LIMIT` bytes
-    a batch (a bigger frame alone), each with how many chunks it holds; made as they are taken."""
+    a batch (a bigger frame alone), each with how many chunks it holds; made as they are taken. ``end``: the
+    last batch also holds :data:`LAST_CHUNK` (the body's end), so it leaves in the same write."""
     pieces: list[bytes | memoryview] = []
     size = count = 0
     for chunk in chunks:
@@ -152,24 +152,18 @@ def batches(chunks: Iterable[bytes | memoryview]) -> Iterator[Batch]:
             pieces.extend(frame)
             size += length
         count += 1
-    if count:
+    if end:
+        pieces.append(LAST_CHUNK)
+    if count or end:
         yield b"".join(pieces), count
 
 
-def fitting_batches(chunks: Sequence[bytes | memoryview]) -> list[Batch] | None:
-    """``chunks`` in :func:`batches` when, framed, they fit :data:`BATCHED_STREAM_LIMIT`; else None."""
-    if sum(map(len, chunks)) > BATCHED_STREAM_LIMIT:  # framing only adds to it
-        return None
-    framed = list(batches(chunks))
-    return framed if sum(len(data) for data, _ in framed) <= BATCHED_STREAM_LIMIT else None
-
-
 def batched(plan: Plan) -> list[Batch] | None:
-    """The batches ``plan`` is sent in when it is a stream in ``fast`` timing that never waits and, framed,
-    fits :data:`BATCHED_STREAM_LIMIT`; None when it goes event by event."""
+    """The batches ``plan`` is sent in when it is a stream in ``fast`` timing that never waits (the last one
+    ending the body when the plan ends with ``eof``); None when it goes event by event."""
     if not plan.batch or plan.timed:
         return None
-    return plan.framed if plan.framed is not None else fitting_batches(plan.chunks)
+    return plan.framed if plan.framed is not None else list(batches(plan.chunks, plan.end == "eof"))
 
 
 # ---------------------------------------------------------------- a recording framed once per interaction
@@ -209,12 +203,11 @@ def recorded_chunks(body: bytes, memo: dict[str, Any]) -> list[bytes | memoryvie
     return list(_per_body(memo, "framing:chunks", body, lambda: _event_views(body)))
 
 
-def recorded_batches(body: bytes, memo: dict[str, Any]) -> list[Batch] | None:
-    """The events of a recorded ``body`` framed as HTTP chunks, in :func:`batches`, made once per body (kept
-    in ``memo`` as :func:`recorded_chunks`); None for a stream that does not fit
-    :data:`BATCHED_STREAM_LIMIT` framed (it goes event by event)."""
-    framed = _per_body(memo, "framing:batches", body, lambda: fitting_batches(recorded_chunks(body, memo)))
-    return None if framed is None else list(framed)
+def recorded_batches(body: bytes, memo: dict[str, Any]) -> list[Batch]:
+    """The events of a recorded ``body`` framed as HTTP chunks, in :func:`batches` with the body's end, made
+    once per body (kept in ``memo`` as :func:`recorded_chunks`)."""
+    return list(_per_body(memo, "framing:batches", body,
+                          lambda: list(batches(recorded_chunks(body, memo), end=True))))
 
 
 def _slices(body: bytes) -> list[bytes | memoryview]:

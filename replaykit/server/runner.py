@@ -33,7 +33,7 @@ from replaykit.server import admin
 from replaykit.server.app import Settings, State, make_server
 from replaykit.server.connections import BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS, Limits
 from replaykit.server.faults import Fault
-from replaykit.server.journal import Entry, Journal
+from replaykit.server.journal import WINDOW, Entry, Journal
 from replaykit.server.matching import DEFAULT_VOLATILE, Matcher, Pool, Slot, is_named, near_text, slots_of
 from replaykit.server.plan import Timing
 
@@ -132,6 +132,7 @@ class FakeProvider:
         profile: str | Profile | None = None,
         journal_file: str | os.PathLike[str] | None = None,
         journal_bodies: str = "head",
+        journal_window: int = WINDOW,
         header_timeout: float = HEADER_TIMEOUT,
         body_timeout: float = BODY_TIMEOUT,
         max_connections: int = MAX_CONNECTIONS,
@@ -149,7 +150,8 @@ class FakeProvider:
         except ValueError as exc:
             raise UsageError(str(exc)) from exc
         limits = Limits(header_timeout, body_timeout, max_connections)
-        self._state = State(pool, settings, journal=Journal(journal_bodies), limits=limits, watch=watch)
+        self._state = State(pool, settings, journal=Journal(journal_bodies, journal_window),
+                            limits=limits, watch=watch)
         self._state.host = self
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -381,8 +383,14 @@ class FakeProvider:
 
     @property
     def journal(self) -> list[Entry]:
-        """One entry per request received so far, in arrival order."""
+        """One entry per request received so far, in arrival order: the last ``journal_window`` of them
+        (``journal_dropped`` counts the others; ``journal_file`` gets every one)."""
         return self._state.journal.entries()
+
+    @property
+    def journal_dropped(self) -> int:
+        """How many entries left the journal's window since the start or the last reset."""
+        return self._state.journal.dropped
 
     def write_journal(self, path: str | os.PathLike[str]) -> None:
         """Write the journal as JSON Lines, atomically: a snapshot (``journal_file`` is the log written as

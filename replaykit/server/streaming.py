@@ -10,15 +10,20 @@ written, delivery waits for the transport to drain. TCP keeps no boundaries: a c
 one read (64 KiB for httpx) behind a long stream may get an event in two pieces, as from any server.
 
 **Batching in ``fast`` timing** (``Plan.batch``). When nothing waits between events (no delay or stall
-fault) and the framed stream fits one client read (64 KiB,
-:data:`~replaykit.server.plan.BATCHED_STREAM_LIMIT`), the chunks are handed to the transport together, in
-writes of at most 16 KiB that end at chunk boundaries (:func:`~replaykit.server.plan.batched`): the client
-cannot then read an event in two pieces. A recording replayed unchanged is framed once, when first served
-(``Plan.framed``). A longer stream, or one with waits in it, is written event by event, each chunk sent at
-once, so no client waits for bytes the server already has. A client on HTTP/1.0 gets the events bare, one by
-one (no chunked encoding; the connection's end ends the body).
+fault), the chunks are handed to the transport together, in writes of at most one client read (64 KiB,
+:data:`~replaykit.server.plan.BATCH_LIMIT`) that end at chunk boundaries
+(:func:`~replaykit.server.plan.batched`), the last one with the body's final chunk. A recording replayed
+unchanged is framed once, when first served (``Plan.framed``). A stream with waits in it is written event by
+event (:meth:`Wire.write`, the one place an event is written), each chunk sent at once, so no client waits
+for bytes the server already has. A client on HTTP/1.0 gets the events bare, one by one (no chunked
+encoding; the connection's end ends the body).
 
 A non-stream body goes out through aiohttp's writer with a ``content-length``, in slices of at most 1 MiB.
+
+**One write per response whose whole answer is known.** The request's writer is a :class:`Writer`: for a
+body, or a batched stream, the headers wait for the first body bytes and leave with them, so a response up
+to 64 KiB (headers, events, final chunk) is one write to the socket. A response that waits before its first
+bytes sends its headers at once.
 
 **Waits end when the client closes its side.** A delay before the headers, a stall and recorded pacing end
 at once when the client closes its sending side (:func:`~replaykit.server.connections.half_closed`): a client
@@ -36,11 +41,12 @@ from typing import Literal
 
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
+from aiohttp.http import StreamWriter
 
 from replaykit.server.connections import half_closed
-from replaykit.server.plan import Batch, Plan, batched, http_chunk
+from replaykit.server.plan import LAST_CHUNK, Batch, Plan, batched, http_chunk
 
-__all__ = ["Outcome", "Progress", "Wire", "deliver"]
+__all__ = ["Outcome", "Progress", "Wire", "Writer", "deliver"]
 
 Outcome = Literal["pending", "complete", "disconnected", "hung", "client_closed"]
 
@@ -65,20 +71,55 @@ class Progress:
             callback(self)
 
 
+class Writer(StreamWriter):
+    """aiohttp's writer for one response of the fake provider, with two switches set before ``prepare``:
+
+    ``hold``: the headers wait for the body's first bytes and leave in the same write (aiohttp coalesces
+    them, as it does for a ``web.Response``); :meth:`release` sends them alone. ``framing``: replaykit
+    frames the HTTP chunks itself (:class:`Wire`, :func:`~replaykit.server.plan.batches`); aiohttp still
+    announces chunked encoding, ``framed`` says it did, and the body's bytes pass through as they are.
+    """
+
+    hold = False
+    framing = False
+    framed = False
+
+    def enable_chunking(self) -> None:
+        """Chunked encoding: aiohttp's framing, or (``framing``) only noted in ``framed``."""
+        if self.framing:
+            self.framed = True
+        else:
+            super().enable_chunking()
+
+    def send_headers(self) -> None:
+        """Send the headers now, unless ``hold`` keeps them for the first body bytes."""
+        if not self.hold:
+            super().send_headers()
+
+    def release(self) -> None:
+        """Stop holding the headers: send them now if they are still waiting."""
+        self.hold = False
+        self.send_headers()
+
+
 class Wire:
     """The connection under one streamed response: HTTP chunk framing and back-pressure."""
 
-    __slots__ = ("half_closed", "transport", "writer")
+    __slots__ = ("ended", "half_closed", "transport", "writer")
 
     def __init__(self, transport: asyncio.Transport | None, closed: asyncio.Event | None = None) -> None:
         self.transport = transport
         self.writer: AbstractStreamWriter | None = None
         self.half_closed = closed
+        self.ended = False  # the body's final chunk was written
 
     @property
     def chunked(self) -> bool:
         """False for an HTTP/1.0 client: no chunked encoding (the connection's end ends the body)."""
-        return self.writer is None or bool(getattr(self.writer, "chunked", True))
+        writer = self.writer
+        if isinstance(writer, Writer):
+            return writer.framed
+        return writer is None or bool(getattr(writer, "chunked", True))
 
     def send(self, data: bytes | memoryview) -> bool:
         """Write ``data`` (already framed) to the transport; True when the kernel did not take it all."""
@@ -129,30 +170,43 @@ async def _start(request: web.BaseRequest, plan: Plan, wire: Wire) -> web.Stream
     response = web.StreamResponse(status=plan.status, headers=plan.headers)
     if plan.length is not None:
         response.content_length = plan.length
-    wire.writer = await response.prepare(request)  # writes the headers, before any event
+    writer = request.writer
+    if isinstance(writer, Writer):  # the headers wait for the first bytes when these follow at once
+        writer.framing, writer.hold = True, not plan.stream or (plan.batch and not plan.timed)
+    wire.writer = await response.prepare(request)  # the headers, sent now or held for the first bytes
     return response
 
 
 async def _write_body(response: web.StreamResponse, plan: Plan, progress: Progress) -> None:
+    last = len(plan.chunks) - 1 if plan.end == "eof" else -1
     for index, chunk in enumerate(plan.chunks):
-        if index == len(plan.chunks) - 1 and plan.end == "eof":
+        if index == last:
             progress.settle("complete")
-        await response.write(chunk)  # aiohttp's writer: a body with a content-length, drained as it goes
+        if index == last and isinstance(chunk, bytes):
+            await response.write_eof(chunk)  # with the headers, when held: a whole body in one write
+        else:
+            await response.write(chunk)  # aiohttp's writer: a body with a content-length, drained as it goes
         progress.chunks += 1
 
 
-async def _write_batches(wire: Wire, framed: list[Batch], plan: Plan, progress: Progress) -> None:
+async def _write_batches(
+    response: web.StreamResponse, wire: Wire, framed: list[Batch], plan: Plan, progress: Progress
+) -> None:
     last = len(framed) - 1 if plan.end == "eof" else -1
     for index, (data, count) in enumerate(framed):
         if index == last:
             progress.settle("complete")  # before the last bytes leave
-        backlog = wire.send(data)
-        progress.chunks += count
-        if backlog:
+        if index == 0:
+            await response.write(data)  # with the held headers: one write
+        elif wire.send(data):
             await wire.drain()
+        progress.chunks += count
+    wire.ended = last >= 0
 
 
 async def _write_events(wire: Wire, plan: Plan, progress: Progress) -> None:
+    if isinstance(wire.writer, Writer):
+        wire.writer.release()  # the events go to the transport: the headers first
     loop = asyncio.get_running_loop()
     start, timed = loop.time(), plan.timed
     last = len(plan.chunks) - 1 if plan.end == "eof" else -1
@@ -171,7 +225,7 @@ async def _write_all(response: web.StreamResponse, wire: Wire, plan: Plan, progr
     if not plan.stream:
         await _write_body(response, plan, progress)
     elif wire.chunked and (framed := batched(plan)) is not None:
-        await _write_batches(wire, framed, plan, progress)
+        await _write_batches(response, wire, framed, plan, progress)
     else:
         await _write_events(wire, plan, progress)
 
@@ -182,8 +236,10 @@ async def _finish(
 ) -> None:
     if plan.end == "eof":
         progress.settle("complete")
-        await response.write_eof()
+        await response.write_eof(LAST_CHUNK if wire.chunked and plan.stream and not wire.ended else b"")
         return
+    if isinstance(wire.writer, Writer):
+        wire.writer.release()  # nothing was written (a stream cut before its first event): the headers alone
     if plan.end == "disconnect":
         progress.settle("disconnected")
     else:

@@ -8,7 +8,9 @@ envelope, or a stream or body as a fault changed it (a corrupted event is report
 Request verdicts are cached: SDK retries and test suites send the very same bodies again and again, so the
 violations of a request body are kept in a bounded least-recently-used cache (:data:`REQUEST_CACHE`
 entries) keyed by the route's request contract and the SHA-256 of the body's bytes (``Received.sha256``). A
-hit returns a fresh copy of exactly what validating would return; errors are never cached.
+hit returns a new list of the very rows validating returned (by reference: journal entries share them, so
+a long journal holds each verdict once); a row is a :class:`Row`, a dict that refuses changes, so no
+caller can alter what the next one gets. Errors are never cached.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from replaykit import contracts, sse
@@ -24,12 +27,27 @@ from replaykit.routes import Kinds, Route
 from replaykit.server.matching import Received, Slot
 from replaykit.server.plan import Plan
 
-__all__ = ["CHECK_LIMIT", "REQUEST_CACHE", "request_violations", "response_violations"]
+__all__ = ["CHECK_LIMIT", "REQUEST_CACHE", "Row", "request_violations", "response_violations"]
 
 CHECK_LIMIT = 16 << 20
 REQUEST_CACHE = 512
 
-Rows = tuple[dict[str, Any], ...]
+
+
+class Row(dict[str, Any]):
+    """A violation as a journal row, shared between entries: a dict (it serializes as one) that refuses
+    changes; a copy (``dict(row)``, ``copy.deepcopy``) is a plain dict."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("a journal verdict row is shared and cannot be changed; change a copy: dict(row)")
+
+    __setitem__ = __delitem__ = update = setdefault = pop = popitem = clear = __ior__ = _refuse  # type: ignore
+
+    def __reduce__(self) -> tuple[type[dict[str, Any]], tuple[dict[str, Any]]]:
+        return dict, (dict(self),)
+
+
+Rows = tuple[Row, ...]
 
 
 class _Verdicts:
@@ -61,11 +79,12 @@ class _Verdicts:
 
 
 _VERDICTS = _Verdicts()
+_RESPONSES = _Verdicts()  # the verdicts of recorded responses, by contract and body digest
 
 
-def _rows(found: list[contracts.Violation]) -> list[dict[str, Any]]:
-    return [{"pointer": v.pointer, "keyword": v.keyword, "message": v.message, "event": v.event,
-             "severity": v.severity} for v in found]
+def _rows(found: list[contracts.Violation]) -> list[Row]:
+    return [Row(pointer=v.pointer, keyword=v.keyword, message=v.message, event=v.event, severity=v.severity)
+            for v in found]
 
 
 def request_violations(received: Received,
@@ -73,7 +92,7 @@ def request_violations(received: Received,
     """Violations of the request body against its route's request contract (``[]`` off the known routes),
     under ``profile`` (the rules it relaxes come with ``severity: warning``).
 
-    Cached per body (see the module docstring); each call returns new lists and dicts.
+    Cached per body (see the module docstring); each call returns a new list of the cached rows.
     """
     kinds = received.route.contracts
     if kinds is None:
@@ -84,7 +103,7 @@ def request_violations(received: Received,
         found = contracts.check_body(kinds.request, received.json, "request", profile=profile)
         rows = tuple(_rows(found))
         _VERDICTS.put(key, rows)
-    return [dict(row) for row in rows]
+    return list(rows)
 
 
 def _check_plan(route: Route, kinds: Kinds, plan: Plan,
@@ -101,7 +120,7 @@ def _check_plan(route: Route, kinds: Kinds, plan: Plan,
 def response_violations(received: Received, slot: Slot | None, plan: Plan,
                         profile: contracts.Profile = contracts.STRICT) -> list[dict[str, Any]]:
     """Violations of the response ``plan`` serves (under ``profile``); an unaltered replay is checked once
-    per interaction.
+    per interaction (a new list of its rows, shared as :func:`request_violations` shares them).
 
     A body over :data:`CHECK_LIMIT` bytes is not checked (it would be held parsed in memory, several times
     its size): the plan gets a note saying so, and ``replaykit verify`` checks the cassette offline.
@@ -114,16 +133,33 @@ def response_violations(received: Received, slot: Slot | None, plan: Plan,
     else:
         key = f"violations:{route.contracts.response}:{profile.name}"
         if key not in slot.memo:
-            slot.memo[key] = _checked(route, plan, profile)
+            slot.memo[key] = _shared(key, slot, lambda: _checked(route, plan, profile))
         rows = slot.memo[key]
     if rows is None:
         plan.notes.append(f"response contracts not checked: the body has {sum(map(len, plan.chunks))} "
                           f"bytes, over the {CHECK_LIMIT} byte limit; run `replaykit verify` on the cassette")
         return []
-    return [dict(row) for row in rows]
+    return list(rows)
 
 
-def _checked(route: Route, plan: Plan, profile: contracts.Profile) -> list[dict[str, Any]] | None:
+def _shared(key: str, slot: Slot, check: Callable[[], list[Row] | None]) -> list[Row] | None:
+    """``check()`` for ``slot``'s recorded response, or the rows of an identical response checked already
+    (a cassette that repeats one response 1,000 times is checked once), by ``key`` and the body's SHA-256."""
+    body = slot.interaction.response.body
+    if len(body) > CHECK_LIMIT:
+        return check()  # not checked: the plan gets a note
+    shared = (key, hashlib.sha256(body).hexdigest())
+    rows = _RESPONSES.get(shared)
+    if rows is None:
+        found = check()
+        if found is None:
+            return None
+        rows = tuple(found)
+        _RESPONSES.put(shared, rows)
+    return list(rows)
+
+
+def _checked(route: Route, plan: Plan, profile: contracts.Profile) -> list[Row] | None:
     """The violations of ``plan`` as journal rows; None when its body is over :data:`CHECK_LIMIT` (or no
     contract covers the route)."""
     if sum(map(len, plan.chunks)) > CHECK_LIMIT or route.contracts is None:

@@ -35,7 +35,7 @@ from replaykit.server.faults import Fault
 from replaykit.server.matching import Pool, slots_of
 from replaykit.server.plan import (
     BATCH_LIMIT,
-    BATCHED_STREAM_LIMIT,
+    LAST_CHUNK,
     Batch,
     batched,
     batches,
@@ -74,6 +74,16 @@ class _Writer:
 @pytest.fixture
 def transport() -> _Transport:
     return _Transport()
+
+
+class _Response:
+    """What the first batch is written through (aiohttp's response, the headers held): the transport."""
+
+    def __init__(self, transport: _Transport) -> None:
+        self.transport = transport
+
+    async def write(self, data: bytes) -> None:
+        self.transport.write(data)
 
 
 def _wire(transport: _Transport) -> Wire:
@@ -156,11 +166,11 @@ def test_a_chunk_over_the_limit_is_a_batch_alone() -> None:
 @pytest.mark.parametrize("timing", ["fast", "fixed:0"])  # in batches, event by event
 def test_the_outcome_is_settled_before_the_last_bytes_leave(transport: _Transport, timing: str) -> None:
     """A client that acts on the last event finds the request journaled as complete already."""
-    response = _sized_stream([6000] * 6).interactions[0].response
+    response = _sized_stream([30000] * 6).interactions[0].response
     plan = plan_for(response, Timing.parse(timing), "anthropic")
     seen: list[int] = []
     progress = Progress(on_settle=lambda _: seen.append(len(transport.writes)))
-    asyncio.run(streaming._write_all(cast(Any, None), _wire(transport), plan, progress))
+    asyncio.run(streaming._write_all(cast(Any, _Response(transport)), _wire(transport), plan, progress))
     assert len(transport.writes) > 2 and seen == [len(transport.writes) - 1]
     assert progress.outcome == "complete" and progress.chunks == len(plan.chunks)
 
@@ -181,11 +191,11 @@ def _batches(slot: Any) -> list[Batch] | None:
 def test_a_slot_frames_its_stream_once_per_body() -> None:
     slot = _slot(stream_cassette())
     first = _batches(slot)
-    assert first == list(batches(_chunks(slot)))
+    assert first == list(batches(_chunks(slot), end=True))
     assert _batches(slot) is not first and _batches(slot)[0][0] is first[0][0]  # cached, a new list
     response = slot.interaction.response
     response.body = response.body + b"event: ping\ndata: {}\n\n"
-    assert _batches(slot)[-1][0].endswith(_frame(b"event: ping\ndata: {}\n\n"))
+    assert _batches(slot)[-1][0].endswith(_frame(b"event: ping\ndata: {}\n\n") + LAST_CHUNK)
 
 
 def test_slot_chunks_are_the_events_of_the_current_body() -> None:
@@ -199,18 +209,25 @@ def test_slot_chunks_are_the_events_of_the_current_body() -> None:
     assert [bytes(c) for c in _chunks(slot)] == [e.raw for e in second.response.events]
 
 
-@pytest.mark.parametrize("fits", [True, False])
-def test_only_a_stream_that_fits_one_client_read_is_batched(fits: bool) -> None:
-    """Over 64 KiB framed, a client that falls one read behind would get an event cut in two."""
-    frame = len(_frame(b"x" * 4000))
-    count = BATCHED_STREAM_LIMIT // frame - (1 if fits else -1)
+@pytest.mark.parametrize("count", [3, 16, 40])
+def test_a_stream_goes_in_writes_of_one_client_read_cut_at_events(count: int) -> None:
+    """One batch (one write, the final chunk with it) up to 64 KiB framed; a longer stream in batches of at
+    most 64 KiB, each ending at an event, the last with the final chunk."""
     cassette = _sized_stream([4000] * count)
-    plan = plan_for(cassette.interactions[0].response, Timing.parse("fast"), "anthropic")
+    response = cassette.interactions[0].response
+    plan = plan_for(response, Timing.parse("fast"), "anthropic")
     framed = batched(plan)
-    assert (framed is not None) is fits
-    assert (_batches(_slot(cassette)) is not None) is fits
-    if framed is not None:
-        assert sum(len(data) for data, _ in framed) <= BATCHED_STREAM_LIMIT
+    assert framed is not None and framed == _batches(_slot(cassette))
+    whole = sum(len(_frame(event.raw)) for event in response.events) + len(LAST_CHUNK)
+    assert len(framed) == (1 if whole <= BATCH_LIMIT else -(-whole // BATCH_LIMIT))
+    assert all(len(data) <= BATCH_LIMIT for data, _ in framed)
+    framed_events = b"".join(_frame(e.raw) for e in response.events)
+    assert b"".join(data for data, _ in framed) == framed_events + LAST_CHUNK
+    ends = {sum(len(_frame(e.raw)) for e in response.events[:n]) for n in range(len(response.events) + 1)}
+    cut = 0
+    for data, _ in framed[:-1]:
+        cut += len(data)
+        assert cut in ends  # a batch ends where an event's chunk ends
 
 
 def test_a_stream_that_waits_is_not_batched() -> None:
@@ -353,8 +370,84 @@ def test_iter_raw_gets_one_chunk_per_event_across_batches(serve: Any, client: ht
     by a read wherever the client falls behind, batched or not): no batch may end inside an event."""
     body = _sized_stream([880] * 60)
     events = body.interactions[0].response.events
-    assert 3 * BATCH_LIMIT < sum(len(e.raw) + 10 for e in events) < (64 << 10) - 1000
+    assert sum(len(e.raw) + 10 for e in events) < BATCH_LIMIT - 1000  # one write: headers, events, end
     fake = serve(body, repeat=True)
     for _ in range(10):
         with client.stream("POST", f"{fake.url}/v1/messages", json=stream_request()) as response:
             assert list(response.iter_raw()) == [event.raw for event in events]
+
+
+# ---------------------------------------------------------------- one write per response, at the transport
+
+
+@pytest.fixture
+def socket_writes(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every write the server makes to a socket transport (on asyncio's own loop, whose transports can be
+    watched; uvloop's are compiled), in order."""
+    from asyncio import selector_events
+
+    from replaykit.server import runner
+
+    writes: list[bytes] = []
+    real = selector_events._SelectorSocketTransport.write
+
+    def write(self: Any, data: Any) -> None:
+        writes.append(bytes(data))
+        real(self, data)
+
+    monkeypatch.setattr(runner, "new_loop", asyncio.new_event_loop)
+    monkeypatch.setattr(selector_events._SelectorSocketTransport, "write", write)
+    return writes
+
+
+def _one_response(url: str, body: dict[str, Any]) -> bytes:
+    """A raw HTTP/1.1 exchange on a fresh keep-alive connection: the whole response, read to its end."""
+    payload = json.dumps(body).encode()
+    with socket.create_connection(url.removeprefix("http://").split(":"), timeout=10) as sock:
+        sock.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n%s" % (len(payload), payload))
+        data = b""
+        while not (data.endswith(LAST_CHUNK) or (b"content-length" in data.lower() and data.endswith(b"}"))):
+            data += sock.recv(1 << 16)
+        return data
+
+
+@pytest.mark.parametrize("kind", ["json", "stream"])
+def test_a_whole_response_is_one_write(serve: Any, socket_writes: list[bytes], kind: str) -> None:
+    """Headers, body and final chunk in one write to the socket (a response under 64 KiB, nothing waits)."""
+    from server_support import message_cassette
+
+    cassette, body = (message_cassette("a"), anthropic_request()) if kind == "json" else (
+        stream_cassette(), stream_request())
+    fake = serve(cassette, repeat=True)
+    for _ in range(3):  # the first and later requests on the interaction (framed once, then reused)
+        socket_writes.clear()
+        reply = _one_response(fake.url, body)
+        assert socket_writes == [reply], [len(w) for w in socket_writes]
+    assert reply.startswith(b"HTTP/1.1 200")
+
+
+def test_a_long_stream_goes_in_writes_of_one_read_cut_at_events(serve: Any,
+                                                                socket_writes: list[bytes]) -> None:
+    cassette = _sized_stream([5000] * 40)  # ~200 KB framed
+    events = cassette.interactions[0].response.events
+    fake = serve(cassette)
+    reply = _one_response(fake.url, stream_request())
+    head = reply.index(b"\r\n\r\n") + 4
+    assert b"".join(socket_writes) == reply and len(socket_writes) == 4
+    assert socket_writes[0][:head] == reply[:head] and len(socket_writes[0]) > head  # headers with events
+    ends = {head + sum(len(_frame(e.raw)) for e in events[:n]) for n in range(len(events) + 1)}
+    cut = 0
+    for data in socket_writes[:-1]:
+        cut += len(data)
+        assert cut in ends and len(data) <= BATCH_LIMIT + head
+    assert socket_writes[-1].endswith(_frame(events[-1].raw) + LAST_CHUNK)
+
+
+def test_a_timed_stream_still_goes_event_by_event(serve: Any, socket_writes: list[bytes]) -> None:
+    cassette = stream_cassette()
+    fake = serve(cassette, timing="fixed:0")
+    reply = _one_response(fake.url, stream_request())
+    events = cassette.interactions[0].response.events
+    assert b"".join(socket_writes) == reply
+    assert socket_writes[1:] == [_frame(e.raw) for e in events] + [LAST_CHUNK]  # the headers first, alone

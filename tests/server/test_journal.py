@@ -181,7 +181,7 @@ def test_concurrent_requests_get_distinct_sequence_numbers(serve: Any) -> None:
 def test_journal_entries_keep_arrival_order() -> None:
     journal = Journal()
     for seq in (2, 3, 1):
-        journal.append(Entry(seq, "t", None, "r", "GET", "/", {}, {}, None))
+        journal.append(Entry(seq, "t", None, "r", "GET", "/", {}, {}))
     assert [e.seq for e in journal.entries()] == [1, 2, 3]
 
 
@@ -312,7 +312,7 @@ def test_journal_bodies_full_keeps_every_byte(serve: Any) -> None:
 
 
 def _entry(**fields: Any) -> Entry:
-    return Entry(3, "t", "anthropic", "anthropic.messages", "POST", "/v1/messages", {}, {}, None, **fields)
+    return Entry(3, "t", "anthropic", "anthropic.messages", "POST", "/v1/messages", {}, {}, **fields)
 
 
 def test_an_entry_on_one_line_says_what_answered() -> None:
@@ -329,3 +329,42 @@ def test_an_entry_on_one_line_says_what_answered() -> None:
     faulted = _entry(verdict="fault", status=529, outcome="client_closed",
                      faults=[{"kind": "status", "applied": True}, {"kind": "stall", "applied": False}])
     assert faulted.summary() == "#3 POST /v1/messages 529 fault (client_closed); faults: status"
+
+
+# ---------------------------------------------------------------- the window in memory, the whole file
+
+
+def test_the_window_keeps_the_last_entries_and_the_file_every_one(serve: Any, tmp_path: Path) -> None:
+    log = tmp_path / "journal.jsonl"
+    fake = serve(message_cassette("a"), repeat=True, journal_window=3, journal_file=log)
+    for _ in range(7):
+        assert httpx.post(f"{fake.url}/v1/messages", json=anthropic_request()).status_code == 200
+    assert [entry.seq for entry in fake.journal] == [5, 6, 7] and fake.journal_dropped == 4
+    admin = httpx.get(f"{fake.url}/__replaykit/journal")
+    assert [entry["seq"] for entry in admin.json()] == [5, 6, 7]
+    headers = admin.headers
+    assert (headers["x-replaykit-journal-dropped"], headers["x-replaykit-journal-window"]) == ("4", "3")
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sorted({line["seq"] for line in lines}) == list(range(1, 8))
+    assert all(line["body"] == anthropic_request() for line in lines)
+    fake.reset()
+    assert (fake.journal, fake.journal_dropped) == ([], 0)
+
+
+def test_the_window_drops_the_oldest_and_keeps_seq_order() -> None:
+    journal = Journal(window=3)
+    for seq in (1, 3, 2, 5, 4, 6):
+        journal.append(Entry(seq, "t", None, "r", "GET", "/", {}, {}))
+    assert [e.seq for e in journal.entries()] == [4, 5, 6] and journal.dropped == 3
+
+
+@pytest.mark.parametrize("window", [0, -1, True, 2.5])
+def test_a_window_must_be_a_count(window: Any) -> None:
+    with pytest.raises(UsageError, match="journal_window"):
+        Journal(window=window)
+
+
+def test_an_entry_keeps_the_request_bytes_not_a_parsed_copy() -> None:
+    raw = json.dumps(anthropic_request()).encode()
+    entry = Entry(1, "t", None, "r", "POST", "/", {}, {}, raw)
+    assert entry.raw is raw and entry.body == anthropic_request() and entry.to_json()["body"] == entry.body

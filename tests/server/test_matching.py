@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from server_support import (
     ANTHROPIC,
     CLOUDFLARE,
@@ -27,7 +30,7 @@ from replaykit.cassette import Request
 from replaykit.errors import MatchError, UsageError
 from replaykit.resources import data_dir
 from replaykit.server import FakeProvider, Received
-from replaykit.server.matching import is_named
+from replaykit.server.matching import Pool, Slot, is_named, slots_of
 
 
 def _text(response: httpx.Response) -> str:
@@ -441,3 +444,45 @@ def test_the_error_header_stays_one_bounded_line(serve: Any) -> None:
     assert len(header) <= 500 and "\n" not in header and "\r" not in header
     assert "nearest: <cassette 0>#0 (refused by: body): /messages/0/content: sent " in header
     assert len(response.json()["error"]["message"]) < 1_000
+
+
+# ---------------------------------------------------------------- the per-route queue (Pool with repeat)
+
+
+def _received_on(route_uri: str, body: dict[str, Any]) -> Received:
+    from replaykit.routes import classify_uri
+
+    raw = json.dumps(body).encode()
+    return Received.build("POST", httpx.URL(route_uri).path, {}, {}, raw, classify_uri("POST", route_uri))
+
+
+def _expected(slots: list[Slot], repeat: bool) -> Slot | None:
+    """The reference order, worked out from scratch: least taken first, then recorded order."""
+    left = [slot for slot in slots if repeat or not slot.taken]
+    return min(left, key=lambda slot: (slot.taken, slots.index(slot))) if left else None
+
+
+@settings(max_examples=60, deadline=None)
+@given(repeat=st.booleans(), size=st.integers(1, 6),
+       steps=st.lists(st.tuples(st.sampled_from(["match", "release", "reset"]), st.integers(0, 5)),
+                      max_size=40))
+def test_the_route_queue_chooses_as_a_fresh_sort_would(repeat: bool, size: int,
+                                                       steps: list[tuple[str, int]]) -> None:
+    same = anthropic_request("same")
+    items = [json_interaction(ANTHROPIC, same, anthropic_message(str(i))) for i in range(size)]
+    other = [json_interaction(OPENAI, {"model": "gpt-5", "input": "x"}, {"id": "o"})]
+    pool = Pool([*slots_of("a.yaml", items[: size // 2]), *slots_of("o.yaml", other),
+                 *slots_of("b.yaml", items[size // 2:])], repeat=repeat)
+    on_route = [slot for slot in pool.slots if slot.route.name == "anthropic.messages"]
+    taken: list[Slot] = []
+    for op, which in steps:
+        if op == "match":
+            expected = _expected(on_route, repeat)
+            chosen = pool.match(_received_on(ANTHROPIC, same)).slot
+            assert chosen is expected
+            taken += [chosen] if chosen is not None else []
+        elif op == "release" and taken:
+            pool.release(taken.pop(which % len(taken)))
+        elif op == "reset":
+            pool.reset()
+            taken.clear()

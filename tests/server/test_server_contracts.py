@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -129,12 +130,20 @@ def test_a_body_sent_again_is_not_validated_again(validations: list[str]) -> Non
     assert validations == ["anthropic.request"] * 2
 
 
-def test_a_cached_verdict_is_a_fresh_copy(validations: list[str]) -> None:
+def test_a_cached_verdict_is_shared_and_cannot_be_changed(validations: list[str]) -> None:
     first = verdicts.request_violations(_received(BOTH_DOMAIN_LISTS))
-    first[0]["message"] = "changed by the caller"
+    with pytest.raises(TypeError, match="cannot be changed"):
+        first[0]["message"] = "changed by the caller"
+    with pytest.raises(TypeError):
+        first[0].update(message="changed")
     first.append({"pointer": "/added"})
     again = verdicts.request_violations(_received(BOTH_DOMAIN_LISTS))
     assert len(again) == 1 and again[0]["message"] != "changed by the caller"
+    assert again[0] is first[0]  # by reference: one verdict held once, however many entries share it
+    copied = copy.deepcopy(again[0])
+    copied["message"] = "a copy is the caller's own"
+    assert type(copied) is dict and again[0]["message"] != copied["message"]
+    assert json.loads(json.dumps(again)) == [dict(again[0])]
 
 
 def test_the_same_body_on_another_route_has_its_own_verdict(validations: list[str]) -> None:
