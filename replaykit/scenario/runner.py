@@ -5,7 +5,9 @@ Per scenario: a fresh temporary folder holding the target's work folder (its cwd
 one :class:`~replaykit.server.FakeProvider` (``journal_bodies="full"``) serving the scenario's cassettes with
 its faults, unchanged. The steps run in segments split before each ``restart`` step, each segment a new
 process of the target (:func:`~replaykit.scenario.target.run_segment`) under what is left of the scenario's
-``timeoutMs``. The outcomes are merged (the last segment's status, error and transcript; ``persistWrites``
+``timeoutMs``. A ``kill`` fault's kill point (:mod:`replaykit.scenario.target`) SIGKILLs the process
+group and starts the segment again with the same input and state folder, as often as the kill faults can
+fire (``times`` each); the restart's outcome is the segment's. The outcomes are merged (the last segment's status, error and transcript; ``persistWrites``
 summed; estimates renumbered to the scenario's steps); a segment that does not end ``ok`` ends the run.
 Then every expectation is checked (:mod:`replaykit.scenario.expect`).
 
@@ -28,7 +30,7 @@ from typing import Any
 from replaykit.cassette import write_atomic
 from replaykit.scenario.expect import Check, Evidence, check_all
 from replaykit.scenario.model import Scenario
-from replaykit.scenario.target import Target, read_outcome, run_segment, target_env
+from replaykit.scenario.target import Run, Target, read_outcome, run_segment, target_env
 from replaykit.server import FakeProvider
 
 __all__ = ["Result", "run_jobs", "run_many", "run_scenario"]
@@ -117,6 +119,7 @@ class _Segments:
     mutant: str | None
     outcome: JSON | None = None
     problem: str = ""
+    kills: int = 0
 
     def run(self, provider: FakeProvider) -> None:
         deadline = time.monotonic() + self.scenario.timeout
@@ -139,14 +142,18 @@ class _Segments:
         }
         if self.mutant is not None:
             extra["REPLAYKIT_MUTANT"] = self.mutant
+        extra.setdefault("REPLAYKIT_TOOL_HOOK", provider.tool_hook)
         env = target_env(provider.env(), extra)
-        ran = run_segment(self.target, self.root / "work", env, deadline - time.monotonic(), self.root)
+        ran = self._killed_and_restarted(provider, env, deadline)
         where = f" (segment {number + 1}, from step {first})" if len(self.scenario.segments()) > 1 else ""
         if ran.timed_out:
             self.problem = (
                 f"target timed out after {self.scenario.timeout * 1000:.0f} ms (timeoutMs){where}; "
                 "its process group was killed"
             )
+            return False
+        if ran.killed:
+            self.problem = f"the target reached a kill point with no restart left{where}"
             return False
         outcome, why = read_outcome(written)
         if outcome is None:
@@ -155,6 +162,18 @@ class _Segments:
             return False
         self.outcome = _merge(self.outcome, outcome, first)
         return True
+
+
+    def _killed_and_restarted(self, provider: FakeProvider, env: dict[str, str], deadline: float) -> Run:
+        """One run of the segment; each time a new kill point is reached, SIGKILL and run it again (at most
+        as often as the scenario's kill faults fire)."""
+        while True:
+            seen = len(provider.kill_points())
+            ran = run_segment(self.target, self.root / "work", env, deadline - time.monotonic(), self.root,
+                              lambda: len(provider.kill_points()) > seen)
+            if not ran.killed or self.kills >= self.scenario.kills_armed:
+                return ran
+            self.kills += 1
 
 
 def run_scenario(
