@@ -16,14 +16,14 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import httpx
 
 from replaykit.cassette import header, write_atomic
 from replaykit.errors import LocalRequestError
 from replaykit.provenance import ErrorInfo, classify
-from replaykit.reference import steps, wire
+from replaykit.reference import durable, steps, wire
 from replaykit.reference.mutants import active, mutant
 from replaykit.reference.tools import DELEGATION, Tools
 from replaykit.replay import Target
@@ -56,6 +56,18 @@ class Settings:
         return cls(list(data.get("tools") or []), int(data["contextWindow"]), int(data["reserve"]),
                    int(data.get("idleTimeoutMs", 30000)) / 1000, int(data.get("maxRetries", 2)),
                    data.get("system"), Path.cwd(), Path(state) if state else None)
+
+
+class Recorder(Protocol):
+    """Where a durable turn keeps the events of the model call in flight (:mod:`replaykit.reference.durable`)."""
+
+    stall: float
+
+    def begin(self) -> None:
+        """Start the record of a new attempt (the events of an earlier one are dropped)."""
+
+    def append(self, event: JSON) -> None:
+        """Keep one event, as it arrives."""
 
 
 @dataclass
@@ -94,14 +106,22 @@ class Run:
 
     # ------------------------------------------------------------ one request, retried
 
-    async def request(self, transcript: JSON, target: Target, step: int) -> AssistantMessage:
-        """Prepare, estimate and send one request; retry what is retryable, at most ``maxRetries`` times."""
+    async def request(self, transcript: JSON, target: Target, step: int,
+                      record: Recorder | None = None) -> AssistantMessage:
+        """Prepare, estimate and send one request; retry what is retryable, at most ``maxRetries`` times.
+        A durable turn's ``record`` gets each attempt's events as they arrive; its stall is not retried
+        (:class:`~replaykit.reference.wire.Stalled` goes up: an interruption)."""
         attempt = 0
         while True:
             try:
                 body = steps.prepare(transcript, target)
                 self.estimate(transcript, target, step)
-                return await wire.send(self.client, body, target)
+                if record is None:
+                    return await wire.send(self.client, body, target)
+                record.begin()
+                return await wire.send(self.client, body, target, record.append, record.stall)
+            except wire.Stalled:
+                raise
             except Exception as exc:
                 info = failure(exc)
                 if attempt >= self.settings.max_retries or not should_retry(info):
@@ -208,6 +228,11 @@ async def run_async(data: JSON) -> JSON:
     settings = Settings.of(data)
     async with httpx.AsyncClient(timeout=httpx.Timeout(settings.idle_timeout)) as client:
         state = Run(settings, client)
+        recovery = durable.Recovery.of(data.get("recovery"))
+        if recovery is not None and settings.state_dir is not None:
+            return await _durable(state, durable.Keeper(state, recovery, str(data.get("scenario") or "run"),
+                                                        settings.state_dir, lambda step: _target(
+                                                            step, settings.reserve)), data)
         try:
             state.restore(data.get("transcript"))
             for index, step in enumerate(data["steps"]):
@@ -215,6 +240,22 @@ async def run_async(data: JSON) -> JSON:
         except (Exception, asyncio.CancelledError) as exc:
             return _outcome(state, failure(exc))
         return _outcome(state, None)
+
+
+async def _durable(state: Run, keeper: durable.Keeper, data: JSON) -> JSON:
+    """The steps as durable operations: restored from the store when it holds one (a restart), else from
+    the input; the outcome carries the receipts, and ``unanswered`` when an operation settled so."""
+    stored = (keeper.state / STORE).is_file()
+    try:
+        state.restore(None if stored else data.get("transcript"))
+        for index, step in enumerate(data["steps"]):
+            await _within(step.get("cancelAfterMs"), keeper.step(index, step))
+    except durable.Unanswered as settled:
+        return {**_outcome(state, None), "status": "unanswered", "reason": settled.reason,
+                "receipts": keeper.receipts}
+    except (Exception, asyncio.CancelledError) as exc:
+        return {**_outcome(state, failure(exc)), "receipts": keeper.receipts}
+    return {**_outcome(state, None), "receipts": keeper.receipts}
 
 
 async def _within(cancel_after_ms: int | None, work: Any) -> None:

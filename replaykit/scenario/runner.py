@@ -8,7 +8,7 @@ process of the target (:func:`~replaykit.scenario.target.run_segment`) under wha
 ``timeoutMs``. A ``kill`` fault's kill point (:mod:`replaykit.scenario.target`) SIGKILLs the process
 group and starts the segment again with the same input and state folder, as often as the kill faults can
 fire (``times`` each); the restart's outcome is the segment's. The outcomes are merged (the last segment's status, error and transcript; ``persistWrites``
-summed; estimates renumbered to the scenario's steps); a segment that does not end ``ok`` ends the run.
+summed; estimates renumbered to the scenario's steps; receipts joined); a segment that does not end ``ok`` ends the run.
 Then every expectation is checked (:mod:`replaykit.scenario.expect`).
 
 Scenarios share nothing (each has its own fake provider, port, folders and processes), so their verdicts do
@@ -40,7 +40,8 @@ JSON = dict[str, Any]
 
 @dataclass
 class Result:
-    """One scenario's verdict: every :class:`Check`, the merged outcome, the target, the mutant (if any)."""
+    """One scenario's verdict: every :class:`Check`, the merged outcome, the target, the mutant (if any), and
+    the fake provider's journal (JSON entries, whole bodies)."""
 
     scenario: Scenario
     target: str
@@ -50,6 +51,7 @@ class Result:
     seconds: float = 0.0
     requests: int = 0
     extra: JSON = field(default_factory=dict)
+    journal: list[JSON] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -88,11 +90,14 @@ def _merge(merged: JSON | None, outcome: JSON, first_step: int) -> JSON:
     estimates = [{**e, "step": e["step"] + first_step} for e in outcome.get("estimates") or []]
     if merged is None:
         return {**outcome, "estimates": estimates}
-    return {
+    joined = {
         **outcome,
         "persistWrites": merged["persistWrites"] + outcome["persistWrites"],
         "estimates": [*merged.get("estimates", []), *estimates],
     }
+    if "receipts" in merged or "receipts" in outcome:
+        joined["receipts"] = [*merged.get("receipts", []), *outcome.get("receipts", [])]
+    return joined
 
 
 def _write_files(work: Path, files: dict[str, str]) -> None:
@@ -200,7 +205,8 @@ def run_scenario(
             update_snapshots,
         )
         checks = check_all(scenario, seen)
-    return Result(scenario, target.spec, checks, seen.outcome, mutant, time.monotonic() - start, len(journal))
+    return Result(scenario, target.spec, checks, seen.outcome, mutant, time.monotonic() - start, len(journal),
+                  journal=journal)
 
 
 def run_many(

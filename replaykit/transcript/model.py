@@ -219,6 +219,7 @@ class FunctionTool(TypedDict):
     description: NotRequired[str]
     type: NotRequired[Literal["function"]]
     host: NotRequired[JSON]  # the host's options of the tool (never sent to a provider)
+    recovery: NotRequired[Literal["rerun", "report"]]  # a call cut short runs again, or is reported
 
 
 class HostedSearchTool(TypedDict):
