@@ -212,9 +212,9 @@ class Keeper:
             return
         if known is None or known["status"] != "running":
             self.submit(op, step, known)
-        else:
-            await self.recover(op, target)
         self.receipts.append(operations[op]["receipt"])
+        if known is not None and known["status"] == "running":
+            await self.recover(op, target)
         tools = Tools(self.run.settings.tools, self.run.settings.cwd,
                       lambda prompt: self.run.subagent(prompt, target, index), self.run.client)
         try:

@@ -51,6 +51,7 @@ DEFAULT_TARGET = "python:replaykit.reference:run"
 PYTHON_PREFIX = "python:"
 _TAIL = 600  # characters of a target's stderr shown when it wrote no outcome
 _POLL = 0.005  # seconds between looks at a kill point while the target runs
+_QUIET = 0.03  # seconds a target stays idle at a kill point before it is killed
 
 
 def _absolute(word: str, index: int, here: Path) -> str:
@@ -138,6 +139,47 @@ def _tail(path: Path) -> str:
     return text[-_TAIL:].strip()
 
 
+def _group(pgid: int) -> list[Path]:
+    """The ``/proc/<pid>/task/<tid>`` folders of every thread of process group ``pgid`` (none without
+    ``/proc``)."""
+    threads: list[Path] = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = (entry / "stat").read_text()
+            if int(stat[stat.rindex(")") + 2 :].split()[2]) == pgid:
+                threads += list((entry / "task").iterdir())
+    return threads
+
+
+def _activity(threads: list[Path]) -> tuple[bool, int]:
+    """Whether any of ``threads`` runs (or waits on the disk), and the CPU time they used (ns)."""
+    busy, used = False, 0
+    for task in threads:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = (task / "stat").read_text()
+            busy = busy or stat[stat.rindex(")") + 2] in "RD"
+            used += int((task / "schedstat").read_text().split()[0])
+    return busy, used
+
+
+def quiesce(pgid: int, deadline: float, quiet: float = _QUIET) -> None:
+    """Wait until the target (process group ``pgid``) is idle: every thread asleep and no CPU time used for
+    ``quiet`` seconds. At a kill point the fake provider holds the target's connection, so it is idle once it
+    has handled all it was sent (the events recorded, the announcement made): killed then, it always dies
+    at the same place. Where there is no ``/proc``, a fixed wait of ten times ``quiet``; never past
+    ``deadline`` (``time.monotonic()``)."""
+    threads = _group(pgid)
+    if not threads:
+        time.sleep(max(0.0, min(quiet * 10, deadline - time.monotonic())))
+        return
+    still, last = 0.0, -1
+    while still < quiet and time.monotonic() < deadline:
+        time.sleep(_POLL)
+        busy, used = _activity(threads)
+        still = still + _POLL if not busy and used == last else 0.0
+        last = used
+
+
 def _wait(process: subprocess.Popen[bytes], timeout: float, stop: Callable[[], bool] | None) -> str:
     """``exited``, ``timed_out`` or ``killed`` (``stop()`` turned true first: checked every few ms)."""
     deadline = time.monotonic() + max(timeout, 0.001)
@@ -148,6 +190,7 @@ def _wait(process: subprocess.Popen[bytes], timeout: float, stop: Callable[[], b
             return "exited"
         except subprocess.TimeoutExpired:
             if stop is not None and stop():
+                quiesce(process.pid, deadline)
                 return "killed"
             if time.monotonic() >= deadline:
                 return "timed_out"
