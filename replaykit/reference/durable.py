@@ -44,8 +44,13 @@ from replaykit.reference import steps, wire
 from replaykit.reference.mutants import mutant
 from replaykit.reference.tools import Tools
 from replaykit.replay import Target
-from replaykit.transcript import AssistantMessage, ConversionError, anthropic_final_body, from_anthropic
-from replaykit.transcript import from_openai_stream
+from replaykit.transcript import (
+    AssistantMessage,
+    ConversionError,
+    anthropic_final_body,
+    from_anthropic,
+    from_openai_stream,
+)
 
 if TYPE_CHECKING:
     from replaykit.reference.harness import Run
@@ -86,7 +91,8 @@ class Recovery:
                    int(raw.get("stallTimeoutMs", 120000)) / 1000)
 
     def wait(self, attempt: int) -> float:
-        """Seconds before recovery ``attempt``: none for the first, then backoffMs doubling, a minute at most."""
+        """Seconds before recovery ``attempt``: none for the first, then backoffMs doubling (a minute at
+        most)."""
         return 0.0 if attempt <= 1 else float(min(self.backoff * 2 ** (attempt - 2), 60.0))
 
 
@@ -227,7 +233,8 @@ class Keeper:
         """Make the submission durable before the model runs: the user message and the operation."""
         transcript, book = cast(JSON, self.run.transcript), self.book
         steps.rebuild_system(transcript, self.run.settings.system, self.run.settings.tools, wire.now_ms())
-        receipt = known["receipt"] if known else {"operationId": op, "accepted": True, "timestamp": wire.now_ms()}
+        receipt = known["receipt"] if known else {"operationId": op, "accepted": True,
+                                                  "timestamp": wire.now_ms()}
         book["operations"][op] = {"receipt": receipt, "status": "running"}
         book.update(current=op, start=len(transcript["messages"]), attempts=0, running={})
         transcript["messages"].append({"role": "user", "content": step["prompt"], "timestamp": wire.now_ms()})
@@ -279,7 +286,8 @@ class Keeper:
             del running[call_id]
             cast(JSON, self.run.transcript)["messages"].append({
                 "role": "toolResult", "toolCallId": call_id, "toolName": name,
-                "content": [{"type": "text", "text": INTERRUPTED}], "isError": True, "timestamp": wire.now_ms()})
+                "content": [{"type": "text", "text": INTERRUPTED}], "isError": True,
+                "timestamp": wire.now_ms()})
 
     # ------------------------------------------------------------ the turn, from whatever is stored
 

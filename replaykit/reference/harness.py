@@ -59,7 +59,8 @@ class Settings:
 
 
 class Recorder(Protocol):
-    """Where a durable turn keeps the events of the model call in flight (:mod:`replaykit.reference.durable`)."""
+    """Where a durable turn keeps the events of the model call in flight
+    (:mod:`replaykit.reference.durable`)."""
 
     stall: float
 

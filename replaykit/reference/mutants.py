@@ -59,8 +59,8 @@ MUTANTS: dict[str, str] = {
     "empty-results-reported-as-error": "a web_search that finds nothing is reported to the model as a "
                                        "failure instead of 0 results",
     # durable turns (replaykit.reference.durable)
-    "partial-dropped-on-recovery": "after an interruption the partial message is thrown away and the model is "
-                                   "asked again from scratch instead of continuing it",
+    "partial-dropped-on-recovery": "after an interruption the partial message is thrown away and the model "
+                                   "is asked again from scratch instead of continuing it",
     "tool-rerun-without-opt-in": "a tool call cut short is run again whatever its tool declares, not only "
                                  "with recovery: rerun",
     "recovery-unbounded": "interruptions without progress are recovered from forever: maxAttempts is never "

@@ -2,10 +2,10 @@
 
 :func:`check_all` runs every expectation a scenario gives, in a fixed order (the first failing one is what
 a report shows): the target itself (it ran, wrote an outcome valid against its contract), ``outcome``,
-``error`` (code, phase, provenance), ``reason``, ``receipts``, ``providerRequests``, ``requests`` per route, ``unmatched``,
-``unused``, ``requestContractsHold``, ``persistWrites``, ``estimates``, ``reaches``, ``neverReaches``,
-``persistedSnapshot``. What they read is an :class:`Evidence`: the outcome (segments merged), the journal
-as JSON, the unused interactions and the transcript the target persisted.
+``error`` (code, phase, provenance), ``reason``, ``receipts``, ``providerRequests``, ``requests`` per
+route, ``unmatched``, ``unused``, ``requestContractsHold``, ``persistWrites``, ``estimates``,
+``reaches``, ``neverReaches``, ``persistedSnapshot``. What they read is an :class:`Evidence`: the outcome
+(segments merged), the journal as JSON, the unused interactions and the transcript the target persisted.
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ its faults, unchanged. The steps run in segments split before each ``restart`` s
 process of the target (:func:`~replaykit.scenario.target.run_segment`) under what is left of the scenario's
 ``timeoutMs``. A ``kill`` fault's kill point (:mod:`replaykit.scenario.target`) SIGKILLs the process
 group and starts the segment again with the same input and state folder, as often as the kill faults can
-fire (``times`` each); the restart's outcome is the segment's. The outcomes are merged (the last segment's status, error and transcript; ``persistWrites``
-summed; estimates renumbered to the scenario's steps; receipts joined); a segment that does not end ``ok`` ends the run.
+fire (``times`` each); the restart's outcome is the segment's. The outcomes are merged (the last segment's
+status, error and transcript; ``persistWrites`` summed; estimates renumbered to the scenario's steps;
+receipts joined); a segment that does not end ``ok`` ends the run.
 Then every expectation is checked (:mod:`replaykit.scenario.expect`).
 
 Scenarios share nothing (each has its own fake provider, port, folders and processes), so their verdicts do
@@ -18,6 +19,7 @@ in the order given.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -100,6 +102,10 @@ def _merge(merged: JSON | None, outcome: JSON, first_step: int) -> JSON:
     return joined
 
 
+def _new_kill_point(provider: FakeProvider, seen: int) -> bool:
+    return len(provider.kill_points()) > seen
+
+
 def _write_files(work: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         path = work / name
@@ -173,9 +179,8 @@ class _Segments:
         """One run of the segment; each time a new kill point is reached, SIGKILL and run it again (at most
         as often as the scenario's kill faults fire)."""
         while True:
-            seen = len(provider.kill_points())
             ran = run_segment(self.target, self.root / "work", env, deadline - time.monotonic(), self.root,
-                              lambda: len(provider.kill_points()) > seen)
+                              functools.partial(_new_kill_point, provider, len(provider.kill_points())))
             if not ran.killed or self.kills >= self.scenario.kills_armed:
                 return ran
             self.kills += 1
