@@ -212,7 +212,8 @@ def test_a_timeout_is_a_retryable_web_search_timeout(serve: Any) -> None:
                                       "ms": 2000},))
     with pytest.raises(WebSearchError) as raised:
         _search(SearchOptions.from_host({**HOST, "timeoutMs": 200}), "q")
-    assert (raised.value.code, raised.value.retryable, raised.value.status) == ("web_search_timeout", True, None)
+    error = raised.value
+    assert (error.code, error.retryable, error.status) == ("web_search_timeout", True, None)
 
 
 @pytest.mark.parametrize("arguments", [{}, {"query": 5}, {"query": "q", "limit": 0},
