@@ -267,3 +267,16 @@ def test_details_and_host_options_never_reach_a_model_provider(serve: Any) -> No
         body = str(project(transcript, Target(provider, api, "m")))  # type: ignore[arg-type]
         assert "latencyMs" not in body and ACCOUNT not in body and "items" not in body
         assert '3 results for "tokio":' in body
+
+
+# Each web_search mutant and the test here that fails on it (the in-process cases of
+# test_reference_cases.py cover the others; the scenarios kill every one end to end).
+KILLED_HERE = {
+    "search-options-unchecked": test_unchecked_host_options_are_the_mutant,
+    "limit-not-capped": test_the_request_caps_the_model_limit_and_holds_its_contract,
+    "description-not-trimmed": test_descriptions_are_trimmed_for_the_model_and_whole_for_the_host,
+    "model-chooses-provider": test_the_model_cannot_choose_the_provider,
+    "empty-results-reported-as-error": test_an_empty_list_is_zero_results_not_an_error,
+    "search-error-swallowed": test_a_failed_search_is_a_web_search_error_with_advice,
+    "abort-becomes-failure": test_a_cancelled_search_propagates_the_abort,
+}
