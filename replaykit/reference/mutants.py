@@ -58,6 +58,8 @@ MUTANTS: dict[str, str] = {
                              "goes on, instead of the run ending aborted",
     "empty-results-reported-as-error": "a web_search that finds nothing is reported to the model as a "
                                        "failure instead of 0 results",
+    "search-options-unchecked": "the web_search host options are not checked when the tool is created, so "
+                                "an out-of-range option goes out with the search",
     # durable turns (replaykit.reference.durable)
     "partial-dropped-on-recovery": "after an interruption the partial message is thrown away and the model "
                                    "is asked again from scratch instead of continuing it",
