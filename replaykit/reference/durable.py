@@ -36,7 +36,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 import httpx
 
@@ -52,9 +52,6 @@ from replaykit.transcript import (
     from_openai_stream,
 )
 
-if TYPE_CHECKING:
-    from replaykit.reference.harness import Run
-
 __all__ = ["HOOK_ENV", "INTERRUPTED", "Keeper", "Recovery", "StreamRecord", "Unanswered", "merged",
            "partial_message", "read_stream"]
 
@@ -64,6 +61,36 @@ HOOK_ENV = "REPLAYKIT_TOOL_HOOK"
 INTERRUPTED = ("interrupted: this call was cut short before it finished and was not run again (its tool is "
                "not declared safe to re-run); decide whether to call it again")
 MAX_ROUNDS = 16  # model calls in one turn, at most (as the plain turn)
+
+
+class _Settings(Protocol):
+    @property
+    def tools(self) -> list[JSON]: ...
+    @property
+    def system(self) -> str | None: ...
+    @property
+    def cwd(self) -> Path: ...
+
+
+class Run(Protocol):
+    """What a durable step needs of the harness's run (:class:`replaykit.reference.harness.Run`)."""
+
+    transcript: JSON | None
+    client: httpx.AsyncClient
+
+    @property
+    def settings(self) -> _Settings:
+        """The run's settings (tools, system, work folder)."""
+
+    def persist(self) -> None:
+        """Write the transcript to the store, atomically."""
+
+    async def request(self, transcript: JSON, target: Target, step: int,
+                      record: StreamRecord | None = None) -> AssistantMessage:
+        """One request, retried; its events to ``record``."""
+
+    async def subagent(self, prompt: str, target: Target, step: int) -> str:
+        """A delegated sub-task's final text."""
 
 
 class Unanswered(Exception):

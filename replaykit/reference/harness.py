@@ -16,7 +16,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import httpx
 
@@ -58,19 +58,6 @@ class Settings:
                    data.get("system"), Path.cwd(), Path(state) if state else None)
 
 
-class Recorder(Protocol):
-    """Where a durable turn keeps the events of the model call in flight
-    (:mod:`replaykit.reference.durable`)."""
-
-    stall: float
-
-    def begin(self) -> None:
-        """Start the record of a new attempt (the events of an earlier one are dropped)."""
-
-    def append(self, event: JSON) -> None:
-        """Keep one event, as it arrives."""
-
-
 @dataclass
 class Run:
     """One run of the input's steps: the transcript, the store writes and the estimates so far."""
@@ -108,7 +95,7 @@ class Run:
     # ------------------------------------------------------------ one request, retried
 
     async def request(self, transcript: JSON, target: Target, step: int,
-                      record: Recorder | None = None) -> AssistantMessage:
+                      record: durable.StreamRecord | None = None) -> AssistantMessage:
         """Prepare, estimate and send one request; retry what is retryable, at most ``maxRetries`` times.
         A durable turn's ``record`` gets each attempt's events as they arrive; its stall is not retried
         (:class:`~replaykit.reference.wire.Stalled` goes up: an interruption)."""

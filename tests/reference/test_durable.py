@@ -3,9 +3,26 @@ the continuation folded into it, the stream record (only the call in flight is r
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
-from replaykit.reference.durable import Recovery, StreamRecord, merged, partial_message, read_stream
+import pytest
+from _pytest.outcomes import Failed
+
+from replaykit.reference.durable import (
+    INTERRUPTED,
+    Keeper,
+    Recovery,
+    StreamRecord,
+    Unanswered,
+    merged,
+    partial_message,
+    read_stream,
+)
 from replaykit.replay import Target
 
 ANTHROPIC = Target("anthropic", "anthropic-messages", "claude-sonnet-4-6", max_tokens=1024)
@@ -90,3 +107,94 @@ def test_recovery_budget_and_backoff() -> None:
     assert recovery == Recovery(2, 0.5, 120.0)
     assert [recovery.wait(n) for n in (1, 2, 3, 4)] == [0.0, 0.5, 1.0, 2.0]
     assert Recovery(backoff=40).wait(5) == 60.0
+
+
+# ---------------------------------------------------------------- the keeper's rules, and the mutant of each
+
+
+@dataclass
+class _Run:
+    """The part of the harness's run a durable step uses: requests answered at once, writes counted."""
+
+    tmp: Path
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    transcript: dict[str, Any] | None = field(default_factory=lambda: {"version": 1, "messages": []})
+    client: Any = None
+    writes: int = 0
+    requests: int = 0
+
+    @property
+    def settings(self) -> SimpleNamespace:
+        return SimpleNamespace(tools=self.tools, system=None, cwd=self.tmp)
+
+    def persist(self) -> None:
+        self.writes += 1
+
+    async def request(self, transcript: Any, target: Any, step: int, record: Any = None) -> Any:
+        self.requests += 1
+        return {"role": "assistant", "content": [{"type": "text", "text": "Done."}], "provider": "anthropic",
+                "api": "anthropic-messages", "model": "m", "usage": {}, "stopReason": "stop", "timestamp": 2}
+
+    async def subagent(self, prompt: str, target: Any, step: int) -> str:
+        return ""
+
+
+def _keeper(tmp: Path, **run: Any) -> tuple[Keeper, _Run]:
+    tmp.mkdir(exist_ok=True)
+    host = _Run(tmp, **run)
+    return Keeper(host, Recovery(1, 0.0, 1.0), "s", tmp, lambda step: ANTHROPIC), host
+
+
+def _partial_kept(tmp: Path) -> None:
+    keeper, host = _keeper(tmp)
+    keeper.keep_partial(partial_message([HEAD, *_text(0, "I recall", stop=False)], ANTHROPIC, 5))
+    assert [m.get("partial") for m in host.transcript["messages"]] == [True]  # type: ignore[index]
+
+
+def _cut_call_reported(tmp: Path) -> None:
+    rerun = {"type": "function", "name": "web_search", "parameters": {}, "recovery": "rerun"}
+    keeper, host = _keeper(tmp, tools=[{"type": "function", "name": "read", "parameters": {}}, rerun])
+    keeper.book["running"] = {"toolu_1": "read", "toolu_2": "web_search"}
+    keeper.report_cut_calls()
+    messages = host.transcript["messages"]  # type: ignore[index]
+    assert len(messages) == 1
+    result = messages[0]
+    assert (result["toolCallId"], result["isError"], result["content"][0]["text"]) == ("toolu_1", True,
+                                                                                       INTERRUPTED)
+    assert keeper.book["running"] == {"toolu_2": "web_search"}  # left to run again
+
+
+def _budget_enforced(tmp: Path) -> None:
+    keeper, _ = _keeper(tmp)
+    keeper.book.update(operations={"op": {"receipt": {}, "status": "running"}}, attempts=1)
+    with pytest.raises(Unanswered):
+        asyncio.run(keeper.recover("op", ANTHROPIC))
+    assert keeper.book["operations"]["op"] == {"receipt": {}, "status": "unanswered", "reason": "interrupted"}
+
+
+def _submit_once(tmp: Path) -> None:
+    keeper, host = _keeper(tmp)
+    step = {"prompt": "Hi", "provider": "anthropic", "model": "m", "operationId": "op-1"}
+    asyncio.run(keeper.step(0, step))
+    asyncio.run(keeper.step(1, step))
+    assert host.requests == 1
+    assert keeper.receipts[0] == keeper.receipts[1] and keeper.receipts[0]["operationId"] == "op-1"
+
+
+KILLED_HERE: dict[str, Callable[[Path], None]] = {
+    "partial-dropped-on-recovery": _partial_kept,
+    "tool-rerun-without-opt-in": _cut_call_reported,
+    "recovery-unbounded": _budget_enforced,
+    "duplicate-submit-requests": _submit_once,
+}
+
+
+@pytest.mark.parametrize("name", sorted(KILLED_HERE))
+def test_each_recovery_rule_holds_and_fails_on_its_mutant(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("REPLAYKIT_MUTANT", raising=False)
+    KILLED_HERE[name](tmp_path / "reference")
+    monkeypatch.setenv("REPLAYKIT_MUTANT", name)
+    with pytest.raises((AssertionError, Failed)):
+        KILLED_HERE[name](tmp_path / "mutant")
