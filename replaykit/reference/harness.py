@@ -23,7 +23,7 @@ import httpx
 from replaykit.cassette import header, write_atomic
 from replaykit.errors import LocalRequestError
 from replaykit.provenance import ErrorInfo, classify
-from replaykit.reference import steps, wire
+from replaykit.reference import durable, steps, wire
 from replaykit.reference.mutants import active, mutant
 from replaykit.reference.tools import DELEGATION, Tools
 from replaykit.replay import Target
@@ -94,14 +94,22 @@ class Run:
 
     # ------------------------------------------------------------ one request, retried
 
-    async def request(self, transcript: JSON, target: Target, step: int) -> AssistantMessage:
-        """Prepare, estimate and send one request; retry what is retryable, at most ``maxRetries`` times."""
+    async def request(self, transcript: JSON, target: Target, step: int,
+                      record: durable.StreamRecord | None = None) -> AssistantMessage:
+        """Prepare, estimate and send one request; retry what is retryable, at most ``maxRetries`` times.
+        A durable turn's ``record`` gets each attempt's events as they arrive; its stall is not retried
+        (:class:`~replaykit.reference.wire.Stalled` goes up: an interruption)."""
         attempt = 0
         while True:
             try:
                 body = steps.prepare(transcript, target)
                 self.estimate(transcript, target, step)
-                return await wire.send(self.client, body, target)
+                if record is None:
+                    return await wire.send(self.client, body, target)
+                record.begin()
+                return await wire.send(self.client, body, target, record.append, record.stall)
+            except wire.Stalled:
+                raise
             except Exception as exc:
                 info = failure(exc)
                 if attempt >= self.settings.max_retries or not should_retry(info):
@@ -141,7 +149,7 @@ class Run:
         target = _target(step, self.settings.reserve)
         transcript["messages"].append({"role": "user", "content": step["prompt"], "timestamp": wire.now_ms()})
         tools = Tools(self.settings.tools, self.settings.cwd,
-                      lambda prompt: self.subagent(prompt, target, index))
+                      lambda prompt: self.subagent(prompt, target, index), self.client)
         try:
             await self.turn(transcript, target, index, tools)
         finally:
@@ -154,7 +162,7 @@ class Run:
         transcript: JSON = {"version": 1, "system": cast(JSON, self.transcript).get("system"),
                             "tools": enabled, "messages": [{"role": "user", "content": prompt,
                                                             "timestamp": wire.now_ms()}]}
-        tools = Tools(enabled, self.settings.cwd, None)
+        tools = Tools(enabled, self.settings.cwd, None, self.client)
         await self.turn(transcript, target, step, tools)
         last = transcript["messages"][-1]
         return "".join(block.get("text", "") for block in last["content"] if block["type"] == "text")
@@ -208,6 +216,11 @@ async def run_async(data: JSON) -> JSON:
     settings = Settings.of(data)
     async with httpx.AsyncClient(timeout=httpx.Timeout(settings.idle_timeout)) as client:
         state = Run(settings, client)
+        recovery = durable.Recovery.of(data.get("recovery"))
+        if recovery is not None and settings.state_dir is not None:
+            return await _durable(state, durable.Keeper(state, recovery, str(data.get("scenario") or "run"),
+                                                        settings.state_dir, lambda step: _target(
+                                                            step, settings.reserve)), data)
         try:
             state.restore(data.get("transcript"))
             for index, step in enumerate(data["steps"]):
@@ -215,6 +228,22 @@ async def run_async(data: JSON) -> JSON:
         except (Exception, asyncio.CancelledError) as exc:
             return _outcome(state, failure(exc))
         return _outcome(state, None)
+
+
+async def _durable(state: Run, keeper: durable.Keeper, data: JSON) -> JSON:
+    """The steps as durable operations: restored from the store when it holds one (a restart), else from
+    the input; the outcome carries the receipts, and ``unanswered`` when an operation settled so."""
+    stored = (keeper.state / STORE).is_file()
+    try:
+        state.restore(None if stored else data.get("transcript"))
+        for index, step in enumerate(data["steps"]):
+            await _within(step.get("cancelAfterMs"), keeper.step(index, step))
+    except durable.Unanswered as settled:
+        return {**_outcome(state, None), "status": "unanswered", "reason": settled.reason,
+                "receipts": keeper.receipts}
+    except (Exception, asyncio.CancelledError) as exc:
+        return {**_outcome(state, failure(exc)), "receipts": keeper.receipts}
+    return {**_outcome(state, None), "receipts": keeper.receipts}
 
 
 async def _within(cancel_after_ms: int | None, work: Any) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -28,7 +28,7 @@ from replaykit.provenance import ErrorInfo, event_error
 from replaykit.replay import Target
 from replaykit.transcript import AssistantMessage, from_anthropic_stream, from_openai_stream
 
-__all__ = ["ProviderEvent", "StreamCut", "endpoint", "now_ms", "send"]
+__all__ = ["ProviderEvent", "Stalled", "StreamCut", "endpoint", "now_ms", "send"]
 
 JSON = dict[str, Any]
 _ENDPOINTS = {  # provider: (base URL variable, its default, path under it, key variable, key header)
@@ -77,21 +77,38 @@ def wire_body(body: Mapping[str, Any], target: Target) -> JSON:
     return {**body, **extra}
 
 
-async def send(client: httpx.AsyncClient, body: Mapping[str, Any], target: Target) -> AssistantMessage:
-    """POST ``body`` to ``target``'s provider and read its stream into an assistant message."""
+class Stalled(Exception):
+    """A durable stream that sent nothing for the stall timeout: an interruption, not a retry."""
+
+
+async def send(client: httpx.AsyncClient, body: Mapping[str, Any], target: Target,
+               sink: Callable[[JSON], None] | None = None, stall: float | None = None) -> AssistantMessage:
+    """POST ``body`` to ``target``'s provider and read its stream into an assistant message; each event goes
+    to ``sink`` as it arrives (a durable turn's stream record); with ``stall``, no bytes for that many seconds
+    raises :class:`Stalled`."""
     url, headers = endpoint(target.provider)
-    async with client.stream("POST", url, json=wire_body(body, target), headers=headers) as response:
+    extra: Any = {} if stall is None else {"timeout": httpx.Timeout(stall)}
+    async with client.stream("POST", url, json=wire_body(body, target), headers=headers, **extra) as response:
         if response.status_code >= 400:
             await response.aread()
             response.raise_for_status()
-        events = await _events(response)
+        try:
+            events = await _events(response, sink)
+        except httpx.ReadTimeout as exc:
+            if stall is None:
+                raise
+            raise Stalled(f"the stream sent nothing for {stall * 1000:.0f} ms (stallTimeoutMs)") from exc
     return _message(events, target)
 
 
-async def _events(response: httpx.Response) -> list[JSON]:
+async def _events(response: httpx.Response, sink: Callable[[JSON], None] | None = None) -> list[JSON]:
     parser, events = sse.Parser(), []
     async for chunk in response.aiter_raw():
-        events += [event.json() for event in parser.feed(chunk) if event.dispatched]
+        for event in parser.feed(chunk):
+            if event.dispatched:
+                events.append(event.json())
+                if sink is not None:
+                    sink(events[-1])
     events += [event.json() for event in parser.close() if event.dispatched]
     return events
 

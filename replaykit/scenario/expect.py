@@ -2,10 +2,10 @@
 
 :func:`check_all` runs every expectation a scenario gives, in a fixed order (the first failing one is what
 a report shows): the target itself (it ran, wrote an outcome valid against its contract), ``outcome``,
-``error`` (code, phase, provenance), ``providerRequests``, ``requests`` per route, ``unmatched``,
-``unused``, ``requestContractsHold``, ``persistWrites``, ``estimates``, ``reaches``, ``neverReaches``,
-``persistedSnapshot``. What they read is an :class:`Evidence`: the outcome (segments merged), the journal
-as JSON, the unused interactions and the transcript the target persisted.
+``error`` (code, phase, provenance), ``reason``, ``receipts``, ``providerRequests``, ``requests`` per
+route, ``unmatched``, ``unused``, ``requestContractsHold``, ``persistWrites``, ``estimates``,
+``reaches``, ``neverReaches``, ``persistedSnapshot``. What they read is an :class:`Evidence`: the outcome
+(segments merged), the journal as JSON, the unused interactions and the transcript the target persisted.
 """
 
 from __future__ import annotations
@@ -105,6 +105,30 @@ def _error(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
             f" ({error.get('message')})" if error.get("message") else ""
         )
         yield Check(f"error.{key}", got == wanted[key], why if got != wanted[key] else "")
+
+
+def _reason(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
+    wanted = scenario.expectations.get("reason")
+    if wanted is None:
+        return
+    got = (seen.outcome or {}).get("reason")
+    why = _NO_OUTCOME if seen.outcome is None else f"expected {wanted}, got {got or 'none'}"
+    yield Check("reason", got == wanted, "" if got == wanted else why)
+
+
+def _receipts(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
+    wanted = scenario.expectations.get("receipts")
+    if wanted is None:
+        return
+    if seen.outcome is None:
+        yield Check("receipts", False, _NO_OUTCOME)
+        return
+    given = seen.outcome.get("receipts") or []
+    found = len({json.dumps(receipt, sort_keys=True) for receipt in given})
+    ok = in_count(wanted, found)
+    shown = json.dumps(given, ensure_ascii=False)[:200]
+    yield Check("receipts", ok, "" if ok else f"expected {_count_text(wanted)} distinct receipt(s), got "
+                                              f"{found}: {shown}")
 
 
 def _provider_requests(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
@@ -295,6 +319,8 @@ CHECKS: tuple[Callable[[Scenario, Evidence], Iterator[Check]], ...] = (
     _target,
     _outcome,
     _error,
+    _reason,
+    _receipts,
     _provider_requests,
     _requests,
     _unmatched,

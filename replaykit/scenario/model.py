@@ -69,6 +69,11 @@ class Scenario:
         return tuple(self.doc.get("kills", ()))
 
     @property
+    def kills_armed(self) -> int:
+        """How many times a ``kill`` fault can fire: the restarts the runner makes at most."""
+        return sum(fault.times for fault in self.faults if fault.kind == "kill")
+
+    @property
     def timeout(self) -> float:
         """The wall-clock budget of the whole scenario, in seconds (``timeoutMs``, default 60000)."""
         return int(self.doc.get("timeoutMs", 60000)) / 1000
@@ -97,6 +102,7 @@ class Scenario:
             "idleTimeoutMs": doc.get("idleTimeoutMs", 30000),
             "maxRetries": doc.get("maxRetries", 2),
             "system": doc.get("system"),
+            "recovery": doc.get("recovery"),
         }
 
 

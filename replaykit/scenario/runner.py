@@ -5,8 +5,11 @@ Per scenario: a fresh temporary folder holding the target's work folder (its cwd
 one :class:`~replaykit.server.FakeProvider` (``journal_bodies="full"``) serving the scenario's cassettes with
 its faults, unchanged. The steps run in segments split before each ``restart`` step, each segment a new
 process of the target (:func:`~replaykit.scenario.target.run_segment`) under what is left of the scenario's
-``timeoutMs``. The outcomes are merged (the last segment's status, error and transcript; ``persistWrites``
-summed; estimates renumbered to the scenario's steps); a segment that does not end ``ok`` ends the run.
+``timeoutMs``. A ``kill`` fault's kill point (:mod:`replaykit.scenario.target`) SIGKILLs the process
+group and starts the segment again with the same input and state folder, as often as the kill faults can
+fire (``times`` each); the restart's outcome is the segment's. The outcomes are merged (the last segment's
+status, error and transcript; ``persistWrites`` summed; estimates renumbered to the scenario's steps;
+receipts joined); a segment that does not end ``ok`` ends the run.
 Then every expectation is checked (:mod:`replaykit.scenario.expect`).
 
 Scenarios share nothing (each has its own fake provider, port, folders and processes), so their verdicts do
@@ -16,6 +19,7 @@ in the order given.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -28,7 +32,7 @@ from typing import Any
 from replaykit.cassette import write_atomic
 from replaykit.scenario.expect import Check, Evidence, check_all
 from replaykit.scenario.model import Scenario
-from replaykit.scenario.target import Target, read_outcome, run_segment, target_env
+from replaykit.scenario.target import Run, Target, read_outcome, run_segment, target_env
 from replaykit.server import FakeProvider
 
 __all__ = ["Result", "run_jobs", "run_many", "run_scenario"]
@@ -38,7 +42,8 @@ JSON = dict[str, Any]
 
 @dataclass
 class Result:
-    """One scenario's verdict: every :class:`Check`, the merged outcome, the target, the mutant (if any)."""
+    """One scenario's verdict: every :class:`Check`, the merged outcome, the target, the mutant (if any), and
+    the fake provider's journal (JSON entries, whole bodies)."""
 
     scenario: Scenario
     target: str
@@ -48,6 +53,7 @@ class Result:
     seconds: float = 0.0
     requests: int = 0
     extra: JSON = field(default_factory=dict)
+    journal: list[JSON] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -86,11 +92,18 @@ def _merge(merged: JSON | None, outcome: JSON, first_step: int) -> JSON:
     estimates = [{**e, "step": e["step"] + first_step} for e in outcome.get("estimates") or []]
     if merged is None:
         return {**outcome, "estimates": estimates}
-    return {
+    joined = {
         **outcome,
         "persistWrites": merged["persistWrites"] + outcome["persistWrites"],
         "estimates": [*merged.get("estimates", []), *estimates],
     }
+    if "receipts" in merged or "receipts" in outcome:
+        joined["receipts"] = [*merged.get("receipts", []), *outcome.get("receipts", [])]
+    return joined
+
+
+def _new_kill_point(provider: FakeProvider, seen: int) -> bool:
+    return len(provider.kill_points()) > seen
 
 
 def _write_files(work: Path, files: dict[str, str]) -> None:
@@ -117,6 +130,7 @@ class _Segments:
     mutant: str | None
     outcome: JSON | None = None
     problem: str = ""
+    kills: int = 0
 
     def run(self, provider: FakeProvider) -> None:
         deadline = time.monotonic() + self.scenario.timeout
@@ -139,14 +153,18 @@ class _Segments:
         }
         if self.mutant is not None:
             extra["REPLAYKIT_MUTANT"] = self.mutant
+        extra.setdefault("REPLAYKIT_TOOL_HOOK", provider.tool_hook)
         env = target_env(provider.env(), extra)
-        ran = run_segment(self.target, self.root / "work", env, deadline - time.monotonic(), self.root)
+        ran = self._killed_and_restarted(provider, env, deadline)
         where = f" (segment {number + 1}, from step {first})" if len(self.scenario.segments()) > 1 else ""
         if ran.timed_out:
             self.problem = (
                 f"target timed out after {self.scenario.timeout * 1000:.0f} ms (timeoutMs){where}; "
                 "its process group was killed"
             )
+            return False
+        if ran.killed:
+            self.problem = f"the target reached a kill point with no restart left{where}"
             return False
         outcome, why = read_outcome(written)
         if outcome is None:
@@ -155,6 +173,17 @@ class _Segments:
             return False
         self.outcome = _merge(self.outcome, outcome, first)
         return True
+
+
+    def _killed_and_restarted(self, provider: FakeProvider, env: dict[str, str], deadline: float) -> Run:
+        """One run of the segment; each time a new kill point is reached, SIGKILL and run it again (at most
+        as often as the scenario's kill faults fire)."""
+        while True:
+            ran = run_segment(self.target, self.root / "work", env, deadline - time.monotonic(), self.root,
+                              functools.partial(_new_kill_point, provider, len(provider.kill_points())))
+            if not ran.killed or self.kills >= self.scenario.kills_armed:
+                return ran
+            self.kills += 1
 
 
 def run_scenario(
@@ -181,7 +210,8 @@ def run_scenario(
             update_snapshots,
         )
         checks = check_all(scenario, seen)
-    return Result(scenario, target.spec, checks, seen.outcome, mutant, time.monotonic() - start, len(journal))
+    return Result(scenario, target.spec, checks, seen.outcome, mutant, time.monotonic() - start, len(journal),
+                  journal=journal)
 
 
 def run_many(

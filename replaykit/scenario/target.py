@@ -8,8 +8,19 @@ runs ``sys.executable -m replaykit.scenario.call module:function`` (:mod:`replay
 - the environment: this process's, minus every variable whose name is a secret's (``*_API_KEY``,
   ``*_TOKEN``...: :func:`replaykit.redact.is_secret_field`), plus the fake provider's
   (:meth:`replaykit.server.FakeProvider.env`: base URLs, dummy keys, the network guard's proxy variables),
-  ``REPLAYKIT_INPUT``, ``REPLAYKIT_OUTCOME``, ``REPLAYKIT_STATE_DIR`` and, for a mutant, ``REPLAYKIT_MUTANT``;
-- a deadline: past it the whole process group is killed (SIGKILL) and the run reports ``timed_out``.
+  ``REPLAYKIT_INPUT``, ``REPLAYKIT_OUTCOME``, ``REPLAYKIT_STATE_DIR``, ``REPLAYKIT_TOOL_HOOK`` and, for a
+  mutant, ``REPLAYKIT_MUTANT``;
+- a deadline: past it the whole process group is killed (SIGKILL) and the run reports ``timed_out``;
+- a kill point (``stop``): once it is reached the whole process group is killed (SIGKILL) and the run reports
+  ``killed``; the runner then starts the target again with the same input and state folder.
+
+**Kill points** (the scenario's ``kill`` faults, :mod:`replaykit.server.faults`) are observed at the fake
+provider, so they need nothing of a target but what it does anyway, in any language: a streamed response
+is held after its event ``after`` (each event sent on its own and with the kernel before the hold), and a
+tool call is held at its announcement: a target that supports being killed during a tool call POSTs
+``{"name": TOOL, "id": CALL_ID}`` to ``REPLAYKIT_TOOL_HOOK`` after recording the call and before running
+it, and waits for the answer (``{"held": false}`` at once when no kill is armed there). Either way the
+target is blocked at a known point when it dies, so a kill is deterministic.
 
 The outcome file is read and checked against ``contracts/replaykit/target-outcome.schema.json``
 (:func:`read_outcome`).
@@ -25,7 +36,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +50,8 @@ __all__ = ["DEFAULT_TARGET", "Run", "Target", "read_outcome", "run_segment", "ta
 DEFAULT_TARGET = "python:replaykit.reference:run"
 PYTHON_PREFIX = "python:"
 _TAIL = 600  # characters of a target's stderr shown when it wrote no outcome
+_POLL = 0.005  # seconds between looks at a kill point while the target runs
+_QUIET = 0.03  # seconds a target stays idle at a kill point before it is killed
 
 
 def _absolute(word: str, index: int, here: Path) -> str:
@@ -110,6 +123,7 @@ class Run:
     timed_out: bool
     stderr_tail: str
     seconds: float
+    killed: bool = False
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -125,9 +139,70 @@ def _tail(path: Path) -> str:
     return text[-_TAIL:].strip()
 
 
-def run_segment(target: Target, cwd: Path, env: Mapping[str, str], timeout: float, logs: Path) -> Run:
-    """Run ``target`` once in ``cwd`` with ``env``; kill its process group after ``timeout`` seconds (and
-    any process it left behind once it exits). Its stdout and stderr go to files in ``logs``."""
+def _group(pgid: int) -> list[Path]:
+    """The ``/proc/<pid>/task/<tid>`` folders of every thread of process group ``pgid`` (none without
+    ``/proc``)."""
+    threads: list[Path] = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = (entry / "stat").read_text()
+            if int(stat[stat.rindex(")") + 2 :].split()[2]) == pgid:
+                threads += list((entry / "task").iterdir())
+    return threads
+
+
+def _activity(threads: list[Path]) -> tuple[bool, int]:
+    """Whether any of ``threads`` runs (or waits on the disk), and the CPU time they used (ns)."""
+    busy, used = False, 0
+    for task in threads:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = (task / "stat").read_text()
+            busy = busy or stat[stat.rindex(")") + 2] in "RD"
+            used += int((task / "schedstat").read_text().split()[0])
+    return busy, used
+
+
+def quiesce(pgid: int, deadline: float, quiet: float = _QUIET) -> None:
+    """Wait until the target (process group ``pgid``) is idle: every thread asleep and no CPU time used for
+    ``quiet`` seconds. At a kill point the fake provider holds the target's connection, so it is idle once it
+    has handled all it was sent (the events recorded, the announcement made): killed then, it always dies
+    at the same place. Where there is no ``/proc``, a fixed wait of ten times ``quiet``; never past
+    ``deadline`` (``time.monotonic()``)."""
+    threads = _group(pgid)
+    if not threads:
+        time.sleep(max(0.0, min(quiet * 10, deadline - time.monotonic())))
+        return
+    still, last = 0.0, -1
+    while still < quiet and time.monotonic() < deadline:
+        time.sleep(_POLL)
+        busy, used = _activity(threads)
+        still = still + _POLL if not busy and used == last else 0.0
+        last = used
+
+
+def _wait(process: subprocess.Popen[bytes], timeout: float, stop: Callable[[], bool] | None) -> str:
+    """``exited``, ``timed_out`` or ``killed`` (``stop()`` turned true first: checked every few ms)."""
+    deadline = time.monotonic() + max(timeout, 0.001)
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            process.wait(timeout=max(min(left, _POLL if stop is not None else left), 0.001))
+            return "exited"
+        except subprocess.TimeoutExpired:
+            if stop is not None and stop():
+                quiesce(process.pid, deadline)
+                return "killed"
+            if time.monotonic() >= deadline:
+                return "timed_out"
+
+
+def run_segment(
+    target: Target, cwd: Path, env: Mapping[str, str], timeout: float, logs: Path,
+    stop: Callable[[], bool] | None = None,
+) -> Run:
+    """Run ``target`` once in ``cwd`` with ``env``; kill its process group after ``timeout`` seconds, or as
+    soon as ``stop()`` is true (and any process it left behind once it exits). Its stdout and stderr go to
+    files in ``logs``."""
     start = time.monotonic()
     err_path = logs / "stderr.txt"
     with open(logs / "stdout.txt", "ab") as out, open(err_path, "ab") as err:
@@ -147,14 +222,12 @@ def run_segment(target: Target, cwd: Path, env: Mapping[str, str], timeout: floa
                 "check the command and that it is installed"
             ) from exc
         try:
-            code: int | None = process.wait(timeout=max(timeout, 0.001))
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            code, timed_out = None, True
+            ended = _wait(process, timeout, stop)
         finally:
             _kill_group(process)
             process.wait()
-    return Run(code, timed_out, _tail(err_path), time.monotonic() - start)
+    code = process.returncode if ended == "exited" else None
+    return Run(code, ended == "timed_out", _tail(err_path), time.monotonic() - start, ended == "killed")
 
 
 def read_outcome(path: Path) -> tuple[dict[str, Any] | None, str]:

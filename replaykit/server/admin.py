@@ -20,6 +20,10 @@ take)::
                                        starts afresh) or "add"
     DELETE /__replaykit/cassettes      unload every cassette, or those named: ?name=NAME (repeatable; a name
                                        as x-replaykit-cassette takes it, see replaykit.server.matching)
+    POST   /__replaykit/tool-calls     a target announces the tool call it is about to run: {"name", "id"};
+                                       answered {"held": false} at once, unless a ``kill`` fault with
+                                       ``tool`` selects it: then held (the scenario runner kills the
+                                       target meanwhile)
     POST   /__replaykit/interactions   add one interaction as a stub (admin-interaction.schema.json: an item
                                        of a cassette's interactions, {"request": ..., "response": ...}) to
                                        the cassette ``<stubs>``, after those added before
@@ -219,7 +223,27 @@ async def _add_stub(request: web.BaseRequest, state: State) -> web.Response:
     return web.json_response({"added": host.stub(posted_interaction(await _body(request, state, _STUB)))})
 
 
+_TOOL = f"POST {ADMIN_PREFIX}/tool-calls"
+
+
+async def _tool_call(request: web.BaseRequest, state: State) -> web.Response:
+    doc = _document(await _body(request, state, _TOOL), _TOOL, 'send {"name": "read", "id": "toolu_01"}')
+    name = doc.get("name") if isinstance(doc, dict) else None
+    if not isinstance(name, str) or not name:
+        raise UsageError(located(_TOOL, "/name", "the tool's name is missing", 'send {"name": "read"}'))
+    with state.lock:
+        state.counts[f"tool:{name}"] += 1
+        count = state.counts[f"tool:{name}"]
+        held = any(fault.holds_tool(name, count) for fault in state.faults)
+    if not held:
+        return web.json_response({"held": False})
+    state.reached({"tool": name, "id": doc.get("id"), "nth": count})
+    await state.closing.wait()  # until the runner kills the target (aiohttp then cancels this handler)
+    return web.json_response({"held": True})
+
+
 ENDPOINTS: dict[tuple[str, str], Handler] = {
+    ("POST", f"{ADMIN_PREFIX}/tool-calls"): _tool_call,
     ("GET", f"{ADMIN_PREFIX}/journal"): _journal,
     ("HEAD", f"{ADMIN_PREFIX}/journal"): _journal,
     ("GET", f"{ADMIN_PREFIX}/unused"): _unused,

@@ -116,6 +116,12 @@ class State:
     limits: Limits = field(default_factory=Limits)
     host: Host | None = None
     watch: Callable[[Entry], None] | None = None
+    kill_points: list[dict[str, Any]] = field(default_factory=list)
+
+    def reached(self, point: dict[str, Any]) -> None:
+        """Record a kill point reached (a response or a tool call held for a ``kill`` fault)."""
+        with self.lock:
+            self.kill_points.append(point)
 
     def reset(self) -> None:
         """Forget the journal, the counters, the faults and which interactions were served."""
@@ -123,6 +129,7 @@ class State:
             self.journal.clear()
             self.counts.clear()
             self.faults.clear()
+            self.kill_points.clear()
             self.pool.reset()
             self.seq = 0
 
@@ -361,6 +368,8 @@ class _Exchange:
         if first:
             self.state.journal.append(entry)
         _log(self.state, entry)
+        if progress.outcome == "hung" and any(f["kind"] == "kill" and f["applied"] for f in entry.faults):
+            self.state.reached({"seq": entry.seq, "route": entry.route, "events": progress.chunks})
 
     def close(self, progress: Progress) -> None:
         """The final word: settle with what really happened; give back a slot that was not served whole; tell

@@ -16,6 +16,13 @@ that selector; ``None``: every request) for ``times`` consecutive requests. Kind
 ``corrupt_event``   event number ``event`` (1-based) is sent with its JSON cut in half
 ``drop_terminal``   the terminal event (``message_stop``, ``response.completed``…) is not sent
 ``truncate``        a non-stream body is cut at byte ``at`` (default: half), framed as complete
+``kill``            a kill point for the scenario runner: after ``after`` events (default 0; a non-stream
+                    body: none of it) the response goes no further and the connection is held, the events
+                    sent one by one and each with the kernel before the hold (see
+                    :mod:`~replaykit.server.streaming`), so the runner can SIGKILL the target knowing
+                    exactly what it received. With ``tool`` it selects no provider request: it holds the
+                    target's announcement of its ``nth`` call of that tool (``POST
+                    /__replaykit/tool-calls``, :mod:`~replaykit.server.admin`) instead
 ==================  ========================================================================================
 
 A faulted request does not use up its recorded interaction unless the response was delivered whole
@@ -83,6 +90,7 @@ FaultKind = Literal[
     "corrupt_event",
     "drop_terminal",
     "truncate",
+    "kill",
 ]
 KINDS: tuple[str, ...] = get_args(FaultKind)
 STREAM_KINDS = frozenset({"delay_events", "stall", "error_event", "corrupt_event", "drop_terminal"})
@@ -108,6 +116,7 @@ _ALLOWED: dict[str, tuple[str, ...]] = {
     "corrupt_event": ("event",),
     "drop_terminal": (),
     "truncate": ("at",),
+    "kill": ("after", "tool"),
 }
 _SELECTORS = ("kind", "route", "nth", "times")
 _EXAMPLE = '{"kind": "status", "route": "anthropic", "nth": 1, "status": 429}'
@@ -134,6 +143,7 @@ class Fault:
     event: int | None = None
     at: int | None = None
     as_failed: bool = False
+    tool: str | None = None
 
     def __post_init__(self) -> None:
         _check(self)
@@ -169,9 +179,16 @@ class Fault:
 
     def selects(self, route: str, provider: str | None, count: int) -> bool:
         """True when this fault applies to the ``count``-th request on its selector, on ``route``."""
+        if self.tool is not None:  # a kill at a tool call selects the target's announcements, no request
+            return False
         if self.route not in (None, "*", route, provider):
             return False
         return self.nth is None or self.nth <= count < self.nth + self.times
+
+    def holds_tool(self, name: str, count: int) -> bool:
+        """True when this is a ``kill`` at the ``count``-th announced call of tool ``name``."""
+        return self.kind == "kill" and self.tool == name and (
+            self.nth is None or self.nth <= count < self.nth + self.times)
 
     def to_json(self) -> dict[str, Any]:
         """The fields that are set, as a JSON object (``kind`` first)."""
@@ -244,6 +261,8 @@ def _check(fault: Fault) -> None:
     _check_numbers(fault)
     _check_flags(fault)
     _check_route(fault.route)
+    if fault.tool is not None and (not isinstance(fault.tool, str) or not fault.tool):
+        raise _BadField("tool", f"tool={fault.tool!r} must be a tool's name")
 
 
 def _check_flags(fault: Fault) -> None:
@@ -479,7 +498,18 @@ _STREAM_ONLY = {
     "drop_terminal": _drop_terminal,
     "delay_events": _delay_events,
 }
-_ANY = {"disconnect": _disconnect, "delay_headers": _delay_headers}
+def _kill(plan: Plan, fault: Fault) -> bool:
+    if plan.stream:
+        at = _cut(plan, _after(plan, fault))
+        plan.notes.append(f"held for a kill after event {at}")
+    else:
+        plan.chunks = []
+        plan.notes.append("held for a kill before the body")
+    plan.end, plan.altered, plan.batch, plan.framed = "hang", True, False, None  # event by event
+    return True
+
+
+_ANY = {"disconnect": _disconnect, "delay_headers": _delay_headers, "kill": _kill}
 
 
 # Content changes first, then cuts, then delays: a delay or a cut applies to the content as changed.
@@ -489,6 +519,7 @@ ORDER = (
     "truncate",
     "error_event",
     "disconnect",
+    "kill",
     "stall",
     "delay_events",
     "delay_headers",

@@ -406,6 +406,19 @@ class FakeProvider:
         loaded, whatever the resets): ``{cassette, index, line, route}`` each."""
         return self._state.unused(session)
 
+    def kill_points(self) -> list[dict[str, Any]]:
+        """The kill points reached so far, in order: a response held after its events were sent (``{seq,
+        route, events}``) or a tool call held at its announcement (``{tool, id, nth}``); see the ``kill``
+        fault (:mod:`replaykit.server.faults`)."""
+        with self._state.lock:
+            return list(self._state.kill_points)
+
+    @property
+    def tool_hook(self) -> str:
+        """The URL a target announces its tool calls to (``POST``, ``{name, id}``): where a ``kill`` fault
+        with ``tool`` holds one."""
+        return f"{self.url}/__replaykit/tool-calls"
+
     def unmatched(self) -> list[Entry]:
         """Journal entries of requests no recorded interaction matched (with their near misses)."""
         return [entry for entry in self.journal if entry.verdict == "unmatched"]

@@ -158,6 +158,13 @@ class Wire:
             for waiter in waiters:
                 waiter.cancel()
 
+    async def flushed(self) -> None:
+        """Wait until every byte written is with the kernel (the transport holds none back): what a held
+        response (a ``kill`` fault) has sent is then exactly what the client can read."""
+        transport = self.transport
+        while transport is not None and not transport.is_closing() and transport.get_write_buffer_size():
+            await asyncio.sleep(0.001)
+
     async def drain(self) -> None:
         """Wait while the transport is over its high-water mark."""
         if self.writer is not None:
@@ -243,6 +250,7 @@ async def _finish(
     if plan.end == "disconnect":
         progress.settle("disconnected")
     else:
+        await wire.flushed()  # a kill point: the events sent are with the kernel before the hold is known
         progress.settle("hung")
         await wire.hold(closing)  # until the client gives up or the server stops
     if request.transport is not None:

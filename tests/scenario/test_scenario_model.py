@@ -135,6 +135,7 @@ def test_segments_split_at_restart_and_the_input_is_complete(tmp_path: Path) -> 
         "idleTimeoutMs": 30000,
         "maxRetries": 0,
         "system": "Be brief.",
+        "recovery": None,
     }
     from replaykit import contracts
 
