@@ -47,6 +47,7 @@ COMMANDS: tuple[str, ...] = (
     "drift",
     "properties",
     "scenarios",
+    "record",
 )
 
 
