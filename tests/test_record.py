@@ -202,7 +202,8 @@ def test_an_unreachable_upstream_gets_a_502_in_the_providers_envelope(tmp_path: 
 # ---------------------------------------------------------------- contracts
 
 
-def test_contract_violations_are_warned_and_kept_in_the_cassette(upstream: FakeProvider, tmp_path: Path) -> None:
+def test_contract_violations_are_warned_and_kept_in_the_cassette(upstream: FakeProvider,
+                                                                tmp_path: Path) -> None:
     plain, said, path = recording(PLAIN), [], tmp_path / "bad.yaml"
     body = plain.request.json()
     body["messages"][0]["content"] = [{"type": "text", "text": "hi", "internal_id": 7}]  # not on the wire

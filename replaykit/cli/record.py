@@ -37,19 +37,22 @@ def register(subparsers: Any) -> None:
                     "done, 1 when --check finds a contract error, a key survives redaction or the upstream "
                     "cannot be reached, 2 on usage errors.")
     parser.add_argument("--upstream", metavar="URL",
-                        help="the API to forward to, e.g. https://api.anthropic.com (not needed with --mode none)")
+                        help="the API to forward to, e.g. https://api.anthropic.com (not needed with --mode "
+                             "none)")
     parser.add_argument("--provider", choices=PROVIDERS, required=True,
-                        help="whose API it is: the base URL printed, the error envelopes, the cassette's provider")
+                        help="whose API it is: the base URL printed, the error envelopes, the cassette's "
+                             "provider")
     parser.add_argument("--cassette", metavar="FILE", help="the cassette to write (not needed with --check)")
     parser.add_argument("--mode", choices=MODES, default="once",
-                        help="once (default): record into a new file, refuse an existing one; new: replay what "
-                             "the file holds, record what it does not; all: record everything again; none: "
-                             "only replay")
+                        help="once (default): record into a new file, refuse an existing one; new: replay "
+                             "what the file holds, record what it does not; all: record everything again; "
+                             "none: only replay")
     parser.add_argument("--check", action="store_true",
-                        help="forward and check every exchange against the contracts, write nothing; exit 1 on "
-                             "a contract error (the live contract test)")
+                        help="forward and check every exchange against the contracts, write nothing; exit 1 "
+                             "on a contract error (the live contract test)")
     parser.add_argument("--port", type=_port, default=0, help="port to listen on (default 0: a free port)")
-    parser.add_argument("--host", default="127.0.0.1", help="loopback address to listen on (default 127.0.0.1)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="loopback address to listen on (default 127.0.0.1)")
     parser.add_argument("--profile", choices=sorted(PROFILES), default=None,
                         help="contract profile: strict (default) or openai-compatible")
     parser.add_argument("--json", action="store_true", help="print the base URLs as one JSON line")
@@ -78,7 +81,8 @@ def _announce(proxy: RecordingProxy, as_json: bool) -> None:
         return
     print(f"{proxy.provider:<11} {proxy.base_url()}")
     print(f"{'upstream':<11} {proxy.upstream or '(none: replay only)'}")
-    print(f"{'cassette':<11} {proxy.path if proxy.tape is not None else '(none: nothing written)'}", flush=True)
+    written = proxy.path if proxy.tape is not None else "(none: nothing written)"
+    print(f"{'cassette':<11} {written}", flush=True)
 
 
 def _summary(proxy: RecordingProxy) -> int:

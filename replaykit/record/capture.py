@@ -24,7 +24,7 @@ __all__ = ["Capture", "Checked", "checked", "violation_line"]
 
 @dataclass(slots=True)
 class Capture:
-    """A response being forwarded: its status and headers, its body's pieces, and when each SSE event ended."""
+    """A response being forwarded: its status, headers and body's pieces, and when each SSE event ended."""
 
     request: Request
     status: int

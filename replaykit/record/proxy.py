@@ -321,7 +321,8 @@ class RecordingProxy:
         kept = [(k, v) for k, v in upstream.headers.items() if k.lower() not in HOP_BY_HOP]
         capture = None if recorded is None else Capture(recorded, upstream.status, upstream.reason or "",
                                                         _headers(kept))
-        response = web.StreamResponse(status=upstream.status, reason=upstream.reason, headers=CIMultiDict(kept))
+        response = web.StreamResponse(status=upstream.status, reason=upstream.reason,
+                                      headers=CIMultiDict(kept))
         await response.prepare(request)
         try:
             async for piece in upstream.content.iter_any():

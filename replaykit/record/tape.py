@@ -1,21 +1,21 @@
 """The cassette a recording goes into: what it held before (``--mode new``), each interaction added, written
-atomically after each one (or a few: :meth:`Tape.flush`) (:func:`replaykit.cassette.save`), marked ``origin: recorded`` with the versions
-of the tools that recorded it.
+atomically (:func:`replaykit.cassette.save`) after each one or a few (:meth:`Tape.flush`), marked ``origin:
+recorded`` with the versions of the tools that recorded it.
 
-Each interaction is added redacted (:mod:`replaykit.record.capture`). When the secret scanner still finds a key
-in one, nothing more is written: the file stays as it was before that interaction, and :attr:`Tape.refused`
-says why, the key masked. The contract violations of the interactions recorded are kept, one line each, in
-the cassette's ``replaykit: {contract_warnings: [...]}``.
+Each interaction is added redacted (:mod:`replaykit.record.capture`). When the secret scanner still finds a
+key in one, nothing more is written: the file stays as it was before that interaction, and
+:attr:`Tape.refused` says why, the key masked. The contract violations of the interactions recorded are kept,
+one line each, in the cassette's ``replaykit: {contract_warnings: [...]}``.
 """
 
 from __future__ import annotations
 
 import platform
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from replaykit import __version__
 from replaykit import cassette as cassettes
 from replaykit.cassette import Cassette, Meta
 from replaykit.errors import CassetteError, UsageError
@@ -31,7 +31,9 @@ def recorded_with() -> str:
     """The tools that record: ``replaykit 0.1.0 record (aiohttp 3.x, Python 3.x)``."""
     import aiohttp
 
-    return f"replaykit {__version__} record (aiohttp {aiohttp.__version__}, Python {platform.python_version()})"
+    version = sys.modules["replaykit"].__version__  # the package root is loaded before any of its modules
+    python = platform.python_version()
+    return f"replaykit {version} record (aiohttp {aiohttp.__version__}, Python {python})"
 
 
 def _existing(path: Path, provider: str) -> Cassette:
@@ -41,8 +43,8 @@ def _existing(path: Path, provider: str) -> Cassette:
     except CassetteError as exc:
         raise UsageError(f"{exc} (--mode new adds to a cassette that loads)") from exc
     if tape.meta.origin == "synthesized":
-        raise UsageError(f"{path}: is synthesized (replaykit: origin: synthesized); recorded traffic is never "
-                         "added to it: record into a new file")
+        raise UsageError(f"{path}: is synthesized (replaykit: origin: synthesized); recorded traffic is "
+                         "never added to it: record into a new file")
     tape.meta.origin, tape.meta.provider = "recorded", tape.meta.provider or provider
     return tape
 
@@ -76,8 +78,8 @@ class Tape:
         if done.secrets:
             self.flush()  # what came before is kept
             found = ", ".join(f"{s.field}: {kind_label(s.kind)} {s.excerpt}" for s in done.secrets)
-            self.refused = (f"refusing to write {self.path}: a key survived redaction ({found}); it stays as it "
-                            "was before this request; rotate the key")
+            self.refused = (f"refusing to write {self.path}: a key survived redaction ({found}); it stays as "
+                            "it was before this request; rotate the key")
             self.say(self.refused)
             return False
         index = len(self.cassette.interactions)
