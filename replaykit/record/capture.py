@@ -1,9 +1,10 @@
 """One exchange as the recording proxy sees it: the response's bytes captured as they pass, SSE events timed,
 then the interaction made safe to keep (redacted, scanned, checked against its contracts).
 
-:class:`Capture` is fed each piece of the response body as it is forwarded; a streamed body is cut into
-events by :class:`replaykit.sse.Parser` on the way, and each event gets the time it was complete, in
-milliseconds from the moment the response's headers arrived (the cassette's ``event_offsets_ms``).
+:class:`Capture` is fed each piece of the response body as it is forwarded, with the time it came; once the
+response is over, a streamed body is cut into events (:func:`replaykit.sse.parse`) and each event gets the
+time its last byte arrived, in milliseconds from the moment the response's headers arrived (the cassette's
+``event_offsets_ms``).
 :func:`checked` redacts the interaction (:func:`replaykit.redact.redact`), scans what is left
 (:func:`replaykit.redact.scan`: a key still found refuses the write) and checks it against its route's
 contracts (:func:`replaykit.contracts.check_interaction`).
@@ -11,6 +12,7 @@ contracts (:func:`replaykit.contracts.check_interaction`).
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 
@@ -24,7 +26,12 @@ __all__ = ["Capture", "Checked", "checked", "violation_line"]
 
 @dataclass(slots=True)
 class Capture:
-    """A response being forwarded: its status, headers and body's pieces, and when each SSE event ended."""
+    """A response being forwarded: its status, headers and body's pieces, each with when it arrived.
+
+    Only the pieces and their times are kept while the bytes pass (nothing is parsed on the way: the
+    proxy's throughput); :meth:`interaction` cuts the body into events afterwards, each timed by the piece
+    that completed it.
+    """
 
     request: Request
     status: int
@@ -32,33 +39,31 @@ class Capture:
     headers: Headers
     started: float = field(default_factory=time.perf_counter)
     pieces: list[bytes] = field(default_factory=list)
-    offsets: list[float] = field(default_factory=list)
-    parser: sse.Parser | None = None
-
-    def __post_init__(self) -> None:
-        probe = Response(self.status, self.reason, self.headers)
-        self.parser = sse.Parser() if probe.is_stream else None
+    arrived: list[float] = field(default_factory=list)
 
     def feed(self, piece: bytes) -> None:
-        """Keep ``piece`` of the body; time each event it completes."""
+        """Keep ``piece`` of the body, and when it came."""
         self.pieces.append(piece)
-        if self.parser is not None and (done := self.parser.feed(piece)):
-            now = self._now()
-            self.offsets.extend(now for _ in done)
-
-    def _now(self) -> float:
-        return round((time.perf_counter() - self.started) * 1000, 3)
+        self.arrived.append(time.perf_counter())
 
     def interaction(self) -> Interaction:
-        """The exchange as a cassette holds it (an unterminated last event is timed at the end)."""
+        """The exchange as a cassette holds it; a stream's events each timed, in milliseconds from the
+        response's headers, by the arrival of the piece holding its last byte."""
         body = b"".join(self.pieces)
-        offsets: list[float] | None = None
-        if self.parser is not None:
-            left = self.parser.close()
-            offsets = self.offsets + [self._now()] * len(left)
-            if len(offsets) != sse.count(body):  # pragma: no cover - the parser and count agree
-                offsets = None
-        return Interaction(self.request, Response(self.status, self.reason, self.headers, body, offsets))
+        response = Response(self.status, self.reason, self.headers, body)
+        if response.is_stream:
+            response.event_offsets_ms = self._offsets(response.events)
+        return Interaction(self.request, response)
+
+    def _offsets(self, events: list[sse.Event]) -> list[float]:
+        ends = list(itertools.accumulate(len(piece) for piece in self.pieces))
+        offsets, at, piece = [], 0, 0
+        for event in events:
+            at += len(event.raw)
+            while piece < len(ends) - 1 and ends[piece] < at:
+                piece += 1
+            offsets.append(round((self.arrived[piece] - self.started) * 1000, 3))
+        return offsets
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,10 +2,11 @@
 
 An application points its base URL at the proxy (:meth:`RecordingProxy.base_url`, as at the fake
 provider); each request is forwarded to ``upstream`` + its path and query, and the response is streamed back
-as it arrives (each piece written to the client as soon as it is read; nothing waits for the end), while it is
-captured: SSE event by event, each with its time (:class:`~replaykit.record.capture.Capture`). When the
-response is over the interaction is redacted, scanned for keys, checked against its contracts and added to
-the cassette (:class:`~replaykit.record.tape.Tape`), in a worker thread, off the path of the bytes.
+as it arrives (each piece written to the client as soon as it is read; nothing waits for the end), while its
+pieces are kept with the time each came (:class:`~replaykit.record.capture.Capture`). When the response is
+over, in a worker thread, off the path of the bytes, a stream is cut into SSE events (each timed by the piece
+that completed it) and the interaction is redacted, scanned for keys, checked against its contracts and
+added to the cassette (:class:`~replaykit.record.tape.Tape`).
 
 Modes, as vcrpy's record modes (https://vcrpy.readthedocs.io/en/latest/usage.html#record-modes):
 
@@ -30,9 +31,11 @@ exchange that does not end (the client left, the upstream broke the stream) is n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -45,7 +48,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from replaykit import cassette as cassettes
-from replaykit.cassette import Headers, Interaction, Request
+from replaykit.cassette import Headers, Request
 from replaykit.contracts import Profile, resolve_profile
 from replaykit.errors import UsageError
 from replaykit.record.capture import Capture, checked, violation_line
@@ -61,6 +64,8 @@ __all__ = ["MODES", "RecordingProxy", "Tally"]
 MODES = ("once", "new", "all", "none")
 READ_TIMEOUT = 600.0  # seconds the upstream may pause between two pieces of a response
 CONNECT_TIMEOUT = 30.0
+FLUSH_INTERVAL = 0.5  # seconds between two writes of the cassette while recording
+READ_BUFFER = 1 << 20  # bytes of an upstream answer read ahead (aiohttp's 64 KiB pauses a long stream often)
 # Request headers never forwarded: the connection's own (framing, the proxy's Host), and replaykit's controls.
 _NOT_FORWARDED = (HOP_BY_HOP - {"content-encoding"}) | {"host"}
 
@@ -132,7 +137,7 @@ class RecordingProxy:
         self.replay = self._replay()
         self._pool = self._pinning()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replaykit-record")
-        self._flushing = False
+        self._flushing, self._flushed_at = False, 0.0
         self._errors: list[BaseException] = []
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -219,7 +224,8 @@ class RecordingProxy:
     async def _setup(self, sock: socket.socket) -> None:
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT)
         self._session = aiohttp.ClientSession(timeout=timeout, trust_env=False, auto_decompress=True,
-                                              skip_auto_headers=("User-Agent", "Accept-Encoding"))
+                                              skip_auto_headers=("User-Agent", "Accept-Encoding"),
+                                              read_bufsize=READ_BUFFER)
         server = web.Server(self._handle, handler_cancellation=True, access_log=None)
         self._runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -337,7 +343,7 @@ class RecordingProxy:
             self.tally.incomplete += 1  # the client left: nothing to record
             raise
         if capture is not None:
-            self._keep(capture.interaction())
+            self._keep(capture)
         return response
 
     def _unreachable(self, origin: str, exc: BaseException) -> web.Response:
@@ -358,15 +364,15 @@ class RecordingProxy:
 
     # ------------------------------------------------------------ after the exchange, in the worker
 
-    def _keep(self, interaction: Interaction) -> None:
-        self._worker.submit(self._take, interaction)
+    def _keep(self, capture: Capture) -> None:
+        self._worker.submit(self._take, capture)
         if self.tape is not None and not self._flushing:
             self._flushing = True
             self._worker.submit(self._flush)
 
-    def _take(self, interaction: Interaction) -> None:
+    def _take(self, capture: Capture) -> None:
         try:
-            done = checked(interaction, self.profile)
+            done = checked(capture.interaction(), self.profile)
             index = self.tally.checked
             self.tally.checked += 1
             for violation in done.violations:
@@ -383,10 +389,19 @@ class RecordingProxy:
             self._errors.append(exc)
 
     def _flush(self) -> None:
+        """Write the cassette; at most once every :data:`FLUSH_INTERVAL` while serving (a write rewrites the
+        whole file), the rest left to a write that soon follows, and to :meth:`stop`'s."""
         self._flushing = False
+        wait, loop = self._flushed_at + FLUSH_INTERVAL - time.monotonic(), self._loop
+        if wait > 0 and loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: stop() writes at once
+                loop.call_soon_threadsafe(loop.call_later, wait, self._worker.submit, self._flush)
+                self._flushing = True
+                return
         try:
             if self.tape is not None:
                 self.tape.flush()
+                self._flushed_at = time.monotonic()
         except Exception as exc:
             self._errors.append(exc)
 
