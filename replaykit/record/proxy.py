@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from urllib.parse import parse_qs, urlsplit
@@ -83,7 +83,6 @@ class Tally:
     warnings: int = 0
     incomplete: int = 0
     failed: int = 0
-    lines: list[str] = field(default_factory=list)
 
 
 def _upstream(url: str | None, mode: str) -> str | None:
@@ -284,20 +283,24 @@ class RecordingProxy:
         self.tally.requests += 1
         forwarded = [(k, v) for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED]
         pins = self._pins(request, body)
-        if self.upstream is None or pins is not None:
-            assert self.replay is not None  # mode none and new: a replay source was started
+        if pins is not None:
+            assert self.replay is not None  # modes none and new: a replay source was started
             self.tally.replayed += 1
             if pins:  # replaykit's own choice replaces any the client made
                 forwarded = [(k, v) for k, v in forwarded if not k.lower().startswith("x-replaykit-")]
-            return await self._pipe(request, self.replay.url, [*forwarded, *(pins or {}).items()], body, None)
+            return await self._pipe(request, self.replay.url, [*forwarded, *pins.items()], body, None)
+        assert self.upstream is not None
         uri = self.upstream + request.path_qs
         recorded = Request(request.method, uri, _headers(forwarded), body or None)
         return await self._pipe(request, self.upstream, forwarded, body, recorded)
 
     def _pins(self, request: web.BaseRequest, body: bytes) -> dict[str, str] | None:
-        """Where a request recorded before is replayed from (mode new); None: it goes upstream."""
+        """None when the request goes upstream; else the headers that choose what replays it: none in mode
+        ``none`` (the fake provider chooses), in mode ``new`` the interaction recorded for it."""
+        if self.upstream is None:
+            return {}
         if self._pool is None:
-            return None if self.upstream is not None else {}
+            return None
         query = parse_qs(request.query_string, keep_blank_values=True) if request.query_string else {}
         headers = {k.lower(): v for k, v in request.headers.items()}
         received = Received.build(request.method, request.path, query, headers, body,
@@ -381,12 +384,14 @@ class RecordingProxy:
                     self.tally.errors += 1
                 else:
                     self.tally.warnings += 1
-                self.tally.lines.append(line)
                 self.say(f"contract {violation.severity}: {line}")
             if self.tape is not None and self.tape.add(done):
                 self.tally.recorded += 1
         except Exception as exc:
             self._errors.append(exc)
+
+    def _flush_later(self, loop: asyncio.AbstractEventLoop, wait: float) -> None:
+        loop.call_later(wait, self._worker.submit, self._flush)
 
     def _flush(self) -> None:
         """Write the cassette; at most once every :data:`FLUSH_INTERVAL` while serving (a write rewrites the
@@ -395,7 +400,7 @@ class RecordingProxy:
         wait, loop = self._flushed_at + FLUSH_INTERVAL - time.monotonic(), self._loop
         if wait > 0 and loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop is closed: stop() writes at once
-                loop.call_soon_threadsafe(loop.call_later, wait, self._worker.submit, self._flush)
+                loop.call_soon_threadsafe(self._flush_later, loop, wait)
                 self._flushing = True
                 return
         try:
