@@ -59,8 +59,12 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+SWITCH_INTERVAL = 0.0005  # seconds: the forwarding loop waits at most this for the recording worker's GIL
+
+
 def run(args: argparse.Namespace) -> int:
     """Record until SIGINT / SIGTERM; the summary, and the exit code."""
+    sys.setswitchinterval(SWITCH_INTERVAL)  # this process is the proxy: the bytes first, the recording after
     proxy = RecordingProxy(args.cassette, upstream=args.upstream, provider=args.provider, mode=args.mode,
                            check=args.check, host=args.host, port=args.port, profile=args.profile)
     with _until_signalled() as stop:

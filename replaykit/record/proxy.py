@@ -65,6 +65,7 @@ MODES = ("once", "new", "all", "none")
 READ_TIMEOUT = 600.0  # seconds the upstream may pause between two pieces of a response
 CONNECT_TIMEOUT = 30.0
 FLUSH_INTERVAL = 0.5  # seconds between two writes of the cassette while recording
+WRITE_BUFFER = 4 << 20  # bytes written to a client before the proxy waits for it to read (asyncio: 64 KiB)
 READ_BUFFER = 1 << 20  # bytes of an upstream answer read ahead (aiohttp's 64 KiB pauses a long stream often)
 # Request headers never forwarded: the connection's own (framing, the proxy's Host), and replaykit's controls.
 _NOT_FORWARDED = (HOP_BY_HOP - {"content-encoding"}) | {"host"}
@@ -332,6 +333,8 @@ class RecordingProxy:
                                                         _headers(kept))
         response = web.StreamResponse(status=upstream.status, reason=upstream.reason,
                                       headers=CIMultiDict(kept))
+        if request.transport is not None:  # a client a little behind does not hold the upstream back
+            request.transport.set_write_buffer_limits(high=WRITE_BUFFER)
         await response.prepare(request)
         try:
             async for piece in upstream.content.iter_any():
