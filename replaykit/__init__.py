@@ -2,7 +2,8 @@
 
 The package root re-exports the everyday names. Heavier parts are imported from their modules:
 ``replaykit.server`` (the loopback fake provider, on aiohttp), ``replaykit.strategies`` and
-``replaykit.properties`` (Hypothesis), so ``import replaykit`` and the pytest plugin stay cheap.
+``replaykit.properties`` (Hypothesis), ``replaykit.record`` (the recording proxy), so ``import replaykit``
+and the pytest plugin stay cheap.
 """
 
 from replaykit.cassette import Cassette, Interaction, Meta, Request, Response
@@ -27,6 +28,7 @@ from replaykit.provenance import ErrorInfo
 from replaykit.redact import Rules, SecretFinding
 from replaykit.replay import Target, project
 from replaykit.transcript import ConversionError, Transcript, from_interaction, restore
+from replaykit.vcrpy import vcr_config
 from replaykit.verify import Report, verify_paths
 
 __version__ = "0.1.0"
@@ -67,6 +69,7 @@ __all__ = [
     "project",
     "restore",
     "validate",
+    "vcr_config",
     "verify_paths",
     "verify_transcript",
 ]

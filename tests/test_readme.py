@@ -18,7 +18,9 @@ What runs, each in a fresh interpreter (a subprocess: no block sees another's na
   ``my_cassettes/`` (a copy of the bundled Anthropic cassettes) and ``my_estimator.js``
   (``tests/fixtures/estimator.js``). A command must exit 0; ``serve`` (it runs until stopped) must print its
   URLs (the line needs ``--json``), answer every request recorded in the cassettes it names, and exit 0 on
-  SIGINT;
+  SIGINT; ``record`` (it runs until stopped too) forwards to a fake provider standing in for its
+  ``--upstream`` (nothing leaves the machine), must pass the bundled Anthropic stream's request through,
+  exit 0 on SIGINT and have written its ``--cassette``, ``origin: recorded``;
 - the unmarked ```js block is run by ``tests/server/test_node_sdks.py``, the ``target`` one by
   ``tests/test_js_target.py``, not here.
 
@@ -46,6 +48,7 @@ from wheel_support import ROOT, Installed, outside_env
 
 from replaykit import cassette
 from replaykit.resources import find_cassette
+from replaykit.server import FakeProvider
 
 README = ROOT / "README.md"
 TEXT = README.read_text(encoding="utf-8")
@@ -188,6 +191,8 @@ def test_a_command_runs(block: Block, line: int, argv: list[str], request: pytes
     run, folder = runner(block, request), project(tmp_path)
     if argv[1] == "serve":
         serves(run.replaykit + argv[1:], folder, run.env, f"README.md line {line}")
+    elif argv[1] == "record":
+        records(run.replaykit + argv[1:], folder, run.env, f"README.md line {line}")
     else:
         ran(run.replaykit + argv[1:], folder, run.env, f"README.md line {line}")
 
@@ -209,6 +214,29 @@ def serves(command: list[str], folder: Path, env: dict[str, str], where: str) ->
             proc.send_signal(signal.SIGINT)
             _, err = proc.communicate(timeout=TIMEOUT)
     assert proc.returncode == 0, f"{where}: {shlex.join(command)} exited {proc.returncode}:\n{err}"
+
+
+def records(command: list[str], folder: Path, env: dict[str, str], where: str) -> None:
+    """``record`` forwards to a fake provider in place of its ``--upstream``, passes a stream through, exits 0
+    on SIGINT and has written its cassette, recorded."""
+    assert "--json" in command and "--upstream" in command, f"{where}: the test needs --json and --upstream"
+    item = cassette.load(find_cassette("anthropic/web_search_stream.yaml")).interactions[0]
+    at = command.index("--upstream") + 1
+    with FakeProvider(["anthropic/web_search_stream.yaml"]) as upstream, subprocess.Popen(
+            [*command[:at], upstream.url, *command[at + 1:]], cwd=folder, env=env | {"PYTHONUNBUFFERED": "1"},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stdout is not None
+            origin = json.loads(proc.stdout.readline())["anthropic"]
+            reply = httpx.post(f"{origin}/v1/messages", content=item.request.body, timeout=TIMEOUT,
+                               headers={"content-type": "application/json"})
+            assert reply.content == item.response.body, reply.text
+        finally:
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 0, f"{where}: {shlex.join(command)} exited {proc.returncode}:\n{err}"
+    written = cassette.load(folder / command[command.index("--cassette") + 1])
+    assert written.meta.origin == "recorded" and len(written.interactions) == 1
 
 
 def recorded(command: list[str], folder: Path) -> list[cassette.Interaction]:

@@ -48,6 +48,7 @@ COMMANDS: tuple[str, ...] = (
     "properties",
     "scenarios",
     "qualify",
+    "record",
     "repro",
 )
 

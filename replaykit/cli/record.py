@@ -1,0 +1,106 @@
+"""``replaykit record --upstream URL --provider P --cassette FILE``: a recording reverse proxy on loopback.
+
+Prints the base URL to give the provider's SDK (``--json``: one JSON line, the base URL of each provider as
+``serve --json`` prints them), forwards every request to the upstream and streams each answer back as it
+arrives, recording it (see :mod:`replaykit.record.proxy` for the modes), until SIGINT or SIGTERM; then
+prints a summary on stderr. Contract violations are printed as they are found and kept in the cassette's
+``replaykit: {contract_warnings: [...]}``. ``--check`` forwards and checks without writing: the live contract
+test.
+
+Exit 0 when done; 1 when ``--check`` found a contract error, when a key survived redaction (the cassette is
+not written past it) or the upstream could not be reached; 2 on usage errors (an existing cassette under
+``--mode once``, a bad URL...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK
+from replaykit.cli.serve import _port, _until_signalled
+from replaykit.contracts import PROFILES
+from replaykit.record import MODES, RecordingProxy
+from replaykit.routes import PROVIDERS
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``record`` subcommand."""
+    parser = subparsers.add_parser(
+        "record", help="record a new cassette through a loopback reverse proxy to the real API",
+        description="Forward each request to --upstream and stream the answer back as it arrives, recording "
+                    "it redacted and checked against the contracts, until SIGINT or SIGTERM. Exit 0 when "
+                    "done, 1 when --check finds a contract error, a key survives redaction or the upstream "
+                    "cannot be reached, 2 on usage errors.")
+    parser.add_argument("--upstream", metavar="URL",
+                        help="the API to forward to, e.g. https://api.anthropic.com (not needed with --mode "
+                             "none)")
+    parser.add_argument("--provider", choices=PROVIDERS, required=True,
+                        help="whose API it is: the base URL printed, the error envelopes, the cassette's "
+                             "provider")
+    parser.add_argument("--cassette", metavar="FILE", help="the cassette to write (not needed with --check)")
+    parser.add_argument("--mode", choices=MODES, default="once",
+                        help="once (default): record into a new file, refuse an existing one; new: replay "
+                             "what the file holds, record what it does not; all: record everything again; "
+                             "none: only replay")
+    parser.add_argument("--check", action="store_true",
+                        help="forward and check every exchange against the contracts, write nothing; exit 1 "
+                             "on a contract error (the live contract test)")
+    parser.add_argument("--port", type=_port, default=0, help="port to listen on (default 0: a free port)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="loopback address to listen on (default 127.0.0.1)")
+    parser.add_argument("--profile", choices=sorted(PROFILES), default=None,
+                        help="contract profile: strict (default) or openai-compatible")
+    parser.add_argument("--json", action="store_true", help="print the base URLs as one JSON line")
+    parser.set_defaults(func=run)
+
+
+SWITCH_INTERVAL = 0.0005  # seconds: the forwarding loop waits at most this for the recording worker's GIL
+
+
+def run(args: argparse.Namespace) -> int:
+    """Record until SIGINT / SIGTERM; the summary, and the exit code."""
+    sys.setswitchinterval(SWITCH_INTERVAL)  # this process is the proxy: the bytes first, the recording after
+    proxy = RecordingProxy(args.cassette, upstream=args.upstream, provider=args.provider, mode=args.mode,
+                           check=args.check, host=args.host, port=args.port, profile=args.profile)
+    with _until_signalled() as stop:
+        proxy.start()
+        try:
+            _announce(proxy, args.json)
+            while not stop.wait(1.0):
+                pass
+        finally:
+            proxy.stop()
+    proxy.check_errors()
+    return _summary(proxy)
+
+
+def _announce(proxy: RecordingProxy, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(proxy.base_urls()), flush=True)
+        return
+    print(f"{proxy.provider:<11} {proxy.base_url()}")
+    print(f"{'upstream':<11} {proxy.upstream or '(none: replay only)'}")
+    written = proxy.path if proxy.tape is not None else "(none: nothing written)"
+    print(f"{'cassette':<11} {written}", flush=True)
+
+
+def _summary(proxy: RecordingProxy) -> int:
+    tally, tape = proxy.tally, proxy.tape
+    written = f", {tally.recorded} recorded into {tape.path}" if tape is not None else ""
+    why = []
+    if proxy.check and tally.errors:
+        why.append(f"{tally.errors} contract error{'s' * (tally.errors != 1)}")
+    if tape is not None and tape.refused:
+        why.append("a key survived redaction (the cassette was not written past it)")
+    if tally.failed:
+        why.append(f"the upstream could not be reached {tally.failed} time{'s' * (tally.failed != 1)}")
+    print(f"replaykit record: {tally.requests} requests, {tally.replayed} replayed{written}, "
+          f"{tally.errors} contract errors, {tally.warnings} warnings, {tally.incomplete} not recorded "
+          f"(incomplete)" + (f"; exit 1: {', '.join(why)}" if why else ""),
+          file=sys.stderr)
+    return EXIT_FINDINGS if why else EXIT_OK

@@ -1,0 +1,415 @@
+"""``RecordingProxy``: a recording reverse proxy on loopback, between an application and one upstream API.
+
+An application points its base URL at the proxy (:meth:`RecordingProxy.base_url`, as at the fake
+provider); each request is forwarded to ``upstream`` + its path and query, and the response is streamed back
+as it arrives (each piece written to the client as soon as it is read; nothing waits for the end), while its
+pieces are kept with the time each came (:class:`~replaykit.record.capture.Capture`). When the response is
+over, in a worker thread, off the path of the bytes, a stream is cut into SSE events (each timed by the piece
+that completed it) and the interaction is redacted, scanned for keys, checked against its contracts and
+added to the cassette (:class:`~replaykit.record.tape.Tape`).
+
+Modes, as vcrpy's record modes (https://vcrpy.readthedocs.io/en/latest/usage.html#record-modes):
+
+- ``once``: record into a new cassette; an existing file is refused (choose ``new``, ``all`` or ``none``);
+- ``new``: a request recorded in the cassette (same method, path, query and canonical JSON body, volatile
+  fields aside: :class:`replaykit.server.matching.Pool` with ``strict``) is replayed, once per recording;
+  any other is forwarded and recorded, added after what the file held (vcrpy's ``new_episodes``);
+- ``all``: forward and record everything; the file is replaced by the new recording;
+- ``none``: forward nothing: the cassette is served as ``replaykit serve`` serves it.
+
+Replays come from a :class:`~replaykit.server.FakeProvider` on loopback, started by the proxy, holding the
+cassette as it was when the proxy started; in ``new`` mode each replayed request is pinned to the interaction
+chosen (``x-replaykit-cassette``, ``x-replaykit-interaction``). ``check=True`` forwards everything, checks
+every exchange against the contracts and writes nothing: the live contract test.
+
+Only the upstream's origin is ever connected to (and the proxy's own fake provider on loopback): redirects
+are passed to the client, never followed; proxy variables of the environment are ignored. An upstream that
+cannot be reached gets the client a 502 in the provider's error envelope, with ``x-replaykit-error``. An
+exchange that does not end (the client left, the upstream broke the stream) is not recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from urllib.parse import parse_qs, urlsplit
+
+import aiohttp
+from aiohttp import web
+from multidict import CIMultiDict
+
+from replaykit import cassette as cassettes
+from replaykit.cassette import Headers, Request
+from replaykit.contracts import Profile, resolve_profile
+from replaykit.errors import UsageError
+from replaykit.record.capture import Capture, checked, violation_line
+from replaykit.record.tape import Tape
+from replaykit.routes import PROVIDERS, base_urls, classify
+from replaykit.server import FakeProvider, envelopes
+from replaykit.server.matching import CASSETTE_HEADER, INTERACTION_HEADER, Pool, Received, slots_of
+from replaykit.server.plan import HOP_BY_HOP
+from replaykit.server.runner import check_host, new_loop
+
+__all__ = ["MODES", "RecordingProxy", "Tally"]
+
+MODES = ("once", "new", "all", "none")
+READ_TIMEOUT = 600.0  # seconds the upstream may pause between two pieces of a response
+CONNECT_TIMEOUT = 30.0
+FLUSH_INTERVAL = 0.5  # seconds between two writes of the cassette while recording
+WRITE_BUFFER = 4 << 20  # bytes written to a client before the proxy waits for it to read (asyncio: 64 KiB)
+READ_BUFFER = 1 << 20  # bytes of an upstream answer read ahead (aiohttp's 64 KiB pauses a long stream often)
+# Request headers never forwarded: the connection's own (framing, the proxy's Host), and replaykit's controls.
+_NOT_FORWARDED = (HOP_BY_HOP - {"content-encoding"}) | {"host"}
+
+
+@dataclass(slots=True)
+class Tally:
+    """What the proxy did: requests received, recorded, replayed, checked; contract errors and warnings;
+    exchanges not recorded (``incomplete``) and upstream failures."""
+
+    requests: int = 0
+    recorded: int = 0
+    replayed: int = 0
+    checked: int = 0
+    errors: int = 0
+    warnings: int = 0
+    incomplete: int = 0
+    failed: int = 0
+
+
+def _upstream(url: str | None, mode: str) -> str | None:
+    """The upstream base URL, checked: http(s), a host, no query or fragment (None only in mode none)."""
+    if url is None:
+        if mode != "none":
+            raise UsageError("--upstream URL is required (e.g. https://api.anthropic.com); only --mode none "
+                             "replays without one")
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise UsageError(f"--upstream {url!r} must be an http(s) URL with a host and no query, e.g. "
+                         "https://api.anthropic.com")
+    return url.rstrip("/")
+
+
+def _headers(pairs: list[tuple[str, str]]) -> Headers:
+    out: Headers = {}
+    for name, value in pairs:
+        out.setdefault(name.lower(), []).append(value)
+    return out
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port "
+                         "(0 picks a free one)") from exc
+
+
+class RecordingProxy:
+    """A recording reverse proxy on loopback; see :mod:`replaykit.record.proxy`. A context manager, like
+    :class:`~replaykit.server.FakeProvider`; ``say`` gets each line worth telling (default: stderr)."""
+
+    def __init__(self, cassette: str | Path | None, *, upstream: str | None, provider: str,
+                 mode: str = "once", check: bool = False, host: str = "127.0.0.1", port: int = 0,
+                 profile: str | Profile | None = None, say: Callable[[str], None] | None = None) -> None:
+        if mode not in MODES:
+            raise UsageError(f"--mode {mode!r} must be one of {', '.join(MODES)}")
+        if provider not in PROVIDERS:
+            raise UsageError(f"--provider {provider!r} must be one of {', '.join(PROVIDERS)}")
+        check_host(host, allow_remote=False)
+        self.upstream, self.provider, self.mode, self.check = _upstream(upstream, mode), provider, mode, check
+        self.host, self._port, self.profile = host, port, resolve_profile(profile)
+        self.say = say or (lambda line: print(f"replaykit record: {line}", file=sys.stderr, flush=True))
+        self.path = None if cassette is None else Path(cassette)
+        self.tally = Tally()
+        self.tape = self._tape()
+        self.replay = self._replay()
+        self._pool = self._pinning()
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replaykit-record")
+        self._flushing, self._flushed_at = False, 0.0
+        self._errors: list[BaseException] = []
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.ServerRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+
+    # ------------------------------------------------------------ what is recorded, what is replayed
+
+    def _tape(self) -> Tape | None:
+        if self.check:
+            if self.mode in ("new", "none"):
+                raise UsageError(f"--check forwards every request; it cannot --mode {self.mode}")
+            return None
+        if self.path is None:
+            raise UsageError("--cassette FILE is required (only --check records nothing)")
+        if self.mode == "once" and self.path.exists():
+            raise UsageError(f"{self.path}: already exists and --mode once records only into a new cassette; "
+                             "use --mode new to add to it, all to record it again, none to replay it")
+        if self.mode == "none":
+            if not self.path.is_file():
+                raise UsageError(f"{self.path}: no such cassette; --mode none only replays an existing one")
+            return None
+        return Tape(self.path, self.provider, keep=self.mode == "new", say=self.say)
+
+    def _replay(self) -> FakeProvider | None:
+        """The fake provider replaying the cassette as it was at start (modes new and none)."""
+        if self.path is None or self.mode not in ("new", "none") or not self.path.is_file():
+            return None
+        tape = cassettes.load(self.path)
+        return FakeProvider([tape], host="127.0.0.1", profile=self.profile, allow_remote=False)
+
+    def _pinning(self) -> Pool | None:
+        """In mode new, which recorded interaction answers a request (None: it goes upstream)."""
+        if self.mode != "new" or self.replay is None or self.path is None:
+            return None
+        loaded = cassettes.load(self.path)
+        return Pool(slots_of(str(self.path), loaded.interactions), strict=True)
+
+    # ------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> RecordingProxy:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+        if kind is None:
+            self.check_errors()
+
+    def start(self) -> RecordingProxy:
+        """Bind the socket and serve in a background thread; returns ``self``."""
+        if self._thread is not None:
+            raise UsageError("the recording proxy is already running; call stop() first")
+        sock = _bind(self.host, self._port)
+        self._port = sock.getsockname()[1]
+        if self.replay is not None:
+            self.replay.start()
+        ready: Future[None] = Future()
+        self._thread = threading.Thread(target=self._serve, args=(sock, ready), name="replaykit-record",
+                                        daemon=True)
+        self._thread.start()
+        try:
+            ready.result()
+        except BaseException:
+            self._thread.join()
+            self._thread = None
+            raise
+        return self
+
+    def _serve(self, sock: socket.socket, ready: Future[None]) -> None:
+        loop = self._loop = new_loop()
+        try:
+            loop.run_until_complete(self._setup(sock))
+        except BaseException as exc:
+            sock.close()
+            loop.close()
+            ready.set_exception(exc)
+            return
+        ready.set_result(None)
+        loop.run_forever()
+        loop.run_until_complete(self._cleanup())
+        loop.close()
+
+    async def _setup(self, sock: socket.socket) -> None:
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT)
+        self._session = aiohttp.ClientSession(timeout=timeout, trust_env=False, auto_decompress=True,
+                                              skip_auto_headers=("User-Agent", "Accept-Encoding"),
+                                              read_bufsize=READ_BUFFER)
+        server = web.Server(self._handle, handler_cancellation=True, access_log=None)
+        self._runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=1.0)
+        await self._runner.setup()
+        await web.SockSite(self._runner, sock).start()
+
+    async def _cleanup(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._session is not None:
+            await self._session.close()
+        current = asyncio.current_task()
+        pending = [task for task in asyncio.all_tasks() if task is not current]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+    def stop(self) -> None:
+        """Stop serving, then finish recording: every exchange completed is checked and written."""
+        thread, loop = self._thread, self._loop
+        if thread is not None and loop is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            self._thread = self._loop = self._runner = self._session = None
+        self._worker.shutdown(wait=True)
+        self._flush()  # what the worker's last write may have missed
+        if self.replay is not None:
+            self.replay.stop()
+
+    def check_errors(self) -> None:
+        """Re-raise, in this thread, the first error raised while recording (writing the cassette...)."""
+        errors, self._errors[:] = list(self._errors), []
+        if self.replay is not None:
+            self.replay.check_errors()
+        if errors:
+            raise errors[0]
+
+    # ------------------------------------------------------------ addresses
+
+    @property
+    def url(self) -> str:
+        """``http://host:port`` of the running proxy."""
+        return f"http://[{self.host}]:{self._port}" if ":" in self.host else f"http://{self.host}:{self._port}"
+
+    def base_urls(self) -> dict[str, str]:
+        """Each provider's SDK base URL at the proxy (see :func:`replaykit.routes.base_urls`)."""
+        return base_urls(self.url)
+
+    def base_url(self) -> str:
+        """The base URL to give the ``provider``'s SDK."""
+        return self.base_urls()[self.provider]
+
+    # ------------------------------------------------------------ one exchange
+
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        body = await request.read()
+        self.tally.requests += 1
+        forwarded = [(k, v) for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED]
+        pins = self._pins(request, body)
+        if pins is not None:
+            assert self.replay is not None  # modes none and new: a replay source was started
+            self.tally.replayed += 1
+            if pins:  # replaykit's own choice replaces any the client made
+                forwarded = [(k, v) for k, v in forwarded if not k.lower().startswith("x-replaykit-")]
+            return await self._pipe(request, self.replay.url, [*forwarded, *pins.items()], body, None)
+        assert self.upstream is not None
+        uri = self.upstream + request.path_qs
+        recorded = Request(request.method, uri, _headers(forwarded), body or None)
+        return await self._pipe(request, self.upstream, forwarded, body, recorded)
+
+    def _pins(self, request: web.BaseRequest, body: bytes) -> dict[str, str] | None:
+        """None when the request goes upstream; else the headers that choose what replays it: none in mode
+        ``none`` (the fake provider chooses), in mode ``new`` the interaction recorded for it."""
+        if self.upstream is None:
+            return {}
+        if self._pool is None:
+            return None
+        query = parse_qs(request.query_string, keep_blank_values=True) if request.query_string else {}
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        received = Received.build(request.method, request.path, query, headers, body,
+                                  classify(request.method, request.path))
+        slot = self._pool.match(received).slot
+        if slot is None:
+            return None
+        return {CASSETTE_HEADER: Path(slot.cassette).name, INTERACTION_HEADER: str(slot.index)}
+
+    async def _pipe(self, request: web.BaseRequest, origin: str, headers: list[tuple[str, str]], body: bytes,
+                    recorded: Request | None) -> web.StreamResponse:
+        """Send the request to ``origin`` and stream its answer back, captured when ``recorded`` is given."""
+        assert self._session is not None
+        try:
+            upstream = await self._session.request(request.method, origin + request.path_qs,
+                                                   headers=CIMultiDict(headers), data=body or None,
+                                                   allow_redirects=False)
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            return self._unreachable(origin, exc)
+        try:
+            return await self._relay(request, upstream, recorded)
+        finally:
+            upstream.release()
+
+    async def _relay(self, request: web.BaseRequest, upstream: aiohttp.ClientResponse,
+                     recorded: Request | None) -> web.StreamResponse:
+        kept = [(k, v) for k, v in upstream.headers.items() if k.lower() not in HOP_BY_HOP]
+        capture = None if recorded is None else Capture(recorded, upstream.status, upstream.reason or "",
+                                                        _headers(kept))
+        response = web.StreamResponse(status=upstream.status, reason=upstream.reason,
+                                      headers=CIMultiDict(kept))
+        if request.transport is not None:  # a client a little behind does not hold the upstream back
+            request.transport.set_write_buffer_limits(high=WRITE_BUFFER)
+        await response.prepare(request)
+        try:
+            async for piece in upstream.content.iter_any():
+                await response.write(piece)
+                if capture is not None:
+                    capture.feed(piece)
+            await response.write_eof()
+        except (aiohttp.ClientError, ConnectionError, TimeoutError) as exc:
+            self._broken(request, exc)
+            return response
+        except asyncio.CancelledError:
+            self.tally.incomplete += 1  # the client left: nothing to record
+            raise
+        if capture is not None:
+            self._keep(capture)
+        return response
+
+    def _unreachable(self, origin: str, exc: BaseException) -> web.Response:
+        self.tally.failed += 1
+        message = f"replaykit record: cannot reach {origin}: {type(exc).__name__}: {exc}"
+        self.say(message)
+        reply = envelopes.error_reply(self.provider, 502, message=message,
+                                      headers={"x-replaykit-error": message.encode("ascii", "replace")
+                                               .decode()[:500]})
+        return web.Response(status=502, body=reply.body, headers=reply.headers)
+
+    def _broken(self, request: web.BaseRequest, exc: BaseException) -> None:
+        self.tally.incomplete += 1
+        self.say(f"{request.method} {request.path}: not recorded: the exchange broke off "
+                 f"({type(exc).__name__}: {exc})")
+        if request.transport is not None:
+            request.transport.close()  # the client sees the body end early, as the upstream's did
+
+    # ------------------------------------------------------------ after the exchange, in the worker
+
+    def _keep(self, capture: Capture) -> None:
+        self._worker.submit(self._take, capture)
+        if self.tape is not None and not self._flushing:
+            self._flushing = True
+            self._worker.submit(self._flush)
+
+    def _take(self, capture: Capture) -> None:
+        try:
+            done = checked(capture.interaction(), self.profile)
+            index = self.tally.checked
+            self.tally.checked += 1
+            for violation in done.violations:
+                line = violation_line(index, violation)
+                if violation.severity == "error":
+                    self.tally.errors += 1
+                else:
+                    self.tally.warnings += 1
+                self.say(f"contract {violation.severity}: {line}")
+            if self.tape is not None and self.tape.add(done):
+                self.tally.recorded += 1
+        except Exception as exc:
+            self._errors.append(exc)
+
+    def _flush_later(self, loop: asyncio.AbstractEventLoop, wait: float) -> None:
+        loop.call_later(wait, self._worker.submit, self._flush)
+
+    def _flush(self) -> None:
+        """Write the cassette; at most once every :data:`FLUSH_INTERVAL` while serving (a write rewrites the
+        whole file), the rest left to a write that soon follows, and to :meth:`stop`'s."""
+        self._flushing = False
+        wait, loop = self._flushed_at + FLUSH_INTERVAL - time.monotonic(), self._loop
+        if wait > 0 and loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: stop() writes at once
+                loop.call_soon_threadsafe(self._flush_later, loop, wait)
+                self._flushing = True
+                return
+        try:
+            if self.tape is not None:
+                self.tape.flush()
+                self._flushed_at = time.monotonic()
+        except Exception as exc:
+            self._errors.append(exc)
+

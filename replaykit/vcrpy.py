@@ -1,0 +1,154 @@
+"""In-process recording with vcrpy or pytest-recording, the replaykit way: :func:`vcr_config`.
+
+``vcr_config()`` returns the keyword arguments of vcrpy's ``use_cassette`` (and what pytest-recording's
+``vcr_config`` fixture returns)::
+
+    with vcr.use_cassette("cassettes/new.yaml", **replaykit.vcr_config()):
+        client.messages.create(...)
+
+    @pytest.fixture(scope="module")
+    def vcr_config():                       # pytest-recording
+        return replaykit.vcr_config()
+
+What they bring:
+
+- redaction: ``before_record_request`` and ``before_record_response`` scrub each request and response with
+  :func:`replaykit.redact.redact` (credential headers, keys of every known shape in URIs, headers, JSON and
+  SSE bodies), after vcrpy has decoded a compressed body (``decode_compressed_response``). vcrpy applies
+  ``before_record_request`` to a request before matching it too, so a redacted recording still matches;
+- matching: method, scheme, host, port, path, query and body (vcrpy's own matchers; its ``body`` matcher
+  compares JSON bodies parsed, as replaykit's ``strict`` matching does): a request that asks for a stream
+  only gets a stream, and each recording answers the request it was made for;
+- the serializer, as a persister (:class:`Persister`: vcrpy hands its persister the cassette's path, and
+  pytest-recording names the file after its serializer): a cassette is read by replaykit
+  (:func:`replaykit.cassette.load`: every layout, bodies decoded within bounds) and written by replaykit
+  (:func:`replaykit.cassette.save`: atomically, ``origin: recorded``, the tools' versions, contract
+  violations listed under ``replaykit: contract_warnings``), and never written while the secret scanner
+  still finds a key in it (:class:`~replaykit.errors.CassetteError`, the key masked).
+
+So a cassette recorded this way loads in replaykit (``replaykit serve``, ``verify``), and replaykit's own
+cassettes replay under vcrpy. vcrpy is imported only when a cassette is read or written (``pip install
+replaykit[vcr]``).
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+from typing import Any
+
+from replaykit import cassette as cassettes
+from replaykit.cassette import Cassette, Interaction, Request, Response
+from replaykit.contracts import check_interaction
+from replaykit.errors import CassetteError, located
+from replaykit.record.capture import violation_line
+from replaykit.record.tape import WARNINGS, recorded_with
+from replaykit.redact import kind_label, redact, scan
+from replaykit.routes import classify_uri
+
+__all__ = ["MATCH_ON", "Persister", "redact_request", "redact_response", "vcr_config"]
+
+MATCH_ON = ("method", "scheme", "host", "port", "path", "query", "body")
+_NOWHERE = "http://replaykit.invalid/"  # the URI of a response redacted alone (never sent anywhere)
+
+
+def vcr_config(**overrides: Any) -> dict[str, Any]:
+    """The ``use_cassette`` keyword arguments of replaykit's redaction, matching and serializer (see the
+    module docstring); ``overrides`` are added (``record_mode="once"``...)."""
+    return {
+        "before_record_request": redact_request,
+        "before_record_response": redact_response,
+        "decode_compressed_response": True,
+        "match_on": MATCH_ON,
+        "persister": Persister,
+        **overrides,
+    }
+
+
+def _headers(values: Any) -> dict[str, list[str]]:
+    return {str(name): [str(v) for v in (vs if isinstance(vs, list | tuple) else [vs])]
+            for name, vs in values.items()}
+
+
+def _bytes(body: Any) -> bytes | None:
+    return body.encode("utf-8") if isinstance(body, str) else body
+
+
+def redact_request(request: Any) -> Any:
+    """vcrpy's ``before_record_request``: a copy of ``request`` with every secret scrubbed."""
+    ours = Request(request.method, request.uri, _headers(request.headers), _bytes(request.body))
+    clean = redact(Cassette([Interaction(ours, Response(200))])).interactions[0].request
+    out = copy.deepcopy(request)
+    out.uri, out.body = clean.uri, clean.body
+    out.headers = {name: ", ".join(values) for name, values in clean.headers.items()}
+    return out
+
+
+def redact_response(response: dict[str, Any]) -> dict[str, Any]:
+    """vcrpy's ``before_record_response``: a copy of ``response`` (vcrpy's dict) with every secret
+    scrubbed."""
+    status = response.get("status") or {}
+    body = _bytes((response.get("body") or {}).get("string")) or b""
+    ours = Response(int(status.get("code", 200)), str(status.get("message") or ""),
+                    _headers(response.get("headers") or {}), body)
+    clean = redact(Cassette([Interaction(Request("GET", _NOWHERE), ours)])).interactions[0].response
+    out = copy.deepcopy(response)
+    out["headers"] = clean.headers
+    out["body"] = {**(out.get("body") or {}), "string": clean.body}
+    return out
+
+
+def _provider(tape: Cassette) -> str | None:
+    found = {classify_uri(item.request.method, item.request.uri).provider for item in tape.interactions}
+    found.discard(None)
+    return found.pop() if len(found) == 1 else ("mixed" if found else None)
+
+
+def _recorded(text: str, path: Path) -> Cassette:
+    """vcrpy's YAML for ``path`` as a replaykit recording: redacted, marked, its contract warnings listed;
+    a key still found refuses the write."""
+    import vcr  # type: ignore[import-untyped]
+
+    tape = redact(cassettes.loads(text, path, cache=False))
+    left = scan(tape)
+    if left:
+        found = ", ".join(f"{s.field}: {kind_label(s.kind)} {s.excerpt}" for s in left)
+        raise CassetteError(located(path, None, f"not written: a key survived redaction ({found})",
+                                    "scrub it with a before_record hook, and rotate the key"))
+    tape.meta.origin, tape.meta.provider = "recorded", _provider(tape)
+    versions = f" vcr_config (vcrpy {vcr.__version__}, "
+    tape.meta.recorded_with = recorded_with().replace(" record (", versions, 1)
+    lines = [violation_line(index, v) for index, item in enumerate(tape.interactions)
+             for v in check_interaction(item)]
+    if lines:
+        tape.meta.extra[WARNINGS] = lines
+        for line in lines:
+            print(f"replaykit: {path}: contract warning: {line}", file=sys.stderr)
+    return tape
+
+
+class Persister:
+    """vcrpy's persister interface (``load_cassette`` / ``save_cassette``) on replaykit's reader and
+    writer; vcrpy's serializer is used only to turn its requests and responses into YAML and back."""
+
+    @classmethod
+    def load_cassette(cls, cassette_path: Any, serializer: Any) -> Any:
+        """The requests and responses of the cassette at ``cassette_path``, read by replaykit."""
+        from vcr.persisters.filesystem import CassetteNotFoundError  # type: ignore[import-untyped]
+        from vcr.serialize import deserialize  # type: ignore[import-untyped]
+        from vcr.serializers import yamlserializer  # type: ignore[import-untyped]
+
+        path = Path(cassette_path)
+        if not path.is_file() or not path.stat().st_size:
+            raise CassetteNotFoundError()
+        return deserialize(cassettes.dumps(cassettes.load(path)), yamlserializer)
+
+    @staticmethod
+    def save_cassette(cassette_path: Any, cassette_dict: dict[str, Any], serializer: Any) -> None:
+        """Write the cassette with replaykit, atomically (see the module docstring)."""
+        from vcr.serialize import serialize
+        from vcr.serializers import yamlserializer
+
+        path = Path(cassette_path)
+        cassettes.save(_recorded(serialize(cassette_dict, yamlserializer), path), path)

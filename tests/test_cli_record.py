@@ -1,0 +1,91 @@
+"""``replaykit record`` on the command line: a subprocess run until SIGINT, a fake provider as the upstream.
+
+``--check`` is the live contract test: exit 1 on a contract error, 0 when the traffic keeps its contracts,
+nothing written either way. A usage error is one line and exit 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from replaykit import cassette
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, main
+from replaykit.resources import find_cassette
+from replaykit.server import FakeProvider
+
+ROOT = Path(__file__).resolve().parents[1]
+PLAIN = "anthropic/web_search.yaml"
+
+
+def record(args: list[str], bodies: list[bytes], cwd: Path) -> tuple[int, str, list[int]]:
+    """Run ``replaykit record ARGS --json``, send ``bodies`` through it, stop it with SIGINT."""
+    command = [sys.executable, "-m", "replaykit", "record", *args, "--json"]
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "PYTHONUNBUFFERED": "1"}
+    with subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as proc:
+        try:
+            assert proc.stdout is not None
+            base = json.loads(proc.stdout.readline())["anthropic"]
+            statuses = [httpx.post(f"{base}/v1/messages", content=body, timeout=30,
+                                   headers={"content-type": "application/json"}).status_code
+                        for body in bodies]
+        finally:
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)
+    return proc.returncode, err, statuses
+
+
+def plain_body() -> dict[str, object]:
+    body = cassette.load(find_cassette(PLAIN)).interactions[0].request.json()
+    assert isinstance(body, dict)
+    return body
+
+
+@pytest.mark.slow
+def test_check_exits_1_on_a_contract_error_and_writes_nothing(tmp_path: Path) -> None:
+    bad = plain_body()
+    bad["messages"] = [{"role": "user", "content": [{"type": "text", "text": "hi", "internal_id": 7}]}]
+    with FakeProvider([PLAIN], repeat=True) as upstream:
+        code, err, statuses = record(["--check", "--upstream", upstream.url, "--provider", "anthropic"],
+                                     [json.dumps(bad).encode()], tmp_path)
+    assert statuses == [200] and code == EXIT_FINDINGS, err
+    assert "contract error: interactions[0] request /messages/0/content/0/internal_id" in err
+    assert "exit 1: 1 contract error" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_check_exits_0_when_the_traffic_keeps_its_contracts_and_record_writes(tmp_path: Path) -> None:
+    body = json.dumps(plain_body()).encode()
+    with FakeProvider([PLAIN], repeat=True) as upstream:
+        checked = record(["--check", "--upstream", upstream.url, "--provider", "anthropic"], [body], tmp_path)
+        recorded = record(["--upstream", upstream.url, "--provider", "anthropic", "--cassette", "new.yaml"],
+                          [body], tmp_path)
+    assert checked[0] == EXIT_OK and checked[2] == [200], checked[1]
+    assert recorded[0] == EXIT_OK and "1 recorded into new.yaml" in recorded[1], recorded[1]
+    assert cassette.load(tmp_path / "new.yaml").meta.origin == "recorded"
+
+
+def test_an_existing_cassette_under_once_is_a_usage_error(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    old = tmp_path / "old.yaml"
+    old.write_text("version: 1\ninteractions: []\n")
+    code = main(["record", "--upstream", "http://127.0.0.1:9", "--provider", "anthropic", "--cassette",
+                 str(old)])
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE and err.count("\n") == 1
+    assert f"replaykit: error: {old}: already exists and --mode once" in err
+
+
+def test_a_bad_upstream_and_a_missing_provider_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["record", "--upstream", "api.anthropic.com", "--provider", "anthropic", "--check"]) == 2
+    assert "must be an http(s) URL" in capsys.readouterr().err
+    assert main(["record", "--upstream", "https://api.anthropic.com", "--check"]) == EXIT_USAGE
+    assert "--provider" in capsys.readouterr().err
