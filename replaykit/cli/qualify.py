@@ -106,6 +106,12 @@ def register(subparsers: Any) -> None:
         "of the reference harness when it is the target, else the matrix is skipped)",
     )
     parser.add_argument(
+        "--full-matrix",
+        action="store_true",
+        help="run every scenario on every mutant (default: each mutant on the scenarios that declare it in "
+        "kills:, which decides the verdict; the full matrix also finds scenarios that kill nothing)",
+    )
+    parser.add_argument(
         "--max-examples", type=positive, default=100, metavar="N", help="examples per property (default 100)"
     )
     parser.add_argument(
@@ -186,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
         max_examples=args.max_examples,
         seed=args.seed,
         baseline_report=args.baseline_report,
+        full_matrix=args.full_matrix,
     )
     lines = Lines()
     done = qualify(options, lines)

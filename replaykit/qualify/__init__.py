@@ -108,6 +108,7 @@ class Options:
     max_examples: int = 100
     seed: int = 0
     baseline_report: Path | None = None
+    full_matrix: bool = False
 
 
 @dataclass
@@ -252,7 +253,8 @@ class _Run:
         self.stage(
             "mutants",
             stages.mutants_section(
-                scenarios, target, mutants, results, self.options.jobs, self.progress.tick
+                scenarios, target, mutants, results, self.options.jobs, self.progress.tick,
+                full=self.options.full_matrix,
             ),
         )
 

@@ -22,7 +22,7 @@ from replaykit.errors import ContractError, ScenarioError
 from replaykit.findings import Finding
 from replaykit.qualify.identity import installed_version
 from replaykit.scenario.model import Scenario, load_all
-from replaykit.scenario.mutants import run_matrix
+from replaykit.scenario.mutants import decides, run_matrix
 from replaykit.scenario.runner import Result, run_many
 from replaykit.scenario.target import Target
 from replaykit.verify import CHECKS, Report, check_contracts, verify_paths
@@ -290,13 +290,14 @@ def mutants_section(
     on_target: Sequence[Result],
     jobs: int,
     tick: Tick = _quiet,
+    full: bool = False,
 ) -> Section:
-    """The kill matrix of ``mutants`` on the target, reusing the scenarios' results on the target itself."""
+    """The kill matrix of ``mutants`` on the target, reusing the scenarios' results on the target itself:
+    only the cells that decide it (each mutant on the scenarios that declare it) unless ``full``."""
     start = time.monotonic()
-    total = len(scenarios) * len(mutants)
-    matrix = run_matrix(
-        scenarios, target, mutants, jobs=jobs, on_target=on_target, done=_counted(total, tick)
-    )
+    total = sum(1 for s in scenarios for m in mutants if full or decides(s, m, scenarios))
+    matrix = run_matrix(scenarios, target, mutants, jobs=jobs, on_target=on_target,
+                        done=_counted(total, tick), declared=not full)
     failures = [Finding("error", "mutants", sentence, name) for name, sentence in matrix.named_problems()]
     survivors = matrix.survivors()
     counts = {
@@ -304,10 +305,12 @@ def mutants_section(
         "mutants": len(mutants),
         "killed": len(mutants) - len(survivors),
         "vacuous": len(matrix.vacuous()),
+        "runs": total,
     }
     summary = (
-        f"{len(scenarios)} scenarios x {len(mutants)} mutants, {counts['killed']} killed, "
-        f"{len(matrix.vacuous())} vacuous"
+        f"{len(scenarios)} scenarios x {len(mutants)} mutants ({total} runs"
+        f"{'' if full else ', the declared kills'}), {counts['killed']} killed"
+        + (f", {len(matrix.vacuous())} vacuous" if full else "")
     )
     verdicts = {mutant: "survived" if mutant in survivors else "killed" for mutant in mutants}
     return failed_section(

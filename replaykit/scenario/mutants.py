@@ -5,6 +5,10 @@ a scenario that fails there kills nothing that counts. The matrix fails (:meth:`
 scenario fails on the target itself, when a scenario's declared ``kills:`` mutant survives it (or is not a
 known mutant), or when a mutant survives every scenario; a scenario that kills no mutant is flagged as
 vacuous (:meth:`Matrix.vacuous`): reported, not a failure.
+
+The matrix in full is scenarios x mutants runs. ``declared=True`` runs only the cells that decide whether the
+matrix passes: each mutant on the scenarios that declare it in ``kills:`` (a mutant no scenario declares: on
+every scenario). The problems are the same sentences; only vacuous scenarios go unseen (they need the rest).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from replaykit.scenario.model import Scenario
 from replaykit.scenario.runner import Result, run_jobs
 from replaykit.scenario.target import Target
 
-__all__ = ["Matrix", "run_matrix"]
+__all__ = ["Matrix", "decides", "run_matrix"]
 
 
 @dataclass(frozen=True)
@@ -27,10 +31,13 @@ class Matrix:
     scenarios: tuple[Scenario, ...]
     mutants: tuple[str, ...]
     results: dict[tuple[str, str | None], Result]
+    full: bool = True
 
     def killed(self, scenario: str, mutant: str) -> bool:
-        """Whether ``scenario`` fails on ``mutant`` while it passes on the target itself."""
-        return self.results[(scenario, None)].passed and not self.results[(scenario, mutant)].passed
+        """Whether ``scenario`` fails on ``mutant`` while it passes on the target itself (False for a cell
+        a declared-kills matrix did not run)."""
+        ran = self.results.get((scenario, mutant))
+        return ran is not None and self.results[(scenario, None)].passed and not ran.passed
 
     def killers(self, mutant: str) -> list[str]:
         """The scenarios that kill ``mutant``."""
@@ -41,7 +48,9 @@ class Matrix:
         return [mutant for mutant in self.mutants if not self.killers(mutant)]
 
     def vacuous(self) -> list[str]:
-        """Scenarios that kill no mutant."""
+        """Scenarios that kill no mutant (none known when only the declared cells ran)."""
+        if not self.full:
+            return []
         return [s.name for s in self.scenarios if not any(self.killed(s.name, m) for m in self.mutants)]
 
     def problems(self) -> list[str]:
@@ -72,17 +81,19 @@ class Matrix:
         rows = [["mutant", *(str(n) for n in range(1, len(self.scenarios) + 1)), "killed by"]]
         for mutant in self.mutants:
             cells = [
-                "x" if self.killed(s.name, mutant) else "!" if mutant in s.kills else "."
+                "x" if self.killed(s.name, mutant) else "!" if mutant in s.kills
+                else "." if (s.name, mutant) in self.results else " "
                 for s in self.scenarios
             ]
             rows.append([mutant, *cells, str(len(self.killers(mutant)))])
         return rows
 
     def to_json(self) -> dict[str, Any]:
-        """``{ok, mutants, scenarios: [{scenario, kills, killed, passesOnTarget}], survivors, vacuous,
+        """``{ok, full, mutants, scenarios: [{scenario, kills, killed, passesOnTarget}], survivors, vacuous,
         problems}``."""
         return {
             "ok": not self.problems(),
+            "full": self.full,
             "mutants": list(self.mutants),
             "scenarios": [
                 {
@@ -108,18 +119,27 @@ def run_matrix(
     jobs: int = 1,
     on_target: Sequence[Result] | None = None,
     done: Callable[[Result], None] | None = None,
+    declared: bool = False,
 ) -> Matrix:
-    """Run every scenario on ``target`` itself and on each of ``mutants``, ``jobs`` runs at a time.
+    """Run every scenario on ``target`` itself and on each of ``mutants``, ``jobs`` runs at a time
+    (``declared``: each mutant only on the scenarios that declare it, see the module's docstring).
 
     ``on_target``: the scenarios' results on ``target`` itself when they are at hand (from
     :func:`~replaykit.scenario.runner.run_many`, in the order of ``scenarios``): they are not run again.
     ``done`` is called with each result as it comes (see :func:`~replaykit.scenario.runner.run_jobs`)."""
     columns: list[str | None] = [*mutants] if on_target is not None else [None, *mutants]
-    work = [(scenario, target, mutant) for scenario in scenarios for mutant in columns]
+    work = [(scenario, target, mutant) for scenario in scenarios for mutant in columns
+            if mutant is None or not declared or decides(scenario, mutant, scenarios)]
     results = run_jobs(work, jobs=jobs, done=done)
     table = {
         (scenario.name, mutant): result for (scenario, _, mutant), result in zip(work, results, strict=True)
     }
     if on_target is not None:
         table.update({(s.name, None): result for s, result in zip(scenarios, on_target, strict=True)})
-    return Matrix(tuple(scenarios), tuple(mutants), table)
+    return Matrix(tuple(scenarios), tuple(mutants), table, full=not declared)
+
+
+def decides(scenario: Scenario, mutant: str, scenarios: Sequence[Scenario]) -> bool:
+    """Whether the cell (``scenario``, ``mutant``) decides the matrix: ``scenario`` declares ``mutant``, or
+    no scenario does (then every one may be its killer)."""
+    return mutant in scenario.kills or not any(mutant in other.kills for other in scenarios)

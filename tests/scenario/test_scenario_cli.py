@@ -170,3 +170,25 @@ def test_progress_rewrites_a_line_on_a_terminal_and_prints_plain_lines_otherwise
         "running 2 scenario(s)...\r\x1b[K[1/2] PASS one-step (0.5 s)\nrunning 1 more..."
         "\r\x1b[K[2/2] FAIL one-step: outcome: expected ok, got error\n"
     )
+
+
+def test_a_declared_kills_matrix_runs_only_the_deciding_cells_and_fails_alike(tmp_path: Path) -> None:
+    from replaykit.scenario import load
+    from replaykit.scenario.mutants import run_matrix
+    from replaykit.scenario.target import Target
+
+    scenarios = [load(write_scenario(tmp_path, scenario_doc("persists", kills=["no-persist", "no-retry"]))),
+                 load(write_scenario(tmp_path, scenario_doc("other", expectations={"outcome": "ok"})))]
+    target = Target.parse(FUNCTION)
+    mutants = ["no-persist", "no-retry", "no-request"]  # no scenario declares no-request: it runs on both
+    matrix = run_matrix(scenarios, target, mutants, jobs=2, declared=True)
+    assert sorted(matrix.results, key=str) == sorted(
+        [("persists", None), ("other", None), ("persists", "no-persist"), ("persists", "no-retry"),
+         ("persists", "no-request"), ("other", "no-request")], key=str)
+    assert matrix.problems() == [
+        "persists declares kills: no-retry, but no-retry survives it",
+        "mutant no-retry survives every scenario",
+    ]
+    assert matrix.vacuous() == [] and not matrix.full
+    assert matrix.grid()[1:] == [["no-persist", "x", " ", "1"], ["no-retry", "!", " ", "0"],
+                                 ["no-request", "x", "x", "2"]]
