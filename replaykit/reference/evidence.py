@@ -110,10 +110,10 @@ def parse_answer(text: str) -> object:
 
 # ---------------------------------------------------------------- claims and their support
 
-_STOP = frozenset("""about above after again also because been before being between both could does during each
-from have having here into itself just more most only other over same should some such than that their them
-then there these they this those through under until very were what when where which while will with would
-your""".split())  # noqa: SIM905 - a word list reads better as text
+_STOP = frozenset("""about above after again also because been before being between both could does during
+each from have having here into itself just more most only other over same should some such than that their
+them then there these they this those through under until very were what when where which while will with
+would your""".split())  # noqa: SIM905 - a word list reads better as text
 _WORD = re.compile(r"[^\W_]+(?:[.,'][^\W_]+)*")
 
 
@@ -224,8 +224,8 @@ def _sources(accepted: Sequence[Mapping[str, Any]], evidence: Sequence[Evidence]
         written = {c["sourceId"]: c["url"] for c in known if isinstance(c.get("url"), str)}
         sources = [{**source, "url": written.get(source["id"], source["url"])} for source in sources]
     if mutant("unknown-source-accepted"):
-        sources += [{"id": c.get("sourceId"), "title": None, "url": c.get("url"), "retrievedAt": None}
-                    for c in accepted if c not in known and c.get("sourceId")]
+        sources += [{"id": str(c["sourceId"]), "title": str(c["sourceId"]), "url": str(c.get("url") or ""),
+                     "retrievedAt": ""} for c in accepted if c not in known and c.get("sourceId")]
     return sources
 
 
