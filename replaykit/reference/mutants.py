@@ -63,6 +63,7 @@ MUTANTS: dict[str, str] = {
     "dedupe-drops-parameters": "evidence dedupe ignores every query parameter, so two different pages of "
                                "one path merge into one record",
     "deadline-per-stage": "every research stage gets the whole deadline again instead of what is left",
+    "no-fallback": "a capacity failure of the first search provider ends the step; the second is never tried",
 }
 
 

@@ -60,8 +60,12 @@ class Deadline:
         return self.total if mutant("deadline-per-stage") else max(self.end - time.monotonic(), 0.0)
 
     async def within(self, work: Awaitable[T]) -> T:
-        """``work``, cancelled with a :class:`TimeoutError` (DEADLINE_EXCEEDED) when the deadline passes."""
-        return await asyncio.wait_for(work, self.left())
+        """``work``, cancelled with a :class:`TimeoutError` (DEADLINE_EXCEEDED) when the deadline passes (raised
+        afresh: the cancellation it was raised from would make it CANCELLED)."""
+        try:
+            return await asyncio.wait_for(work, self.left())
+        except TimeoutError:
+            raise TimeoutError(f"the research step's deadline of {self.total:g} s passed") from None
 
 
 # ---------------------------------------------------------------- one search
@@ -168,7 +172,7 @@ class Research:
                 info = classify(exc)
                 again = research_code(info, "search") == "search_capacity" and exc.status is not None
                 fallbacks_left = tries < len(providers) - 1 or (mutant("fallback-unbounded") and tries < 4)
-                if not (again and fallbacks_left):
+                if not (again and fallbacks_left) or mutant("no-fallback"):
                     raise
                 tries += 1
                 continue
