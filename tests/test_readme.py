@@ -133,9 +133,17 @@ def test_every_marker_is_known_and_marks_a_block() -> None:
     for block in BLOCKS:
         where = f"README.md line {block.line}"
         assert block.marks <= MARKS, f"{where}: unknown marker words {sorted(block.marks - MARKS)}"
-        assert block.lang in {"python", "bash", "js"}, f"{where}: a ```{block.lang} block"
+        assert block.lang in {"python", "bash", "js", "yaml"}, f"{where}: a ```{block.lang} block"
         assert "pytest" not in block.marks or block.lang == "python", f"{where}: pytest marks a python block"
         assert "target" not in block.marks or block.lang == "js", f"{where}: target marks a js block"
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang == "yaml"], ids=lambda b: f"line{b.line}")
+def test_a_yaml_example_is_a_bundled_scenario_as_it_is(block: Block) -> None:
+    """A ```yaml block shows a scenario of scenarios/ whole (not run here: the bundled scenarios are)."""
+    name = re.search(r"^name: (\S+)$", block.code, re.MULTILINE)
+    assert name, f"README.md line {block.line}: a ```yaml block that is not a scenario"
+    assert (ROOT / "scenarios" / f"{name[1]}.yaml").read_text(encoding="utf-8") == block.code
 
 
 @pytest.mark.parametrize("block", PYTHON, ids=lambda block: f"line{block.line}")

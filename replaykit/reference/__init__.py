@@ -17,13 +17,15 @@ Each step of the input, in order::
     request     streamed, retried up to maxRetries when replaykit.provenance says retryable;
                 idleTimeoutMs is the longest wait for the next bytes
     parse       replaykit.sse + the transcript converters; citations checked (replaykit.citations)
-    append      then the local tools the model called (read, task, task_wait), and again
+    append      then the local tools the model called (read, task, task_wait, web_search), and again
     persist     atomically, once the turn is over (persistWrites counts the writes)
 
 The parts: :mod:`~replaykit.reference.harness` (the run, retries, the outcome),
 :mod:`~replaykit.reference.steps` (validate, project, estimate, citations),
 :mod:`~replaykit.reference.wire` (one request and its stream), :mod:`~replaykit.reference.tools` (``read``,
-``task``, ``task_wait``) and :mod:`~replaykit.reference.mutants` (the named defects, ``REPLAYKIT_MUTANT``).
+``task``, ``task_wait``), :mod:`~replaykit.reference.websearch` (``web_search`` over Cloudflare Web Search, at
+``REPLAYKIT_WEBSEARCH_BASE_URL``) and :mod:`~replaykit.reference.mutants` (the named defects,
+``REPLAYKIT_MUTANT``).
 """
 
 from __future__ import annotations

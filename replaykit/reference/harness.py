@@ -148,7 +148,7 @@ class Run:
         target = _target(step, self.settings.reserve)
         transcript["messages"].append({"role": "user", "content": step["prompt"], "timestamp": wire.now_ms()})
         tools = Tools(self.settings.tools, self.settings.cwd,
-                      lambda prompt: self.subagent(prompt, target, index))
+                      lambda prompt: self.subagent(prompt, target, index), self.client)
         try:
             await self.turn(transcript, target, index, tools)
         finally:
@@ -178,7 +178,7 @@ class Run:
         transcript: JSON = {"version": 1, "system": cast(JSON, self.transcript).get("system"),
                             "tools": enabled, "messages": [{"role": "user", "content": prompt,
                                                             "timestamp": wire.now_ms()}]}
-        tools = Tools(enabled, self.settings.cwd, None)
+        tools = Tools(enabled, self.settings.cwd, None, self.client)
         await self.turn(transcript, target, step, tools)
         last = transcript["messages"][-1]
         return "".join(block.get("text", "") for block in last["content"] if block["type"] == "text")

@@ -47,6 +47,19 @@ MUTANTS: dict[str, str] = {
     "no-retry-on-529": "a 529 overloaded response is not retried",
     "opaque-block-dropped": "opaque providerBlocks (code execution and its results) are left out of the "
                             "request replayed to their own provider",
+    "search-error-swallowed": "a failed web_search (402, 429, 5xx, 400, a timeout) is shown to the model as "
+                              "an empty result list instead of an error saying what to do next",
+    "model-chooses-provider": "the web_search tool takes a `provider` from the model's arguments over the "
+                              "host's option",
+    "description-not-trimmed": "web_search shows the model whole result descriptions, past "
+                               "maxDescriptionChars",
+    "limit-not-capped": "web_search sends the limit the model asks for, above the host's limit",
+    "abort-becomes-failure": "a web_search cancelled mid-request becomes a failed tool result and the turn "
+                             "goes on, instead of the run ending aborted",
+    "empty-results-reported-as-error": "a web_search that finds nothing is reported to the model as a "
+                                       "failure instead of 0 results",
+    "search-options-unchecked": "the web_search host options are not checked when the tool is created, so "
+                                "an out-of-range option goes out with the search",
     # research steps (replaykit.reference.research, replaykit.reference.evidence)
     "unknown-source-accepted": "a citation whose sourceId names no evidence record is kept and shown as a "
                                "source",

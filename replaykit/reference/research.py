@@ -4,8 +4,8 @@ A step with ``research`` (``contracts/replaykit/target-input.schema.json#/$defs/
 deadline (``deadlineMs``, shared by every stage, never restarted per stage)::
 
     plan       the queries (1–4; the prompt itself when none are given)       replaykit.reference.evidence
-    search     each query on the first provider; on a capacity failure (402, 429, 5xx, a dropped
-               connection) once on the second, then stop                       Cloudflare Web Search
+    search     each query on the first provider; after a capacity failure (an HTTP 402, 429 or 5xx) once
+               on the second, then stop                                        replaykit.reference.websearch
     evidence   the results as records S1…Sn (http(s) only, deduped); fewer than two: insufficient_evidence,
                and the model is never asked
     answer     one Anthropic / OpenAI request, no tools, the records as data   replaykit.reference.wire
@@ -21,29 +21,25 @@ of the search or the model ends the run (its :class:`~replaykit.provenance.Error
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
 import httpx
 
-from replaykit.errors import CitationError, LocalRequestError, WebSearchError
-from replaykit.findings import errors_only
+from replaykit.errors import CitationError, WebSearchError
 from replaykit.provenance import RESEARCH_RETRYABLE, ResearchCode, classify, research_code
 from replaykit.reference import evidence as ev
 from replaykit.reference.mutants import mutant
+from replaykit.reference.websearch import SearchOptions, search
 from replaykit.reference.wire import now_ms
-from replaykit.search import Evidence, check_request, error_from_response, normalize, timeout_error
+from replaykit.search import Evidence
 from replaykit.transcript import AssistantMessage
 
-__all__ = ["Deadline", "Research", "search"]
+__all__ = ["Deadline", "Research"]
 
 JSON = dict[str, Any]
 T = TypeVar("T")
-ACCOUNT = "0123456789abcdef0123456789abcdef"  # the fake provider routes any account id
-FALLBACK_CAPPED = 1  # the second provider is tried once per query, at most
 
 
 class Deadline:
@@ -60,49 +56,12 @@ class Deadline:
         return self.total if mutant("deadline-per-stage") else max(self.end - time.monotonic(), 0.0)
 
     async def within(self, work: Awaitable[T]) -> T:
-        """``work``, cancelled with a :class:`TimeoutError` (DEADLINE_EXCEEDED) when the deadline passes (raised
-        afresh: the cancellation it was raised from would make it CANCELLED)."""
+        """``work``, cancelled with a :class:`TimeoutError` (DEADLINE_EXCEEDED) when the deadline passes
+        (raised afresh: the cancellation it was raised from would make it CANCELLED)."""
         try:
             return await asyncio.wait_for(work, self.left())
         except TimeoutError:
             raise TimeoutError(f"the research step's deadline of {self.total:g} s passed") from None
-
-
-# ---------------------------------------------------------------- one search
-
-
-async def search(client: httpx.AsyncClient, query: str, provider: str, limit: int) -> list[Evidence]:
-    """One Cloudflare Web Search REST request (``REPLAYKIT_WEBSEARCH_BASE_URL``, the gateway of
-    ``REPLAYKIT_WEBSEARCH_GATEWAY`` or ``default``), its results as evidence records.
-
-    A request that fails :func:`replaykit.search.check_request` is refused locally (LOCAL_REQUEST_ERROR); an
-    error response is :func:`replaykit.search.error_from_response`'s ``WebSearchError``; a timeout is
-    ``web_search_timeout``."""
-    body = {"query": query, "provider": provider, "limit": limit,
-            "options": {"gateway": {"id": os.environ.get("REPLAYKIT_WEBSEARCH_GATEWAY", "default")}}}
-    problems = errors_only(check_request(body))
-    if problems:
-        raise LocalRequestError(f"web search request: {problems[0]}", phase="preparation",
-                                pointer=problems[0].place)
-    base = os.environ.get("REPLAYKIT_WEBSEARCH_BASE_URL", "https://api.cloudflare.com/client/v4")
-    token = os.environ.get("CLOUDFLARE_API_TOKEN")
-    headers = {"authorization": f"Bearer {token}"} if token else {}
-    account = os.environ.get("CLOUDFLARE_ACCOUNT_ID", ACCOUNT)
-    try:
-        response = await client.post(f"{base}/accounts/{account}/ai/websearch/", json=body, headers=headers)
-    except httpx.TimeoutException as exc:
-        raise timeout_error(client.timeout.read * 1000 if client.timeout.read else 0) from exc
-    if response.status_code >= 400:
-        raise error_from_response(response.status_code, _json(response), response.headers)
-    retrieved = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    return normalize(_json(response), provider=provider, retrieved_at=retrieved)
-
-
-def _json(response: httpx.Response) -> object:
-    try:
-        return response.json()
-    except ValueError:
-        return None
 
 
 # ---------------------------------------------------------------- the step
@@ -118,6 +77,7 @@ class Research:
     def __init__(self, step: JSON, index: int, client: httpx.AsyncClient, ask: Ask,
                  run_tools: Callable[[JSON], Awaitable[AssistantMessage]] | None = None) -> None:
         self.spec: JSON = step["research"]
+        self.pointer = f"/steps/{index}/research"
         self.question: str = step["prompt"]
         self.client, self.ask, self.run_tools = client, ask, run_tools
         self.deadline = Deadline(self.spec.get("deadlineMs"))
@@ -158,15 +118,17 @@ class Research:
                     raise
         return ev.merge(batches)
 
-    async def search(self, query: str) -> list[Evidence]:
+    async def search(self, query: str) -> Sequence[Evidence]:
         """One query on the first provider, then once on the second after a capacity failure."""
         providers: list[str] = list(self.spec.get("providers") or ["ceramic"])
-        limit = int(self.spec.get("limit", 5))
         tries = 0
         while True:
             provider = providers[min(tries, len(providers) - 1)]
+            host = {"provider": provider, "accountId": self.spec.get("accountId"),
+                    "limit": self.spec.get("limit", 5)}
+            options = SearchOptions.from_host(host, self.pointer)
             try:
-                found = await search(self.client, query, provider, limit)
+                found = (await search(self.client, options, query)).evidence
             except WebSearchError as exc:
                 self.result["searches"].append({"query": query, "provider": provider, "code": exc.code})
                 info = classify(exc)

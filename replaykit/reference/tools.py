@@ -1,4 +1,5 @@
-"""The local tools of the reference harness: ``read`` a file of the work folder, and delegate a sub-task.
+"""The local tools of the reference harness: ``read`` a file of the work folder, delegate a sub-task, and
+``web_search`` (:mod:`replaykit.reference.websearch`).
 
 ``read {path}``: the text of ``path``, relative to the work folder (the current directory); a path that
 leaves it, or a missing file, is a tool error the model sees (``isError: true``), never a run failure.
@@ -8,6 +9,10 @@ the tools minus ``task`` and ``task_wait``) and answers at once with its id (``t
 ``task_wait {id?}`` waits for that sub-task (every pending one without ``id``) and answers with its final
 text. Cancelling the run cancels the sub-tasks with it: the cancellation goes up as it is, never as a
 failed sub-task.
+
+``web_search {query, limit?}`` searches Cloudflare Web Search with the host options of its definition
+(checked when the tools are created: LOCAL_REQUEST_ERROR before any request); its result carries the host's
+record in ``details``.
 """
 
 from __future__ import annotations
@@ -17,7 +22,10 @@ from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from replaykit.reference.mutants import mutant
+from replaykit.reference.websearch import TOOL_NAME, ToolAnswer, WebSearchTool
 from replaykit.reference.wire import now_ms
 from replaykit.transcript import ToolCallBlock, ToolResultMessage
 
@@ -38,20 +46,35 @@ class SubTaskFailed(Exception):
 class Tools:
     """The tools a model may call in one agent: those of ``enabled`` that the harness implements."""
 
-    def __init__(self, enabled: list[dict[str, Any]], cwd: Path, subagent: SubAgent | None) -> None:
-        self.enabled = {tool.get("name") for tool in enabled if tool.get("type", "function") == "function"}
+    def __init__(self, enabled: list[dict[str, Any]], cwd: Path, subagent: SubAgent | None,
+                 client: httpx.AsyncClient | None = None) -> None:
+        """``enabled`` as the input's ``tools`` (a ``web_search`` tool needs ``client``; its host options
+        are checked here: LOCAL_REQUEST_ERROR at ``/tools/<index>/host/...``)."""
+        functions = [(index, tool) for index, tool in enumerate(enabled)
+                     if tool.get("type", "function") == "function"]
+        self.enabled = {tool.get("name") for _, tool in functions}
         self.cwd = cwd.resolve()
         self.subagent = subagent
         self.pending: dict[str, asyncio.Task[str]] = {}
+        self.search = next((WebSearchTool.create(tool, client, f"/tools/{index}") for index, tool in functions
+                            if tool.get("name") == TOOL_NAME and client is not None), None)
 
     async def call(self, block: ToolCallBlock) -> ToolResultMessage:
         """Run one tool call; its result (or its failure) as a ``toolResult`` message."""
-        try:
-            text, failed = await self._run(block["name"], block["arguments"]), False
-        except ToolFailure as exc:
-            text, failed = str(exc), True
-        return {"role": "toolResult", "toolCallId": block["id"], "toolName": block["name"],
-                "content": [{"type": "text", "text": text}], "isError": failed, "timestamp": now_ms()}
+        if block["name"] == TOOL_NAME and self.search is not None:
+            answer = await self.search.run(block["arguments"])
+        else:
+            try:
+                answer = ToolAnswer(await self._run(block["name"], block["arguments"]), False, {})
+            except ToolFailure as exc:
+                answer = ToolAnswer(str(exc), True, {})
+        message: ToolResultMessage = {
+            "role": "toolResult", "toolCallId": block["id"], "toolName": block["name"],
+            "content": [{"type": "text", "text": answer.text}], "isError": answer.is_error,
+            "timestamp": now_ms()}
+        if answer.details:
+            message["details"] = answer.details
+        return message
 
     async def _run(self, name: str, arguments: dict[str, Any]) -> str:
         handlers: dict[str, Callable[[dict[str, Any]], Awaitable[str]]] = {

@@ -205,6 +205,7 @@ class ToolResultMessage(TypedDict):
     content: str | list[UserBlock]
     isError: bool
     timestamp: float
+    details: NotRequired[JSON]  # what the host keeps of the call (never sent to a provider)
 
 
 Message = UserMessage | AssistantMessage | ToolResultMessage
@@ -217,6 +218,7 @@ class FunctionTool(TypedDict):
     parameters: JSON
     description: NotRequired[str]
     type: NotRequired[Literal["function"]]
+    host: NotRequired[JSON]  # the host's options of the tool (never sent to a provider)
 
 
 class HostedSearchTool(TypedDict):
