@@ -19,8 +19,8 @@ from replaykit.reference.tools import Tools
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_there_are_the_twenty_four_mutants_each_with_its_defect() -> None:
-    assert len(MUTANTS) == 24
+def test_there_are_the_thirty_four_mutants_each_with_its_defect() -> None:
+    assert len(MUTANTS) == 34
     assert all(isinstance(text, str) and len(text) > 20 for text in MUTANTS.values())
 
 

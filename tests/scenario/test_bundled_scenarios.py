@@ -22,6 +22,8 @@ JS = ROOT / "tests" / "fixtures" / "targets" / "js" / "target.mjs"
 JS_LACKS = {"model-switch-search-history", "azure-web-search", "search-task-delegation", "search-next-prompt",
             "search-read-tool"}
 JS_LACKS |= {scenario.name for scenario in SCENARIOS if scenario.name.startswith("web-search-")}
+# nor a research step
+JS_LACKS |= {scenario.name for scenario in SCENARIOS if scenario.name.startswith("research-")}
 JS_SUBSET = sorted(set(NAMES) - JS_LACKS)
 
 
