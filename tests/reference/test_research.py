@@ -92,8 +92,8 @@ def test_a_tool_call_in_the_reply_is_never_run(monkeypatch: pytest.MonkeyPatch, 
 
 
 def test_one_deadline_is_shared_by_every_stage(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    case = research("research-deadline", "kind=delay_headers,route=cloudflare.websearch,ms=1200",
-                    "kind=delay_headers,route=anthropic.messages,ms=1500", deadlineMs=2000)
+    case = research("research-deadline", "kind=delay_headers,route=cloudflare.websearch,ms=2000",
+                    "kind=delay_headers,route=anthropic.messages,ms=1500", deadlineMs=3000)
     result = drive(case, monkeypatch, tmp_path)
     assert (result.outcome["error"]["code"], entry(result)["error"]) == (
         "DEADLINE_EXCEEDED", {"code": "deadline", "retryable": True})
