@@ -348,7 +348,11 @@ def _evidence_citation(index: int, citation: object, ids: set[str]) -> list[Find
     if not isinstance(citation.get("claim"), str) or not str(citation.get("claim")).strip():
         findings.append(Finding.at(f"{pointer}/claim", "error", "answer-shape",
                                 "claim must be a non-empty string"))
-    if "url" in citation:
+    if "url" in citation and safe_http_url(citation["url"]) is None:
+        findings.append(Finding.at(f"{pointer}/url", "warning", "url-scheme",
+                                f"{_short(citation['url'], 40)} is not an http(s) URL (a javascript: or "
+                                "data: link); it is never rendered, links come from the evidence"))
+    elif "url" in citation:
         findings.append(Finding.at(f"{pointer}/url", "warning", "model-url-ignored",
                                 "a URL written by the model is never rendered; links come from the evidence"))
     return findings

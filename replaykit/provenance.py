@@ -23,6 +23,19 @@ local_error`` keeps its provenance) or a raw HTTP response to an :class:`ErrorIn
 ``ErrorInfo`` are safe to log and to write to an outcome: key-shaped strings are masked
 (:func:`replaykit.redact.safe_message`) and no request body is ever included. The retry rule is the provider
 SDKs' own (:func:`status_retryable`): ``x-should-retry`` first, then 408, 409, 429 and 5xx.
+
+A research step (search, then a cited answer) reports the failure classes of Cloudflare's guide to
+web-connected agents on top of this taxonomy: :func:`research_code` maps an :class:`ErrorInfo` and the stage
+it struck in to one of :data:`RESEARCH_RETRYABLE`'s codes, whose retryability is the guide's (a step-level
+rule: the caller may run the step again; the request-level rule above still decides retries inside it)::
+
+    invalid_request        no    a LOCAL_REQUEST_ERROR; a search 400 / 422
+    search_capacity        yes   any other search failure: 402, 429, 5xx, transport, a malformed response
+    search_auth            no    a search 401 / 403
+    insufficient_evidence  no    fewer than two evidence records (no error: the step's honest result)
+    model_failure          yes   any failure of the model request
+    citation_failure       yes   a reply that is not the cited answer asked for, or has no claim left
+    deadline               yes   DEADLINE_EXCEEDED, in either stage
 """
 
 from __future__ import annotations
@@ -39,6 +52,7 @@ from replaykit.redact import safe_message
 __all__ = [
     "ERROR_CODES",
     "PROVENANCES",
+    "RESEARCH_RETRYABLE",
     "ErrorCode",
     "ErrorInfo",
     "Provenance",
@@ -47,6 +61,7 @@ __all__ = [
     "event_error",
     "is_retryable",
     "outcome_json",
+    "research_code",
     "status_retryable",
 ]
 
@@ -60,6 +75,14 @@ ERROR_CODES: tuple[ErrorCode, ...] = (
     "LOCAL_REQUEST_ERROR", "PROVIDER_ERROR", "TRANSPORT_ERROR", "DEADLINE_EXCEEDED", "CANCELLED",
     "INTERNAL_ERROR",
 )
+
+
+ResearchCode = Literal["invalid_request", "search_capacity", "search_auth", "insufficient_evidence",
+                       "model_failure", "citation_failure", "deadline"]
+RESEARCH_RETRYABLE: dict[ResearchCode, bool] = {
+    "invalid_request": False, "search_capacity": True, "search_auth": False, "insufficient_evidence": False,
+    "model_failure": True, "citation_failure": True, "deadline": True,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,3 +353,20 @@ def _provider(status: int, headers: Any, body: Any, source: str = "") -> ErrorIn
     message = f"{prefix}provider error {label}" + (f": {text}" if text else "")
     return ErrorInfo("PROVIDER_ERROR", None, "provider", retryable, safe_message(message), status, kind,
                      request_id)
+
+
+# ---------------------------------------------------------------- research steps
+
+
+def research_code(info: ErrorInfo, stage: Literal["search", "model"]) -> ResearchCode:
+    """The research failure class of ``info``, a failure of the ``search`` or the ``model`` stage (see the
+    module's table; its retryability is ``RESEARCH_RETRYABLE[code]``)."""
+    if info.provenance == "deadline":
+        return "deadline"
+    if info.code == "LOCAL_REQUEST_ERROR":
+        return "invalid_request"
+    if stage == "model":
+        return "model_failure"
+    if info.status in (401, 403):
+        return "search_auth"
+    return "invalid_request" if info.status in (400, 422) else "search_capacity"

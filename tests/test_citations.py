@@ -217,8 +217,9 @@ def _answer(*ids: str) -> dict[str, Any]:
 def test_a_cited_answer_renders_links_from_the_evidence_only() -> None:
     answer = _answer("S2", "S1")
     answer["citations"][0]["url"] = "javascript:alert(1)"
-    assert _found(verify_evidence_answer(answer, _evidence())) == [("/citations/0/url", "warning",
-                                                                     "model-url-ignored")]
+    answer["citations"][1]["url"] = "https://evil.example/S1"
+    assert _found(verify_evidence_answer(answer, _evidence())) == [
+        ("/citations/0/url", "warning", "url-scheme"), ("/citations/1/url", "warning", "model-url-ignored")]
     assert render_sources(answer, _evidence()) == [
         {"id": "S1", "title": "Web Search API", "url": "https://developers.cloudflare.com/web-search/",
          "retrievedAt": "t"},

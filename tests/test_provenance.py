@@ -21,11 +21,13 @@ from replaykit import cassette, contracts
 from replaykit.errors import LOCAL_PHASES, LocalRequestError, WebSearchError
 from replaykit.provenance import (
     ERROR_CODES,
+    RESEARCH_RETRYABLE,
     ErrorInfo,
     causes,
     classify,
     is_retryable,
     outcome_json,
+    research_code,
     status_retryable,
 )
 
@@ -408,3 +410,46 @@ def test_an_internal_error_with_a_phase_or_retryable_is_refused_by_the_outcome_c
 ])
 def test_status_retryable(status: int, hint: str | None, kind: str | None, expected: bool) -> None:
     assert status_retryable(status, hint, kind) is expected
+
+
+def _search_failure(status: int | None, code: str = "web_search_failed") -> ErrorInfo:
+    return classify(WebSearchError("failed", status=status, code=code, retryable=status in (429, 503)))
+
+
+@pytest.mark.parametrize(("info", "stage", "code"), [
+    (_search_failure(429, "web_search_rate_limited"), "search", "search_capacity"),
+    (_search_failure(402, "web_search_payment_required"), "search", "search_capacity"),
+    (_search_failure(503, "web_search_unavailable"), "search", "search_capacity"),
+    (_search_failure(401, "web_search_unauthorized"), "search", "search_auth"),
+    (_search_failure(403, "web_search_unauthorized"), "search", "search_auth"),
+    (_search_failure(400, "web_search_bad_request"), "search", "invalid_request"),
+    (_search_failure(None, "web_search_timeout"), "search", "deadline"),
+    (classify(httpx.ConnectError("refused")), "search", "search_capacity"),
+    (classify(LocalRequestError("two many queries", phase="validation")), "search", "invalid_request"),
+    (classify(TimeoutError()), "model", "deadline"),
+    (classify(httpx.ConnectError("refused")), "model", "model_failure"),
+    (_search_failure(401), "model", "model_failure"),
+    (classify(LocalRequestError("over budget", phase="estimation")), "model", "invalid_request"),
+])
+def test_research_code_maps_the_taxonomy_to_the_research_failure_classes(info: ErrorInfo, stage: Any,
+                                                                          code: str) -> None:
+    assert research_code(info, stage) == code
+
+
+def test_research_retryability_is_the_guides_and_the_outcome_contract_holds_it() -> None:
+    assert [code for code, retryable in RESEARCH_RETRYABLE.items() if retryable] == [
+        "search_capacity", "model_failure", "citation_failure", "deadline"]
+    schema = contracts.default().schema("replaykit.target-outcome")
+    assert schema["$defs"]["research"]["properties"]["error"]["properties"]["code"]["enum"] == list(
+        RESEARCH_RETRYABLE)
+    entry = {"step": 0, "queries": [], "searches": [], "evidence": [], "answer": None, "claims": [],
+             "sources": [], "unsupportedClaims": [], "rejected": [], "withheld": [], "notes": [],
+             "ignoredToolCalls": 0}
+    for code, retryable in RESEARCH_RETRYABLE.items():
+        for given in (retryable, not retryable):
+            transcript = {"version": 1, "system": None, "tools": [], "messages": []}
+            research = [{**entry, "error": {"code": code, "retryable": given}}]
+            outcome = {"status": "ok", "error": None, "transcript": transcript, "persistWrites": 0,
+                       "research": research}
+            violations = contracts.validate("replaykit.target-outcome", outcome)
+            assert (violations == []) is (given is retryable), (code, given, violations)

@@ -20,6 +20,10 @@ Each step of the input, in order::
     append      then the local tools the model called (read, task, task_wait, web_search), and again
     persist     atomically, once the turn is over (persistWrites counts the writes)
 
+A step with ``research`` is a research step instead (:mod:`~replaykit.reference.research`): search, evidence
+records, one cited answer verified against them (:mod:`~replaykit.reference.evidence`); its result is the
+outcome's ``research`` entry.
+
 The parts: :mod:`~replaykit.reference.harness` (the run, retries, the outcome),
 :mod:`~replaykit.reference.steps` (validate, project, estimate, citations),
 :mod:`~replaykit.reference.wire` (one request and its stream), :mod:`~replaykit.reference.tools` (``read``,

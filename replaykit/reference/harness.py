@@ -25,6 +25,7 @@ from replaykit.errors import LocalRequestError
 from replaykit.provenance import ErrorInfo, classify
 from replaykit.reference import durable, steps, wire
 from replaykit.reference.mutants import active, mutant
+from replaykit.reference.research import Research
 from replaykit.reference.tools import DELEGATION, Tools
 from replaykit.replay import Target
 from replaykit.routes import MODEL_APIS
@@ -67,6 +68,7 @@ class Run:
     transcript: JSON | None = None
     persist_writes: int = 0
     estimates: list[JSON] = field(default_factory=list)
+    research: list[JSON] = field(default_factory=list)
 
     # ------------------------------------------------------------ restore and persist
 
@@ -143,7 +145,12 @@ class Run:
                 transcript["messages"].append(await tools.call(call))
 
     async def step(self, index: int, step: JSON) -> None:
-        """One user prompt, run to the end of its turn, then persisted."""
+        """One user prompt, run to the end of its turn, then persisted; a research step instead runs
+        :class:`~replaykit.reference.research.Research` (its result goes to the outcome, not the
+        transcript)."""
+        if "research" in step:
+            await self.research_step(index, step)
+            return
         transcript = cast(JSON, self.transcript)
         steps.rebuild_system(transcript, self.settings.system, self.settings.tools, wire.now_ms())
         target = _target(step, self.settings.reserve)
@@ -155,6 +162,23 @@ class Run:
         finally:
             await tools.close()
         self.persist()
+
+    async def research_step(self, index: int, step: JSON) -> None:
+        """Search, then a cited answer verified against the evidence (replaykit.reference.research)."""
+        target = _target(step, self.settings.reserve)
+
+        async def obey(transcript: JSON) -> AssistantMessage:  # the defect of injected-instruction-obeyed
+            transcript["tools"] = self.settings.tools
+            tools = Tools(self.settings.tools, self.settings.cwd, None)
+            try:
+                await self.turn(transcript, target, index, tools)
+            finally:
+                await tools.close()
+            return cast(AssistantMessage, transcript["messages"][-1])
+
+        research = Research(step, index, self.client, lambda t: self.request(t, target, index), obey)
+        self.research.append(research.result)
+        await research.run()
 
     async def subagent(self, prompt: str, target: Target, step: int) -> str:
         """A delegated sub-task: a new transcript on ``prompt``, the tools minus delegation; its last text."""
@@ -264,8 +288,9 @@ def _outcome(state: Run, error: ErrorInfo | None) -> JSON:
         if error.code != "CANCELLED" and error.retryable:
             error = dataclasses.replace(error, retryable=False)  # retries used up
     status = "ok" if error is None else error.outcome
-    return {"status": status, "error": error.to_json() if error else None, "transcript": state.transcript,
-            "persistWrites": state.persist_writes, "estimates": state.estimates}
+    outcome = {"status": status, "error": error.to_json() if error else None, "transcript": state.transcript,
+               "persistWrites": state.persist_writes, "estimates": state.estimates}
+    return outcome | ({"research": state.research} if state.research else {})
 
 
 def run(data: JSON) -> JSON:

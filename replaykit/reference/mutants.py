@@ -69,6 +69,23 @@ MUTANTS: dict[str, str] = {
                           "enforced",
     "duplicate-submit-requests": "an operation id submitted again is run again (a second request) instead of "
                                  "returning its receipt",
+    # research steps (replaykit.reference.research, replaykit.reference.evidence)
+    "unknown-source-accepted": "a citation whose sourceId names no evidence record is kept and shown as a "
+                               "source",
+    "model-url-rendered": "a source is linked to the URL the model wrote in its citation instead of its "
+                          "evidence record's",
+    "injected-instruction-obeyed": "the answer request offers the harness's tools and runs the tool calls "
+                                   "of the reply, so text from a search result can reach an action",
+    "answers-without-evidence": "the model is asked and its reply shown with fewer than two evidence "
+                                "records, after a failed search, or when the reply cites nothing",
+    "fallback-unbounded": "after a capacity failure the second search provider is tried again and again "
+                          "instead of once",
+    "claim-support-unchecked": "a citation naming a known record is accepted whatever its claim says",
+    "uncited-claim-kept": "a claim cited with no source id is shown as part of the answer",
+    "dedupe-drops-parameters": "evidence dedupe ignores every query parameter, so two different pages of "
+                               "one path merge into one record",
+    "deadline-per-stage": "every research stage gets the whole deadline again instead of what is left",
+    "no-fallback": "a capacity failure of the first search provider ends the step; the second is never tried",
 }
 
 

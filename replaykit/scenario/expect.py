@@ -4,7 +4,8 @@
 a report shows): the target itself (it ran, wrote an outcome valid against its contract), ``outcome``,
 ``error`` (code, phase, provenance), ``reason``, ``receipts``, ``providerRequests``, ``requests`` per
 route, ``unmatched``, ``unused``, ``requestContractsHold``, ``persistWrites``, ``estimates``,
-``reaches``, ``neverReaches``, ``persistedSnapshot``. What they read is an :class:`Evidence`: the outcome
+``reaches``, ``neverReaches``, ``outcomeHas``, ``outcomeLacks``, ``persistedSnapshot``. What they read is an
+:class:`Evidence`: the outcome
 (segments merged), the journal as JSON, the unused interactions and the transcript the target persisted.
 """
 
@@ -299,6 +300,35 @@ def _never_reaches(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
         yield Check(f"neverReaches[{index}]", not found, why)
 
 
+def _outcome_has(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
+    for index, spec in enumerate(scenario.expectations.get("outcomeHas") or []):
+        name = f"outcomeHas[{index}]"
+        if seen.outcome is None:
+            yield Check(name, False, _NO_OUTCOME)
+            continue
+        found = matches(seen.outcome, spec["pointer"])
+        if any(_hit(value, spec) for _, value in found):
+            yield Check(name, True)
+        elif not found:
+            yield Check(name, False, f"the outcome has nothing at {spec['pointer']}")
+        else:
+            at, value = found[0]
+            shown = json.dumps(value, ensure_ascii=False)[:120]
+            yield Check(name, False, f"expected {_what(spec)}, the outcome has {at} = {shown}")
+
+
+def _outcome_lacks(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
+    for index, spec in enumerate(scenario.expectations.get("outcomeLacks") or []):
+        name = f"outcomeLacks[{index}]"
+        if seen.outcome is None:
+            yield Check(name, False, _NO_OUTCOME)
+            continue
+        found = [(at, value) for at, value in matches(seen.outcome, spec["pointer"]) if _hit(value, spec)]
+        shown = json.dumps(found[0][1], ensure_ascii=False)[:120] if found else ""
+        why = f"the outcome has {_what(spec)}: {found[0][0]} = {shown}" if found else ""
+        yield Check(name, not found, why)
+
+
 def _snapshot(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
     wanted = scenario.expectations.get("persistedSnapshot", False)
     if wanted is False:
@@ -330,6 +360,8 @@ CHECKS: tuple[Callable[[Scenario, Evidence], Iterator[Check]], ...] = (
     _estimates,
     _reaches,
     _never_reaches,
+    _outcome_has,
+    _outcome_lacks,
     _snapshot,
 )
 

@@ -34,6 +34,8 @@ from reference_support import (
     stored,
 )
 from test_durable import KILLED_HERE as DURABLE_KILLS
+from test_evidence import KILLED_HERE as EVIDENCE_KILLS
+from test_research import KILLED_HERE as RESEARCH_STEP_KILLS
 from test_websearch import KILLED_HERE as WEB_SEARCH_KILLS
 
 from replaykit.contracts import validate
@@ -320,7 +322,8 @@ def test_the_mutant_fails(mutant: str, name: str, monkeypatch: pytest.MonkeyPatc
 
 
 def test_every_mutant_and_every_case_is_killed_somewhere() -> None:
-    assert {mutant for mutant, _ in KILLS} | set(WEB_SEARCH_KILLS) | set(DURABLE_KILLS) == set(MUTANTS)
+    elsewhere = set(WEB_SEARCH_KILLS) | set(DURABLE_KILLS) | set(RESEARCH_STEP_KILLS) | set(EVIDENCE_KILLS)
+    assert {mutant for mutant, _ in KILLS} | elsewhere == set(MUTANTS)
     assert {name for _, name in KILLS} == {*CASES, "search-persist-restore"}
 
 

@@ -19,8 +19,8 @@ from replaykit.reference.tools import Tools
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_there_are_the_twenty_eight_mutants_each_with_its_defect() -> None:
-    assert len(MUTANTS) == 28
+def test_there_are_the_thirty_eight_mutants_each_with_its_defect() -> None:
+    assert len(MUTANTS) == 38
     assert all(isinstance(text, str) and len(text) > 20 for text in MUTANTS.values())
 
 

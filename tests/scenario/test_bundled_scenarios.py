@@ -26,6 +26,8 @@ JS_LACKS |= {scenario.name for scenario in SCENARIOS if scenario.name.startswith
 JS_LACKS |= {"durable-killed-mid-stream", "durable-stall-continues", "durable-tool-interrupted",
              "durable-interrupted-budget", "durable-duplicate-submit", "interrupted-search-rerun",
              "interrupted-search-reported"}
+# nor a research step
+JS_LACKS |= {scenario.name for scenario in SCENARIOS if scenario.name.startswith("research-")}
 JS_SUBSET = sorted(set(NAMES) - JS_LACKS)
 
 

@@ -263,6 +263,43 @@ def test_never_reaches(tmp_path: Path) -> None:
     )
 
 
+RESEARCH = [{"answer": "A [S1]", "sources": [{"id": "S1", "url": "https://a.example/"}], "error": None}]
+
+
+def test_outcome_has(tmp_path: Path) -> None:
+    seen = changed(outcome=outcome(research=RESEARCH))
+    wanted = [{"pointer": "/research/0/sources/*/id", "equals": "S1"}, {"pointer": "/research/0/error"},
+              {"pointer": "/research/0/answer", "contains": "[S1]"}]
+    assert failed(check_all(scenario(tmp_path, outcomeHas=wanted), seen)) == []
+    other = copy.deepcopy(RESEARCH)
+    other[0]["sources"][0]["id"] = "S7"
+    found = failed(check_all(scenario(tmp_path, outcomeHas=wanted), changed(outcome=outcome(research=other))))
+    assert found == [("outcomeHas[0]", 'expected /research/0/sources/*/id = "S1", the outcome has '
+                                       '/research/0/sources/0/id = "S7"')]
+    found = failed(check_all(scenario(tmp_path, outcomeHas=wanted), good()))
+    assert found[0] == ("outcomeHas[0]", "the outcome has nothing at /research/0/sources/*/id")
+    assert len(found) == 3
+    crashed = Evidence(None, "the target wrote no outcome", [], [], None)
+    assert ("outcomeHas[1]", "no outcome to check") in failed(
+        check_all(scenario(tmp_path, outcomeHas=wanted), crashed))
+
+
+def test_outcome_lacks(tmp_path: Path) -> None:
+    lacks = [{"pointer": "/research/*/sources/*/url", "contains": "javascript:"}, {"pointer": "/research/1"}]
+    seen = changed(outcome=outcome(research=RESEARCH))
+    assert failed(check_all(scenario(tmp_path, outcomeLacks=lacks), seen)) == []
+    assert failed(check_all(scenario(tmp_path, outcomeLacks=lacks), good())) == []  # nothing there at all
+    bad = copy.deepcopy(RESEARCH)
+    bad[0]["sources"][0]["url"] = "javascript:alert(1)"
+    twice = changed(outcome=outcome(research=bad * 2))
+    found = failed(check_all(scenario(tmp_path, outcomeLacks=lacks), twice))
+    assert found == [
+        ("outcomeLacks[0]", "the outcome has /research/*/sources/*/url containing 'javascript:': "
+                            '/research/0/sources/0/url = "javascript:alert(1)"'),
+        ("outcomeLacks[1]", 'the outcome has /research/1: /research/1 = {"answer": "A [S1]", "sources": '
+                            '[{"id": "S1", "url": "javascript:alert(1)"}], "error": null}')]
+
+
 def test_persisted_snapshot(tmp_path: Path) -> None:
     seen = good()
     seen.update_snapshots = True
