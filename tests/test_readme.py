@@ -9,6 +9,9 @@ Markers: an HTML comment on the line just before a fence (hidden where the READM
 - ``pytest``: the ```python block is a test file: saved as ``test_readme_example.py`` and run by ``pytest``
   (``-W error``), which must collect it and pass. A block that defines a ``test_…`` function must say so.
 - ``target``: the ```js block is a target of the scenario runner (run by ``tests/test_js_target.py``).
+- ``curl``: each ``curl `` line of the ```bash block runs with ``REPLAYKIT_URL`` the origin of a fake provider
+  serving ``anthropic/web_search_stream.yaml``; it must exit 0 with the whole stream (``message_stop``) and be
+  journaled as served.
 
 What runs, each in a fresh interpreter (a subprocess: no block sees another's names):
 
@@ -54,7 +57,7 @@ README = ROOT / "README.md"
 TEXT = README.read_text(encoding="utf-8")
 FENCE = re.compile(r"^(?:<!-- readme: (?P<marks>[^>]*?) -->\n)?```(?P<lang>\w*)\n(?P<code>.*?)^```$",
                    flags=re.MULTILINE | re.DOTALL)
-MARKS = {"wheel", "pytest", "target"}
+MARKS = {"wheel", "pytest", "target", "curl"}
 TIMEOUT = 300  # seconds: a bound on a hang, not a speed check (the property suite takes a few seconds)
 
 
@@ -195,6 +198,27 @@ def test_a_command_runs(block: Block, line: int, argv: list[str], request: pytes
         records(run.replaykit + argv[1:], folder, run.env, f"README.md line {line}")
     else:
         ran(run.replaykit + argv[1:], folder, run.env, f"README.md line {line}")
+
+
+CURLS = [pytest.param(block.line + number, line, id=f"line{block.line + number}-curl")
+         for block in BLOCKS if "curl" in block.marks
+         for number, line in enumerate(block.code.splitlines()) if line.startswith("curl ")]
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+@pytest.mark.parametrize(("line", "command"), CURLS)
+def test_a_curl_example_streams_from_the_fake_provider(line: int, command: str, tmp_path: Path) -> None:
+    with FakeProvider(["anthropic/web_search_stream.yaml"]) as fake:
+        env = os.environ | {"REPLAYKIT_URL": fake.base_url("anthropic")}
+        done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=TIMEOUT, check=False)
+        assert done.returncode == 0, f"README.md line {line}: exited {done.returncode}: {done.stderr}"
+        assert done.stdout.startswith("event: message_start") and "event: message_stop" in done.stdout
+        assert [entry.verdict for entry in fake.journal] == ["served"]
+
+
+def test_the_readme_has_a_curl_example() -> None:
+    assert CURLS, "the README shows no curl line under a `readme: curl` marker"
 
 
 def serves(command: list[str], folder: Path, env: dict[str, str], where: str) -> None:
