@@ -227,8 +227,10 @@ def _local(exc: BaseException) -> ErrorInfo | None:
 def _web_search(exc: BaseException) -> ErrorInfo | None:
     if not isinstance(exc, WebSearchError):
         return None
-    if exc.status is None:
+    if exc.status is None and exc.code == "web_search_timeout":
         return _deadline(f"web search {exc.code}: {exc}", exc.retryable)
+    if exc.status is None:  # no answer at all (web_search_unavailable): the connection, not the clock
+        return _transport(f"web search {exc.code}: {exc}", exc.retryable)
     return ErrorInfo("PROVIDER_ERROR", None, "provider", exc.retryable,
                      safe_message(f"web search {exc.status} {exc.code}: {exc}"), exc.status, exc.code,
                      exc.request_id)

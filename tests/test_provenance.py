@@ -330,6 +330,11 @@ def test_web_search_errors() -> None:
     assert info.provider_type == "web_search_rate_limited"
     timeout = classify(WebSearchError("slow", status=None, code="web_search_timeout", retryable=True))
     assert (timeout.code, timeout.provenance, timeout.retryable) == ("DEADLINE_EXCEEDED", "deadline", True)
+    unreachable = classify(WebSearchError("refused", status=None, code="web_search_unavailable",
+                                          retryable=True))
+    assert (unreachable.code, unreachable.provenance) == ("TRANSPORT_ERROR", "transport")
+    assert unreachable.retryable
+    assert research_code(unreachable, "search") == "search_capacity"
 
 
 # ---------------------------------------------------------------- safety and JSON
