@@ -34,10 +34,9 @@ import asyncio
 import contextlib
 import socket
 import sys
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -55,9 +54,10 @@ from replaykit.record.capture import Capture, checked, violation_line
 from replaykit.record.tape import Tape
 from replaykit.routes import PROVIDERS, base_urls, classify
 from replaykit.server import FakeProvider, envelopes
+from replaykit.server.background import Background, bind, cancel_pending
 from replaykit.server.matching import CASSETTE_HEADER, INTERACTION_HEADER, Pool, Received, slots_of
 from replaykit.server.plan import HOP_BY_HOP
-from replaykit.server.runner import check_host, new_loop
+from replaykit.server.runner import check_host
 
 __all__ = ["MODES", "RecordingProxy", "Tally"]
 
@@ -107,15 +107,6 @@ def _headers(pairs: list[tuple[str, str]]) -> Headers:
     return out
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        return socket.create_server((host, port), family=family)
-    except OSError as exc:
-        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port "
-                         "(0 picks a free one)") from exc
-
-
 class RecordingProxy:
     """A recording reverse proxy on loopback; see :mod:`replaykit.record.proxy`. A context manager, like
     :class:`~replaykit.server.FakeProvider`; ``say`` gets each line worth telling (default: stderr)."""
@@ -139,8 +130,7 @@ class RecordingProxy:
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replaykit-record")
         self._flushing, self._flushed_at = False, 0.0
         self._errors: list[BaseException] = []
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._background = Background("replaykit-record", self._setup, self._cleanup)
         self._runner: web.ServerRunner | None = None
         self._session: aiohttp.ClientSession | None = None
 
@@ -189,37 +179,14 @@ class RecordingProxy:
 
     def start(self) -> RecordingProxy:
         """Bind the socket and serve in a background thread; returns ``self``."""
-        if self._thread is not None:
+        if self._background.running:
             raise UsageError("the recording proxy is already running; call stop() first")
-        sock = _bind(self.host, self._port)
+        sock = bind(self.host, self._port)
         self._port = sock.getsockname()[1]
         if self.replay is not None:
             self.replay.start()
-        ready: Future[None] = Future()
-        self._thread = threading.Thread(target=self._serve, args=(sock, ready), name="replaykit-record",
-                                        daemon=True)
-        self._thread.start()
-        try:
-            ready.result()
-        except BaseException:
-            self._thread.join()
-            self._thread = None
-            raise
+        self._background.start(sock)
         return self
-
-    def _serve(self, sock: socket.socket, ready: Future[None]) -> None:
-        loop = self._loop = new_loop()
-        try:
-            loop.run_until_complete(self._setup(sock))
-        except BaseException as exc:
-            sock.close()
-            loop.close()
-            ready.set_exception(exc)
-            return
-        ready.set_result(None)
-        loop.run_forever()
-        loop.run_until_complete(self._cleanup())
-        loop.close()
 
     async def _setup(self, sock: socket.socket) -> None:
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT)
@@ -236,19 +203,12 @@ class RecordingProxy:
             await self._runner.cleanup()
         if self._session is not None:
             await self._session.close()
-        current = asyncio.current_task()
-        pending = [task for task in asyncio.all_tasks() if task is not current]
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+        await cancel_pending()
 
     def stop(self) -> None:
         """Stop serving, then finish recording: every exchange completed is checked and written."""
-        thread, loop = self._thread, self._loop
-        if thread is not None and loop is not None:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join()
-            self._thread = self._loop = self._runner = self._session = None
+        if self._background.stop():
+            self._runner = self._session = None
         self._worker.shutdown(wait=True)
         self._flush()  # what the worker's last write may have missed
         if self.replay is not None:
@@ -400,7 +360,7 @@ class RecordingProxy:
         """Write the cassette; at most once every :data:`FLUSH_INTERVAL` while serving (a write rewrites the
         whole file), the rest left to a write that soon follows, and to :meth:`stop`'s."""
         self._flushing = False
-        wait, loop = self._flushed_at + FLUSH_INTERVAL - time.monotonic(), self._loop
+        wait, loop = self._flushed_at + FLUSH_INTERVAL - time.monotonic(), self._background.loop
         if wait > 0 and loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop is closed: stop() writes at once
                 loop.call_soon_threadsafe(self._flush_later, loop, wait)

@@ -13,9 +13,7 @@ import asyncio
 import ipaddress
 import os
 import socket
-import threading
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future
 from dataclasses import replace
 from types import TracebackType
 from typing import Any
@@ -31,6 +29,7 @@ from replaykit.resources import find_cassette
 from replaykit.routes import PROVIDERS, base_urls, classify_uri
 from replaykit.server import admin
 from replaykit.server.app import Settings, State, make_server
+from replaykit.server.background import Background, bind, cancel_pending, new_loop
 from replaykit.server.connections import BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS, Limits
 from replaykit.server.faults import Fault
 from replaykit.server.journal import WINDOW, Entry, Journal
@@ -43,16 +42,6 @@ CassetteSource = str | os.PathLike[str] | Cassette
 DUMMY_KEY = "replaykit-dummy-key"
 STUBS = "<stubs>"  # the cassette that interactions added one by one (stub()) go to
 SHUTDOWN_TIMEOUT = 1.0
-
-
-def new_loop() -> asyncio.AbstractEventLoop:
-    """The server thread's event loop: uvloop's (libuv transports, cheaper per request) where it is
-    installed, else asyncio's own; both serve the same bytes."""
-    try:
-        import uvloop
-    except ImportError:  # Windows: uvloop does not exist there
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
 
 
 def check_host(host: str, allow_remote: bool) -> None:
@@ -102,16 +91,6 @@ def declared_profile(loaded: Iterable[tuple[str, Cassette]]) -> Profile:
     return resolve_profile(next(iter(named.values()), None))
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        return socket.create_server((host, port), family=family)
-    except OSError as exc:
-        raise UsageError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port (0 picks a free one)"
-        ) from exc
-
-
 class FakeProvider:
     """A loopback fake of the Anthropic, OpenAI, Azure and Cloudflare APIs; see :mod:`replaykit.server`."""
 
@@ -153,8 +132,8 @@ class FakeProvider:
         self._state = State(pool, settings, journal=Journal(journal_bodies, journal_window),
                             limits=limits, watch=watch)
         self._state.host = self
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._background = Background("replaykit-fake-provider", self._setup, self._cleanup,
+                                      self._state.journal.close_log)
         self._runner: web.ServerRunner | None = None
         self.load(cassettes)
         for fault in faults:
@@ -175,42 +154,16 @@ class FakeProvider:
     @property
     def running(self) -> bool:
         """True between :meth:`start` and :meth:`stop`."""
-        return self._thread is not None
+        return self._background.running
 
     def start(self) -> FakeProvider:
         """Bind the socket and start serving in a background thread; returns ``self``."""
-        if self._thread is not None:
+        if self._background.running:
             raise UsageError("the fake provider is already running; call stop() first")
-        sock = _bind(self.host, self._port)
+        sock = bind(self.host, self._port)
         self._port = sock.getsockname()[1]
-        ready: Future[None] = Future()
-        self._thread = threading.Thread(
-            target=self._serve, args=(sock, ready), name="replaykit-fake-provider", daemon=True
-        )
-        self._thread.start()
-        try:
-            ready.result()
-        except BaseException:
-            self._thread.join()
-            self._thread = None
-            raise
+        self._background.start(sock)
         return self
-
-    def _serve(self, sock: socket.socket, ready: Future[None]) -> None:
-        loop = self._loop = new_loop()
-        try:
-            loop.run_until_complete(self._setup(sock))
-        except BaseException as exc:
-            sock.close()
-            loop.close()
-            self._state.journal.close_log()
-            ready.set_exception(exc)
-            return
-        ready.set_result(None)
-        loop.run_forever()
-        loop.run_until_complete(self._cleanup())
-        loop.close()
-        self._state.journal.close_log()
 
     async def _setup(self, sock: socket.socket) -> None:
         if self._journal_file is not None:
@@ -227,20 +180,12 @@ class FakeProvider:
         self._state.closing.set()
         if self._runner is not None:
             await self._runner.cleanup()
-        current = asyncio.current_task()
-        pending = [task for task in asyncio.all_tasks() if task is not current]
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+        await cancel_pending()
 
     def stop(self) -> None:
         """Stop serving: stalled responses end, in-flight ones get a moment, then the thread exits."""
-        thread, loop = self._thread, self._loop
-        if thread is None or loop is None:
-            return
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join()
-        self._thread = self._loop = self._runner = None
+        if self._background.stop():
+            self._runner = None
 
     # ------------------------------------------------------------ addresses
 

@@ -191,7 +191,7 @@ def test_reset_forgets_journal_counters_and_faults(serve: Any) -> None:
 def test_the_server_loop_is_uvloop_where_installed() -> None:
     uvloop = pytest.importorskip("uvloop")
     with FakeProvider(stream_cassette()) as fake:
-        assert isinstance(fake._loop, uvloop.Loop)
+        assert isinstance(fake._background.loop, uvloop.Loop)
 
 
 def test_without_uvloop_asyncio_serves_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -205,6 +205,6 @@ def test_without_uvloop_asyncio_serves_the_same_bytes(monkeypatch: pytest.Monkey
     finally:
         loop.close()
     with FakeProvider(body, repeat=True) as fake:
-        assert fake._loop is not None and "uvloop" not in type(fake._loop).__module__
+        assert fake._background.loop is not None and "uvloop" not in type(fake._background.loop).__module__
         served = httpx.post(f"{fake.url}/v1/messages", json=stream_request()).content
         assert served == default == body.interactions[0].response.body
