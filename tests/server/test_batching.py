@@ -386,7 +386,7 @@ def socket_writes(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     watched; uvloop's are compiled), in order."""
     from asyncio import selector_events
 
-    from replaykit.server import runner
+    from replaykit.server import background
 
     writes: list[bytes] = []
     real = selector_events._SelectorSocketTransport.write
@@ -395,7 +395,7 @@ def socket_writes(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
         writes.append(bytes(data))
         real(self, data)
 
-    monkeypatch.setattr(runner, "new_loop", asyncio.new_event_loop)
+    monkeypatch.setattr(background, "new_loop", asyncio.new_event_loop)
     monkeypatch.setattr(selector_events._SelectorSocketTransport, "write", write)
     return writes
 
