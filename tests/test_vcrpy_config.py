@@ -5,7 +5,9 @@ same events), and replaykit's cassettes replay under vcrpy with it (httpx and th
 
 from __future__ import annotations
 
+import gc
 import shutil
+import warnings
 from pathlib import Path
 
 import anthropic
@@ -22,6 +24,7 @@ from replaykit.resources import find_cassette
 from replaykit.server import FakeProvider
 
 STREAM = "anthropic/web_search_stream.yaml"
+UNPATCHED = httpx.HTTPTransport.handle_request  # as imported, before any cassette patches it
 
 
 def planted_key() -> str:
@@ -114,6 +117,13 @@ def test_a_key_that_survives_redaction_is_never_written(tmp_path: Path,
     with FakeProvider([STREAM]) as fake, refused as info, recorder:
         stream_with_httpx(fake.base_url("anthropic"))
     assert not path.exists() and planted_key()[:20] not in str(info.value)
+    # vcrpy saves before it unpatches, so a refused save leaves httpx patched until its context is collected:
+    # drop every reference to it (the traceback holds its frame) so the next test talks to the network stack
+    del info, refused, recorder
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)  # the connection vcrpy's stub left to the collector
+        gc.collect()
+    assert httpx.HTTPTransport.handle_request is UNPATCHED
 
 
 INNER = '''
