@@ -230,38 +230,3 @@ def test_capture_times_each_event_as_it_completes() -> None:
     plain = capture.Capture(item.request, 200, "OK", {"content-type": ["application/json"]})
     plain.feed(b"{}")
     assert plain.interaction().response.event_offsets_ms is None
-
-
-# ---------------------------------------------------------------- the bytes first: checks wait for idleness
-
-
-def _checked_within(proxy: RecordingProxy, count: int, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while proxy.tally.checked < count and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return proxy.tally.checked >= count
-
-
-@pytest.mark.parametrize("max_waiting", [64, 1])
-def test_a_finished_exchange_is_checked_once_nothing_is_in_flight_or_too_many_wait(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_waiting: int) -> None:
-    from replaykit.record import proxy as proxy_module
-
-    monkeypatch.setattr(proxy_module, "MAX_WAITING", max_waiting)
-    stream, plain = recording(STREAM), recording(PLAIN)
-    with FakeProvider([STREAM, PLAIN], faults=["kind=stall,route=anthropic,nth=1,after=3,ms=1500"]) as slow, \
-            RecordingProxy(tmp_path / "idle.yaml", upstream=slow.url, provider="anthropic") as proxy, \
-            httpx.Client(timeout=30) as client, client.stream(
-                "POST", f"{proxy.base_url()}/v1/messages", content=stream.request.body) as reply:
-        pieces = reply.iter_raw()
-        first = next(pieces)  # the stream is in flight, held by the upstream after 3 events
-        assert post(proxy.base_url(), plain).status_code == 200  # finished while the stream is not
-        if max_waiting == 1:  # one waiting is too many: checked at once, the stream still in flight
-            assert _checked_within(proxy, 1, 1.0) and proxy.tally.checked == 1
-        else:
-            time.sleep(0.3)
-            assert proxy.tally.checked == 0  # held: an exchange is in flight
-        rest = b"".join(pieces)
-        assert _checked_within(proxy, 2, 5.0)  # idle: both checked
-    assert (first + rest).endswith(stream.response.body[-20:])
-    assert proxy.tally.recorded == 2 and len(cassette.load(tmp_path / "idle.yaml").interactions) == 2

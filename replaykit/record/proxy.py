@@ -4,10 +4,9 @@ An application points its base URL at the proxy (:meth:`RecordingProxy.base_url`
 provider); each request is forwarded to ``upstream`` + its path and query, and the response is streamed back
 as it arrives (each piece written to the client as soon as it is read; nothing waits for the end), while its
 pieces are kept with the time each came (:class:`~replaykit.record.capture.Capture`). When the response is
-over and the proxy is idle (no exchange for :data:`IDLE` seconds; at the latest once :data:`MAX_WAITING`
-exchanges wait), in a worker thread, off the path of the bytes, a stream is cut into SSE events (each
-timed by the piece that completed it) and the interaction is redacted, scanned for keys, checked against its
-contracts and added to the cassette (:class:`~replaykit.record.tape.Tape`).
+over, in a worker thread, off the path of the bytes, a stream is cut into SSE events (each timed by the piece
+that completed it) and the interaction is redacted, scanned for keys, checked against its contracts and
+added to the cassette (:class:`~replaykit.record.tape.Tape`).
 
 Modes, as vcrpy's record modes (https://vcrpy.readthedocs.io/en/latest/usage.html#record-modes):
 
@@ -66,8 +65,6 @@ MODES = ("once", "new", "all", "none")
 READ_TIMEOUT = 600.0  # seconds the upstream may pause between two pieces of a response
 CONNECT_TIMEOUT = 30.0
 FLUSH_INTERVAL = 0.5  # seconds between two writes of the cassette while recording
-IDLE = 0.005  # seconds without an exchange in flight before finished ones are checked (the bytes go first)
-MAX_WAITING = 64  # finished exchanges held unchecked at most: past it they are checked whatever is in flight
 WRITE_BUFFER = 4 << 20  # bytes written to a client before the proxy waits for it to read (asyncio: 64 KiB)
 READ_BUFFER = 1 << 20  # bytes of an upstream answer read ahead (aiohttp's 64 KiB pauses a long stream often)
 # Request headers never forwarded: the connection's own (framing, the proxy's Host), and replaykit's controls.
@@ -132,8 +129,6 @@ class RecordingProxy:
         self._pool = self._pinning()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replaykit-record")
         self._flushing, self._flushed_at = False, 0.0
-        self._active, self._waiting = 0, list[Capture]()  # touched on the loop's thread only
-        self._idle_timer: asyncio.TimerHandle | None = None
         self._errors: list[BaseException] = []
         self._background = Background("replaykit-record", self._setup, self._cleanup)
         self._runner: web.ServerRunner | None = None
@@ -214,7 +209,6 @@ class RecordingProxy:
         """Stop serving, then finish recording: every exchange completed is checked and written."""
         if self._background.stop():
             self._runner = self._session = None
-        self._hand_over()  # the loop has stopped: what still waits goes to the worker now
         self._worker.shutdown(wait=True)
         self._flush()  # what the worker's last write may have missed
         if self.replay is not None:
@@ -246,15 +240,6 @@ class RecordingProxy:
     # ------------------------------------------------------------ one exchange
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        self._active += 1
-        try:
-            return await self._exchange(request)
-        finally:
-            self._active -= 1
-            if not self._active and self._waiting:
-                self._idle_soon()
-
-    async def _exchange(self, request: web.BaseRequest) -> web.StreamResponse:
         body = await request.read()
         self.tally.requests += 1
         forwarded = [(k, v) for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED]
@@ -346,28 +331,8 @@ class RecordingProxy:
     # ------------------------------------------------------------ after the exchange, in the worker
 
     def _keep(self, capture: Capture) -> None:
-        """Hold a finished exchange until the proxy is idle, or hand them all over once too many wait."""
-        self._waiting.append(capture)
-        if len(self._waiting) >= MAX_WAITING:
-            self._hand_over()
-
-    def _idle_soon(self) -> None:
-        if self._idle_timer is not None:
-            self._idle_timer.cancel()
-        loop = asyncio.get_running_loop()
-        self._idle_timer = loop.call_later(IDLE, self._when_idle)
-
-    def _when_idle(self) -> None:
-        self._idle_timer = None
-        if not self._active:
-            self._hand_over()
-
-    def _hand_over(self) -> None:
-        """Give the worker every exchange that waits (then a write of the cassette)."""
-        waiting, self._waiting = self._waiting, []
-        for capture in waiting:
-            self._worker.submit(self._take, capture)
-        if waiting and self.tape is not None and not self._flushing:
+        self._worker.submit(self._take, capture)
+        if self.tape is not None and not self._flushing:
             self._flushing = True
             self._worker.submit(self._flush)
 
