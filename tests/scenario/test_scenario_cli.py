@@ -60,7 +60,8 @@ def test_a_clean_matrix_passes_and_names_come_from_the_reference(
             "retries", faults=RETRY, kills=["no-retry"], expectations={"outcome": "ok", "providerRequests": 2}
         ),
     )
-    args = argparse.Namespace(paths=[str(tmp_path)], target=FUNCTION, mutant=None, jobs=2, json=True)
+    args = argparse.Namespace(paths=[str(tmp_path)], target=FUNCTION, mutant=None, jobs=2, json=True,
+                              declared=False)
     assert run_mutants(args, known=lambda: {"no-persist": "never writes", "no-retry": "never retries"}) == 0
     matrix = json.loads(capsys.readouterr().out)
     assert matrix["ok"] and matrix["survivors"] == [] and matrix["vacuous"] == []
@@ -192,3 +193,12 @@ def test_a_declared_kills_matrix_runs_only_the_deciding_cells_and_fails_alike(tm
     assert matrix.vacuous() == [] and not matrix.full
     assert matrix.grid()[1:] == [["no-persist", "x", " ", "1"], ["no-retry", "!", " ", "0"],
                                  ["no-request", "x", "x", "2"]]
+
+
+def test_mutants_declared_says_so_and_fails_alike(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_scenario(tmp_path, scenario_doc("persists", kills=["no-persist", "no-retry"]))
+    code = main(["mutants", str(tmp_path), "--target", FUNCTION, "--mutant", "no-persist", "--mutant",
+                 "no-retry", "--declared"])
+    out = capsys.readouterr().out
+    assert code == 1 and "FAIL persists declares kills: no-retry, but no-retry survives it" in out
+    assert out.rstrip().endswith("1 scenarios x 2 mutants (the declared kills), 1 killed: FAILED")
