@@ -20,7 +20,7 @@ import sys
 from typing import Any
 
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK
-from replaykit.cli.serve import _port, _until_signalled
+from replaykit.cli.serve import _port, until_signalled
 from replaykit.contracts import PROFILES
 from replaykit.record import MODES, RecordingProxy
 from replaykit.routes import PROVIDERS
@@ -67,14 +67,7 @@ def run(args: argparse.Namespace) -> int:
     sys.setswitchinterval(SWITCH_INTERVAL)  # this process is the proxy: the bytes first, the recording after
     proxy = RecordingProxy(args.cassette, upstream=args.upstream, provider=args.provider, mode=args.mode,
                            check=args.check, host=args.host, port=args.port, profile=args.profile)
-    with _until_signalled() as stop:
-        proxy.start()
-        try:
-            _announce(proxy, args.json)
-            while not stop.wait(1.0):
-                pass
-        finally:
-            proxy.stop()
+    until_signalled(proxy, lambda: _announce(proxy, args.json))
     proxy.check_errors()
     return _summary(proxy)
 

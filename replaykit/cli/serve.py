@@ -24,11 +24,10 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK, add_max_body, cassette_args, positive
 from replaykit.contracts import PROFILES
@@ -145,8 +144,14 @@ def _announce(fake: FakeProvider, as_json: bool) -> None:
     print(f"journal     {fake.url}{ADMIN_PREFIX}/journal", flush=True)
 
 
-@contextmanager
-def _until_signalled() -> Iterator[threading.Event]:
+class _Served(Protocol):
+    def start(self) -> object: ...
+    def stop(self) -> None: ...
+
+
+def until_signalled(server: _Served, announce: Callable[[], None]) -> None:
+    """Start ``server``, ``announce()`` it, serve until SIGINT / SIGTERM, then stop it (``serve`` and
+    ``record``)."""
     stop = threading.Event()
 
     def handler(signum: int, frame: FrameType | None) -> None:
@@ -154,7 +159,13 @@ def _until_signalled() -> Iterator[threading.Event]:
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield stop
+        server.start()
+        try:
+            announce()
+            while not stop.wait(1.0):
+                pass
+        finally:
+            server.stop()
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
@@ -180,14 +191,7 @@ def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT / SIGTERM (the journal file, opened at start, is written as requests complete)."""
     tally = _Tally(args.verbose)
     fake = build(args, tally)
-    with _until_signalled() as stop:
-        fake.start()
-        try:
-            _announce(fake, args.json)
-            while not stop.wait(1.0):
-                pass
-        finally:
-            fake.stop()
+    until_signalled(fake, lambda: _announce(fake, args.json))
     code = _summary(fake, tally, args.allow_unused)
     fake.check_errors()
     return code
