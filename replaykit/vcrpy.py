@@ -42,9 +42,9 @@ from replaykit import cassette as cassettes
 from replaykit.cassette import Cassette, Interaction, Request, Response
 from replaykit.contracts import check_interaction
 from replaykit.errors import CassetteError, located
-from replaykit.record.capture import violation_line
+from replaykit.record.capture import secrets_line, violation_line
 from replaykit.record.tape import WARNINGS, recorded_with
-from replaykit.redact import kind_label, redact, scan
+from replaykit.redact import redact, scan
 from replaykit.routes import classify_uri
 
 __all__ = ["MATCH_ON", "Persister", "redact_request", "redact_response", "vcr_config"]
@@ -113,7 +113,7 @@ def _recorded(text: str, path: Path) -> Cassette:
     tape = redact(cassettes.loads(text, path, cache=False))
     left = scan(tape)
     if left:
-        found = ", ".join(f"{s.field}: {kind_label(s.kind)} {s.excerpt}" for s in left)
+        found = secrets_line(left)
         raise CassetteError(located(path, None, f"not written: a key survived redaction ({found})",
                                     "scrub it with a before_record hook, and rotate the key"))
     tape.meta.origin, tape.meta.provider = "recorded", _provider(tape)

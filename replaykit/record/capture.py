@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from replaykit import sse
 from replaykit.cassette import Cassette, Headers, Interaction, Request, Response
 from replaykit.contracts import STRICT, Profile, Violation, check_interaction, place
-from replaykit.redact import SecretFinding, redact, scan
+from replaykit.redact import SecretFinding, kind_label, redact, scan
 
-__all__ = ["Capture", "Checked", "checked", "violation_line"]
+__all__ = ["Capture", "Checked", "checked", "secrets_line", "violation_line"]
 
 
 @dataclass(slots=True)
@@ -86,3 +87,8 @@ def checked(interaction: Interaction, profile: Profile = STRICT) -> Checked:
 def violation_line(index: int, violation: Violation) -> str:
     """``violation`` of interaction ``index`` on one line: ``interactions[i]:events[j] response /p: why``."""
     return f"{place(index, violation)} {violation.part} {violation.pointer or '/'}: {violation.message}"
+
+
+def secrets_line(secrets: Iterable[SecretFinding]) -> str:
+    """The keys that survived redaction, masked, on one line: ``field: kind excerpt, ...``."""
+    return ", ".join(f"{s.field}: {kind_label(s.kind)} {s.excerpt}" for s in secrets)

@@ -19,8 +19,7 @@ from pathlib import Path
 from replaykit import cassette as cassettes
 from replaykit.cassette import Cassette, Meta
 from replaykit.errors import CassetteError, UsageError
-from replaykit.record.capture import Checked, violation_line
-from replaykit.redact import kind_label
+from replaykit.record.capture import Checked, secrets_line, violation_line
 
 __all__ = ["WARNINGS", "Tape", "recorded_with"]
 
@@ -77,7 +76,7 @@ class Tape:
             return False
         if done.secrets:
             self.flush()  # what came before is kept
-            found = ", ".join(f"{s.field}: {kind_label(s.kind)} {s.excerpt}" for s in done.secrets)
+            found = secrets_line(done.secrets)
             self.refused = (f"refusing to write {self.path}: a key survived redaction ({found}); it stays as "
                             "it was before this request; rotate the key")
             self.say(self.refused)
