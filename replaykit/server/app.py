@@ -337,6 +337,7 @@ class _Exchange:
     match: Match | None = None
     counted: bool = False
     settled: str | None = None
+    parsed: Any = None  # the request body's JSON (Received.json): the journal file does not parse it again
 
     @property
     def slot(self) -> Slot | None:
@@ -367,7 +368,7 @@ class _Exchange:
         entry.duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
         if first:
             self.state.journal.append(entry)
-        _log(self.state, entry)
+        _log(self.state, entry, self.parsed)
         if progress.outcome == "hung" and any(f["kind"] == "kill" and f["applied"] for f in entry.faults):
             self.state.reached({"seq": entry.seq, "route": entry.route, "events": progress.chunks})
 
@@ -392,10 +393,11 @@ def _notify(state: State, entry: Entry) -> None:
         state.errors.append(exc)
 
 
-def _log(state: State, entry: Entry) -> None:
-    """Append ``entry`` to the journal file; failing to write it is an error for the caller's thread."""
+def _log(state: State, entry: Entry, parsed: Any = None) -> None:
+    """Append ``entry`` to the journal file (``parsed``: its request body's JSON, when known); failing to
+    write it is an error for the caller's thread."""
     try:
-        state.journal.log(entry)
+        state.journal.log(entry, parsed)
     except ReplaykitError as exc:
         state.errors.append(exc)
 
@@ -444,7 +446,7 @@ async def handle(request: web.BaseRequest, state: State) -> web.StreamResponse:
     except Unreadable as unreadable:
         return await _refuse(state, request, unreadable)
     entry, faults = _admit(state, received)
-    exchange = _Exchange(state, entry, started)
+    exchange = _Exchange(state, entry, started, parsed=received.json)
     progress = Progress(on_settle=exchange.settle)
     try:
         try:

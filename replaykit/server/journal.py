@@ -109,11 +109,12 @@ class Entry:
         parsed = body_json(self.raw)
         return parsed if parsed is not None else self.raw.decode("utf-8", "replace")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, parsed: Any = None) -> dict[str, Any]:
         """The entry as a JSON object (valid against the journal-entry contract): ``body`` in place of
-        ``raw``; the lists and dicts are the entry's own (serialize them, do not change them)."""
+        ``raw``; the lists and dicts are the entry's own (serialize them, do not change them). ``parsed``:
+        the request body's JSON when the caller already has it (``Received.json``), not parsed again."""
         data = {name: getattr(self, name) for name in _FIELDS}
-        data["body"] = self.body
+        data["body"] = parsed if parsed is not None and not self.body_truncated else self.body
         return data
 
     def summary(self) -> str:
@@ -220,12 +221,13 @@ class Journal:
         with self._lock:
             self._log = handle
 
-    def log(self, entry: Entry) -> None:
-        """Append ``entry`` to the journal file, if one is open: one JSON line, flushed."""
+    def log(self, entry: Entry, parsed: Any = None) -> None:
+        """Append ``entry`` to the journal file, if one is open: one JSON line, flushed (``parsed``: the
+        request body's JSON already parsed, see :meth:`Entry.to_json`)."""
         if self._log is None:  # no file: nothing to serialize
             return
         # ASCII escapes: a request may carry a lone surrogate (\ud800) that UTF-8 cannot encode
-        line = (json.dumps(entry.to_json()) + "\n").encode("ascii")
+        line = (json.dumps(entry.to_json(parsed)) + "\n").encode("ascii")
         with self._lock:
             if self._log is None:
                 return
