@@ -47,7 +47,6 @@ __all__ = [
 MAX_FILES = 20_000
 SDKS = ("anthropic", "openai")
 _SKIPPED = {"__pycache__", "node_modules"}
-_CHUNK = 1 << 20
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -79,11 +78,8 @@ def environment() -> dict[str, object]:
 
 def file_hash(path: Path) -> str:
     """``sha256:<hex>`` of the file's bytes, read a piece at a time."""
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        while piece := handle.read(_CHUNK):
-            digest.update(piece)
-    return f"sha256:{digest.hexdigest()}"
+        return f"sha256:{hashlib.file_digest(handle, 'sha256').hexdigest()}"
 
 
 def _files(folder: Path) -> list[Path]:
