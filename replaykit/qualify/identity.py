@@ -40,6 +40,7 @@ __all__ = [
     "key",
     "key_packages",
     "manifest",
+    "manifest_hash",
     "module_path",
     "revision",
 ]
@@ -129,10 +130,15 @@ def manifest(roots: Sequence[Path], also: Iterable[Path] = ()) -> dict[str, str]
     return dict(sorted(hashes.items()))
 
 
-def _tree_hash(folder: Path) -> str:
-    """A folder's hash: SHA-256 of its manifest, one ``path hash`` line per file."""
-    lines = "".join(f"{path} {digest}\n" for path, digest in manifest([folder]).items())
+def manifest_hash(files: dict[str, str]) -> str:
+    """SHA-256 of a :func:`manifest`, one ``path hash`` line per file."""
+    lines = "".join(f"{path} {digest}\n" for path, digest in files.items())
     return f"sha256:{hashlib.sha256(lines.encode('utf-8')).hexdigest()}"
+
+
+def _tree_hash(folder: Path) -> str:
+    """A folder's hash: :func:`manifest_hash` of its manifest."""
+    return manifest_hash(manifest([folder]))
 
 
 def _label(path: Path, here: Path) -> str:
