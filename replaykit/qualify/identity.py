@@ -40,6 +40,7 @@ __all__ = [
     "key",
     "key_packages",
     "manifest",
+    "manifest_hash",
     "module_path",
     "revision",
 ]
@@ -47,7 +48,6 @@ __all__ = [
 MAX_FILES = 20_000
 SDKS = ("anthropic", "openai")
 _SKIPPED = {"__pycache__", "node_modules"}
-_CHUNK = 1 << 20
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -79,11 +79,8 @@ def environment() -> dict[str, object]:
 
 def file_hash(path: Path) -> str:
     """``sha256:<hex>`` of the file's bytes, read a piece at a time."""
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        while piece := handle.read(_CHUNK):
-            digest.update(piece)
-    return f"sha256:{digest.hexdigest()}"
+        return f"sha256:{hashlib.file_digest(handle, 'sha256').hexdigest()}"
 
 
 def _files(folder: Path) -> list[Path]:
@@ -133,10 +130,15 @@ def manifest(roots: Sequence[Path], also: Iterable[Path] = ()) -> dict[str, str]
     return dict(sorted(hashes.items()))
 
 
-def _tree_hash(folder: Path) -> str:
-    """A folder's hash: SHA-256 of its manifest, one ``path hash`` line per file."""
-    lines = "".join(f"{path} {digest}\n" for path, digest in manifest([folder]).items())
+def manifest_hash(files: dict[str, str]) -> str:
+    """SHA-256 of a :func:`manifest`, one ``path hash`` line per file."""
+    lines = "".join(f"{path} {digest}\n" for path, digest in files.items())
     return f"sha256:{hashlib.sha256(lines.encode('utf-8')).hexdigest()}"
+
+
+def _tree_hash(folder: Path) -> str:
+    """A folder's hash: :func:`manifest_hash` of its manifest."""
+    return manifest_hash(manifest([folder]))
 
 
 def _label(path: Path, here: Path) -> str:

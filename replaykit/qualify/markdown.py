@@ -8,9 +8,10 @@ manifests (files and a hash over each group; every file's hash is in ``report.js
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import Any
+
+from replaykit.qualify import identity
 
 __all__ = ["MAX_CELL", "render"]
 
@@ -152,9 +153,7 @@ def _environment(doc: JSON) -> list[str]:
 def _inputs(doc: JSON) -> list[str]:
     rows = []
     for group, files in doc["hashes"].items():
-        lines = "".join(f"{path} {digest}\n" for path, digest in files.items())
-        digest = hashlib.sha256(lines.encode("utf-8")).hexdigest()
-        rows.append([group, str(len(files)), _code(f"sha256:{digest[:16]}…")])
+        rows.append([group, str(len(files)), _code(f"{identity.manifest_hash(files)[:23]}…")])
     return [
         "## Inputs",
         "",
