@@ -218,7 +218,8 @@ def _claims(accepted: Sequence[Mapping[str, Any]]) -> list[JSON]:
 
 
 def _sources(accepted: Sequence[Mapping[str, Any]], evidence: Sequence[Evidence]) -> list[JSON]:
-    known = [c for c in accepted if c.get("sourceId") in {record.id for record in evidence}]
+    ids = {record.id for record in evidence}
+    known = [c for c in accepted if c.get("sourceId") in ids]
     sources = render_sources({"answer": "", "citations": known, "unsupportedClaims": []}, evidence)
     if mutant("model-url-rendered"):
         written = {c["sourceId"]: c["url"] for c in known if isinstance(c.get("url"), str)}

@@ -174,7 +174,6 @@ class _Segments:
         self.outcome = _merge(self.outcome, outcome, first)
         return True
 
-
     def _killed_and_restarted(self, provider: FakeProvider, env: dict[str, str], deadline: float) -> Run:
         """One run of the segment; each time a new kill point is reached, SIGKILL and run it again (at most
         as often as the scenario's kill faults fire)."""

@@ -139,14 +139,19 @@ def _tail(path: Path) -> str:
     return text[-_TAIL:].strip()
 
 
+def _stat(folder: Path) -> list[str]:
+    """The fields of ``folder/stat`` (``/proc``) after the command name: state, ppid, pgrp..."""
+    text = (folder / "stat").read_text()
+    return text[text.rindex(")") + 2 :].split()
+
+
 def _group(pgid: int) -> list[Path]:
     """The ``/proc/<pid>/task/<tid>`` folders of every thread of process group ``pgid`` (none without
     ``/proc``)."""
     threads: list[Path] = []
     for entry in Path("/proc").glob("[0-9]*"):
         with contextlib.suppress(OSError, ValueError, IndexError):
-            stat = (entry / "stat").read_text()
-            if int(stat[stat.rindex(")") + 2 :].split()[2]) == pgid:
+            if int(_stat(entry)[2]) == pgid:
                 threads += list((entry / "task").iterdir())
     return threads
 
@@ -156,8 +161,7 @@ def _activity(threads: list[Path]) -> tuple[bool, int]:
     busy, used = False, 0
     for task in threads:
         with contextlib.suppress(OSError, ValueError, IndexError):
-            stat = (task / "stat").read_text()
-            busy = busy or stat[stat.rindex(")") + 2] in "RD"
+            busy = busy or _stat(task)[0] in "RD"
             used += int((task / "schedstat").read_text().split()[0])
     return busy, used
 
