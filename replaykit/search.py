@@ -49,6 +49,7 @@ __all__ = [
     "error_from_response",
     "normalize",
     "render",
+    "result_items",
     "safe_http_url",
     "timeout_error",
 ]
@@ -232,7 +233,7 @@ class Evidence:
                 "provider": self.provider, "retrievedAt": self.retrieved_at}
 
 
-def _items(response: object) -> list[Any]:
+def result_items(response: object) -> list[Any]:
     """The result items of a response: ``{items}``, or inside the v4 envelope's ``result``."""
     root = response.get("result", response) if isinstance(response, Mapping) else None
     items = root if isinstance(root, list) else root.get("items") if isinstance(root, Mapping) else None
@@ -256,7 +257,7 @@ def normalize(response: object, *, provider: str, retrieved_at: str) -> list[Evi
     Raises :class:`~replaykit.errors.WebSearchError` (``web_search_invalid_response``) when there is no list.
     """
     first: dict[str, tuple[str, Mapping[str, Any]]] = {}  # dedupe key -> its first (url, item), in order
-    for item in _items(response):
+    for item in result_items(response):
         url = safe_http_url(item.get("url")) if isinstance(item, Mapping) else None
         if url is not None:
             first.setdefault(dedupe_key(url), (url, item))

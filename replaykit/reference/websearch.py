@@ -55,6 +55,7 @@ from replaykit.search import (
     error_from_response,
     normalize,
     render,
+    result_items,
     safe_http_url,
     timeout_error,
 )
@@ -278,10 +279,8 @@ def _retrieved_at(headers: httpx.Headers) -> str:
 
 def _extras(data: object, kept: tuple[Evidence, ...]) -> dict[str, JSON]:
     """The documented extra fields (:data:`ITEM_FIELDS`) of the item each record came from."""
-    root = data.get("result", data) if isinstance(data, Mapping) else {}
-    items = root.get("items") if isinstance(root, Mapping) else root
     first: dict[str, Mapping[str, Any]] = {}
-    for item in items if isinstance(items, list) else []:
+    for item in result_items(data):  # a response normalize() took: its items are a list
         url = safe_http_url(item.get("url")) if isinstance(item, Mapping) else None
         if url is not None:
             first.setdefault(dedupe_key(url), item)
