@@ -130,7 +130,8 @@ def test_a_key_that_survives_redaction_refuses_the_write(upstream: FakeProvider,
     said: list[str] = []
     monkeypatch.setattr(capture, "redact", lambda tape: tape)  # a redactor that misses the key
     path = tmp_path / "leak.yaml"
-    with RecordingProxy(path, upstream=upstream.url, provider="anthropic", say=said.append) as proxy:
+    with RecordingProxy(path, upstream=upstream.url, provider="anthropic", say=said.append,
+                        isolate=False) as proxy:  # the recorder in this process: it sees the patch
         post(proxy.base_url(), recording(PLAIN), **{"x-api-key": planted_key()})
     assert not path.exists() and proxy.tape is not None and proxy.tape.refused
     assert any("refusing to write" in line and "x-api-key" in line for line in said)

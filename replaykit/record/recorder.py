@@ -1,0 +1,270 @@
+"""The recorder: what the recording proxy captured, checked and written in a process of its own, so the
+checks and the writes never take the serving thread's GIL (or its event loop) from the bytes in flight.
+
+The proxy hands each finished exchange (a :class:`~replaykit.record.capture.Capture`) to
+:meth:`Recorder.take`, which returns at once: a sender thread pickles it into a pipe. The recorder process
+(:func:`serve`, started with multiprocessing's ``spawn``: no fork of a threaded process) cuts it into
+timed events, redacts it, scans it for keys, checks it against its contracts
+(:func:`~replaykit.record.capture.checked`) and adds it to the cassette
+(:class:`~replaykit.record.tape.Tape`), which it writes atomically, never more often than every
+:data:`FLUSH_INTERVAL` nor for more than :data:`WRITE_SHARE` of its time (a write rewrites the whole file:
+the longer the cassette, the rarer the writes, so a long session costs linear, not quadratic, time), and
+once more when told to stop, or when the proxy's end of the pipe closes (the proxy was killed: what was
+captured is still written). What it finds comes back on a second pipe, read by a listener thread of the
+proxy: the lines to tell, the tally's counts, a refusal (a key survived redaction), errors.
+
+When the recorder dies (killed, out of memory), the proxy says so at once, goes on forwarding, and raises a
+:class:`~replaykit.errors.CassetteError` when it stops: the cassette holds the recorder's last complete
+write, never half a file. ``isolate=False`` runs the same recorder in a thread of the proxy's process
+instead (where starting a process is not wanted).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import signal
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, Protocol
+
+from replaykit.contracts import Profile
+from replaykit.errors import CassetteError
+from replaykit.record.capture import Capture, checked, violation_line
+from replaykit.record.tape import Tape
+
+__all__ = ["FLUSH_INTERVAL", "WRITE_SHARE", "Counts", "Recorder", "Settings", "serve"]
+
+FLUSH_INTERVAL = 0.5  # seconds at least between two writes of the cassette while recording
+WRITE_SHARE = 0.1  # at most this share of the recorder's time goes to rewriting the cassette
+
+
+class Counts(Protocol):
+    """The proxy's tally, as far as the recorder keeps it (:class:`~replaykit.record.proxy.Tally`)."""
+
+    checked: int
+    errors: int
+    warnings: int
+    recorded: int
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What the recorder process needs to start: the cassette (``path`` None: check only, write nothing),
+    whose traffic it is, whether it adds to what the file holds (``--mode new``) and the contract profile."""
+
+    path: Path | None
+    provider: str
+    keep: bool
+    profile: Profile
+
+
+# ---------------------------------------------------------------- in the recorder process
+
+
+def _due(written_at: float, took: float) -> float:
+    """When the next write may start, the last one having ended at ``written_at`` and taken ``took`` s."""
+    return written_at + max(FLUSH_INTERVAL, took / WRITE_SHARE)
+
+
+class _Work:
+    """The recorder's state: the tape, the exchanges taken, and when the next write is due."""
+
+    def __init__(self, settings: Settings, results: Connection) -> None:
+        self.settings, self.results = settings, results
+        self.tape = None if settings.path is None else Tape(settings.path, settings.provider,
+                                                            keep=settings.keep, say=self.tell)
+        self.taken, self.due = 0, 0.0
+
+    def tell(self, line: str) -> None:
+        """Have the proxy say ``line``."""
+        self.results.send(("say", line))
+
+    def take(self, capture: Capture) -> None:
+        """Check ``capture``, tell what its contracts say, add it to the tape."""
+        done = checked(capture.interaction(), self.settings.profile)
+        index, errors = self.taken, 0
+        self.taken += 1
+        for violation in done.violations:
+            errors += violation.severity == "error"
+            self.tell(f"contract {violation.severity}: {violation_line(index, violation)}")
+        refused = self.tape is not None and self.tape.refused is not None
+        recorded = self.tape is not None and self.tape.add(done)
+        if self.tape is not None and self.tape.refused is not None and not refused:  # refused just now
+            self.results.send(("refused", self.tape.refused))
+        self.results.send(("took", errors, len(done.violations) - errors, recorded))
+
+    def wait(self) -> float | None:
+        """Seconds until a write is due (None: nothing to write)."""
+        if self.tape is None or not self.tape.dirty:
+            return None
+        return max(0.0, self.due - time.monotonic())
+
+    def flush(self) -> None:
+        """Write the cassette if anything was added; the next write waits as :func:`_due` says."""
+        if self.tape is None:
+            return
+        started = time.monotonic()
+        if self.tape.flush():
+            ended = time.monotonic()
+            self.due = _due(ended, ended - started)
+            self.results.send(("wrote", len(self.tape.cassette.interactions)))
+
+
+def _error(results: Connection, exc: BaseException) -> None:
+    """Send ``exc`` to the proxy (as a CassetteError naming it when it cannot be pickled)."""
+    try:
+        results.send(("error", exc))
+    except Exception:  # an exception pickle cannot carry
+        results.send(("error", CassetteError(f"recording failed: {type(exc).__name__}: {exc}")))
+
+
+def serve(tasks: Connection, results: Connection, settings: Settings) -> None:
+    """The recorder's loop: take each capture sent on ``tasks`` until None or the end of the pipe, write
+    the cassette when due and at the end, then send ``("done",)``."""
+    try:
+        work = _Work(settings, results)
+    except Exception as exc:
+        _error(results, exc)
+        results.send(("done",))
+        return
+    while True:
+        wait = work.wait()
+        try:
+            if wait is not None and not tasks.poll(wait):
+                work.flush()
+                continue
+            capture = tasks.recv()
+        except (EOFError, OSError):  # the proxy is gone: write what it sent
+            capture = None
+        if capture is None:
+            break
+        try:
+            work.take(capture)
+        except Exception as exc:
+            _error(results, exc)
+    try:
+        work.flush()
+    except Exception as exc:
+        _error(results, exc)
+    results.send(("done",))
+
+
+def _process(tasks: Connection, results: Connection, settings: Settings) -> None:
+    """The recorder process's entry: deaf to the terminal's signals (the proxy stops it when it stops)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    serve(tasks, results, settings)
+
+
+# ---------------------------------------------------------------- in the proxy's process
+
+
+class Recorder:
+    """The proxy's handle on its recorder: :meth:`start`, :meth:`take` each capture, :meth:`stop`.
+
+    ``tally`` gets the counts, ``say`` the lines, ``tape`` (the proxy's view of the cassette) the refusal;
+    errors (the recorder's own, or its death) are kept in ``errors``.
+    """
+
+    def __init__(self, settings: Settings, *, tally: Counts, tape: Tape | None, say: Callable[[str], None],
+                 isolate: bool = True) -> None:
+        self.settings, self.tally, self.tape, self.say, self.isolate = settings, tally, tape, say, isolate
+        self.errors: list[BaseException] = []
+        self.written = 0  # interactions in the recorder's last complete write
+        self._sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replaykit-record-send")
+        self._tasks: Connection | None = None
+        self._runner: Any = None
+        self._listener: threading.Thread | None = None
+
+    @property
+    def started(self) -> bool:
+        """True once :meth:`start` was called (a recorder records once)."""
+        return self._runner is not None
+
+    def start(self) -> None:
+        """Start the recorder (a process, or a thread when not ``isolate``) and the listener."""
+        context = multiprocessing.get_context("spawn")
+        tasks_out, self._tasks = context.Pipe(duplex=False)
+        results, results_in = context.Pipe(duplex=False)
+        if self.isolate:
+            self._runner = context.Process(target=_process, args=(tasks_out, results_in, self.settings),
+                                           name="replaykit-recorder", daemon=True)
+        else:
+            self._runner = threading.Thread(target=serve, args=(tasks_out, results_in, self.settings),
+                                            name="replaykit-recorder", daemon=True)
+        self._runner.start()
+        if self.isolate:  # the process holds its own copies of its ends: EOF reaches each side
+            tasks_out.close()
+            results_in.close()
+        self._listener = threading.Thread(target=self._listen, args=(results,), daemon=True,
+                                          name="replaykit-record-listen")
+        self._listener.start()
+
+    def take(self, capture: Capture) -> None:
+        """Hand ``capture`` to the recorder; returns at once (a thread sends it)."""
+        self._sender.submit(self._send, capture)
+
+    def _send(self, capture: Capture | None) -> None:
+        assert self._tasks is not None
+        with contextlib.suppress(OSError):  # the recorder is gone: the listener says so
+            self._tasks.send(capture)
+
+    def stop(self) -> None:
+        """Send what is left, let the recorder write and end, wait for it."""
+        self._sender.shutdown(wait=True)
+        if self._tasks is None:
+            return
+        self._send(None)
+        if self._listener is not None:
+            self._listener.join()
+        self._runner.join()
+        self._tasks.close()
+        self._tasks = None
+
+    def _listen(self, results: Connection) -> None:
+        """Apply what the recorder sends until it is done, or gone."""
+        with results:
+            while True:
+                try:
+                    message = results.recv()
+                except (EOFError, OSError):
+                    self._died()
+                    return
+                if message[0] == "done":
+                    return
+                self._apply(message)
+
+    def _apply(self, message: tuple[Any, ...]) -> None:
+        kind, *rest = message
+        if kind == "say":
+            self.say(rest[0])
+        elif kind == "took":
+            errors, warnings, recorded = rest
+            self.tally.checked += 1
+            self.tally.errors += errors
+            self.tally.warnings += warnings
+            self.tally.recorded += bool(recorded)
+        elif kind == "refused" and self.tape is not None:
+            self.tape.refused = rest[0]
+        elif kind == "wrote":
+            self.written = rest[0]
+        elif kind == "error":
+            self.errors.append(rest[0])
+
+    def _died(self) -> None:
+        runner = self._runner
+        if self.isolate:
+            runner.join(timeout=5)
+        code = getattr(runner, "exitcode", None)
+        held = (f"{self.settings.path} holds its last complete write ({self.written} interactions), never "
+                "half a file" if self.settings.path is not None else "nothing was to be written")
+        message = (f"the recorder stopped unexpectedly (exit code {code}) after {self.tally.checked} "
+                   f"exchanges; nothing more is recorded; {held}; record the rest again with --mode new")
+        self.say(message)
+        self.errors.append(CassetteError(message))
