@@ -225,8 +225,8 @@ class RecordingProxy:
 
     def check_errors(self) -> None:
         """Re-raise, in this thread, the first error raised while recording (writing the cassette...)."""
-        errors = [] if self.recorder is None else self.recorder.errors
-        errors, errors[:] = list(errors), []
+        kept = [] if self.recorder is None else self.recorder.errors
+        errors, kept[:] = list(kept), []
         if self.replay is not None:
             self.replay.check_errors()
         if errors:

@@ -81,9 +81,14 @@ class _Work:
                                                             keep=settings.keep, say=self.tell)
         self.taken, self.due = 0, 0.0
 
+    def send(self, *message: Any) -> None:
+        """Send ``message`` to the proxy; dropped when the proxy is gone (the cassette is still written)."""
+        with contextlib.suppress(OSError):
+            self.results.send(message)
+
     def tell(self, line: str) -> None:
         """Have the proxy say ``line``."""
-        self.results.send(("say", line))
+        self.send("say", line)
 
     def take(self, capture: Capture) -> None:
         """Check ``capture``, tell what its contracts say, add it to the tape."""
@@ -96,8 +101,8 @@ class _Work:
         refused = self.tape is not None and self.tape.refused is not None
         recorded = self.tape is not None and self.tape.add(done)
         if self.tape is not None and self.tape.refused is not None and not refused:  # refused just now
-            self.results.send(("refused", self.tape.refused))
-        self.results.send(("took", errors, len(done.violations) - errors, recorded))
+            self.send("refused", self.tape.refused)
+        self.send("took", errors, len(done.violations) - errors, recorded)
 
     def wait(self) -> float | None:
         """Seconds until a write is due (None: nothing to write)."""
@@ -113,15 +118,16 @@ class _Work:
         if self.tape.flush():
             ended = time.monotonic()
             self.due = _due(ended, ended - started)
-            self.results.send(("wrote", len(self.tape.cassette.interactions)))
+            self.send("wrote", len(self.tape.cassette.interactions))
 
-
-def _error(results: Connection, exc: BaseException) -> None:
-    """Send ``exc`` to the proxy (as a CassetteError naming it when it cannot be pickled)."""
-    try:
-        results.send(("error", exc))
-    except Exception:  # an exception pickle cannot carry
-        results.send(("error", CassetteError(f"recording failed: {type(exc).__name__}: {exc}")))
+    def error(self, exc: BaseException) -> None:
+        """Send ``exc`` to the proxy (as a CassetteError naming it when pickle cannot carry it)."""
+        try:
+            self.results.send(("error", exc))
+        except OSError:
+            pass
+        except Exception:
+            self.send("error", CassetteError(f"recording failed: {type(exc).__name__}: {exc}"))
 
 
 def serve(tasks: Connection, results: Connection, settings: Settings) -> None:
@@ -130,8 +136,9 @@ def serve(tasks: Connection, results: Connection, settings: Settings) -> None:
     try:
         work = _Work(settings, results)
     except Exception as exc:
-        _error(results, exc)
-        results.send(("done",))
+        with contextlib.suppress(OSError):
+            results.send(("error", exc))
+            results.send(("done",))
         return
     while True:
         wait = work.wait()
@@ -147,12 +154,12 @@ def serve(tasks: Connection, results: Connection, settings: Settings) -> None:
         try:
             work.take(capture)
         except Exception as exc:
-            _error(results, exc)
+            work.error(exc)
     try:
         work.flush()
     except Exception as exc:
-        _error(results, exc)
-    results.send(("done",))
+        work.error(exc)
+    work.send("done")
 
 
 def _process(tasks: Connection, results: Connection, settings: Settings) -> None:
@@ -181,6 +188,11 @@ class Recorder:
         self._tasks: Connection | None = None
         self._runner: Any = None
         self._listener: threading.Thread | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The recorder process's id (None before :meth:`start`, or when it is a thread)."""
+        return getattr(self._runner, "pid", None)
 
     @property
     def started(self) -> bool:
