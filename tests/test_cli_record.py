@@ -103,7 +103,8 @@ def started(args: list[str], cwd: Path) -> tuple[subprocess.Popen[str], str, int
     base = json.loads(proc.stdout.readline())["anthropic"]
     children = [int(pid) for task in Path(f"/proc/{proc.pid}/task").iterdir()
                 for pid in (task / "children").read_text().split()]
-    [recorder] = [pid for pid in children if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    [recorder] = [pid for pid in children
+                  if b"replaykit.record.recorder" in Path(f"/proc/{pid}/cmdline").read_bytes()]
     return proc, base, recorder
 
 
@@ -143,13 +144,23 @@ def test_a_recorder_killed_mid_session_exits_1_with_one_clear_line(tmp_path: Pat
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the recorder process in /proc")
 def test_a_proxy_killed_mid_session_still_gets_what_it_forwarded_written(tmp_path: Path) -> None:
-    body = json.dumps(plain_body()).encode()
+    bad = plain_body()  # a contract error in each: the recorder says it has taken each exchange
+    bad["messages"] = [{"role": "user", "content": [{"type": "text", "text": "hi", "internal_id": 7}]}]
+    body = json.dumps(bad).encode()
     with FakeProvider([PLAIN], repeat=True) as upstream:
         proc, base, recorder = started(["--upstream", upstream.url, "--provider", "anthropic", "--cassette",
                                         "orphan.yaml"], tmp_path)
         try:
-            statuses = [httpx.post(f"{base}/v1/messages", content=body, timeout=30).status_code
-                        for _ in range(3)]
+            statuses = [httpx.post(f"{base}/v1/messages", content=body, timeout=30).status_code]
+            deadline = time.monotonic() + 20
+            while not (tmp_path / "orphan.yaml").exists():  # the first write: the next waits 0.5 s
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            statuses += [httpx.post(f"{base}/v1/messages", content=body, timeout=30).status_code
+                         for _ in range(2)]
+            assert proc.stderr is not None
+            while "contract error: interactions[2]" not in proc.stderr.readline():
+                pass  # the third exchange is in the recorder, not yet written
         finally:
             proc.kill()  # no chance to stop cleanly
             proc.communicate(timeout=60)

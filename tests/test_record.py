@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -288,3 +290,15 @@ def test_a_proxy_records_once(upstream: FakeProvider, tmp_path: Path) -> None:
         pass
     with pytest.raises(UsageError, match="records once"):
         proxy.start()
+
+
+def test_a_script_without_a_main_guard_records(tmp_path: Path) -> None:
+    script = tmp_path / "app.py"  # run as __main__, no `if __name__ == "__main__":`: never run again
+    script.write_text("from replaykit.record import RecordingProxy\n"
+                      "up = 'http://127.0.0.1:9'\n"
+                      "with RecordingProxy('out.yaml', upstream=up, provider='anthropic') as p:\n"
+                      "    print('serving', p.recorder.pid is not None)\n")
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0 and done.stdout == "serving True\n", done.stderr

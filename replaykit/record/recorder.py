@@ -3,7 +3,7 @@ checks and the writes never take the serving thread's GIL (or its event loop) fr
 
 The proxy hands each finished exchange (a :class:`~replaykit.record.capture.Capture`) to
 :meth:`Recorder.take`, which returns at once: a sender thread pickles it into a pipe. The recorder process
-(:func:`serve`, started with multiprocessing's ``spawn``: no fork of a threaded process) cuts it into
+(:func:`serve`, a fresh interpreter: no fork of a threaded process) cuts it into
 timed events, redacts it, scans it for keys, checks it against its contracts
 (:func:`~replaykit.record.capture.checked`) and adds it to the cassette
 (:class:`~replaykit.record.tape.Tape`), which it writes atomically, never more often than every
@@ -22,8 +22,10 @@ instead (where starting a process is not wanted).
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
+import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -130,11 +132,11 @@ class _Work:
             self.send("error", CassetteError(f"recording failed: {type(exc).__name__}: {exc}"))
 
 
-def serve(tasks: Connection, results: Connection, settings: Settings) -> None:
-    """The recorder's loop: take each capture sent on ``tasks`` until None or the end of the pipe, write
-    the cassette when due and at the end, then send ``("done",)``."""
+def serve(tasks: Connection, results: Connection) -> None:
+    """The recorder's loop: its :class:`Settings` first on ``tasks``, then each capture until None or the
+    end of the pipe; the cassette written when due and at the end, then ``("done",)`` sent."""
     try:
-        work = _Work(settings, results)
+        work = _Work(tasks.recv(), results)
     except Exception as exc:
         with contextlib.suppress(OSError):
             results.send(("error", exc))
@@ -162,11 +164,22 @@ def serve(tasks: Connection, results: Connection, settings: Settings) -> None:
     work.send("done")
 
 
-def _process(tasks: Connection, results: Connection, settings: Settings) -> None:
-    """The recorder process's entry: deaf to the terminal's signals (the proxy stops it when it stops)."""
+def main(tasks: int, results: int) -> None:
+    """The recorder process's entry, on the pipes' file descriptors: deaf to the terminal's signals (the
+    proxy stops it when it stops)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    serve(tasks, results, settings)
+    serve(Connection(tasks, writable=False), Connection(results, readable=False))
+
+
+def _spawn(tasks: int, results: int) -> subprocess.Popen[bytes]:
+    """The recorder process, a fresh interpreter on this one's import path (never a fork of a threaded
+    process, nor a re-run of the proxy's ``__main__`` as multiprocessing's spawn does)."""
+    code = f"from replaykit.record.recorder import main; main({tasks}, {results})"
+    path = os.pathsep.join(entry for entry in sys.path if entry)
+    return subprocess.Popen([sys.executable, "-c", code], pass_fds=(tasks, results), close_fds=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "PYTHONPATH": path})
 
 
 # ---------------------------------------------------------------- in the proxy's process
@@ -192,7 +205,7 @@ class Recorder:
     @property
     def pid(self) -> int | None:
         """The recorder process's id (None before :meth:`start`, or when it is a thread)."""
-        return getattr(self._runner, "pid", None)
+        return self._runner.pid if isinstance(self._runner, subprocess.Popen) else None
 
     @property
     def started(self) -> bool:
@@ -200,22 +213,22 @@ class Recorder:
         return self._runner is not None
 
     def start(self) -> None:
-        """Start the recorder (a process, or a thread when not ``isolate``) and the listener."""
-        context = multiprocessing.get_context("spawn")
-        tasks_out, self._tasks = context.Pipe(duplex=False)
-        results, results_in = context.Pipe(duplex=False)
-        if self.isolate:
-            self._runner = context.Process(target=_process, args=(tasks_out, results_in, self.settings),
-                                           name="replaykit-recorder", daemon=True)
+        """Start the recorder (a process, or a thread when not ``isolate`` or not on POSIX) and the
+        listener."""
+        tasks_in, tasks_out = os.pipe()
+        results_in, results_out = os.pipe()
+        if self.isolate and os.name == "posix":
+            self._runner = _spawn(tasks_in, results_out)
+            os.close(tasks_in)  # the process holds its own ends: EOF reaches each side when the other goes
+            os.close(results_out)
         else:
-            self._runner = threading.Thread(target=serve, args=(tasks_out, results_in, self.settings),
-                                            name="replaykit-recorder", daemon=True)
-        self._runner.start()
-        if self.isolate:  # the process holds its own copies of its ends: EOF reaches each side
-            tasks_out.close()
-            results_in.close()
-        self._listener = threading.Thread(target=self._listen, args=(results,), daemon=True,
-                                          name="replaykit-record-listen")
+            self._runner = threading.Thread(target=serve, daemon=True, name="replaykit-recorder", args=(
+                Connection(tasks_in, writable=False), Connection(results_out, readable=False)))
+            self._runner.start()
+        self._tasks = Connection(tasks_out, readable=False)
+        self._tasks.send(self.settings)
+        self._listener = threading.Thread(target=self._listen, args=(Connection(results_in, writable=False),),
+                                          daemon=True, name="replaykit-record-listen")
         self._listener.start()
 
     def take(self, capture: Capture) -> None:
@@ -235,7 +248,7 @@ class Recorder:
         self._send(None)
         if self._listener is not None:
             self._listener.join()
-        self._runner.join()
+        self._end()
         self._tasks.close()
         self._tasks = None
 
@@ -269,11 +282,17 @@ class Recorder:
         elif kind == "error":
             self.errors.append(rest[0])
 
+    def _end(self, timeout: float | None = None) -> int | None:
+        """Wait for the recorder to end; its exit code (None: a thread)."""
+        if isinstance(self._runner, subprocess.Popen):
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                return self._runner.wait(timeout)
+            return None
+        self._runner.join(timeout)
+        return None
+
     def _died(self) -> None:
-        runner = self._runner
-        if self.isolate:
-            runner.join(timeout=5)
-        code = getattr(runner, "exitcode", None)
+        code = self._end(timeout=5)
         held = (f"{self.settings.path} holds its last complete write ({self.written} interactions), never "
                 "half a file" if self.settings.path is not None else "nothing was to be written")
         message = (f"the recorder stopped unexpectedly (exit code {code}) after {self.tally.checked} "
