@@ -302,3 +302,19 @@ def test_a_script_without_a_main_guard_records(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
                           timeout=60, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0 and done.stdout == "serving True\n", done.stderr
+
+
+def test_a_recorder_that_cannot_start_says_why_with_keys_masked(upstream: FakeProvider, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    python = tmp_path / "broken-python"  # an interpreter that dies at once, its exception on stderr
+    python.write_text(f"#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
+                      f"echo 'RuntimeError: boom {planted_key()}' >&2\nexit 1\n")
+    python.chmod(0o755)
+    monkeypatch.setattr(recorder.sys, "executable", str(python))
+    said: list[str] = []
+    path = tmp_path / "never.yaml"
+    with pytest.raises(CassetteError, match=r"exit code 1: RuntimeError: boom .*\) after 0 exchanges"), \
+            RecordingProxy(path, upstream=upstream.url, provider="anthropic", say=said.append) as proxy:
+        wait_for(lambda: bool(said))
+        assert post(proxy.base_url(), recording(PLAIN)).status_code == 200  # forwarding goes on
+    assert not any(planted_key()[:20] in line for line in said) and not path.exists()

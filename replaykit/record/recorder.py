@@ -22,10 +22,12 @@ instead (where starting a process is not wanted).
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -33,12 +35,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 from replaykit.contracts import Profile
 from replaykit.errors import CassetteError
 from replaykit.record.capture import Capture, checked, violation_line
 from replaykit.record.tape import Tape
+from replaykit.redact import safe_message
 
 __all__ = ["FLUSH_INTERVAL", "WRITE_SHARE", "Counts", "Recorder", "Settings", "serve"]
 
@@ -123,13 +126,19 @@ class _Work:
             self.send("wrote", len(self.tape.cassette.interactions))
 
     def error(self, exc: BaseException) -> None:
-        """Send ``exc`` to the proxy (as a CassetteError naming it when pickle cannot carry it)."""
-        try:
-            self.results.send(("error", exc))
-        except OSError:
-            pass
-        except Exception:
-            self.send("error", CassetteError(f"recording failed: {type(exc).__name__}: {exc}"))
+        """Send ``exc`` to the proxy."""
+        _send_error(self.results, exc)
+
+
+def _send_error(results: Connection, exc: BaseException) -> None:
+    """Send ``exc`` to the proxy (as a CassetteError naming it when pickle cannot carry it)."""
+    try:
+        results.send(("error", exc))
+    except OSError:
+        pass
+    except Exception:
+        with contextlib.suppress(OSError):
+            results.send(("error", CassetteError(f"recording failed: {type(exc).__name__}: {exc}")))
 
 
 def serve(tasks: Connection, results: Connection) -> None:
@@ -138,8 +147,8 @@ def serve(tasks: Connection, results: Connection) -> None:
     try:
         work = _Work(tasks.recv(), results)
     except Exception as exc:
+        _send_error(results, exc)
         with contextlib.suppress(OSError):
-            results.send(("error", exc))
             results.send(("done",))
         return
     while True:
@@ -172,13 +181,13 @@ def main(tasks: int, results: int) -> None:
     serve(Connection(tasks, writable=False), Connection(results, readable=False))
 
 
-def _spawn(tasks: int, results: int) -> subprocess.Popen[bytes]:
+def _spawn(tasks: int, results: int, stderr: IO[bytes]) -> subprocess.Popen[bytes]:
     """The recorder process, a fresh interpreter on this one's import path (never a fork of a threaded
     process, nor a re-run of the proxy's ``__main__`` as multiprocessing's spawn does)."""
     code = f"from replaykit.record.recorder import main; main({tasks}, {results})"
     path = os.pathsep.join(entry for entry in sys.path if entry)
     return subprocess.Popen([sys.executable, "-c", code], pass_fds=(tasks, results), close_fds=True,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
                             env={**os.environ, "PYTHONPATH": path})
 
 
@@ -201,6 +210,7 @@ class Recorder:
         self._tasks: Connection | None = None
         self._runner: Any = None
         self._listener: threading.Thread | None = None
+        self._stderr: IO[bytes] | None = None
 
     @property
     def pid(self) -> int | None:
@@ -215,20 +225,24 @@ class Recorder:
     def start(self) -> None:
         """Start the recorder (a process, or a thread when not ``isolate`` or not on POSIX) and the
         listener."""
-        tasks_in, tasks_out = os.pipe()
-        results_in, results_out = os.pipe()
-        if self.isolate and os.name == "posix":
-            self._runner = _spawn(tasks_in, results_out)
+        if self.isolate and os.name == "posix":  # pass_fds is POSIX's
+            tasks_in, tasks_out = os.pipe()
+            results_in, results_out = os.pipe()
+            self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  (closed by stop(); never a pipe that fills)
+            self._runner = _spawn(tasks_in, results_out, self._stderr)
             os.close(tasks_in)  # the process holds its own ends: EOF reaches each side when the other goes
             os.close(results_out)
+            self._tasks = Connection(tasks_out, readable=False)
+            results = Connection(results_in, writable=False)
         else:
-            self._runner = threading.Thread(target=serve, daemon=True, name="replaykit-recorder", args=(
-                Connection(tasks_in, writable=False), Connection(results_out, readable=False)))
+            theirs, self._tasks = multiprocessing.Pipe(duplex=False)
+            results, ours = multiprocessing.Pipe(duplex=False)
+            self._runner = threading.Thread(target=serve, args=(theirs, ours), daemon=True,
+                                            name="replaykit-recorder")
             self._runner.start()
-        self._tasks = Connection(tasks_out, readable=False)
         self._tasks.send(self.settings)
-        self._listener = threading.Thread(target=self._listen, args=(Connection(results_in, writable=False),),
-                                          daemon=True, name="replaykit-record-listen")
+        self._listener = threading.Thread(target=self._listen, args=(results,), daemon=True,
+                                          name="replaykit-record-listen")
         self._listener.start()
 
     def take(self, capture: Capture) -> None:
@@ -251,6 +265,8 @@ class Recorder:
         self._end()
         self._tasks.close()
         self._tasks = None
+        if self._stderr is not None:
+            self._stderr.close()
 
     def _listen(self, results: Connection) -> None:
         """Apply what the recorder sends until it is done, or gone."""
@@ -291,11 +307,20 @@ class Recorder:
         self._runner.join(timeout)
         return None
 
+    def _last_words(self) -> str:
+        """The last line the dead recorder wrote on stderr (its exception), keys masked; or nothing."""
+        if self._stderr is None:
+            return ""
+        self._stderr.seek(0)
+        lines = self._stderr.read()[-4096:].decode("utf-8", "replace").strip().splitlines()
+        return f": {safe_message(lines[-1])}" if lines else ""
+
     def _died(self) -> None:
         code = self._end(timeout=5)
         held = (f"{self.settings.path} holds its last complete write ({self.written} interactions), never "
                 "half a file" if self.settings.path is not None else "nothing was to be written")
-        message = (f"the recorder stopped unexpectedly (exit code {code}) after {self.tally.checked} "
-                   f"exchanges; nothing more is recorded; {held}; record the rest again with --mode new")
+        message = (f"the recorder stopped unexpectedly (exit code {code}{self._last_words()}) after "
+                   f"{self.tally.checked} exchanges; nothing more is recorded; {held}; record the rest again "
+                   "with --mode new")
         self.say(message)
         self.errors.append(CassetteError(message))
