@@ -185,13 +185,14 @@ class RecordingProxy:
             raise UsageError("a recording proxy records once; make a new RecordingProxy to record again")
         sock = bind(self.host, self._port)
         self._port = sock.getsockname()[1]
-        if self.recorder is not None:
-            self.recorder.start()
         try:
+            if self.recorder is not None:
+                self.recorder.start()
             if self.replay is not None:
                 self.replay.start()
             self._background.start(sock)
         except BaseException:
+            sock.close()
             if self.recorder is not None:
                 self.recorder.stop()
             raise

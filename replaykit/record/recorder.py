@@ -229,9 +229,16 @@ class Recorder:
             tasks_in, tasks_out = os.pipe()
             results_in, results_out = os.pipe()
             self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  (closed by stop(); never a pipe that fills)
-            self._runner = _spawn(tasks_in, results_out, self._stderr)
-            os.close(tasks_in)  # the process holds its own ends: EOF reaches each side when the other goes
-            os.close(results_out)
+            try:
+                self._runner = _spawn(tasks_in, results_out, self._stderr)
+            except BaseException:
+                for fd in (tasks_out, results_in):
+                    os.close(fd)
+                self._stderr.close()
+                raise
+            finally:  # the process holds its own ends: EOF reaches each side when the other goes
+                for fd in (tasks_in, results_out):
+                    os.close(fd)
             self._tasks = Connection(tasks_out, readable=False)
             results = Connection(results_in, writable=False)
         else:
@@ -240,7 +247,7 @@ class Recorder:
             self._runner = threading.Thread(target=serve, args=(theirs, ours), daemon=True,
                                             name="replaykit-recorder")
             self._runner.start()
-        self._tasks.send(self.settings)
+        self._send(self.settings)
         self._listener = threading.Thread(target=self._listen, args=(results,), daemon=True,
                                           name="replaykit-record-listen")
         self._listener.start()
@@ -249,10 +256,10 @@ class Recorder:
         """Hand ``capture`` to the recorder; returns at once (a thread sends it)."""
         self._sender.submit(self._send, capture)
 
-    def _send(self, capture: Capture | None) -> None:
+    def _send(self, message: Settings | Capture | None) -> None:
         assert self._tasks is not None
         with contextlib.suppress(OSError):  # the recorder is gone: the listener says so
-            self._tasks.send(capture)
+            self._tasks.send(message)
 
     def stop(self) -> None:
         """Send what is left, let the recorder write and end, wait for it."""
