@@ -7,9 +7,11 @@ nothing written either way. A usage error is one line and exit 2, never a traceb
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -89,3 +91,83 @@ def test_a_bad_upstream_and_a_missing_provider_are_usage_errors(capsys: pytest.C
     assert "must be an http(s) URL" in capsys.readouterr().err
     assert main(["record", "--upstream", "https://api.anthropic.com", "--check"]) == EXIT_USAGE
     assert "--provider" in capsys.readouterr().err
+
+
+def started(args: list[str], cwd: Path) -> tuple[subprocess.Popen[str], str, int]:
+    """``replaykit record ARGS --json`` running: the process, its Anthropic base URL, its recorder's pid."""
+    command = [sys.executable, "-m", "replaykit", "record", *args, "--json"]
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None
+    base = json.loads(proc.stdout.readline())["anthropic"]
+    children = [int(pid) for task in Path(f"/proc/{proc.pid}/task").iterdir()
+                for pid in (task / "children").read_text().split()]
+    [recorder] = [pid for pid in children
+                  if b"replaykit.record.recorder" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    return proc, base, recorder
+
+
+def gone(pid: int) -> bool:
+    """True when ``pid`` has exited (a zombie left to an init that does not reap counts as exited)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the recorder process in /proc")
+def test_a_recorder_killed_mid_session_exits_1_with_one_clear_line(tmp_path: Path) -> None:
+    body = json.dumps(plain_body()).encode()
+    with FakeProvider([PLAIN], repeat=True) as upstream:
+        proc, base, recorder = started(["--upstream", upstream.url, "--provider", "anthropic", "--cassette",
+                                        "kept.yaml"], tmp_path)
+        try:
+            assert httpx.post(f"{base}/v1/messages", content=body, timeout=30).status_code == 200
+            deadline = time.monotonic() + 20
+            while not (tmp_path / "kept.yaml").exists():  # the recorder's first write
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            os.kill(recorder, signal.SIGKILL)
+            assert httpx.post(f"{base}/v1/messages", content=body, timeout=30).status_code == 200
+        finally:
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)
+    assert proc.returncode == EXIT_FINDINGS and "Traceback" not in err, err
+    assert "replaykit: error: the recorder stopped unexpectedly (exit code -9) after 1 exchanges" in err
+    assert "kept.yaml holds its last complete write (1 interactions)" in err
+    assert len(cassette.load(tmp_path / "kept.yaml").interactions) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.yaml"]  # no half-written file
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the recorder process in /proc")
+def test_a_proxy_killed_mid_session_still_gets_what_it_forwarded_written(tmp_path: Path) -> None:
+    bad = plain_body()  # a contract error in each: the recorder says it has taken each exchange
+    bad["messages"] = [{"role": "user", "content": [{"type": "text", "text": "hi", "internal_id": 7}]}]
+    body = json.dumps(bad).encode()
+    with FakeProvider([PLAIN], repeat=True) as upstream:
+        proc, base, recorder = started(["--upstream", upstream.url, "--provider", "anthropic", "--cassette",
+                                        "orphan.yaml"], tmp_path)
+        try:
+            statuses = [httpx.post(f"{base}/v1/messages", content=body, timeout=30).status_code]
+            deadline = time.monotonic() + 20
+            while not (tmp_path / "orphan.yaml").exists():  # the first write: the next waits 0.5 s
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            statuses += [httpx.post(f"{base}/v1/messages", content=body, timeout=30).status_code
+                         for _ in range(2)]
+            assert proc.stderr is not None
+            while "contract error: interactions[2]" not in proc.stderr.readline():
+                pass  # the third exchange is in the recorder, not yet written
+        finally:
+            proc.kill()  # no chance to stop cleanly
+            proc.communicate(timeout=60)
+    deadline = time.monotonic() + 30
+    while not gone(recorder):  # it saw the proxy's end of the pipe close, wrote, and ended
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert statuses == [200] * 3
+    assert len(cassette.load(tmp_path / "orphan.yaml").interactions) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["orphan.yaml"]

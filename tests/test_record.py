@@ -7,8 +7,12 @@ does what vcrpy's does; contract violations are kept in the cassette.
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anthropic
@@ -16,9 +20,9 @@ import httpx
 import pytest
 
 from replaykit import cassette, contracts, sse
-from replaykit.cassette import Interaction
-from replaykit.errors import UsageError
-from replaykit.record import WARNINGS, RecordingProxy, capture
+from replaykit.cassette import Interaction, stale_temporaries
+from replaykit.errors import CassetteError, UsageError
+from replaykit.record import WARNINGS, RecordingProxy, capture, recorder
 from replaykit.redact import scan_text
 from replaykit.resources import find_cassette
 from replaykit.server import FakeProvider
@@ -130,7 +134,8 @@ def test_a_key_that_survives_redaction_refuses_the_write(upstream: FakeProvider,
     said: list[str] = []
     monkeypatch.setattr(capture, "redact", lambda tape: tape)  # a redactor that misses the key
     path = tmp_path / "leak.yaml"
-    with RecordingProxy(path, upstream=upstream.url, provider="anthropic", say=said.append) as proxy:
+    with RecordingProxy(path, upstream=upstream.url, provider="anthropic", say=said.append,
+                        isolate=False) as proxy:  # the recorder in this process: it sees the patch
         post(proxy.base_url(), recording(PLAIN), **{"x-api-key": planted_key()})
     assert not path.exists() and proxy.tape is not None and proxy.tape.refused
     assert any("refusing to write" in line and "x-api-key" in line for line in said)
@@ -230,3 +235,86 @@ def test_capture_times_each_event_as_it_completes() -> None:
     plain = capture.Capture(item.request, 200, "OK", {"content-type": ["application/json"]})
     plain.feed(b"{}")
     assert plain.interaction().response.event_offsets_ms is None
+
+
+# ---------------------------------------------------------------- the recorder process
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_the_checks_and_writes_run_in_a_recorder_process_that_writes_while_recording(
+        upstream: FakeProvider, tmp_path: Path) -> None:
+    path = tmp_path / "live.yaml"
+    with RecordingProxy(path, upstream=upstream.url, provider="anthropic") as proxy:
+        assert proxy.recorder is not None and proxy.recorder.pid not in (None, os.getpid())
+        post(proxy.base_url(), recording(PLAIN))
+        wait_for(path.exists)  # written while the proxy still serves, not only when it stops
+        assert len(cassette.load(path).interactions) == 1 and proxy.tally.recorded == 1
+        raw_events(proxy.base_url(), recording(STREAM))
+    assert len(cassette.load(path).interactions) == 2 and proxy.tally.checked == 2
+
+
+def test_a_recorder_that_dies_is_reported_and_leaves_its_last_whole_write(upstream: FakeProvider,
+                                                                          tmp_path: Path) -> None:
+    said: list[str] = []
+    path = tmp_path / "died.yaml"
+    proxy = RecordingProxy(path, upstream=upstream.url, provider="anthropic", say=said.append).start()
+    try:
+        assert post(proxy.base_url(), recording(PLAIN)).status_code == 200
+        assert proxy.recorder is not None and proxy.recorder.pid is not None
+        wait_for(lambda: proxy.recorder is not None and proxy.recorder.written == 1)
+        os.kill(proxy.recorder.pid, signal.SIGKILL)
+        wait_for(lambda: any("recorder stopped unexpectedly" in line for line in said))
+        assert post(proxy.base_url(), recording(PLAIN)).status_code == 200  # forwarding goes on
+    finally:
+        proxy.stop()
+    with pytest.raises(CassetteError, match=r"recorder stopped unexpectedly \(exit code -9\).*"
+                                            r"holds its last complete write \(1 interactions\)"):
+        proxy.check_errors()
+    assert len(cassette.load(path).interactions) == 1 and stale_temporaries(path) == []
+
+
+def test_the_recorder_paces_its_writes_to_a_tenth_of_its_time() -> None:
+    assert recorder._due(100.0, 0.01) == 100.0 + recorder.FLUSH_INTERVAL  # a quick write: every 0.5 s
+    assert recorder._due(100.0, 2.0) == pytest.approx(120.0)  # a 2 s rewrite: not again for 20 s
+
+
+def test_a_proxy_records_once(upstream: FakeProvider, tmp_path: Path) -> None:
+    proxy = RecordingProxy(tmp_path / "once.yaml", upstream=upstream.url, provider="anthropic")
+    with proxy:
+        pass
+    with pytest.raises(UsageError, match="records once"):
+        proxy.start()
+
+
+def test_a_script_without_a_main_guard_records(tmp_path: Path) -> None:
+    script = tmp_path / "app.py"  # run as __main__, no `if __name__ == "__main__":`: never run again
+    script.write_text("from replaykit.record import RecordingProxy\n"
+                      "up = 'http://127.0.0.1:9'\n"
+                      "with RecordingProxy('out.yaml', upstream=up, provider='anthropic') as p:\n"
+                      "    print('serving', p.recorder.pid is not None)\n")
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0 and done.stdout == "serving True\n", done.stderr
+
+
+def test_a_recorder_that_cannot_start_says_why_with_keys_masked(upstream: FakeProvider, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    python = tmp_path / "broken-python"  # an interpreter that dies at once, its exception on stderr
+    python.write_text(f"#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
+                      f"echo 'RuntimeError: boom {planted_key()}' >&2\nexit 1\n")
+    python.chmod(0o755)
+    monkeypatch.setattr(recorder.sys, "executable", str(python))
+    said: list[str] = []
+    path = tmp_path / "never.yaml"
+    with pytest.raises(CassetteError, match=r"exit code 1: RuntimeError: boom .*\) after 0 exchanges"), \
+            RecordingProxy(path, upstream=upstream.url, provider="anthropic", say=said.append) as proxy:
+        wait_for(lambda: bool(said))
+        assert post(proxy.base_url(), recording(PLAIN)).status_code == 200  # forwarding goes on
+    assert not any(planted_key()[:20] in line for line in said) and not path.exists()

@@ -8,8 +8,9 @@ prints a summary on stderr. Contract violations are printed as they are found an
 test.
 
 Exit 0 when done; 1 when ``--check`` found a contract error, when a key survived redaction (the cassette is
-not written past it) or the upstream could not be reached; 2 on usage errors (an existing cassette under
-``--mode once``, a bad URL...).
+not written past it), the upstream could not be reached or the recorder process stopped unexpectedly (the
+cassette holds its last complete write); 2 on usage errors (an existing cassette under ``--mode once``, a bad
+URL...).
 """
 
 from __future__ import annotations
@@ -59,12 +60,8 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-SWITCH_INTERVAL = 0.0005  # seconds: the forwarding loop waits at most this for the recording worker's GIL
-
-
 def run(args: argparse.Namespace) -> int:
     """Record until SIGINT / SIGTERM; the summary, and the exit code."""
-    sys.setswitchinterval(SWITCH_INTERVAL)  # this process is the proxy: the bytes first, the recording after
     proxy = RecordingProxy(args.cassette, upstream=args.upstream, provider=args.provider, mode=args.mode,
                            check=args.check, host=args.host, port=args.port, profile=args.profile)
     until_signalled(proxy, lambda: _announce(proxy, args.json))

@@ -2,7 +2,9 @@
 
 The parts: :mod:`~replaykit.record.capture` (a response captured as it is forwarded, SSE events timed; the
 interaction redacted, scanned and checked), :mod:`~replaykit.record.tape` (the cassette written atomically,
-``origin: recorded``, refused when a key survives redaction) and :mod:`~replaykit.record.proxy` (the proxy:
+``origin: recorded``, refused when a key survives redaction), :mod:`~replaykit.record.recorder` (the
+checks and writes in a process of their own, off the proxy's serving thread) and
+:mod:`~replaykit.record.proxy` (the proxy:
 modes ``once``, ``new``, ``all``, ``none``, and ``check``; on aiohttp and the fake provider, imported when
 first named here). In-process recording with vcrpy is :func:`replaykit.vcr_config` (:mod:`replaykit.vcrpy`).
 """

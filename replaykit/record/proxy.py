@@ -4,9 +4,10 @@ An application points its base URL at the proxy (:meth:`RecordingProxy.base_url`
 provider); each request is forwarded to ``upstream`` + its path and query, and the response is streamed back
 as it arrives (each piece written to the client as soon as it is read; nothing waits for the end), while its
 pieces are kept with the time each came (:class:`~replaykit.record.capture.Capture`). When the response is
-over, in a worker thread, off the path of the bytes, a stream is cut into SSE events (each timed by the piece
-that completed it) and the interaction is redacted, scanned for keys, checked against its contracts and
-added to the cassette (:class:`~replaykit.record.tape.Tape`).
+over, the capture is handed to the recorder (:mod:`replaykit.record.recorder`), a process of its own, off
+the path of the bytes: there a stream is cut into SSE events (each timed by the piece that completed it) and
+the interaction is redacted, scanned for keys, checked against its contracts and added to the cassette
+(:class:`~replaykit.record.tape.Tape`).
 
 Modes, as vcrpy's record modes (https://vcrpy.readthedocs.io/en/latest/usage.html#record-modes):
 
@@ -31,12 +32,9 @@ exchange that does not end (the client left, the upstream broke the stream) is n
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 import sys
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -50,7 +48,8 @@ from replaykit import cassette as cassettes
 from replaykit.cassette import Headers, Request
 from replaykit.contracts import Profile, resolve_profile
 from replaykit.errors import UsageError
-from replaykit.record.capture import Capture, checked, violation_line
+from replaykit.record.capture import Capture
+from replaykit.record.recorder import Recorder, Settings
 from replaykit.record.tape import Tape
 from replaykit.routes import PROVIDERS, base_urls, classify
 from replaykit.server import FakeProvider, envelopes
@@ -64,7 +63,6 @@ __all__ = ["MODES", "RecordingProxy", "Tally"]
 MODES = ("once", "new", "all", "none")
 READ_TIMEOUT = 600.0  # seconds the upstream may pause between two pieces of a response
 CONNECT_TIMEOUT = 30.0
-FLUSH_INTERVAL = 0.5  # seconds between two writes of the cassette while recording
 WRITE_BUFFER = 4 << 20  # bytes written to a client before the proxy waits for it to read (asyncio: 64 KiB)
 READ_BUFFER = 1 << 20  # bytes of an upstream answer read ahead (aiohttp's 64 KiB pauses a long stream often)
 # Request headers never forwarded: the connection's own (framing, the proxy's Host), and replaykit's controls.
@@ -109,11 +107,13 @@ def _headers(pairs: list[tuple[str, str]]) -> Headers:
 
 class RecordingProxy:
     """A recording reverse proxy on loopback; see :mod:`replaykit.record.proxy`. A context manager, like
-    :class:`~replaykit.server.FakeProvider`; ``say`` gets each line worth telling (default: stderr)."""
+    :class:`~replaykit.server.FakeProvider`; ``say`` gets each line worth telling (default: stderr);
+    ``isolate=False``: the recorder runs in a thread of this process, not a process of its own."""
 
     def __init__(self, cassette: str | Path | None, *, upstream: str | None, provider: str,
                  mode: str = "once", check: bool = False, host: str = "127.0.0.1", port: int = 0,
-                 profile: str | Profile | None = None, say: Callable[[str], None] | None = None) -> None:
+                 profile: str | Profile | None = None, say: Callable[[str], None] | None = None,
+                 isolate: bool = True) -> None:
         if mode not in MODES:
             raise UsageError(f"--mode {mode!r} must be one of {', '.join(MODES)}")
         if provider not in PROVIDERS:
@@ -127,9 +127,9 @@ class RecordingProxy:
         self.tape = self._tape()
         self.replay = self._replay()
         self._pool = self._pinning()
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replaykit-record")
-        self._flushing, self._flushed_at = False, 0.0
-        self._errors: list[BaseException] = []
+        self.recorder = None if self.upstream is None else Recorder(
+            Settings(None if self.tape is None else self.path, provider, self.mode == "new", self.profile),
+            tally=self.tally, tape=self.tape, say=self.say, isolate=isolate)
         self._background = Background("replaykit-record", self._setup, self._cleanup)
         self._runner: web.ServerRunner | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -181,11 +181,21 @@ class RecordingProxy:
         """Bind the socket and serve in a background thread; returns ``self``."""
         if self._background.running:
             raise UsageError("the recording proxy is already running; call stop() first")
+        if self.recorder is not None and self.recorder.started:
+            raise UsageError("a recording proxy records once; make a new RecordingProxy to record again")
         sock = bind(self.host, self._port)
         self._port = sock.getsockname()[1]
-        if self.replay is not None:
-            self.replay.start()
-        self._background.start(sock)
+        try:
+            if self.recorder is not None:
+                self.recorder.start()
+            if self.replay is not None:
+                self.replay.start()
+            self._background.start(sock)
+        except BaseException:
+            sock.close()
+            if self.recorder is not None:
+                self.recorder.stop()
+            raise
         return self
 
     async def _setup(self, sock: socket.socket) -> None:
@@ -209,14 +219,15 @@ class RecordingProxy:
         """Stop serving, then finish recording: every exchange completed is checked and written."""
         if self._background.stop():
             self._runner = self._session = None
-        self._worker.shutdown(wait=True)
-        self._flush()  # what the worker's last write may have missed
+        if self.recorder is not None:
+            self.recorder.stop()
         if self.replay is not None:
             self.replay.stop()
 
     def check_errors(self) -> None:
         """Re-raise, in this thread, the first error raised while recording (writing the cassette...)."""
-        errors, self._errors[:] = list(self._errors), []
+        kept = [] if self.recorder is None else self.recorder.errors
+        errors, kept[:] = list(kept), []
         if self.replay is not None:
             self.replay.check_errors()
         if errors:
@@ -308,8 +319,8 @@ class RecordingProxy:
         except asyncio.CancelledError:
             self.tally.incomplete += 1  # the client left: nothing to record
             raise
-        if capture is not None:
-            self._keep(capture)
+        if capture is not None and self.recorder is not None:
+            self.recorder.take(capture)
         return response
 
     def _unreachable(self, origin: str, exc: BaseException) -> web.Response:
@@ -327,49 +338,3 @@ class RecordingProxy:
                  f"({type(exc).__name__}: {exc})")
         if request.transport is not None:
             request.transport.close()  # the client sees the body end early, as the upstream's did
-
-    # ------------------------------------------------------------ after the exchange, in the worker
-
-    def _keep(self, capture: Capture) -> None:
-        self._worker.submit(self._take, capture)
-        if self.tape is not None and not self._flushing:
-            self._flushing = True
-            self._worker.submit(self._flush)
-
-    def _take(self, capture: Capture) -> None:
-        try:
-            done = checked(capture.interaction(), self.profile)
-            index = self.tally.checked
-            self.tally.checked += 1
-            for violation in done.violations:
-                line = violation_line(index, violation)
-                if violation.severity == "error":
-                    self.tally.errors += 1
-                else:
-                    self.tally.warnings += 1
-                self.say(f"contract {violation.severity}: {line}")
-            if self.tape is not None and self.tape.add(done):
-                self.tally.recorded += 1
-        except Exception as exc:
-            self._errors.append(exc)
-
-    def _flush_later(self, loop: asyncio.AbstractEventLoop, wait: float) -> None:
-        loop.call_later(wait, self._worker.submit, self._flush)
-
-    def _flush(self) -> None:
-        """Write the cassette; at most once every :data:`FLUSH_INTERVAL` while serving (a write rewrites the
-        whole file), the rest left to a write that soon follows, and to :meth:`stop`'s."""
-        self._flushing = False
-        wait, loop = self._flushed_at + FLUSH_INTERVAL - time.monotonic(), self._background.loop
-        if wait > 0 and loop is not None:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: stop() writes at once
-                loop.call_soon_threadsafe(self._flush_later, loop, wait)
-                self._flushing = True
-                return
-        try:
-            if self.tape is not None:
-                self.tape.flush()
-                self._flushed_at = time.monotonic()
-        except Exception as exc:
-            self._errors.append(exc)
-

@@ -1,6 +1,7 @@
 """The cassette a recording goes into: what it held before (``--mode new``), each interaction added, written
-atomically (:func:`replaykit.cassette.save`) after each one or a few (:meth:`Tape.flush`), marked ``origin:
-recorded`` with the versions of the tools that recorded it.
+atomically (:func:`replaykit.cassette.save`) when the recorder says (:meth:`Tape.flush`; see
+:mod:`replaykit.record.recorder`), marked ``origin: recorded`` with the versions of the tools that recorded
+it.
 
 Each interaction is added redacted (:mod:`replaykit.record.capture`). When the secret scanner still finds a
 key in one, nothing more is written: the file stays as it was before that interaction, and
@@ -91,8 +92,11 @@ class Tape:
         self.added, self.dirty = self.added + 1, True
         return True
 
-    def flush(self) -> None:
-        """Write the cassette atomically (never half a file) when something was added since the last write."""
-        if self.dirty and self.refused is None:
-            cassettes.save(self.cassette, self.path)
-            self.dirty = False
+    def flush(self) -> bool:
+        """Write the cassette atomically (never half a file) when something was added since the last write;
+        True when it wrote."""
+        if not self.dirty or self.refused is not None:
+            return False
+        cassettes.save(self.cassette, self.path)
+        self.dirty = False
+        return True
