@@ -53,7 +53,15 @@ from replaykit.server.matching import (
     Slot,
     near_text,
 )
-from replaykit.server.plan import Plan, Timing, error_plan, plan_for, recorded_batches, recorded_chunks
+from replaykit.server.plan import (
+    Plan,
+    Timing,
+    error_plan,
+    plan_for,
+    recorded_batches,
+    recorded_chunks,
+    recorded_whole,
+)
 from replaykit.server.streaming import Progress, Writer, deliver
 
 __all__ = ["ADMIN_PREFIX", "MAX_BODY", "Handler", "Host", "Settings", "State", "Unreadable", "make_server",
@@ -267,6 +275,7 @@ def _replay_plan(state: State, slot: Slot, faults: list[Fault]) -> Plan:
     plan = plan_for(response, state.settings.timing, provider, chunks=chunks, events=events)
     if plan.batch and not faults:  # the recording unchanged, at once: framed once, sent as framed
         plan.framed = recorded_batches(response.body, slot.memo)
+        plan.whole = recorded_whole(response, slot.memo)
     return plan
 
 

@@ -505,7 +505,7 @@ def _kill(plan: Plan, fault: Fault) -> bool:
     else:
         plan.chunks = []
         plan.notes.append("held for a kill before the body")
-    plan.end, plan.altered, plan.batch, plan.framed = "hang", True, False, None  # event by event
+    plan.end, plan.altered, plan.batch, plan.framed, plan.whole = "hang", True, False, None, None  # one by one
     return True
 
 

@@ -9,9 +9,13 @@ nothing of them either.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any, Literal, TypeVar, cast
+
+from aiohttp.http import SERVER_SOFTWARE
 
 from replaykit import sse
 from replaykit.cassette import Response
@@ -25,6 +29,7 @@ __all__ = [
     "Batch",
     "Plan",
     "Timing",
+    "Whole",
     "batched",
     "batches",
     "error_plan",
@@ -32,6 +37,7 @@ __all__ = [
     "plan_for",
     "recorded_batches",
     "recorded_chunks",
+    "recorded_whole",
     "replay_headers",
 ]
 
@@ -97,7 +103,8 @@ class Plan:
     ``batch`` (a stream in ``fast`` timing): chunks written back to back are gathered into fewer writes,
     each still its own HTTP chunk, and all is sent before any wait (see :mod:`replaykit.server.streaming`).
     ``framed``: the chunks already framed, in :func:`batches` (the last one ending the body), when the plan
-    replays a recording unchanged in ``fast`` timing (``None``: they are framed as they are written).
+    replays a recording unchanged in ``fast`` timing (``None``: they are framed as they are written);
+    ``whole``: then also the whole response, head and body, when it goes in one write (:func:`recorded_whole`).
     """
 
     status: int
@@ -114,6 +121,7 @@ class Plan:
     altered: bool = False
     batch: bool = False
     framed: list[Batch] | None = None
+    whole: Whole | None = None
 
     @property
     def timed(self) -> bool:
@@ -208,6 +216,45 @@ def recorded_batches(body: bytes, memo: dict[str, Any]) -> list[Batch]:
     once per body (kept in ``memo`` as :func:`recorded_chunks`)."""
     return list(_per_body(memo, "framing:batches", body,
                           lambda: list(batches(recorded_chunks(body, memo), end=True))))
+
+
+@dataclass(frozen=True, slots=True)
+class Whole:
+    """A recorded stream as one HTTP/1.1 keep-alive response, head and body, in the bytes aiohttp would
+    write for it: ``head`` (the status line and headers, ``Date`` excepted), whether a ``Date`` line comes
+    next (none was recorded), then ``rest`` (the blank line and the body framed whole, final chunk
+    included); ``chunks``: the events it holds."""
+
+    head: bytes
+    date: bool
+    rest: bytes
+    chunks: int
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # what aiohttp refuses in a header (injection)
+_REASONS = {status.value: status.phrase for status in HTTPStatus}  # the reason phrases aiohttp sends
+
+
+def _whole(status: int, headers: list[tuple[str, str]], framed: list[Batch]) -> Whole | None:
+    names = {name.lower() for name, _ in headers}
+    lines = [*headers, ("Transfer-Encoding", "chunked")]
+    if "server" not in names:
+        lines.append(("Server", SERVER_SOFTWARE))
+    unsafe = any(_CONTROL.search(text) for line in lines for text in line)
+    if len(framed) != 1 or status < 200 or status in (204, 304) or unsafe:
+        return None  # several writes, no body, or a header aiohttp refuses: sent the general way
+    text = "".join(f"{name}: {value}\r\n" for name, value in lines)
+    data, count = framed[0]
+    head = f"HTTP/1.1 {status} {_REASONS.get(status, '')}\r\n{text}".encode()
+    return Whole(head, "date" not in names, b"\r\n" + data, count)
+
+
+def recorded_whole(response: Response, memo: dict[str, Any]) -> Whole | None:
+    """The recorded stream ``response`` replayed unchanged as a :class:`Whole`, made once per body (kept in
+    ``memo`` as :func:`recorded_chunks`); None when it does not fit one write (:data:`BATCH_LIMIT`)."""
+    body = response.body
+    return _per_body(memo, "framing:whole", body,
+                     lambda: _whole(response.status, replay_headers(response), recorded_batches(body, memo)))
 
 
 def _slices(body: bytes) -> list[bytes | memoryview]:
