@@ -33,6 +33,7 @@ from replaykit.cassette import Cassette, Interaction
 from replaykit.contracts import STRICT, Profile
 from replaykit.errors import ReplaykitError
 from replaykit.redact import redact_header
+from replaykit.redact.names import DEFAULT_RULES
 from replaykit.routes import classify
 from replaykit.server import envelopes, verdicts
 from replaykit.server.connections import Limits, Server
@@ -58,9 +59,8 @@ from replaykit.server.plan import (
     Timing,
     error_plan,
     plan_for,
-    recorded_batches,
     recorded_chunks,
-    recorded_whole,
+    unchanged_plan,
 )
 from replaykit.server.streaming import Progress, Writer, deliver
 
@@ -208,6 +208,13 @@ def _timestamp(now: float) -> str:
     return f"{_second(epoch)}.{ms:03d}Z"
 
 
+@functools.lru_cache(maxsize=512)
+def _as_sent(name: str) -> bool:
+    """True when header ``name`` is journaled as sent: :func:`~replaykit.redact.redact_header` leaves its
+    value alone (not a secret header, and the default rules substitute nothing); known once per name."""
+    return not DEFAULT_RULES.secret_header(name) and not DEFAULT_RULES.substitutions
+
+
 def _entry(state: State, received: Received) -> Entry:
     now = _timestamp(time.time())
     body = body_fields(received.body, received.sha256, state.journal.bodies)
@@ -219,7 +226,7 @@ def _entry(state: State, received: Received) -> Entry:
         received.method,
         received.path,
         received.query,
-        {name: redact_header(name, value) for name, value in received.headers.items()},
+        {name: value if _as_sent(name) else redact_header(name, value) for name, value in received.headers.items()},
         **body,
     )
 
@@ -267,16 +274,13 @@ def _header_text(text: str) -> str:
 
 def _replay_plan(state: State, slot: Slot, faults: list[Fault]) -> Plan:
     response = slot.interaction.response
-    provider = slot.route.provider
+    provider, timing = slot.route.provider, state.settings.timing
+    if not faults:  # the recording unchanged: made once per interaction (framed once, sent as framed)
+        return unchanged_plan(response, timing, provider, slot.memo)
     if not response.is_stream:
-        return plan_for(response, state.settings.timing, provider)
+        return plan_for(response, timing, provider)
     events = sse.parse(response.body) if any(f.kind in EVENT_KINDS for f in faults) else []
-    chunks = recorded_chunks(response.body, slot.memo)
-    plan = plan_for(response, state.settings.timing, provider, chunks=chunks, events=events)
-    if plan.batch and not faults:  # the recording unchanged, at once: framed once, sent as framed
-        plan.framed = recorded_batches(response.body, slot.memo)
-        plan.whole = recorded_whole(response, slot.memo)
-    return plan
+    return plan_for(response, timing, provider, chunks=recorded_chunks(response.body, slot.memo), events=events)
 
 
 def _faulted(plan: Plan, faults: list[Fault], entry: Entry, answered: Fault | None = None) -> Plan:

@@ -156,8 +156,12 @@ class Slot:
     @property
     def streams(self) -> bool:
         """True when the interaction was recorded for a stream (its request asked for one, or its response
-        is an event stream)."""
-        return wants_stream(self.request_json) or self.interaction.response.is_stream
+        is an event stream); known once per recorded response body."""
+        response = self.interaction.response
+        known = self.memo.get("streams")
+        if known is None or known[0] is not response.body:
+            known = self.memo["streams"] = (response.body, wants_stream(self.request_json) or response.is_stream)
+        return bool(known[1])
 
     @property
     def failed(self) -> bool:

@@ -39,6 +39,7 @@ __all__ = [
     "recorded_chunks",
     "recorded_whole",
     "replay_headers",
+    "unchanged_plan",
 ]
 
 HOP_BY_HOP = frozenset(
@@ -301,6 +302,30 @@ def plan_for(
         provider=provider,
         batch=timing.mode == "fast",
     )
+
+
+def _unchanged(response: Response, timing: Timing, provider: str | None, memo: dict[str, Any]) -> Plan:
+    if not response.is_stream:
+        return plan_for(response, timing, provider)
+    plan = plan_for(response, timing, provider, chunks=recorded_chunks(response.body, memo))
+    if plan.batch:  # at once: framed once, sent as framed
+        plan.framed = recorded_batches(response.body, memo)
+        plan.whole = recorded_whole(response, memo)
+    return plan
+
+
+def unchanged_plan(response: Response, timing: Timing, provider: str | None, memo: dict[str, Any]) -> Plan:
+    """The plan replaying ``response`` as recorded, with no fault: what does not depend on the request (its
+    headers, events, offsets, framing and, when it goes in one write, the whole response) is made once per
+    body and timing (kept in ``memo`` as :func:`recorded_chunks`) and shared by the plans returned, which
+    only read it; a plan that faults change comes from :func:`plan_for`, with lists of its own."""
+    kept = memo.get("plan:unchanged")
+    if kept is None or kept[0] is not response.body or (kept[1] is not timing and kept[1] != timing) or kept[2] != provider:
+        kept = memo["plan:unchanged"] = (response.body, timing, provider,
+                                         _unchanged(response, timing, provider, memo))
+    model: Plan = kept[3]
+    return Plan(model.status, model.headers, model.chunks, model.stream, model.due, length=model.length,
+                provider=provider, batch=model.batch, framed=model.framed, whole=model.whole)
 
 
 def error_plan(reply: envelopes.ErrorReply) -> Plan:
