@@ -176,6 +176,15 @@ async def _read_some(request: web.BaseRequest, idle: float) -> bytes:
 async def read_body(request: web.BaseRequest, idle: float) -> bytes:
     """The whole body, each read waiting at most ``idle`` seconds (:class:`Unreadable` past that, or when
     its framing is broken); over :data:`MAX_BODY` bytes, aiohttp's 413."""
+    content = request.content
+    if content.is_eof():  # the whole body is here already (as it mostly is): taken at once, no timer
+        try:
+            body = content.read_nowait()
+        except (web.RequestPayloadError, HttpProcessingError) as exc:
+            raise Unreadable(400, "malformed", f"the request body is malformed: {exc}") from None
+        if len(body) >= MAX_BODY:
+            raise web.HTTPRequestEntityTooLarge(max_size=MAX_BODY, actual_size=len(body))
+        return body
     parts: list[bytes] = []
     size = 0
     while chunk := await _read_some(request, idle):

@@ -111,8 +111,10 @@ class Received:
     ) -> Received:
         """Build one, parsing the body as JSON and hashing it (hex SHA-256) once; the ``x-replaykit-*``
         headers (names lower-cased) go to ``controls``."""
-        ours = {name: value for name, value in headers.items() if name.startswith(CONTROL_PREFIX)}
-        theirs = {name: value for name, value in headers.items() if name not in ours}
+        ours: dict[str, str] = {}
+        theirs: dict[str, str] = {}
+        for name, value in headers.items():
+            (ours if name.startswith(CONTROL_PREFIX) else theirs)[name] = value
         return cls(method.upper(), path, query, theirs, body, route, body_json(body),
                    hashlib.sha256(body).hexdigest(), ours)
 
@@ -362,15 +364,18 @@ class Pool:
         first, then order, error cassettes last."""
         best: Slot | None = None
         best_rank = (True, True)
+        checks = self.checks
         for slot in ordered:
-            if not all(check.accepts(received, slot) for check in self.checks):
-                continue
-            rank = (not self._body_checked and bool(_body_diff(received, slot, self.ignore, 1)),
-                    self._fails(slot.cassette))
-            if rank == (False, False):
-                return slot
-            if best is None or rank < best_rank:
-                best, best_rank = slot, rank
+            for check in checks:
+                if not check.accepts(received, slot):
+                    break
+            else:
+                rank = (not self._body_checked and bool(_body_diff(received, slot, self.ignore, 1)),
+                        self._fails(slot.cassette))
+                if rank == (False, False):
+                    return slot
+                if best is None or rank < best_rank:
+                    best, best_rank = slot, rank
         return best
 
     def _fails(self, cassette: str) -> bool:
