@@ -248,9 +248,10 @@ def _admit(state: State, received: Received) -> tuple[Entry, list[Fault]]:
         for key in ("*", route.name, route.provider):
             if key:
                 counts[key] += 1
+        faults = state.faults
         chosen = [
-            f for f in state.faults if f.selects(route.name, route.provider, counts[f.route or "*"])
-        ]
+            f for f in faults if f.selects(route.name, route.provider, counts[f.route or "*"])
+        ] if faults else []
         return _entry(state, received), chosen
 
 
@@ -294,18 +295,21 @@ def _replay_plan(state: State, slot: Slot, faults: list[Fault]) -> Plan:
 
 def _faulted(plan: Plan, faults: list[Fault], entry: Entry, answered: Fault | None = None) -> Plan:
     """Apply the faults (see :func:`~replaykit.server.faults.apply_all`) and journal whether each applied."""
+    if not faults:
+        return plan
     for fault, applied in apply_all(plan, faults, answered):
         entry.faults.append({**fault.to_json(), "applied": applied})
     return plan
 
 
 def _choose(state: State, received: Received, entry: Entry, faults: list[Fault]) -> tuple[Plan, Match | None]:
-    status = next((f for f in faults if f.kind == "status"), None)
+    status = next((f for f in faults if f.kind == "status"), None) if faults else None
     if status is not None:  # the error is served instead of a recording; a delay can still apply to it
         entry.verdict = "fault"
         return _faulted(status_plan(status, received.route.provider), faults, entry, status), None
-    refused = [row for row in entry.request_violations if row.get("severity") != "warning"]
-    if state.settings.enforce_contracts and refused:
+    refused = [row for row in entry.request_violations if row.get("severity") != "warning"
+               ] if state.settings.enforce_contracts else []
+    if refused:
         entry.verdict = "invalid"
         first = refused[0]
         message = f"{first.get('pointer') or '/'}: {first.get('message')}"
@@ -323,7 +327,8 @@ def _choose(state: State, received: Received, entry: Entry, faults: list[Fault])
         with state.lock:
             state.pool.release(match.slot)
         raise
-    plan.notes[:0] = _choice_notes(received, match)
+    if received.controls or match.diff:
+        plan.notes[:0] = _choice_notes(received, match)
     return plan, match
 
 
