@@ -364,7 +364,7 @@ class _Exchange:
     match: Match | None = None
     counted: bool = False
     settled: str | None = None
-    parsed: Any = None  # the request body's JSON (Received.json): the journal file does not parse it again
+    received: Received | None = None  # its body's JSON (parsed for matching, if it was) goes to the journal file
 
     @property
     def slot(self) -> Slot | None:
@@ -395,7 +395,7 @@ class _Exchange:
         entry.duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
         if first:
             self.state.journal.append(entry)
-        _log(self.state, entry, self.parsed)
+        _log(self.state, entry, self.received)
         if progress.outcome == "hung" and any(f["kind"] == "kill" and f["applied"] for f in entry.faults):
             self.state.reached({"seq": entry.seq, "route": entry.route, "events": progress.chunks})
 
@@ -420,11 +420,13 @@ def _notify(state: State, entry: Entry) -> None:
         state.errors.append(exc)
 
 
-def _log(state: State, entry: Entry, parsed: Any = None) -> None:
-    """Append ``entry`` to the journal file (``parsed``: its request body's JSON, when known); failing to
-    write it is an error for the caller's thread."""
+def _log(state: State, entry: Entry, received: Received | None = None) -> None:
+    """Append ``entry`` to the journal file, if one is open (``received``: its request, whose body's JSON the
+    line reuses); failing to write it is an error for the caller's thread."""
+    if not state.journal.logging:
+        return
     try:
-        state.journal.log(entry, parsed)
+        state.journal.log(entry, received.json if received is not None else None)
     except ReplaykitError as exc:
         state.errors.append(exc)
 
@@ -473,7 +475,7 @@ async def handle(request: web.BaseRequest, state: State) -> web.StreamResponse:
     except Unreadable as unreadable:
         return await _refuse(state, request, unreadable)
     entry, faults = _admit(state, received)
-    exchange = _Exchange(state, entry, started, parsed=received.json)
+    exchange = _Exchange(state, entry, started, received=received)
     progress = Progress(on_settle=exchange.settle)
     try:
         try:

@@ -221,6 +221,11 @@ class Journal:
         with self._lock:
             self._log = handle
 
+    @property
+    def logging(self) -> bool:
+        """True while the journal file is open (:meth:`log` writes to it)."""
+        return self._log is not None
+
     def log(self, entry: Entry, parsed: Any = None) -> None:
         """Append ``entry`` to the journal file, if one is open: one JSON line, flushed (``parsed``: the
         request body's JSON already parsed, see :meth:`Entry.to_json`)."""

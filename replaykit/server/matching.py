@@ -85,8 +85,8 @@ Matcher = Callable[["Received", Request], bool]
 
 @dataclass(frozen=True, slots=True)
 class Received:
-    """A request as the fake provider received it (header names lower-cased; ``json``: the body parsed, or
-    None; ``sha256``: the body's hex digest, set by :meth:`build`; ``controls``: replaykit's own
+    """A request as the fake provider received it (header names lower-cased; :attr:`json`: the body parsed,
+    or None; ``sha256``: the body's hex digest, set by :meth:`build`; ``controls``: replaykit's own
     ``x-replaykit-*`` headers, kept apart from ``headers``)."""
 
     method: str
@@ -95,9 +95,17 @@ class Received:
     headers: dict[str, str]
     body: bytes
     route: Route
-    json: Any = None
     sha256: str = ""
     controls: dict[str, str] = field(default_factory=dict)
+    _json: list[Any] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def json(self) -> Any:
+        """The body parsed as JSON, or None when it is not JSON: parsed when first read, then kept (a
+        request answered without reading it, e.g. the very bytes of a recording, is never parsed)."""
+        if not self._json:
+            self._json.append(body_json(self.body))
+        return self._json[0]
 
     @classmethod
     def build(
@@ -109,14 +117,13 @@ class Received:
         body: bytes,
         route: Route,
     ) -> Received:
-        """Build one, parsing the body as JSON and hashing it (hex SHA-256) once; the ``x-replaykit-*``
-        headers (names lower-cased) go to ``controls``."""
+        """Build one, hashing the body (hex SHA-256) once; the ``x-replaykit-*`` headers (names lower-cased)
+        go to ``controls``."""
         ours: dict[str, str] = {}
         theirs: dict[str, str] = {}
         for name, value in headers.items():
             (ours if name.startswith(CONTROL_PREFIX) else theirs)[name] = value
-        return cls(method.upper(), path, query, theirs, body, route, body_json(body),
-                   hashlib.sha256(body).hexdigest(), ours)
+        return cls(method.upper(), path, query, theirs, body, route, hashlib.sha256(body).hexdigest(), ours)
 
 
 def wants_stream(body: Any) -> bool:
@@ -146,10 +153,18 @@ class Slot:
 
     @property
     def request_json(self) -> Any:
-        """The recorded request body parsed as JSON (cached)."""
-        if not self._json:
-            self._json.append(self.interaction.request.json())
-        return self._json[0]
+        """The recorded request body parsed as JSON (once per body)."""
+        body = self.interaction.request.body
+        if not self._json or self._json[0] is not body:
+            self._json[:] = [body, self.interaction.request.json()]
+        return self._json[1]
+
+    def asks_stream(self, received: Received) -> bool:
+        """:func:`wants_stream` of ``received``'s body, read from the recording's parse when the bytes are
+        the recording's own (the request is then not parsed for it)."""
+        if received.body == self.interaction.request.body:
+            return wants_stream(self.request_json)
+        return wants_stream(received.json)
 
     def where(self) -> dict[str, Any]:
         """``{cassette, index, line}`` for the journal."""
@@ -228,7 +243,7 @@ def _body_diff(
 
 def _builtin(name: str, ignore: tuple[Pattern, ...]) -> _Check:
     checks: dict[str, Callable[[Received, Slot], bool]] = {
-        "stream": lambda r, s: wants_stream(r.json) == s.streams,
+        "stream": lambda r, s: s.asks_stream(r) == s.streams,
         "method": lambda r, s: r.method == s.interaction.request.method.upper(),
         "path": lambda r, s: r.path == _path_of(s.interaction.request),
         "query": lambda r, s: r.query == _query_of(s.interaction.request),
