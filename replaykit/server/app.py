@@ -64,8 +64,8 @@ from replaykit.server.plan import (
 )
 from replaykit.server.streaming import Progress, Writer, deliver
 
-__all__ = ["ADMIN_PREFIX", "MAX_BODY", "Handler", "Host", "Settings", "State", "Unreadable", "make_server",
-           "read_body", "refusal"]
+__all__ = ["ADMIN_PREFIX", "MAX_BODY", "Handler", "Host", "Settings", "State", "Unreadable", "body_here",
+           "make_server", "read_body", "refusal"]
 
 ADMIN_PREFIX = "/__replaykit"
 MAX_BODY = 1 << 30  # bytes a request body may have
@@ -173,17 +173,26 @@ async def _read_some(request: web.BaseRequest, idle: float) -> bytes:
         raise Unreadable(400, "malformed", f"the request body is malformed: {exc}") from None
 
 
+def body_here(request: web.BaseRequest) -> bytes | None:
+    """The whole body when all of it has arrived (as it mostly has: taken in one read, no wait, no timer),
+    else None; a broken or oversized body as :func:`read_body` says."""
+    content = request.content
+    if not content.is_eof():
+        return None
+    try:
+        body = content.read_nowait()
+    except (web.RequestPayloadError, HttpProcessingError) as exc:
+        raise Unreadable(400, "malformed", f"the request body is malformed: {exc}") from None
+    if len(body) >= MAX_BODY:
+        raise web.HTTPRequestEntityTooLarge(max_size=MAX_BODY, actual_size=len(body))
+    return body
+
+
 async def read_body(request: web.BaseRequest, idle: float) -> bytes:
     """The whole body, each read waiting at most ``idle`` seconds (:class:`Unreadable` past that, or when
     its framing is broken); over :data:`MAX_BODY` bytes, aiohttp's 413."""
-    content = request.content
-    if content.is_eof():  # the whole body is here already (as it mostly is): taken at once, no timer
-        try:
-            body = content.read_nowait()
-        except (web.RequestPayloadError, HttpProcessingError) as exc:
-            raise Unreadable(400, "malformed", f"the request body is malformed: {exc}") from None
-        if len(body) >= MAX_BODY:
-            raise web.HTTPRequestEntityTooLarge(max_size=MAX_BODY, actual_size=len(body))
+    body = body_here(request)
+    if body is not None:
         return body
     parts: list[bytes] = []
     size = 0
@@ -383,8 +392,8 @@ class _Exchange:
         first, self.settled = self.settled is None, progress.outcome
         entry, plan, slot = self.entry, self.plan, self.slot
         whole = plan is not None and plan.complete and progress.outcome == "complete"
-        with self.state.lock:
-            if slot is not None and whole != self.counted:
+        if slot is not None and whole != self.counted:
+            with self.state.lock:
                 slot.served += 1 if whole else -1
                 slot.served_total += 1 if whole else -1
                 self.counted = whole
@@ -471,7 +480,10 @@ async def handle(request: web.BaseRequest, state: State) -> web.StreamResponse:
     """Answer one provider request (see the module docstring)."""
     started = time.perf_counter()
     try:
-        received = _built(request, await read_body(request, state.limits.body_timeout))
+        body = body_here(request)
+        if body is None:
+            body = await read_body(request, state.limits.body_timeout)
+        received = _built(request, body)
     except Unreadable as unreadable:
         return await _refuse(state, request, unreadable)
     entry, faults = _admit(state, received)

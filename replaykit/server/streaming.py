@@ -300,17 +300,16 @@ def _plain(request: web.BaseRequest) -> bool:
             and transport is not None and not transport.is_closing())
 
 
-async def _send_whole(request: web.BaseRequest, whole: Whole, progress: Progress) -> web.StreamResponse:
-    """Write ``whole`` (head, ``Date``, body) to the transport in one write, settled before it leaves."""
-    wire = Wire(request.transport)
-    wire.writer = request.writer
+def _send_whole(request: web.BaseRequest, whole: Whole, progress: Progress) -> bool:
+    """Write ``whole`` (head, ``Date``, body) to the transport in one write, settled before it leaves; True
+    when the kernel did not take it all (then drain the writer)."""
     date = _date_line(int(time.time())) if whole.date else b""
     progress.settle("complete")
+    wire = Wire(request.transport)
+    wire.writer = request.writer
     backlog = wire.send(b"".join((whole.head, date, whole.rest)))
     progress.chunks += whole.chunks
-    if backlog:
-        await wire.drain()
-    return _SENT
+    return backlog
 
 
 async def deliver(
@@ -324,7 +323,9 @@ async def deliver(
     response: web.StreamResponse | None = None
     try:
         if plan.whole is not None and _plain(request):
-            return await _send_whole(request, plan.whole, progress)
+            if _send_whole(request, plan.whole, progress):
+                await request.writer.drain()
+            return _SENT
         wire = Wire(request.transport, half_closed(request))
         response = await _start(request, plan, wire)
         await _write_all(response, wire, plan, progress)
