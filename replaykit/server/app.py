@@ -220,10 +220,20 @@ def _second(epoch: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch))
 
 
+_LAST: tuple[int, str] = (-1, "")  # the latest millisecond written, and its text (requests come in bursts)
+
+
 def _timestamp(now: float) -> str:
     """``now`` (seconds since the epoch) as ISO 8601 UTC to the millisecond: ``2026-12-02T13:04:05.123Z``."""
-    epoch, ms = divmod(int(now * 1000), 1000)
-    return f"{_second(epoch)}.{ms:03d}Z"
+    global _LAST
+    whole = int(now * 1000)
+    last = _LAST
+    if last[0] == whole:
+        return last[1]
+    epoch, ms = divmod(whole, 1000)
+    text = f"{_second(epoch)}.{ms:03d}Z"
+    _LAST = (whole, text)
+    return text
 
 
 @functools.lru_cache(maxsize=512)

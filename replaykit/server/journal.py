@@ -198,6 +198,9 @@ class Journal:
             if len(entries) >= self.window:
                 entries.popleft()
                 self.dropped += 1
+            if not entries or entries[-1].seq < entry.seq:
+                entries.append(entry)
+                return
             place = len(entries)
             while place and entries[place - 1].seq > entry.seq:  # finished out of order: a step or two back
                 place -= 1

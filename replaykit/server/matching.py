@@ -338,10 +338,17 @@ class Pool:
     def match(self, received: Received) -> Match:
         """Choose and take the interaction for ``received``; see the module docstring."""
         route = received.route.name
+        queue = self._queues.get(route)
+        if queue is not None and not received.controls:  # no x-replaykit-* header narrows the route
+            slot = self._pick(received, queue.order(self.repeat))
+            if slot is not None:
+                was, slot.taken = slot.taken, slot.taken + 1
+                queue.move(slot, was)
+                return Match(slot, [] if self._body_checked else _body_diff(received, slot, self.ignore, 50))
         on_route = self._by_route.get(route, [])
         chosen, refusal = self._chosen(received, on_route)
-        whole = chosen is on_route and route in self._queues  # no x-replaykit-* header narrowed it
-        slot = self._pick(received, self._queues[route].order(self.repeat) if whole else self._order(chosen))
+        whole = chosen is on_route and queue is not None
+        slot = self._pick(received, queue.order(self.repeat) if whole and queue is not None else self._order(chosen))
         if slot is None:
             reason = refusal or self._reason(received, chosen)
             near = self._near(received, chosen or on_route or self.slots)

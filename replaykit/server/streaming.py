@@ -116,9 +116,10 @@ class Wire:
 
     __slots__ = ("ended", "half_closed", "transport", "writer")
 
-    def __init__(self, transport: asyncio.Transport | None, closed: asyncio.Event | None = None) -> None:
+    def __init__(self, transport: asyncio.Transport | None, closed: asyncio.Event | None = None,
+                 writer: AbstractStreamWriter | None = None) -> None:
         self.transport = transport
-        self.writer: AbstractStreamWriter | None = None
+        self.writer = writer
         self.half_closed = closed
         self.ended = False  # the body's final chunk was written
 
@@ -303,11 +304,9 @@ def _plain(request: web.BaseRequest) -> bool:
 def _send_whole(request: web.BaseRequest, whole: Whole, progress: Progress) -> bool:
     """Write ``whole`` (head, ``Date``, body) to the transport in one write, settled before it leaves; True
     when the kernel did not take it all (then drain the writer)."""
-    date = _date_line(int(time.time())) if whole.date else b""
+    data = b"".join((whole.head, _date_line(int(time.time())) if whole.date else b"", whole.rest))
     progress.settle("complete")
-    wire = Wire(request.transport)
-    wire.writer = request.writer
-    backlog = wire.send(b"".join((whole.head, date, whole.rest)))
+    backlog = Wire(request.transport, writer=request.writer).send(data)
     progress.chunks += whole.chunks
     return backlog
 
