@@ -254,7 +254,8 @@ def _entry(state: State, received: Received) -> Entry:
         received.method,
         received.path,
         received.query,
-        {name: value if _as_sent(name) else redact_header(name, value) for name, value in received.headers.items()},
+        {name: value if _as_sent(name) else redact_header(name, value)
+         for name, value in received.headers.items()},
         **body,
     )
 
@@ -309,7 +310,8 @@ def _replay_plan(state: State, slot: Slot, faults: list[Fault]) -> Plan:
     if not response.is_stream:
         return plan_for(response, timing, provider)
     events = sse.parse(response.body) if any(f.kind in EVENT_KINDS for f in faults) else []
-    return plan_for(response, timing, provider, chunks=recorded_chunks(response.body, slot.memo), events=events)
+    chunks = recorded_chunks(response.body, slot.memo)  # a list of the plan's own: faults change it
+    return plan_for(response, timing, provider, chunks=chunks, events=events)
 
 
 def _faulted(plan: Plan, faults: list[Fault], entry: Entry, answered: Fault | None = None) -> Plan:
@@ -383,7 +385,7 @@ class _Exchange:
     match: Match | None = None
     counted: bool = False
     settled: str | None = None
-    received: Received | None = None  # its body's JSON (parsed for matching, if it was) goes to the journal file
+    received: Received | None = None  # its body's JSON (parsed for matching or now) goes to the journal file
 
     @property
     def slot(self) -> Slot | None:

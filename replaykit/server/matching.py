@@ -177,7 +177,8 @@ class Slot:
         response = self.interaction.response
         known = self.memo.get("streams")
         if known is None or known[0] is not response.body:
-            known = self.memo["streams"] = (response.body, wants_stream(self.request_json) or response.is_stream)
+            streams = wants_stream(self.request_json) or response.is_stream
+            known = self.memo["streams"] = (response.body, streams)
         return bool(known[1])
 
     @property
@@ -339,16 +340,14 @@ class Pool:
         """Choose and take the interaction for ``received``; see the module docstring."""
         route = received.route.name
         queue = self._queues.get(route)
-        if queue is not None and not received.controls:  # no x-replaykit-* header narrows the route
-            slot = self._pick(received, queue.order(self.repeat))
-            if slot is not None:
-                was, slot.taken = slot.taken, slot.taken + 1
-                queue.move(slot, was)
-                return Match(slot, [] if self._body_checked else _body_diff(received, slot, self.ignore, 50))
         on_route = self._by_route.get(route, [])
-        chosen, refusal = self._chosen(received, on_route)
-        whole = chosen is on_route and queue is not None
-        slot = self._pick(received, queue.order(self.repeat) if whole and queue is not None else self._order(chosen))
+        if queue is not None and not received.controls:  # no x-replaykit-* header to narrow the route
+            chosen, refusal = on_route, ""
+            slot = self._pick(received, queue.order(self.repeat))
+        else:
+            chosen, refusal = self._chosen(received, on_route)
+            whole = chosen is on_route and queue is not None  # the headers did not narrow it
+            slot = self._pick(received, queue.order(self.repeat) if whole and queue else self._order(chosen))
         if slot is None:
             reason = refusal or self._reason(received, chosen)
             near = self._near(received, chosen or on_route or self.slots)

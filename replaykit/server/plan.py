@@ -105,7 +105,7 @@ class Plan:
     each still its own HTTP chunk, and all is sent before any wait (see :mod:`replaykit.server.streaming`).
     ``framed``: the chunks already framed, in :func:`batches` (the last one ending the body), when the plan
     replays a recording unchanged in ``fast`` timing (``None``: they are framed as they are written);
-    ``whole``: then also the whole response, head and body, when it goes in one write (:func:`recorded_whole`).
+    ``whole``: then also the whole response, head and body, when it fits one write (:func:`recorded_whole`).
     """
 
     status: int
@@ -320,7 +320,8 @@ def unchanged_plan(response: Response, timing: Timing, provider: str | None, mem
     body and timing (kept in ``memo`` as :func:`recorded_chunks`) and shared by the plans returned, which
     only read it; a plan that faults change comes from :func:`plan_for`, with lists of its own."""
     kept = memo.get("plan:unchanged")
-    if kept is None or kept[0] is not response.body or (kept[1] is not timing and kept[1] != timing) or kept[2] != provider:
+    if (kept is None or kept[0] is not response.body or (kept[1] is not timing and kept[1] != timing)
+            or kept[2] != provider):
         kept = memo["plan:unchanged"] = (response.body, timing, provider,
                                          _unchanged(response, timing, provider, memo))
     model: Plan = kept[3]
