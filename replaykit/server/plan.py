@@ -221,10 +221,10 @@ def recorded_batches(body: bytes, memo: dict[str, Any]) -> list[Batch]:
 
 @dataclass(frozen=True, slots=True)
 class Whole:
-    """A recorded stream as one HTTP/1.1 keep-alive response, head and body, in the bytes aiohttp would
-    write for it: ``head`` (the status line and headers, ``Date`` excepted), whether a ``Date`` line comes
-    next (none was recorded), then ``rest`` (the blank line and the body framed whole, final chunk
-    included); ``chunks``: the events it holds."""
+    """A recorded stream as one HTTP/1.1 keep-alive response, in the bytes aiohttp writes for it: ``head``
+    (the status line, the headers recorded, ``Transfer-Encoding``), a ``Date`` line when ``date`` (none was
+    recorded; it is the one part made per second), then ``rest`` (aiohttp's ``Server`` line unless one was
+    recorded, the blank line, the body framed whole with its final chunk); ``chunks``: the events in it."""
 
     head: bytes
     date: bool
@@ -236,18 +236,21 @@ _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # what aiohttp refuses in a 
 _REASONS = {status.value: status.phrase for status in HTTPStatus}  # the reason phrases aiohttp sends
 
 
+def _lines(headers: list[tuple[str, str]]) -> str:
+    return "".join(f"{name}: {value}\r\n" for name, value in headers)
+
+
 def _whole(status: int, headers: list[tuple[str, str]], framed: list[Batch]) -> Whole | None:
     names = {name.lower() for name, _ in headers}
-    lines = [*headers, ("Transfer-Encoding", "chunked")]
-    if "server" not in names:
-        lines.append(("Server", SERVER_SOFTWARE))
-    unsafe = any(_CONTROL.search(text) for line in lines for text in line)
+    head = [*headers, ("Transfer-Encoding", "chunked")]
+    rest = [] if "server" in names else [("Server", SERVER_SOFTWARE)]
+    unsafe = any(_CONTROL.search(text) for line in head + rest for text in line)
     if len(framed) != 1 or status < 200 or status in (204, 304) or unsafe:
         return None  # several writes, no body, or a header aiohttp refuses: sent the general way
-    text = "".join(f"{name}: {value}\r\n" for name, value in lines)
     data, count = framed[0]
-    head = f"HTTP/1.1 {status} {_REASONS.get(status, '')}\r\n{text}".encode()
-    return Whole(head, "date" not in names, b"\r\n" + data, count)
+    status_line = f"HTTP/1.1 {status} {_REASONS.get(status, '')}\r\n"
+    return Whole((status_line + _lines(head)).encode(), "date" not in names,
+                 (_lines(rest) + "\r\n").encode() + data, count)
 
 
 def recorded_whole(response: Response, memo: dict[str, Any]) -> Whole | None:
