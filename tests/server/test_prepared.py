@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
+from unittest import mock
 
 import pytest
+from aiohttp.http import HttpVersion, HttpVersion10, HttpVersion11
 from server_support import (
     ANTHROPIC,
     SSE_TYPE,
@@ -109,7 +112,8 @@ def test_each_response_on_a_kept_alive_connection_is_prepared(serve: Any, prepar
             while not reply.endswith(LAST_CHUNK):
                 reply += sock.recv(1 << 16)
     assert len(prepared) == 3
-    assert [(e.verdict, e.outcome, e.chunks) for e in fake.journal] == [("served", "complete", prepared[0])] * 3
+    journaled = [(e.verdict, e.outcome, e.chunks) for e in fake.journal]
+    assert journaled == [("served", "complete", prepared[0])] * 3
 
 
 @pytest.mark.parametrize(
@@ -131,6 +135,25 @@ def test_a_request_that_cannot_take_it_gets_aiohttps_response(serve: Any, prepar
     assert expect in reply and prepared == []
     events = cassette.interactions[0].response.events
     assert reply.endswith(events[-1].raw if "1.0" in request_line else LAST_CHUNK)
+
+
+@pytest.mark.parametrize(
+    ("version", "keep_alive", "method", "plain"),
+    [
+        (HttpVersion11, True, "POST", True),
+        (HttpVersion10, True, "POST", False),  # kept alive (Connection: keep-alive), but no chunked encoding
+        (HttpVersion11, False, "POST", False),  # Connection: close (the end-to-end test above sends it)
+        (HttpVersion11, True, "HEAD", False),  # no body
+    ],
+)
+def test_only_a_plain_request_takes_prepared_bytes(version: HttpVersion, keep_alive: bool, method: str,
+                                                   plain: bool) -> None:
+    transport = mock.Mock()
+    transport.is_closing.return_value = False
+    request = SimpleNamespace(version=version, keep_alive=keep_alive, method=method, transport=transport)
+    assert streaming._plain(cast(Any, request)) is plain
+    transport.is_closing.return_value = True  # the client is gone: aiohttp's path says so
+    assert streaming._plain(cast(Any, request)) is False
 
 
 def test_what_one_write_cannot_carry_is_not_prepared() -> None:
@@ -206,6 +229,16 @@ def test_a_request_with_the_recordings_bytes_is_not_parsed(monkeypatch: pytest.M
     assert differs.json["max_tokens"] == 7 and parsed == [other]  # parsed once: matcher, diff and reader
     plain = Received.build("POST", "/v1/messages", {}, {}, json.dumps(anthropic_request()).encode(), route)
     assert pool.match(plain).slot is None and "stream" not in plain.json  # a stream only for a stream
+
+
+def test_a_served_request_with_the_recordings_bytes_is_never_parsed(serve: Any,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed = _parses(monkeypatch)
+    cassette = stream_cassette()
+    fake = serve(cassette, repeat=True)
+    for _ in range(2):
+        _exchange(fake.url, _body(cassette))
+    assert [entry.verdict for entry in fake.journal] == ["served"] * 2 and parsed == []
 
 
 def test_the_journal_file_has_the_body_never_parsed_for_matching(serve: Any, tmp_path: Path,
