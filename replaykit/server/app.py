@@ -515,12 +515,14 @@ async def handle(request: web.BaseRequest, state: State) -> web.StreamResponse:
         exchange.close(progress)
 
 
-async def _continue(request: web.BaseRequest) -> None:
+def _continue(request: web.BaseRequest) -> None:
     """Answer ``Expect: 100-continue`` before the body is read, as aiohttp's router would (curl sends it for
-    bodies over 1 MiB and would otherwise wait a second before sending the body)."""
-    if request.version >= (1, 1) and request.headers.get("Expect", "").lower() == "100-continue":
-        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        request.writer.output_size = 0  # the interim response is not the response
+    bodies over 1 MiB and would otherwise wait a second before sending the body): written to the transport
+    at once, before anything else of the response."""
+    transport = request.transport
+    expects = request.version >= (1, 1) and request.headers.get("Expect", "").lower() == "100-continue"
+    if expects and transport is not None and not transport.is_closing():
+        transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
 
 def make_server(state: State, admin: Handler | None = None, **options: Any) -> Server:
@@ -535,7 +537,7 @@ def make_server(state: State, admin: Handler | None = None, **options: Any) -> S
     loop = asyncio.get_running_loop()
 
     async def dispatch(request: web.BaseRequest) -> web.StreamResponse:
-        await _continue(request)
+        _continue(request)
         path = request.path
         ours = admin is not None and (path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/"))
         return await (admin if ours and admin is not None else handle)(request, state)
