@@ -33,6 +33,7 @@ from replaykit.cassette import Cassette, Interaction
 from replaykit.contracts import STRICT, Profile
 from replaykit.errors import ReplaykitError
 from replaykit.redact import redact_header
+from replaykit.redact.names import DEFAULT_RULES
 from replaykit.routes import classify
 from replaykit.server import envelopes, verdicts
 from replaykit.server.connections import Limits, Server
@@ -53,11 +54,18 @@ from replaykit.server.matching import (
     Slot,
     near_text,
 )
-from replaykit.server.plan import Plan, Timing, error_plan, plan_for, recorded_batches, recorded_chunks
+from replaykit.server.plan import (
+    Plan,
+    Timing,
+    error_plan,
+    plan_for,
+    recorded_chunks,
+    unchanged_plan,
+)
 from replaykit.server.streaming import Progress, Writer, deliver
 
-__all__ = ["ADMIN_PREFIX", "MAX_BODY", "Handler", "Host", "Settings", "State", "Unreadable", "make_server",
-           "read_body", "refusal"]
+__all__ = ["ADMIN_PREFIX", "MAX_BODY", "Handler", "Host", "Settings", "State", "Unreadable", "body_here",
+           "make_server", "read_body", "refusal"]
 
 ADMIN_PREFIX = "/__replaykit"
 MAX_BODY = 1 << 30  # bytes a request body may have
@@ -165,9 +173,27 @@ async def _read_some(request: web.BaseRequest, idle: float) -> bytes:
         raise Unreadable(400, "malformed", f"the request body is malformed: {exc}") from None
 
 
+def body_here(request: web.BaseRequest) -> bytes | None:
+    """The whole body when all of it has arrived (as it mostly has: taken in one read, no wait, no timer),
+    else None; a broken or oversized body as :func:`read_body` says."""
+    content = request.content
+    if not content.is_eof():
+        return None
+    try:
+        body = content.read_nowait()
+    except (web.RequestPayloadError, HttpProcessingError) as exc:
+        raise Unreadable(400, "malformed", f"the request body is malformed: {exc}") from None
+    if len(body) >= MAX_BODY:
+        raise web.HTTPRequestEntityTooLarge(max_size=MAX_BODY, actual_size=len(body))
+    return body
+
+
 async def read_body(request: web.BaseRequest, idle: float) -> bytes:
     """The whole body, each read waiting at most ``idle`` seconds (:class:`Unreadable` past that, or when
     its framing is broken); over :data:`MAX_BODY` bytes, aiohttp's 413."""
+    body = body_here(request)
+    if body is not None:
+        return body
     parts: list[bytes] = []
     size = 0
     while chunk := await _read_some(request, idle):
@@ -194,10 +220,27 @@ def _second(epoch: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch))
 
 
+_LAST: tuple[int, str] = (-1, "")  # the latest millisecond written, and its text (requests come in bursts)
+
+
 def _timestamp(now: float) -> str:
     """``now`` (seconds since the epoch) as ISO 8601 UTC to the millisecond: ``2026-12-02T13:04:05.123Z``."""
-    epoch, ms = divmod(int(now * 1000), 1000)
-    return f"{_second(epoch)}.{ms:03d}Z"
+    global _LAST
+    whole = int(now * 1000)
+    last = _LAST
+    if last[0] == whole:
+        return last[1]
+    epoch, ms = divmod(whole, 1000)
+    text = f"{_second(epoch)}.{ms:03d}Z"
+    _LAST = (whole, text)
+    return text
+
+
+@functools.lru_cache(maxsize=512)
+def _as_sent(name: str) -> bool:
+    """True when header ``name`` is journaled as sent: :func:`~replaykit.redact.redact_header` leaves its
+    value alone (not a secret header, and the default rules substitute nothing); known once per name."""
+    return not DEFAULT_RULES.secret_header(name) and not DEFAULT_RULES.substitutions
 
 
 def _entry(state: State, received: Received) -> Entry:
@@ -211,7 +254,8 @@ def _entry(state: State, received: Received) -> Entry:
         received.method,
         received.path,
         received.query,
-        {name: redact_header(name, value) for name, value in received.headers.items()},
+        {name: value if _as_sent(name) else redact_header(name, value)
+         for name, value in received.headers.items()},
         **body,
     )
 
@@ -224,9 +268,10 @@ def _admit(state: State, received: Received) -> tuple[Entry, list[Fault]]:
         for key in ("*", route.name, route.provider):
             if key:
                 counts[key] += 1
+        faults = state.faults
         chosen = [
-            f for f in state.faults if f.selects(route.name, route.provider, counts[f.route or "*"])
-        ]
+            f for f in faults if f.selects(route.name, route.provider, counts[f.route or "*"])
+        ] if faults else []
         return _entry(state, received), chosen
 
 
@@ -259,31 +304,33 @@ def _header_text(text: str) -> str:
 
 def _replay_plan(state: State, slot: Slot, faults: list[Fault]) -> Plan:
     response = slot.interaction.response
-    provider = slot.route.provider
+    provider, timing = slot.route.provider, state.settings.timing
+    if not faults:  # the recording unchanged: made once per interaction (framed once, sent as framed)
+        return unchanged_plan(response, timing, provider, slot.memo)
     if not response.is_stream:
-        return plan_for(response, state.settings.timing, provider)
+        return plan_for(response, timing, provider)
     events = sse.parse(response.body) if any(f.kind in EVENT_KINDS for f in faults) else []
-    chunks = recorded_chunks(response.body, slot.memo)
-    plan = plan_for(response, state.settings.timing, provider, chunks=chunks, events=events)
-    if plan.batch and not faults:  # the recording unchanged, at once: framed once, sent as framed
-        plan.framed = recorded_batches(response.body, slot.memo)
-    return plan
+    chunks = recorded_chunks(response.body, slot.memo)  # a list of the plan's own: faults change it
+    return plan_for(response, timing, provider, chunks=chunks, events=events)
 
 
 def _faulted(plan: Plan, faults: list[Fault], entry: Entry, answered: Fault | None = None) -> Plan:
     """Apply the faults (see :func:`~replaykit.server.faults.apply_all`) and journal whether each applied."""
+    if not faults:
+        return plan
     for fault, applied in apply_all(plan, faults, answered):
         entry.faults.append({**fault.to_json(), "applied": applied})
     return plan
 
 
 def _choose(state: State, received: Received, entry: Entry, faults: list[Fault]) -> tuple[Plan, Match | None]:
-    status = next((f for f in faults if f.kind == "status"), None)
+    status = next((f for f in faults if f.kind == "status"), None) if faults else None
     if status is not None:  # the error is served instead of a recording; a delay can still apply to it
         entry.verdict = "fault"
         return _faulted(status_plan(status, received.route.provider), faults, entry, status), None
-    refused = [row for row in entry.request_violations if row.get("severity") != "warning"]
-    if state.settings.enforce_contracts and refused:
+    refused = [row for row in entry.request_violations if row.get("severity") != "warning"
+               ] if state.settings.enforce_contracts else []
+    if refused:
         entry.verdict = "invalid"
         first = refused[0]
         message = f"{first.get('pointer') or '/'}: {first.get('message')}"
@@ -301,7 +348,8 @@ def _choose(state: State, received: Received, entry: Entry, faults: list[Fault])
         with state.lock:
             state.pool.release(match.slot)
         raise
-    plan.notes[:0] = _choice_notes(received, match)
+    if received.controls or match.diff:
+        plan.notes[:0] = _choice_notes(received, match)
     return plan, match
 
 
@@ -337,7 +385,7 @@ class _Exchange:
     match: Match | None = None
     counted: bool = False
     settled: str | None = None
-    parsed: Any = None  # the request body's JSON (Received.json): the journal file does not parse it again
+    received: Received | None = None  # its body's JSON (parsed for matching or now) goes to the journal file
 
     @property
     def slot(self) -> Slot | None:
@@ -356,8 +404,8 @@ class _Exchange:
         first, self.settled = self.settled is None, progress.outcome
         entry, plan, slot = self.entry, self.plan, self.slot
         whole = plan is not None and plan.complete and progress.outcome == "complete"
-        with self.state.lock:
-            if slot is not None and whole != self.counted:
+        if slot is not None and whole != self.counted:
+            with self.state.lock:
                 slot.served += 1 if whole else -1
                 slot.served_total += 1 if whole else -1
                 self.counted = whole
@@ -368,7 +416,7 @@ class _Exchange:
         entry.duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
         if first:
             self.state.journal.append(entry)
-        _log(self.state, entry, self.parsed)
+        _log(self.state, entry, self.received)
         if progress.outcome == "hung" and any(f["kind"] == "kill" and f["applied"] for f in entry.faults):
             self.state.reached({"seq": entry.seq, "route": entry.route, "events": progress.chunks})
 
@@ -393,11 +441,13 @@ def _notify(state: State, entry: Entry) -> None:
         state.errors.append(exc)
 
 
-def _log(state: State, entry: Entry, parsed: Any = None) -> None:
-    """Append ``entry`` to the journal file (``parsed``: its request body's JSON, when known); failing to
-    write it is an error for the caller's thread."""
+def _log(state: State, entry: Entry, received: Received | None = None) -> None:
+    """Append ``entry`` to the journal file, if one is open (``received``: its request, whose body's JSON the
+    line reuses); failing to write it is an error for the caller's thread."""
+    if not state.journal.logging:
+        return
     try:
-        state.journal.log(entry, parsed)
+        state.journal.log(entry, received.json if received is not None else None)
     except ReplaykitError as exc:
         state.errors.append(exc)
 
@@ -442,11 +492,14 @@ async def handle(request: web.BaseRequest, state: State) -> web.StreamResponse:
     """Answer one provider request (see the module docstring)."""
     started = time.perf_counter()
     try:
-        received = _built(request, await read_body(request, state.limits.body_timeout))
+        body = body_here(request)
+        if body is None:
+            body = await read_body(request, state.limits.body_timeout)
+        received = _built(request, body)
     except Unreadable as unreadable:
         return await _refuse(state, request, unreadable)
     entry, faults = _admit(state, received)
-    exchange = _Exchange(state, entry, started, parsed=received.json)
+    exchange = _Exchange(state, entry, started, received=received)
     progress = Progress(on_settle=exchange.settle)
     try:
         try:
@@ -462,12 +515,14 @@ async def handle(request: web.BaseRequest, state: State) -> web.StreamResponse:
         exchange.close(progress)
 
 
-async def _continue(request: web.BaseRequest) -> None:
+def _continue(request: web.BaseRequest) -> None:
     """Answer ``Expect: 100-continue`` before the body is read, as aiohttp's router would (curl sends it for
-    bodies over 1 MiB and would otherwise wait a second before sending the body)."""
-    if request.version >= (1, 1) and request.headers.get("Expect", "").lower() == "100-continue":
-        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        request.writer.output_size = 0  # the interim response is not the response
+    bodies over 1 MiB and would otherwise wait a second before sending the body): written to the transport
+    at once, before anything else of the response."""
+    transport = request.transport
+    expects = request.version >= (1, 1) and request.headers.get("Expect", "").lower() == "100-continue"
+    if expects and transport is not None and not transport.is_closing():
+        transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
 
 def make_server(state: State, admin: Handler | None = None, **options: Any) -> Server:
@@ -482,7 +537,7 @@ def make_server(state: State, admin: Handler | None = None, **options: Any) -> S
     loop = asyncio.get_running_loop()
 
     async def dispatch(request: web.BaseRequest) -> web.StreamResponse:
-        await _continue(request)
+        _continue(request)
         path = request.path
         ours = admin is not None and (path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/"))
         return await (admin if ours and admin is not None else handle)(request, state)

@@ -505,7 +505,8 @@ def _kill(plan: Plan, fault: Fault) -> bool:
     else:
         plan.chunks = []
         plan.notes.append("held for a kill before the body")
-    plan.end, plan.altered, plan.batch, plan.framed = "hang", True, False, None  # event by event
+    plan.end, plan.altered, plan.batch = "hang", True, False
+    plan.framed = plan.whole = None  # event by event
     return True
 
 

@@ -198,6 +198,9 @@ class Journal:
             if len(entries) >= self.window:
                 entries.popleft()
                 self.dropped += 1
+            if not entries or entries[-1].seq < entry.seq:
+                entries.append(entry)
+                return
             place = len(entries)
             while place and entries[place - 1].seq > entry.seq:  # finished out of order: a step or two back
                 place -= 1
@@ -220,6 +223,11 @@ class Journal:
         _remove_leftovers(Path(path))
         with self._lock:
             self._log = handle
+
+    @property
+    def logging(self) -> bool:
+        """True while the journal file is open (:meth:`log` writes to it)."""
+        return self._log is not None
 
     def log(self, entry: Entry, parsed: Any = None) -> None:
         """Append ``entry`` to the journal file, if one is open: one JSON line, flushed (``parsed``: the

@@ -85,8 +85,8 @@ Matcher = Callable[["Received", Request], bool]
 
 @dataclass(frozen=True, slots=True)
 class Received:
-    """A request as the fake provider received it (header names lower-cased; ``json``: the body parsed, or
-    None; ``sha256``: the body's hex digest, set by :meth:`build`; ``controls``: replaykit's own
+    """A request as the fake provider received it (header names lower-cased; :attr:`json`: the body parsed,
+    or None; ``sha256``: the body's hex digest, set by :meth:`build`; ``controls``: replaykit's own
     ``x-replaykit-*`` headers, kept apart from ``headers``)."""
 
     method: str
@@ -95,9 +95,17 @@ class Received:
     headers: dict[str, str]
     body: bytes
     route: Route
-    json: Any = None
     sha256: str = ""
     controls: dict[str, str] = field(default_factory=dict)
+    _json: list[Any] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def json(self) -> Any:
+        """The body parsed as JSON, or None when it is not JSON: parsed when first read, then kept (a
+        request answered without reading it, e.g. the very bytes of a recording, is never parsed)."""
+        if not self._json:
+            self._json.append(body_json(self.body))
+        return self._json[0]
 
     @classmethod
     def build(
@@ -109,12 +117,13 @@ class Received:
         body: bytes,
         route: Route,
     ) -> Received:
-        """Build one, parsing the body as JSON and hashing it (hex SHA-256) once; the ``x-replaykit-*``
-        headers (names lower-cased) go to ``controls``."""
-        ours = {name: value for name, value in headers.items() if name.startswith(CONTROL_PREFIX)}
-        theirs = {name: value for name, value in headers.items() if name not in ours}
-        return cls(method.upper(), path, query, theirs, body, route, body_json(body),
-                   hashlib.sha256(body).hexdigest(), ours)
+        """Build one, hashing the body (hex SHA-256) once; the ``x-replaykit-*`` headers (names lower-cased)
+        go to ``controls``."""
+        ours: dict[str, str] = {}
+        theirs: dict[str, str] = {}
+        for name, value in headers.items():
+            (ours if name.startswith(CONTROL_PREFIX) else theirs)[name] = value
+        return cls(method.upper(), path, query, theirs, body, route, hashlib.sha256(body).hexdigest(), ours)
 
 
 def wants_stream(body: Any) -> bool:
@@ -144,10 +153,18 @@ class Slot:
 
     @property
     def request_json(self) -> Any:
-        """The recorded request body parsed as JSON (cached)."""
-        if not self._json:
-            self._json.append(self.interaction.request.json())
-        return self._json[0]
+        """The recorded request body parsed as JSON (once per body)."""
+        body = self.interaction.request.body
+        if not self._json or self._json[0] is not body:
+            self._json[:] = [body, self.interaction.request.json()]
+        return self._json[1]
+
+    def asks_stream(self, received: Received) -> bool:
+        """:func:`wants_stream` of ``received``'s body, read from the recording's parse when the bytes are
+        the recording's own (the request is then not parsed for it)."""
+        if received.body == self.interaction.request.body:
+            return wants_stream(self.request_json)
+        return wants_stream(received.json)
 
     def where(self) -> dict[str, Any]:
         """``{cassette, index, line}`` for the journal."""
@@ -156,8 +173,13 @@ class Slot:
     @property
     def streams(self) -> bool:
         """True when the interaction was recorded for a stream (its request asked for one, or its response
-        is an event stream)."""
-        return wants_stream(self.request_json) or self.interaction.response.is_stream
+        is an event stream); known once per recorded response body."""
+        response = self.interaction.response
+        known = self.memo.get("streams")
+        if known is None or known[0] is not response.body:
+            streams = wants_stream(self.request_json) or response.is_stream
+            known = self.memo["streams"] = (response.body, streams)
+        return bool(known[1])
 
     @property
     def failed(self) -> bool:
@@ -222,7 +244,7 @@ def _body_diff(
 
 def _builtin(name: str, ignore: tuple[Pattern, ...]) -> _Check:
     checks: dict[str, Callable[[Received, Slot], bool]] = {
-        "stream": lambda r, s: wants_stream(r.json) == s.streams,
+        "stream": lambda r, s: s.asks_stream(r) == s.streams,
         "method": lambda r, s: r.method == s.interaction.request.method.upper(),
         "path": lambda r, s: r.path == _path_of(s.interaction.request),
         "query": lambda r, s: r.query == _query_of(s.interaction.request),
@@ -317,10 +339,15 @@ class Pool:
     def match(self, received: Received) -> Match:
         """Choose and take the interaction for ``received``; see the module docstring."""
         route = received.route.name
+        queue = self._queues.get(route)
         on_route = self._by_route.get(route, [])
-        chosen, refusal = self._chosen(received, on_route)
-        whole = chosen is on_route and route in self._queues  # no x-replaykit-* header narrowed it
-        slot = self._pick(received, self._queues[route].order(self.repeat) if whole else self._order(chosen))
+        if queue is not None and not received.controls:  # no x-replaykit-* header to narrow the route
+            chosen, refusal = on_route, ""
+            slot = self._pick(received, queue.order(self.repeat))
+        else:
+            chosen, refusal = self._chosen(received, on_route)
+            whole = chosen is on_route and queue is not None  # the headers did not narrow it
+            slot = self._pick(received, queue.order(self.repeat) if whole and queue else self._order(chosen))
         if slot is None:
             reason = refusal or self._reason(received, chosen)
             near = self._near(received, chosen or on_route or self.slots)
@@ -358,15 +385,18 @@ class Pool:
         first, then order, error cassettes last."""
         best: Slot | None = None
         best_rank = (True, True)
+        checks = self.checks
         for slot in ordered:
-            if not all(check.accepts(received, slot) for check in self.checks):
-                continue
-            rank = (not self._body_checked and bool(_body_diff(received, slot, self.ignore, 1)),
-                    self._fails(slot.cassette))
-            if rank == (False, False):
-                return slot
-            if best is None or rank < best_rank:
-                best, best_rank = slot, rank
+            for check in checks:
+                if not check.accepts(received, slot):
+                    break
+            else:
+                rank = (not self._body_checked and bool(_body_diff(received, slot, self.ignore, 1)),
+                        self._fails(slot.cassette))
+                if rank == (False, False):
+                    return slot
+                if best is None or rank < best_rank:
+                    best, best_rank = slot, rank
         return best
 
     def _fails(self, cassette: str) -> bool:

@@ -9,9 +9,13 @@ nothing of them either.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any, Literal, TypeVar, cast
+
+from aiohttp.http import SERVER_SOFTWARE
 
 from replaykit import sse
 from replaykit.cassette import Response
@@ -25,6 +29,7 @@ __all__ = [
     "Batch",
     "Plan",
     "Timing",
+    "Whole",
     "batched",
     "batches",
     "error_plan",
@@ -32,7 +37,9 @@ __all__ = [
     "plan_for",
     "recorded_batches",
     "recorded_chunks",
+    "recorded_whole",
     "replay_headers",
+    "unchanged_plan",
 ]
 
 HOP_BY_HOP = frozenset(
@@ -97,7 +104,8 @@ class Plan:
     ``batch`` (a stream in ``fast`` timing): chunks written back to back are gathered into fewer writes,
     each still its own HTTP chunk, and all is sent before any wait (see :mod:`replaykit.server.streaming`).
     ``framed``: the chunks already framed, in :func:`batches` (the last one ending the body), when the plan
-    replays a recording unchanged in ``fast`` timing (``None``: they are framed as they are written).
+    replays a recording unchanged in ``fast`` timing (``None``: they are framed as they are written);
+    ``whole``: then also the whole response, head and body, when it fits one write (:func:`recorded_whole`).
     """
 
     status: int
@@ -114,6 +122,7 @@ class Plan:
     altered: bool = False
     batch: bool = False
     framed: list[Batch] | None = None
+    whole: Whole | None = None
 
     @property
     def timed(self) -> bool:
@@ -210,6 +219,48 @@ def recorded_batches(body: bytes, memo: dict[str, Any]) -> list[Batch]:
                           lambda: list(batches(recorded_chunks(body, memo), end=True))))
 
 
+@dataclass(frozen=True, slots=True)
+class Whole:
+    """A recorded stream as one HTTP/1.1 keep-alive response, in the bytes aiohttp writes for it: ``head``
+    (the status line, the headers recorded, ``Transfer-Encoding``), a ``Date`` line when ``date`` (none was
+    recorded; it is the one part made per second), then ``rest`` (aiohttp's ``Server`` line unless one was
+    recorded, the blank line, the body framed whole with its final chunk); ``chunks``: the events in it."""
+
+    head: bytes
+    date: bool
+    rest: bytes
+    chunks: int
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # what aiohttp refuses in a header (injection)
+_REASONS = {status.value: status.phrase for status in HTTPStatus}  # the reason phrases aiohttp sends
+
+
+def _lines(headers: list[tuple[str, str]]) -> str:
+    return "".join(f"{name}: {value}\r\n" for name, value in headers)
+
+
+def _whole(status: int, headers: list[tuple[str, str]], framed: list[Batch]) -> Whole | None:
+    names = {name.lower() for name, _ in headers}
+    head = [*headers, ("Transfer-Encoding", "chunked")]
+    rest = [] if "server" in names else [("Server", SERVER_SOFTWARE)]
+    unsafe = any(_CONTROL.search(text) for line in head + rest for text in line)
+    if len(framed) != 1 or status < 200 or status in (204, 304) or unsafe:
+        return None  # several writes, no body, or a header aiohttp refuses: sent the general way
+    data, count = framed[0]
+    status_line = f"HTTP/1.1 {status} {_REASONS.get(status, '')}\r\n"
+    return Whole((status_line + _lines(head)).encode(), "date" not in names,
+                 (_lines(rest) + "\r\n").encode() + data, count)
+
+
+def recorded_whole(response: Response, memo: dict[str, Any]) -> Whole | None:
+    """The recorded stream ``response`` replayed unchanged as a :class:`Whole`, made once per body (kept in
+    ``memo`` as :func:`recorded_chunks`); None when it does not fit one write (:data:`BATCH_LIMIT`)."""
+    body = response.body
+    return _per_body(memo, "framing:whole", body,
+                     lambda: _whole(response.status, replay_headers(response), recorded_batches(body, memo)))
+
+
 def _slices(body: bytes) -> list[bytes | memoryview]:
     if len(body) <= WRITE_SIZE:
         return [body]
@@ -254,6 +305,31 @@ def plan_for(
         provider=provider,
         batch=timing.mode == "fast",
     )
+
+
+def _unchanged(response: Response, timing: Timing, provider: str | None, memo: dict[str, Any]) -> Plan:
+    if not response.is_stream:
+        return plan_for(response, timing, provider)
+    plan = plan_for(response, timing, provider, chunks=recorded_chunks(response.body, memo))
+    if plan.batch:  # at once: framed once, sent as framed
+        plan.framed = recorded_batches(response.body, memo)
+        plan.whole = recorded_whole(response, memo)
+    return plan
+
+
+def unchanged_plan(response: Response, timing: Timing, provider: str | None, memo: dict[str, Any]) -> Plan:
+    """The plan replaying ``response`` as recorded, with no fault: what does not depend on the request (its
+    headers, events, offsets, framing and, when it goes in one write, the whole response) is made once per
+    body and timing (kept in ``memo`` as :func:`recorded_chunks`) and shared by the plans returned, which
+    only read it; a plan that faults change comes from :func:`plan_for`, with lists of its own."""
+    kept = memo.get("plan:unchanged")
+    if (kept is None or kept[0] is not response.body or (kept[1] is not timing and kept[1] != timing)
+            or kept[2] != provider):
+        kept = memo["plan:unchanged"] = (response.body, timing, provider,
+                                         _unchanged(response, timing, provider, memo))
+    model: Plan = kept[3]
+    return Plan(model.status, model.headers, model.chunks, model.stream, model.due, length=model.length,
+                provider=provider, batch=model.batch, framed=model.framed, whole=model.whole)
 
 
 def error_plan(reply: envelopes.ErrorReply) -> Plan:

@@ -20,6 +20,12 @@ encoding; the connection's end ends the body).
 
 A non-stream body goes out through aiohttp's writer with a ``content-length``, in slices of at most 1 MiB.
 
+**An unchanged replay goes out as prepared.** A recording replayed unchanged in ``fast`` timing whose
+framed body fits one write (``Plan.whole``, :func:`~replaykit.server.plan.recorded_whole`) is written, head
+and body, straight to the transport of an HTTP/1.1 keep-alive request, in the bytes aiohttp would write for
+it (the head is built once per interaction; only the ``Date`` line is per second); aiohttp's response
+machinery is not involved.
+
 **One write per response whose whole answer is known.** The request's writer is a :class:`Writer`: for a
 body, or a batched stream, the headers wait for the first body bytes and leave with them, so a response up
 to 64 KiB (headers, events, final chunk) is one write to the socket. A response that waits before its first
@@ -35,16 +41,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from email.utils import formatdate
 from typing import Literal
 
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
-from aiohttp.http import StreamWriter
+from aiohttp.http import HttpVersion11, StreamWriter
 
 from replaykit.server.connections import half_closed
-from replaykit.server.plan import LAST_CHUNK, Batch, Plan, batched, http_chunk
+from replaykit.server.plan import LAST_CHUNK, Batch, Plan, Whole, batched, http_chunk
 
 __all__ = ["Outcome", "Progress", "Wire", "Writer", "deliver"]
 
@@ -107,9 +116,10 @@ class Wire:
 
     __slots__ = ("ended", "half_closed", "transport", "writer")
 
-    def __init__(self, transport: asyncio.Transport | None, closed: asyncio.Event | None = None) -> None:
+    def __init__(self, transport: asyncio.Transport | None, closed: asyncio.Event | None = None,
+                 writer: AbstractStreamWriter | None = None) -> None:
         self.transport = transport
-        self.writer: AbstractStreamWriter | None = None
+        self.writer = writer
         self.half_closed = closed
         self.ended = False  # the body's final chunk was written
 
@@ -257,6 +267,50 @@ async def _finish(
         request.transport.close()  # flushes what was written, then FIN without the final chunk
 
 
+class _Sent(web.StreamResponse):
+    """What the handler returns for a response it wrote itself (:func:`_send_whole`): aiohttp finds it
+    sent and ended, and keeps the connection alive."""
+
+    async def prepare(self, request: web.BaseRequest) -> AbstractStreamWriter | None:
+        """Nothing to prepare: the response is on the wire."""
+        return None
+
+    async def write_eof(self, data: bytes = b"") -> None:
+        """Nothing to end: the body's final chunk went with it."""
+
+    @property
+    def keep_alive(self) -> bool:
+        """Always: it is only sent to a keep-alive request."""
+        return True
+
+
+_SENT = _Sent()  # stateless: one for every response sent whole
+
+
+@functools.lru_cache(maxsize=2)
+def _date_line(second: int) -> bytes:
+    """The ``Date`` header line for ``second`` (seconds since the epoch), as aiohttp writes it."""
+    return f"Date: {formatdate(second, usegmt=True)}\r\n".encode()
+
+
+def _plain(request: web.BaseRequest) -> bool:
+    """True when ``request`` takes a response as prepared: HTTP/1.1, kept alive, not ``HEAD``, its
+    connection open."""
+    transport = request.transport
+    return (request.version == HttpVersion11 and request.keep_alive and request.method != "HEAD"
+            and transport is not None and not transport.is_closing())
+
+
+def _send_whole(request: web.BaseRequest, whole: Whole, progress: Progress) -> bool:
+    """Write ``whole`` (head, ``Date``, body) to the transport in one write, settled before it leaves; True
+    when the kernel did not take it all (then drain the writer)."""
+    data = b"".join((whole.head, _date_line(int(time.time())) if whole.date else b"", whole.rest))
+    progress.settle("complete")
+    backlog = Wire(request.transport, writer=request.writer).send(data)
+    progress.chunks += whole.chunks
+    return backlog
+
+
 async def deliver(
     request: web.BaseRequest, plan: Plan, closing: asyncio.Event, progress: Progress
 ) -> web.StreamResponse:
@@ -266,8 +320,12 @@ async def deliver(
     connection closed, finishes quietly. A cancelled handler (the client left during a wait) re-raises.
     """
     response: web.StreamResponse | None = None
-    wire = Wire(request.transport, half_closed(request))
     try:
+        if plan.whole is not None and _plain(request):
+            if _send_whole(request, plan.whole, progress):
+                await request.writer.drain()
+            return _SENT
+        wire = Wire(request.transport, half_closed(request))
         response = await _start(request, plan, wire)
         await _write_all(response, wire, plan, progress)
         await _finish(request, response, wire, plan, closing, progress)

@@ -54,10 +54,10 @@ class _Verdicts:
     """A thread-safe LRU of request verdicts (``functools.lru_cache`` cannot key on a digest)."""
 
     def __init__(self) -> None:
-        self._rows: OrderedDict[tuple[str, str], Rows] = OrderedDict()
+        self._rows: OrderedDict[tuple[str, ...], Rows] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, str]) -> Rows | None:
+    def get(self, key: tuple[str, ...]) -> Rows | None:
         """The rows cached under ``key`` (now the most recently used), or None."""
         with self._lock:
             rows = self._rows.get(key)
@@ -65,7 +65,7 @@ class _Verdicts:
                 self._rows.move_to_end(key)
             return rows
 
-    def put(self, key: tuple[str, str], rows: Rows) -> None:
+    def put(self, key: tuple[str, ...], rows: Rows) -> None:
         """Cache ``rows``, forgetting the least recently used entry beyond :data:`REQUEST_CACHE`."""
         with self._lock:
             self._rows[key] = rows
@@ -97,7 +97,7 @@ def request_violations(received: Received,
     kinds = received.route.contracts
     if kinds is None:
         return []
-    key = (f"{kinds.request}:{profile.name}", received.sha256 or hashlib.sha256(received.body).hexdigest())
+    key = (kinds.request, profile.name, received.sha256 or hashlib.sha256(received.body).hexdigest())
     rows = _VERDICTS.get(key)
     if rows is None:
         found = contracts.check_body(kinds.request, received.json, "request", profile=profile)
