@@ -187,6 +187,8 @@ async def _start(request: web.BaseRequest, plan: Plan, wire: Wire) -> web.Stream
     response = web.StreamResponse(status=plan.status, headers=plan.headers)
     if plan.length is not None:
         response.content_length = plan.length
+    elif request.version < HttpVersion11:  # HTTP/1.0 has no chunks: the body ends where the connection does
+        response.force_close()
     writer = request.writer
     if isinstance(writer, Writer):  # the headers wait for the first bytes when these follow at once
         writer.framing, writer.hold = True, not plan.stream or (plan.batch and not plan.timed)

@@ -451,3 +451,23 @@ def test_a_timed_stream_still_goes_event_by_event(serve: Any, socket_writes: lis
     events = cassette.interactions[0].response.events
     assert b"".join(socket_writes) == reply
     assert socket_writes[1:] == [_frame(e.raw) for e in events] + [LAST_CHUNK]  # the headers first, alone
+
+
+@pytest.mark.parametrize("connection", [b"keep-alive", b"close"])
+def test_an_http_1_0_stream_ends_with_the_connection(serve: Any, connection: bytes) -> None:
+    """HTTP/1.0 has no chunked framing: a stream's body is delimited by the close, even when the client
+    asked to keep the connection alive (else it would wait for the end forever)."""
+    fake = serve(stream_cassette())
+    payload = json.dumps(stream_request()).encode()
+    with socket.create_connection(fake.url.removeprefix("http://").split(":"), timeout=10) as sock:
+        sock.sendall(b"POST /v1/messages HTTP/1.0\r\nHost: x\r\nConnection: %b\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%b"
+                     % (connection, len(payload), payload))
+        data = b""
+        while chunk := sock.recv(1 << 16):  # a socket timeout here is the defect
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.0 200")
+    last = body.rstrip(b"\n").rpartition(b"\n\n")[2]
+    assert last.startswith(b"event: message_stop\n") and body.endswith(b"\n\n")
+    assert b"transfer-encoding" not in head.lower()
