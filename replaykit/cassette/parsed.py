@@ -10,9 +10,10 @@ file is always explained from its own text.
 
 The folder: ``$REPLAYKIT_CASSETTE_CACHE`` (``off`` or empty: none), else ``replaykit-cache/cassettes`` inside
 the virtual environment replaykit runs in (none outside one). At most :data:`MAX_ENTRIES` files and
-:data:`MAX_BYTES` bytes are kept (the oldest go first). Writing waits (a first load pays no write): the
-documents are written, atomically, when the process exits, when the memory cache is cleared or once
-:data:`FLUSH_BYTES` wait (:func:`flush`). An unreadable or foreign file is a miss, never an error.
+:data:`MAX_BYTES` bytes are kept (the oldest go first). Writing waits (a first load pays neither the JSON
+nor the write): the documents are made into JSON and written, atomically, when the process exits, when the
+memory cache is cleared or once documents parsed from :data:`FLUSH_BYTES` bytes wait (:func:`flush`). An
+unreadable or foreign file is a miss, never an error.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import math
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +37,8 @@ __all__ = ["ENV", "FLUSH_BYTES", "MAX_BYTES", "MAX_ENTRIES", "flush", "folder", 
 ENV = "REPLAYKIT_CASSETTE_CACHE"
 MAX_ENTRIES = 512
 MAX_BYTES = 1 << 30
-FLUSH_BYTES = 16 << 20  # waiting documents are written once they hold this much
-_WAITING: list[tuple[Path, bytes]] = []
+FLUSH_BYTES = 16 << 20  # waiting documents are written once they were parsed from this many bytes
+_WAITING: list[tuple[Path, Callable[[], bytes | None], list[int | None], int]] = []  # (put's arguments)
 _LOCK = threading.Lock()
 _FORMAT = 1  # the stored form's version: a file of another version is a miss
 _Place = list[str | int]
@@ -92,16 +94,15 @@ def _plain(value: Any, place: _Place, binary: list[_Place]) -> bool:
     return False
 
 
-def put(key: bytes, form: bytes, lines: list[int | None]) -> None:
-    """Keep a document's :func:`stored_form` and its interactions' lines under ``key`` (written by
-    :func:`flush`)."""
+def put(key: bytes, form: Callable[[], bytes | None], lines: list[int | None], size: int) -> None:
+    """Keep a document parsed from ``size`` bytes under ``key``, with its interactions' lines: ``form``
+    gives its :func:`stored_form` when :func:`flush` writes it (a load pays neither)."""
     path = _file(key)
     if path is None:
         return
-    head = json.dumps({"format": _FORMAT, "lines": lines}).encode()
     with _LOCK:
-        _WAITING.append((path, head + b"\n" + form))
-        full = sum(len(data) for _, data in _WAITING) > FLUSH_BYTES
+        _WAITING.append((path, form, lines, size))
+        full = sum(waiting[3] for waiting in _WAITING) > FLUSH_BYTES
     if full:
         flush()
 
@@ -113,12 +114,16 @@ def flush() -> None:
     with _LOCK:
         waiting = _WAITING[:]
         _WAITING.clear()
-    for path, data in waiting:
+    for path, form, lines, _ in waiting:
+        stored = form()
+        if stored is None:
+            continue
+        head = json.dumps({"format": _FORMAT, "lines": lines}).encode()
         try:
-            write_atomic(path, data, durable=False)
+            write_atomic(path, head + b"\n" + stored, durable=False)
         except OSError:
             continue
-    for root in {path.parent for path, _ in waiting}:
+    for root in {path.parent for path, *_ in waiting}:
         try:
             _prune(root)
         except OSError:

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from replaykit.cassette import parsed
+from replaykit.cassette import fastyaml, parsed
 from replaykit.cassette.build import BODY_LIMIT, MAX_BODY, Invalid, build_cassette, check_expansion
 from replaykit.cassette.model import Cassette, Interaction, Request, Response, Where
 from replaykit.cassette.yamlio import BaseLoader, Lines, Loader, node_at
@@ -85,23 +85,63 @@ def _whole(data: bytes, key: bytes | None) -> Cassette:
             return build_cassette(kept[0], lambda count: [*kept[1], *[None] * count][:count], False)
         except Invalid:  # e.g. a body over a lower max_body: explained from the file itself below
             pass
-    if not data.isascii():
-        data.decode("utf-8")  # Python's check, stricter than libyaml's (UnicodeDecodeError: explained)
-    doc, composed, shared = _load_doc(data if BaseLoader is not yaml.SafeLoader else data.decode("utf-8"))
     scan = Lines()
     scan.feed(data, final=True)
+    doc, composed, shared, fast = _document(data, scan)
     keep = key is not None and not shared and parsed.folder() is not None
-    form = parsed.stored_form(doc) if keep else None  # before build empties the document
+    # a document from rapidyaml is kept as it is and made JSON later; one from libyaml (maybe too deep to
+    # copy) is made JSON now, before build empties it
+    form = None if not keep or fast else parsed.stored_form(doc)
     lines: list[int | None] = []
 
     def starts(count: int) -> list[int | None]:
         lines[:] = scan.lines(count, composed)
         return lines
 
-    cassette = build_cassette(doc, starts, shared)
-    if form is not None and key is not None:
-        parsed.put(key, form, lines)
+    cassette = build_cassette(doc, starts, shared, keep=keep and fast)
+    if keep and key is not None:
+        parsed.put(key, (lambda: parsed.stored_form(doc)) if fast else (lambda: form), lines, len(data))
     return cassette
+
+
+def _document(data: bytes | bytearray, scan: Lines) -> tuple[Any, list[int], bool, bool]:
+    """:func:`_load_doc` of ``data``, and whether rapidyaml parsed it (:mod:`~replaykit.cassette.fastyaml`:
+    the same values, faster). What it refuses, or a layout whose interactions the line ``scan`` did not
+    find, goes to libyaml; a ``bytearray`` (parsed in place, so no longer YAML) then raises Refused."""
+    try:
+        doc = fastyaml.load(data)
+    except fastyaml.Refused:
+        if isinstance(data, bytearray):
+            raise
+    else:
+        items = doc.get("interactions")
+        if not isinstance(items, list) or len(items) == len(scan.found):
+            return doc, [], False, True
+        if isinstance(data, bytearray):
+            raise fastyaml.Refused("interactions not found by the line scan")
+    if not data.isascii():
+        data.decode("utf-8")  # Python's check, stricter than libyaml's (UnicodeDecodeError: explained)
+    return (*_load_doc(data if BaseLoader is not yaml.SafeLoader else data.decode("utf-8")), False)
+
+
+def _in_place(held: "_Held") -> tuple[Cassette, bytes, int]:
+    """The cassette in a big file read whole (:func:`_from_file`), parsed in place by rapidyaml; its bytes
+    are freed before the bodies are made. Raises fastyaml.Refused (the file is then streamed) or _PROBLEMS."""
+    data, size = held.data, len(held.data)
+    scan = Lines()
+    scan.feed(data, final=True)
+    try:
+        doc, _, _, _ = _document(data, scan)
+    finally:
+        data.clear()  # before the bodies' bytes are made, next to their text
+    return build_cassette(doc, lambda count: scan.lines(count, []), False), held.key, size
+
+
+class _Held:
+    """A big file's bytes held whole for rapidyaml, their SHA-256, and the file to stream if it refuses."""
+
+    def __init__(self, data: bytearray, key: bytes, handle: io.BufferedIOBase) -> None:
+        self.data, self.key, self.handle = data, key, handle
 
 
 # ---------------------------------------------------------------- reading: explaining a problem
@@ -170,13 +210,20 @@ def _utf8(data: bytes | str) -> bytes:
     return data.encode("utf-8") if isinstance(data, str) else data
 
 
-def _parse(source: io.BufferedIOBase | bytes, where: str, original: Callable[[], bytes | str],
+def _parse(source: "io.BufferedIOBase | bytes | _Held", where: str, original: Callable[[], bytes | str],
            key: bytes | None = None) -> tuple[Cassette, bytes, int]:
-    """Parse bytes held whole (``key``: their SHA-256, for the disk cache) or as the file is read; on a
-    problem, :func:`_explain` the ``original`` bytes (read again). Returns the SHA-256 and size parsed."""
+    """Parse bytes held whole (``key``: their SHA-256, for the disk cache), a big file read whole or as the
+    file is read; on a problem, :func:`_explain` the ``original`` bytes (read again). Returns the SHA-256
+    and size parsed."""
     try:
         if isinstance(source, bytes):
             return _whole(source, key), key or b"", len(source)
+        if isinstance(source, _Held):
+            try:
+                return _in_place(source)
+            except fastyaml.Refused:
+                source.handle.seek(0)
+                source = source.handle
         return _stream(source)
     except _PROBLEMS:
         pass
@@ -250,7 +297,7 @@ def _copy_response(resp: Response) -> Response:
     return Response(resp.status, resp.reason, headers, resp.body, offsets, list(resp._events))
 
 
-def _cached(source: io.BufferedIOBase | bytes, where: str, original: Callable[[], bytes | str],
+def _cached(source: "io.BufferedIOBase | bytes | _Held", where: str, original: Callable[[], bytes | str],
             key: bytes | None, max_body: int, keep: bool) -> Cassette:
     """A copy from the cache when ``key`` (the SHA-256 of the bytes) is there, else parsed from ``source``
     with bodies decoded to at most ``max_body`` bytes (and, with ``keep``, cached).
@@ -308,7 +355,8 @@ def load(path: str | os.PathLike[str], *, cache: bool = True, max_body: int = MA
 
 
 def _from_file(handle: io.BufferedReader, where: str, cache: bool, max_body: int) -> Cassette:
-    """The cassette in an open file: read whole up to :data:`WHOLE` bytes, else streamed (:func:`load`)."""
+    """The cassette in an open file: read whole up to :data:`WHOLE` bytes, else parsed in place or streamed
+    (:func:`load`)."""
     status = os.fstat(handle.fileno())
     if status.st_size <= WHOLE:
         data = handle.read(status.st_size + 1)  # not WHOLE + 1: read() allocates what it is asked for
@@ -316,6 +364,9 @@ def _from_file(handle: io.BufferedReader, where: str, cache: bool, max_body: int
             key = hashlib.sha256(data).digest() if cache else None
             return _cached(data, where, lambda: data, key, max_body, cache)
         handle.seek(0)
+    held = _hold(handle, status.st_size, cache) if fastyaml.AVAILABLE else None
+    if held is not None:
+        return _cached(held, where, lambda: _read_again(handle), held.key or None, max_body, cache)
     seen = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
     key = None
     if cache and seen in _SEEN:
@@ -327,6 +378,16 @@ def _from_file(handle: io.BufferedReader, where: str, cache: bool, max_body: int
         while len(_SEEN) > 1024:
             _SEEN.popitem(last=False)
     return cassette
+
+
+def _hold(handle: io.BufferedReader, size: int, cache: bool) -> "_Held | None":
+    """A big file's bytes read whole into one buffer (for rapidyaml to parse in place), hashed when they
+    may be ``cache``d; None when the file grew meanwhile (it is then streamed)."""
+    data = bytearray(size)
+    if handle.readinto(data) != size or handle.read(1):
+        handle.seek(0)
+        return None
+    return _Held(data, hashlib.sha256(data).digest() if cache else b"", handle)
 
 
 def _regular(path: str | os.PathLike[str]) -> None:
