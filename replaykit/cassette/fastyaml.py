@@ -48,12 +48,10 @@ _ASCII_OK = bytes([0x0A, *range(0x20, 0x7F), *range(0x80, 0x100)])
 # UTF-8 characters YAML forbids or reads as a line break in 1.1 only: C1 controls and NEL, LS, PS, BOM,
 # U+FFFE/U+FFFF (surrogates are not UTF-8: the decoder refuses them)
 _UNSAFE = re.compile(rb"\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]|\xef\xbb\xbf|\xef\xbf[\xbe\xbf]")
-_DIRECTIVE = re.compile(rb"(?:^|\n)%")
-# where rapidyaml reads differently, each with a literal that must be there first: an escaped line break
-# before a blank line (PyYAML keeps the blank line as a newline), a comment inside a flow mapping
-# (`{a: b #c}` unclosed: rapidyaml accepts it), a plain scalar ending in `:` inside a flow collection
-_APART = ((b"\\\n", re.compile(rb"\\\n *\n")), (b" #", re.compile(rb"\{[^\n]* #")),
-          (b":]", None), (b":}", None), (b":,", None))
+# an escaped line break before a blank line: PyYAML keeps the blank line as a newline, rapidyaml does not
+_ESCAPED_BREAK = re.compile(rb"\\\n *\n")
+_DIRECTIVE = re.compile(rb"\n%")
+_ASCII = bytes(range(0x80))
 # plain scalars libyaml refuses (reserved indicators) or reads differently in flow collections
 _PLAIN_REFUSED = frozenset("@`%:?,[]{}#&*!|>'\"")
 _PIECE = 1 << 20
@@ -79,7 +77,7 @@ def load(data: bytes | bytearray) -> Any:
     if not kind & ryml.MAP or kind & (ryml.STREAM | ryml.DOC | _VALUE_REFUSED):
         raise Refused("not one mapping")
     try:
-        return _Walk(tree).mapping(root, 0)
+        return _Walk(tree).mapping(root, kind, 0)
     except (UnicodeDecodeError, yaml.YAMLError, ValueError, TypeError) as exc:
         raise Refused(str(exc)) from exc
 
@@ -88,10 +86,13 @@ def _screen(data: bytes | bytearray) -> None:
     """Refuse bytes libyaml might read differently (see the module's docstring)."""
     if data.translate(None, _ASCII_OK):  # only the bytes refused are copied
         raise Refused("a control character, a tab or a carriage return")
-    if _DIRECTIVE.search(data):
+    # each construct is looked for only where a byte it needs is (memchr, fast)
+    if data.find(b"\\") >= 0 and _ESCAPED_BREAK.search(data):
+        raise Refused("an escaped line break before a blank line")
+    if data.startswith(b"%") or (data.find(b"%") >= 0 and _DIRECTIVE.search(data)):
         raise Refused("a directive")
-    if any(literal in data and (pattern is None or pattern.search(data)) for literal, pattern in _APART):
-        raise Refused("a construct rapidyaml reads apart from libyaml")
+    if _comment_in_flow(data):
+        raise Refused("a comment inside a flow mapping")
     if not data.isascii():
         decoder = codecs.getincrementaldecoder("utf-8")()
         with memoryview(data) as view:  # released at once: the caller may free ``data``
@@ -102,12 +103,27 @@ def _screen(data: bytes | bytearray) -> None:
                 decoder.decode(b"", True)
             except UnicodeDecodeError:
                 raise Refused("not UTF-8") from None
-        if _UNSAFE.search(data):
+        # the non-ASCII bytes alone are still whole UTF-8 characters, in order: a short search
+        if _UNSAFE.search(data.translate(None, _ASCII)):
             raise Refused("a character YAML 1.1 reads apart")
 
 
+def _comment_in_flow(data: bytes | bytearray) -> bool:
+    """Whether a comment may follow a ``{`` on its line: rapidyaml accepts ``{a: b #c}`` left unclosed."""
+    at = data.find(b"#")
+    while at > 0:
+        if data[at - 1] == 0x20 and data.rfind(b"{", data.rfind(b"\n", 0, at) + 1, at) >= 0:
+            return True
+        at = data.find(b"#", at + 1)
+    return False
+
+
 class _Walk:
-    """rapidyaml's tree to Python values, each plain scalar typed once per document."""
+    """rapidyaml's tree to Python values, each plain scalar typed once per document.
+
+    The loops are written out (a cassette has hundreds of nodes, each read through rapidyaml's wrappers): a
+    node that is neither a collection nor tagged is read in place.
+    """
 
     def __init__(self, tree: Any) -> None:
         self.tree = tree
@@ -115,52 +131,67 @@ class _Walk:
         self.first, self.next = tree.first_child, tree.next_sibling
         self.plain: dict[str, Any] = {}
 
-    def mapping(self, node: int, depth: int) -> dict[Any, Any]:
+    def mapping(self, node: int, kind: int, depth: int) -> dict[Any, Any]:
         if depth > MAX_DEPTH:
             raise Refused("nested too deeply")
         out: dict[Any, Any] = {}
+        # in a flow mapping, `{a:}` is an error to libyaml and `{a: }` is not: neither is worth telling apart
+        refused = _KEY_REFUSED | (ryml.VALNIL if kind & _FLOW else 0)
+        kind_of, key_of, val_of, next_of, plain = self.type, self.key, self.val, self.next, self.plain
         child, none = self.first(node), ryml.NONE
         while child != none:
-            kind = self.type(child)
-            if kind & _KEY_REFUSED:
-                raise Refused("a key that is not a plain or quoted scalar")
-            key = self.scalar(self.key(child), kind & ryml.KEYQUO)
-            if key is None:  # `: v` is an error to libyaml, `~: v` is not: neither is worth telling apart
-                raise Refused("a null key")
-            out[key] = self.value(child, kind, depth)
-            child = self.next(child)
+            kind = kind_of(child)
+            if kind & refused:
+                raise Refused("a key that is not a plain or quoted scalar, or no value in a flow mapping")
+            text = key_of(child)
+            key = "" if text is None else str(text, "utf-8")
+            if not kind & _KEY_QUOTED:
+                key = plain[key] if key in plain else self.typed(key)
+                if key is None:  # `: v` is an error to libyaml, `~: v` is not: not worth telling apart
+                    raise Refused("a null key")
+            if kind & _NOT_SCALAR:
+                out[key] = self.value(child, kind, depth)
+            else:
+                text = val_of(child)
+                value = "" if text is None else str(text, "utf-8")
+                quoted = kind & _VALUE_QUOTED
+                out[key] = value if quoted else plain[value] if value in plain else self.typed(value)
+            child = next_of(child)
         return out
 
     def sequence(self, node: int, depth: int) -> list[Any]:
+        """A sequence's items (vcrpy's ``!!python/tuple`` is refused: a tag on a collection)."""
         if depth > MAX_DEPTH:
             raise Refused("nested too deeply")
         out: list[Any] = []
+        kind_of, val_of, next_of, plain = self.type, self.val, self.next, self.plain
         child, none = self.first(node), ryml.NONE
         while child != none:
-            out.append(self.value(child, self.type(child), depth))
-            child = self.next(child)
+            kind = kind_of(child)
+            if kind & _NOT_SCALAR:
+                out.append(self.value(child, kind, depth))
+            else:
+                text = val_of(child)
+                value = "" if text is None else str(text, "utf-8")
+                quoted = kind & _VALUE_QUOTED
+                out.append(value if quoted else plain[value] if value in plain else self.typed(value))
+            child = next_of(child)
         return out
 
     def value(self, node: int, kind: int, depth: int) -> Any:
+        """A collection, or a tagged scalar (an anchor or an alias: refused)."""
         if kind & _VALUE_REFUSED:
             if kind & _VALUE_REFUSED != ryml.VALTAG or kind & (ryml.MAP | ryml.SEQ):
                 raise Refused("an anchor, an alias or a tag on a collection")
             return self.tagged(node)
         if kind & ryml.MAP:
-            return self.mapping(node, depth + 1)
-        if kind & ryml.SEQ:
-            return self.sequence(node, depth + 1)
-        return self.scalar(self.val(node), kind & ryml.VALQUO)
+            return self.mapping(node, kind, depth + 1)
+        return self.sequence(node, depth + 1)
 
-    def scalar(self, text: Any, quoted: int) -> Any:
-        """A scalar's value: quoted, literal or folded is text; a plain one is typed as YAML 1.1 types it."""
-        value = "" if text is None else str(text, "utf-8")
-        if quoted:
-            return value
-        typed = self.plain.get(value, self.plain)
-        if typed is self.plain:
-            typed = self.plain[value] = _typed(value)
-        return typed
+    def typed(self, text: str) -> Any:
+        """A plain scalar typed as YAML 1.1 types it (:func:`_typed`), remembered for this document."""
+        value = self.plain[text] = _typed(text)
+        return value
 
     def tagged(self, node: int) -> Any:
         tag = _TAGS.get(bytes(self.tree.val_tag(node)))
@@ -190,8 +221,11 @@ def _typed(text: str) -> Any:
 if ryml is not None:
     _KEY_REFUSED = ryml.KEYANCH | ryml.KEYREF | ryml.KEYTAG
     _VALUE_REFUSED = ryml.VALANCH | ryml.VALREF | ryml.VALTAG
+    _FLOW = ryml.FLOW_SL | ryml.FLOW_ML
+    _NOT_SCALAR = ryml.MAP | ryml.SEQ | _VALUE_REFUSED  # (a tag is read by _Walk.value too)
+    _KEY_QUOTED, _VALUE_QUOTED = ryml.KEYQUO, ryml.VALQUO  # quoted, literal or folded: text as it is
 else:  # pragma: no cover
-    _KEY_REFUSED = _VALUE_REFUSED = 0
+    _KEY_REFUSED = _VALUE_REFUSED = _FLOW = _NOT_SCALAR = _KEY_QUOTED = _VALUE_QUOTED = 0
 
 
 _QUIET = threading.Lock()

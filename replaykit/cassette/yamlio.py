@@ -140,7 +140,8 @@ class Lines:
             self._inside = text.startswith(self._KEY)
         limit = len(text) if final else len(text) - self._AHEAD
         cut = max(self._scan(text, limit), len(text) if final else limit)
-        self._line += text.count(b"\n", 0, cut)
+        if not final:  # the line the next piece starts on (after the last one: not needed)
+            self._line += text.count(b"\n", 0, cut)
         self._rest = bytes(text[cut:])
 
     def _scan(self, text: bytes | bytearray, limit: int) -> int:
