@@ -161,3 +161,18 @@ def test_a_document_too_deep_to_walk_is_loaded_and_not_kept(kept: Path, tmp_path
     assert cassette.load(path).interactions == []
     parsed.flush()
     assert not kept.exists() or not list(kept.glob("*.json"))
+
+
+def test_a_change_to_a_loaded_cassette_is_not_kept(kept: Path, tmp_path: Path,
+                                                   monkeypatch: MonkeyPatch) -> None:
+    # the document is made JSON when it is written, after the load returned: the cassette must not share it
+    path = tmp_path / "c.yaml"
+    path.write_text(TEXT + "x-vendor: {tags: [a]}\n", encoding="utf-8")
+    first = cassette.load(path)
+    first.meta.extra["list"].append("changed")
+    first.extra["x-vendor"]["tags"].append("changed")
+    cassette.clear_cache()  # written now
+    _no_yaml(monkeypatch)
+    again = cassette.load(path)
+    assert again.meta.extra == {"note": 3.5, "list": [1, None, True]}
+    assert again.extra == {"x-vendor": {"tags": ["a"]}}
