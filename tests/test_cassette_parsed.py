@@ -46,7 +46,7 @@ def kept(tmp_path: Path, monkeypatch: MonkeyPatch) -> Path:
 
 
 def _no_yaml(monkeypatch: MonkeyPatch) -> None:
-    def refuse(source: Any) -> Any:
+    def refuse(*_: Any) -> Any:
         raise AssertionError("parsed as YAML")
 
     monkeypatch.setattr(read, "_load_doc", refuse)

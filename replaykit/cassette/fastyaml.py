@@ -25,7 +25,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -61,12 +61,14 @@ class Refused(Exception):
     """A document this parser is not sure to read as ``yaml.safe_load`` does: parse it with libyaml."""
 
 
-def load(data: bytes | bytearray) -> Any:
+def load(data: bytes | bytearray, ready: Callable[[], object] = bytes) -> Any:
     """The document in ``data`` (UTF-8 YAML), or :class:`Refused`. A ``bytearray`` is parsed in place (no
-    copy; it holds no YAML afterwards), ``bytes`` from a copy."""
+    copy; it holds no YAML afterwards), ``bytes`` from a copy; ``ready()`` is called once the bytes are
+    checked, before rapidyaml reads them (e.g. to finish hashing them first)."""
     if ryml is None:
         raise Refused("rapidyaml is not installed")
     _screen(data)
+    ready()
     with _quiet():
         try:
             tree = ryml.parse_in_place(data) if isinstance(data, bytearray) else ryml.parse_in_arena(data)

@@ -104,12 +104,14 @@ def _whole(data: bytes, key: bytes | None) -> Cassette:
     return cassette
 
 
-def _document(data: bytes | bytearray, scan: Lines) -> tuple[Any, list[int], bool, bool]:
+def _document(data: bytes | bytearray, scan: Lines, ready: Callable[[], object] = bytes
+              ) -> tuple[Any, list[int], bool, bool]:
     """:func:`_load_doc` of ``data``, and whether rapidyaml parsed it (:mod:`~replaykit.cassette.fastyaml`:
-    the same values, faster). What it refuses, or a layout whose interactions the line ``scan`` did not
-    find, goes to libyaml; a ``bytearray`` (parsed in place, so no longer YAML) then raises Refused."""
+    the same values, faster; ``ready`` is called before it changes a ``bytearray``). What it refuses, or a
+    layout whose interactions the line ``scan`` did not find, goes to libyaml; a ``bytearray`` (parsed in
+    place, so no longer YAML) then raises Refused."""
     try:
-        doc = fastyaml.load(data)
+        doc = fastyaml.load(data, ready)
     except fastyaml.Refused:
         if isinstance(data, bytearray):
             raise
@@ -131,17 +133,31 @@ def _in_place(held: "_Held") -> tuple[Cassette, bytes, int]:
     scan = Lines()
     scan.feed(data, final=True)
     try:
-        doc, _, _, _ = _document(data, scan)
+        doc, _, _, _ = _document(data, scan, held.key)  # hashed by then: rapidyaml changes the bytes
     finally:
+        held.key()
         data.clear()  # before the bodies' bytes are made, next to their text
-    return build_cassette(doc, lambda count: scan.lines(count, []), False), held.key, size
+    return build_cassette(doc, lambda count: scan.lines(count, []), False), held.key(), size
 
 
 class _Held:
-    """A big file's bytes held whole for rapidyaml, their SHA-256, and the file to stream if it refuses."""
+    """A big file's bytes held whole for rapidyaml, and the file to stream if it refuses. Their SHA-256
+    (for the cache) is taken in a thread beside the checks before the parse (hashlib lets go of the GIL)."""
 
-    def __init__(self, data: bytearray, key: bytes, handle: io.BufferedIOBase) -> None:
-        self.data, self.key, self.handle = data, key, handle
+    def __init__(self, data: bytearray, handle: io.BufferedIOBase, hashed: bool) -> None:
+        self.data, self.handle = data, handle
+        self._sha = hashlib.sha256()
+        self._hashing = threading.Thread(target=self._sha.update, args=(data,), daemon=True)
+        if hashed:
+            self._hashing.start()
+
+    def key(self) -> bytes:
+        """The SHA-256 of the bytes (b"" when they are not hashed), once it is taken."""
+        if not self._hashing.ident:
+            return b""
+        self._hashing.join()
+        return self._sha.digest()
+
 
 
 # ---------------------------------------------------------------- reading: explaining a problem
@@ -364,15 +380,16 @@ def _from_file(handle: io.BufferedReader, where: str, cache: bool, max_body: int
             key = hashlib.sha256(data).digest() if cache else None
             return _cached(data, where, lambda: data, key, max_body, cache)
         handle.seek(0)
+    seen = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
+    known = cache and seen in _SEEN  # then the cache may hold it: hashed first, to look
     held = _hold(handle, status.st_size, cache) if fastyaml.AVAILABLE else None
     if held is not None:
-        return _cached(held, where, lambda: _read_again(handle), held.key or None, max_body, cache)
-    seen = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
-    key = None
-    if cache and seen in _SEEN:
-        key = hashlib.file_digest(handle, "sha256").digest()
+        key = held.key() if known else None
+        cassette = _cached(held, where, lambda: _read_again(handle), key, max_body, cache)
+    else:
+        key = hashlib.file_digest(handle, "sha256").digest() if known else None
         handle.seek(0)
-    cassette = _cached(handle, where, lambda: _read_again(handle), key, max_body, cache)
+        cassette = _cached(handle, where, lambda: _read_again(handle), key, max_body, cache)
     if cache:
         _SEEN[seen] = None
         while len(_SEEN) > 1024:
@@ -387,7 +404,7 @@ def _hold(handle: io.BufferedReader, size: int, cache: bool) -> "_Held | None":
     if handle.readinto(data) != size or handle.read(1):
         handle.seek(0)
         return None
-    return _Held(data, hashlib.sha256(data).digest() if cache else b"", handle)
+    return _Held(data, handle, cache)
 
 
 def _regular(path: str | os.PathLike[str]) -> None:

@@ -72,7 +72,7 @@ def test_every_bundled_cassette_parses_the_same_and_is_not_refused(path: Path) -
 def _libyaml_load(path: Path) -> cassette.Cassette:
     real = fastyaml.load
 
-    def refuse(data: Any) -> Any:
+    def refuse(*_: Any) -> Any:
         raise fastyaml.Refused("libyaml only")
 
     fastyaml.load = refuse
