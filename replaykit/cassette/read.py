@@ -1,6 +1,7 @@
-"""Reading a cassette file: a small one read whole and hashed once, a big one parsed as it is read (never
-held whole); parsed cassettes cached by the SHA-256 of their bytes, in memory and (small ones) on disk
-(:mod:`replaykit.cassette.parsed`); a problem explained with its line."""
+"""Reading a cassette file: a small one read whole and hashed once, a big one read whole and parsed in place
+by rapidyaml (or, when it refuses, parsed by libyaml as it is read); parsed cassettes cached by the SHA-256
+of their bytes, in memory and (small ones) on disk (:mod:`replaykit.cassette.parsed`); a problem explained
+with its line, by libyaml."""
 
 
 import codecs
@@ -26,7 +27,7 @@ from replaykit.errors import CassetteError, located
 # ---------------------------------------------------------------- reading: from a file, as it is read
 
 
-WHOLE = 8 << 20  # a file up to this size is read whole: hashed once, parsed from memory, kept on disk parsed
+WHOLE = 8 << 20  # a file up to this size is hashed once, parsed from memory, kept on disk parsed
 
 
 class _Reader:
@@ -202,8 +203,10 @@ def _yaml_error(exc: yaml.YAMLError, source: bytes | str, where: str) -> Cassett
 def _explain(data: bytes | str, where: str) -> Cassette:
     """Parse ``data`` held in memory: a problem is a CassetteError naming the line at fault and the fix.
 
-    The same parse as :func:`_stream`, in the order that puts an encoding problem first; used once the
-    streamed parse has failed, to say why (it returns a cassette only if the file changed in between).
+    libyaml's parse (as :func:`_stream`'s), in the order that puts an encoding problem first; used once the
+    first parse (rapidyaml's or libyaml's) has failed, to say why, so every message is libyaml's, with its
+    line (it returns a cassette only if the file changed in between, or rapidyaml refused what libyaml
+    reads).
     """
     text = _decode_text(data, where)
     # libyaml reads UTF-8 bytes directly (faster than from str); the pure-Python reader wants text
@@ -353,11 +356,12 @@ _SEEN: OrderedDict[tuple[int, ...], None] = OrderedDict()  # big files loaded: d
 def load(path: str | os.PathLike[str], *, cache: bool = True, max_body: int = MAX_BODY) -> Cassette:
     """Load a cassette file (see :func:`loads`).
 
-    A file up to :data:`WHOLE` bytes is read whole and hashed once. A bigger one is parsed as it is read
-    (its text is never held whole) and hashed on the way; it is hashed first only when a file with the same
-    device, inode, size and mtime was loaded before (then the cache may hold it: the hash, not the
-    metadata, decides). Only a regular file is read: a FIFO or a device named as a cassette is an error,
-    never a wait.
+    A file up to :data:`WHOLE` bytes is read whole and hashed once. A bigger one is read whole and parsed in
+    place by rapidyaml, hashed beside the checks before that parse (or, what rapidyaml refuses, parsed by
+    libyaml as it is read again, never held whole, and hashed on the way); it is hashed first only when a
+    file with the same device, inode, size and mtime was loaded before (then the cache may hold it: the
+    hash, not the metadata, decides). Only a regular file is read: a FIFO or a device named as a cassette
+    is an error, never a wait.
     """
     _regular(path)
     try:
