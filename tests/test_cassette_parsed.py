@@ -176,3 +176,29 @@ def test_a_change_to_a_loaded_cassette_is_not_kept(kept: Path, tmp_path: Path,
     again = cassette.load(path)
     assert again.meta.extra == {"note": 3.5, "list": [1, None, True]}
     assert again.extra == {"x-vendor": {"tags": ["a"]}}
+
+
+def test_a_big_cassette_is_kept_its_long_body_as_it_is(kept: Path, tmp_path: Path,
+                                                       monkeypatch: MonkeyPatch) -> None:
+    # a file over read.WHOLE is read whole and parsed in place: it is kept on disk too, a long string as
+    # its UTF-8 after the JSON (no JSON escapes to decode when it is read back)
+    monkeypatch.setattr(read, "WHOLE", 0)
+    body = "event: delta\ndata: {\"text\": \"caf\u00e9 \\\\n\"}\n\n" * 4000
+    assert len(body) > parsed.LONG
+    path = tmp_path / "big.yaml"
+    cassette.save(cassette.Cassette([cassette.Interaction(
+        cassette.Request("POST", "http://127.0.0.1:9/v1/messages", {}, b"{}"),
+        cassette.Response(200, "OK", {"content-type": ["text/event-stream"]}, body.encode()))]), path)
+    first = cassette.load(path)
+    cassette.clear_cache()
+    (stored,) = kept.glob("*.json")
+    assert body.encode() in stored.read_bytes()
+    _no_yaml(monkeypatch)
+    again = cassette.load(path)
+    assert again == first and again.interactions[0].response.body == body.encode()
+    assert again.interactions[0].line == first.interactions[0].line == 5
+    monkeypatch.undo()
+    monkeypatch.setattr(read, "WHOLE", 0)
+    stored.write_bytes(stored.read_bytes()[:-1])  # the long string cut short: a miss, the file read again
+    cassette.clear_cache()
+    assert cassette.load(path) == first

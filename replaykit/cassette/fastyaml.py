@@ -25,7 +25,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -61,14 +61,17 @@ class Refused(Exception):
     """A document this parser is not sure to read as ``yaml.safe_load`` does: parse it with libyaml."""
 
 
-def load(data: bytes | bytearray, ready: Callable[[], object] = bytes) -> Any:
-    """The document in ``data`` (UTF-8 YAML), or :class:`Refused`. A ``bytearray`` is parsed in place (no
-    copy; it holds no YAML afterwards), ``bytes`` from a copy; ``ready()`` is called once the bytes are
-    checked, before rapidyaml reads them (e.g. to finish hashing them first)."""
+def load(data: bytes | bytearray) -> Any:
+    """The document in ``data`` (UTF-8 YAML), or :class:`Refused`: :func:`screen`, then :func:`parse`."""
+    screen(data)
+    return parse(data)
+
+
+def parse(data: bytes | bytearray) -> Any:
+    """The document in ``data`` (passed by :func:`screen` already), or :class:`Refused`. A ``bytearray`` is
+    parsed in place (no copy; it holds no YAML afterwards), ``bytes`` from a copy."""
     if ryml is None:
         raise Refused("rapidyaml is not installed")
-    _screen(data)
-    ready()
     with _quiet():
         try:
             tree = ryml.parse_in_place(data) if isinstance(data, bytearray) else ryml.parse_in_arena(data)
@@ -84,8 +87,8 @@ def load(data: bytes | bytearray, ready: Callable[[], object] = bytes) -> Any:
         raise Refused(str(exc)) from exc
 
 
-def _screen(data: bytes | bytearray) -> None:
-    """Refuse bytes libyaml might read differently (see the module's docstring)."""
+def screen(data: bytes | bytearray) -> None:
+    """Refuse (:class:`Refused`) bytes libyaml might read differently (see the module's docstring)."""
     if data.translate(None, _ASCII_OK):  # only the bytes refused are copied
         raise Refused("a control character, a tab or a carriage return")
     # each construct is looked for only where a byte it needs is (memchr, fast)

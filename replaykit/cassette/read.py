@@ -80,65 +80,94 @@ def _stream(handle: io.BufferedIOBase) -> tuple[Cassette, bytes, int]:
 def _whole(data: bytes, key: bytes | None) -> Cassette:
     """The cassette in ``data`` (from the disk cache when ``key`` is kept there; a parse is kept there);
     raises _PROBLEMS."""
-    kept = parsed.get(key) if key is not None else None
+    kept = _from_disk(key)
     if kept is not None:
-        try:
-            return build_cassette(kept[0], lambda count: [*kept[1], *[None] * count][:count], False)
-        except Invalid:  # e.g. a body over a lower max_body: explained from the file itself below
-            pass
+        return kept
     scan = Lines()
     scan.feed(data, final=True)
     doc, composed, shared, fast = _document(data, scan)
-    keep = key is not None and not shared and parsed.folder() is not None
-    # a document from rapidyaml is kept as it is and made JSON later; one from libyaml (maybe too deep to
-    # copy) is made JSON now, before build empties it
-    form = None if not keep or fast else parsed.stored_form(doc)
+    return _built(doc, lambda count: scan.lines(count, composed), key, len(data), shared, fast)
+
+
+def _from_disk(key: bytes | None) -> Cassette | None:
+    """The cassette whose document the disk cache keeps under ``key``, or None (none kept, or it fails a
+    check, e.g. a body over a lower max_body: then explained from the file itself)."""
+    kept = parsed.get(key) if key else None
+    if kept is None:
+        return None
+    try:
+        return build_cassette(kept[0], lambda count: [*kept[1], *[None] * count][:count], False)
+    except Invalid:
+        return None
+
+
+def _built(doc: Any, lines_of: Callable[[int], list[int | None]], key: bytes | None, size: int, shared: bool,
+           fast: bool) -> Cassette:
+    """The cassette in a document parsed from ``size`` bytes; the document is handed to the disk cache under
+    ``key`` when it can be kept. One from rapidyaml (``fast``) is kept as it is and made JSON when written;
+    one from libyaml (maybe too deep to copy) is made JSON now, before build empties it."""
+    keep = bool(key) and not shared and size <= parsed.MAX_DOCUMENT and parsed.folder() is not None
+    form = parsed.stored_form(doc) if keep and not fast else None
     lines: list[int | None] = []
 
     def starts(count: int) -> list[int | None]:
-        lines[:] = scan.lines(count, composed)
+        lines[:] = lines_of(count)
         return lines
 
     cassette = build_cassette(doc, starts, shared, keep=keep and fast)
-    if keep and key is not None:
-        parsed.put(key, (lambda: parsed.stored_form(doc)) if fast else (lambda: form), lines, len(data))
+    if keep and key:
+        parsed.put(key, (lambda: parsed.stored_form(doc)) if fast else (lambda: form), lines, size)
     return cassette
 
 
-def _document(data: bytes | bytearray, scan: Lines, ready: Callable[[], object] = bytes
-              ) -> tuple[Any, list[int], bool, bool]:
+def _document(data: bytes, scan: Lines) -> tuple[Any, list[int], bool, bool]:
     """:func:`_load_doc` of ``data``, and whether rapidyaml parsed it (:mod:`~replaykit.cassette.fastyaml`:
-    the same values, faster; ``ready`` is called before it changes a ``bytearray``). What it refuses, or a
-    layout whose interactions the line ``scan`` did not find, goes to libyaml; a ``bytearray`` (parsed in
-    place, so no longer YAML) then raises Refused."""
+    the same values, faster). What it refuses, or a layout whose interactions the line ``scan`` did not
+    find, goes to libyaml."""
     try:
-        doc = fastyaml.load(data, ready)
+        doc = fastyaml.load(data)
     except fastyaml.Refused:
-        if isinstance(data, bytearray):
-            raise
+        pass
     else:
-        items = doc.get("interactions")
-        if not isinstance(items, list) or len(items) == len(scan.found):
+        if _lines_found(doc, scan):
             return doc, [], False, True
-        if isinstance(data, bytearray):
-            raise fastyaml.Refused("interactions not found by the line scan")
     if not data.isascii():
         data.decode("utf-8")  # Python's check, stricter than libyaml's (UnicodeDecodeError: explained)
     return (*_load_doc(data if BaseLoader is not yaml.SafeLoader else data.decode("utf-8")), False)
 
 
+def _lines_found(doc: Any, scan: Lines) -> bool:
+    """Whether the line scan found one line per interaction (else libyaml's nodes tell them)."""
+    items = doc.get("interactions")
+    return not isinstance(items, list) or len(items) == len(scan.found)
+
+
 def _in_place(held: "_Held") -> tuple[Cassette, bytes, int]:
-    """The cassette in a big file read whole (:func:`_from_file`), parsed in place by rapidyaml; its bytes
-    are freed before the bodies are made. Raises fastyaml.Refused (the file is then streamed) or _PROBLEMS."""
+    """The cassette in a big file read whole (:func:`_from_file`): from the disk cache, or parsed in place by
+    rapidyaml. The file's bytes are freed before the document is read from disk or the bodies are made.
+    Raises fastyaml.Refused (the file is then streamed) or _PROBLEMS."""
     data, size = held.data, len(held.data)
     scan = Lines()
     scan.feed(data, final=True)
+    cassette = None
     try:
-        doc, _, _, _ = _document(data, scan, held.key)  # hashed by then: rapidyaml changes the bytes
+        fastyaml.screen(data)  # meanwhile, the bytes are hashed
+        key = held.key()
+        if key and parsed.has(key):  # its document is read instead: the file's bytes go first
+            data.clear()
+            cassette = _from_disk(key)
+            if cassette is None:
+                raise fastyaml.Refused("the kept document does not do: the file is read again")
+        else:
+            doc = fastyaml.parse(data)  # changes the bytes: hashed before
+            if not _lines_found(doc, scan):
+                raise fastyaml.Refused("interactions not found by the line scan")
     finally:
         held.key()
         data.clear()  # before the bodies' bytes are made, next to their text
-    return build_cassette(doc, lambda count: scan.lines(count, []), False), held.key(), size
+    if cassette is None:
+        cassette = _built(doc, lambda count: scan.lines(count, []), key, size, False, True)
+    return cassette, key, size
 
 
 class _Held:
