@@ -146,10 +146,8 @@ def _in_place(held: "_Held") -> tuple[Cassette, bytes, int]:
     """The cassette in a big file read whole (:func:`_from_file`): from the disk cache, or parsed in place by
     rapidyaml. The file's bytes are freed before the document is read from disk or the bodies are made.
     Raises fastyaml.Refused (the file is then streamed) or _PROBLEMS."""
-    data, size = held.data, len(held.data)
-    scan = Lines()
-    scan.feed(data, final=True)
-    cassette = None
+    data = held.read()
+    size, scan, cassette = len(data), Lines(), None
     try:
         fastyaml.screen(data)  # meanwhile, the bytes are hashed
         key = held.key()
@@ -159,6 +157,7 @@ def _in_place(held: "_Held") -> tuple[Cassette, bytes, int]:
             if cassette is None:
                 raise fastyaml.Refused("the kept document does not do: the file is read again")
         else:
+            scan.feed(data, final=True)
             doc = fastyaml.parse(data)  # changes the bytes: hashed before
             if not _lines_found(doc, scan):
                 raise fastyaml.Refused("interactions not found by the line scan")
@@ -171,23 +170,31 @@ def _in_place(held: "_Held") -> tuple[Cassette, bytes, int]:
 
 
 class _Held:
-    """A big file's bytes held whole for rapidyaml, and the file to stream if it refuses. Their SHA-256
-    (for the cache) is taken in a thread beside the checks before the parse (hashlib lets go of the GIL)."""
+    """A big file to read whole for rapidyaml, and to stream if it refuses. Its SHA-256 (for the caches) is
+    taken in a thread beside the checks before the parse (hashlib lets go of the GIL)."""
 
-    def __init__(self, data: bytearray, handle: io.BufferedIOBase, hashed: bool) -> None:
-        self.data, self.handle = data, handle
+    def __init__(self, handle: io.BufferedReader, size: int, hashed: bool) -> None:
+        self.handle, self.data, self._hashed = handle, bytearray(), hashed
+        self._size = size
         self._sha = hashlib.sha256()
-        self._hashing = threading.Thread(target=self._sha.update, args=(data,), daemon=True)
-        if hashed:
+        self._hashing: threading.Thread | None = None
+
+    def read(self) -> bytearray:
+        """The file's bytes, in one buffer (its SHA-256 begun); Refused when the file grew meanwhile."""
+        self.data = bytearray(self._size)
+        if self.handle.readinto(self.data) != self._size or self.handle.read(1):
+            raise fastyaml.Refused("the file grew meanwhile")
+        if self._hashed:
+            self._hashing = threading.Thread(target=self._sha.update, args=(self.data,), daemon=True)
             self._hashing.start()
+        return self.data
 
     def key(self) -> bytes:
-        """The SHA-256 of the bytes (b"" when they are not hashed), once it is taken."""
-        if not self._hashing.ident:
+        """The SHA-256 of the bytes read (b"" when they are not hashed), once it is taken."""
+        if self._hashing is None:
             return b""
         self._hashing.join()
         return self._sha.digest()
-
 
 
 # ---------------------------------------------------------------- reading: explaining a problem
@@ -270,6 +277,7 @@ def _parse(source: "io.BufferedIOBase | bytes | _Held", where: str, original: Ca
             try:
                 return _in_place(source)
             except fastyaml.Refused:
+                source.data.clear()
                 source.handle.seek(0)
                 source = source.handle
         return _stream(source)
@@ -414,30 +422,17 @@ def _from_file(handle: io.BufferedReader, where: str, cache: bool, max_body: int
             return _cached(data, where, lambda: data, key, max_body, cache)
         handle.seek(0)
     seen = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
-    known = cache and seen in _SEEN  # then the cache may hold it: hashed first, to look
-    held = _hold(handle, status.st_size, cache) if fastyaml.AVAILABLE else None
-    if held is not None:
-        key = held.key() if known else None
-        cassette = _cached(held, where, lambda: _read_again(handle), key, max_body, cache)
-    else:
-        key = hashlib.file_digest(handle, "sha256").digest() if known else None
+    key = None
+    if cache and seen in _SEEN:  # then the cache may hold it: hashed first, to look
+        key = hashlib.file_digest(handle, "sha256").digest()
         handle.seek(0)
-        cassette = _cached(handle, where, lambda: _read_again(handle), key, max_body, cache)
+    source = _Held(handle, status.st_size, cache) if fastyaml.AVAILABLE else handle
+    cassette = _cached(source, where, lambda: _read_again(handle), key, max_body, cache)
     if cache:
         _SEEN[seen] = None
         while len(_SEEN) > 1024:
             _SEEN.popitem(last=False)
     return cassette
-
-
-def _hold(handle: io.BufferedReader, size: int, cache: bool) -> "_Held | None":
-    """A big file's bytes read whole into one buffer (for rapidyaml to parse in place), hashed when they
-    may be ``cache``d; None when the file grew meanwhile (it is then streamed)."""
-    data = bytearray(size)
-    if handle.readinto(data) != size or handle.read(1):
-        handle.seek(0)
-        return None
-    return _Held(data, handle, cache)
 
 
 def _regular(path: str | os.PathLike[str]) -> None:
