@@ -395,10 +395,10 @@ def load(path: str | os.PathLike[str], *, cache: bool = True, max_body: int = MA
 
     A file up to :data:`WHOLE` bytes is read whole and hashed once. A bigger one is read whole and parsed in
     place by rapidyaml, hashed beside the checks before that parse (or, what rapidyaml refuses, parsed by
-    libyaml as it is read again, never held whole, and hashed on the way); it is hashed first only when a
-    file with the same device, inode, size and mtime was loaded before (then the cache may hold it: the
-    hash, not the metadata, decides). Only a regular file is read: a FIFO or a device named as a cassette
-    is an error, never a wait.
+    libyaml as it is read again, never held whole, and hashed on the way); it is hashed first, as it
+    streams, only when a file with the same device, inode, size and mtime was loaded before (then the
+    memory cache may hold it: the hash, not the metadata, decides). Only a regular file is read: a FIFO or
+    a device named as a cassette is an error, never a wait.
     """
     _regular(path)
     try:
