@@ -50,7 +50,7 @@ def _no_yaml(monkeypatch: MonkeyPatch) -> None:
         raise AssertionError("parsed as YAML")
 
     monkeypatch.setattr(read, "_load_doc", refuse)
-    monkeypatch.setattr(read.fastyaml, "load", refuse)
+    monkeypatch.setattr(read.fastyaml, "parse", refuse)
 
 
 def test_a_cassette_read_once_loads_from_disk_as_it_parsed(kept: Path, tmp_path: Path,
@@ -78,7 +78,7 @@ def test_a_new_process_loads_from_disk(kept: Path, tmp_path: Path) -> None:
                    check=True)
     assert len(list(kept.glob("*.json"))) == 1  # written as that process exited
     script = ("import sys; from replaykit.cassette import read\n"
-              "read._load_doc = read.fastyaml.load = None  # any YAML parse fails\n"
+              "read._load_doc = read.fastyaml.parse = None  # any YAML parse fails\n"
               "print(len(read.load(sys.argv[1]).interactions))")
     done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True,
                           env={**os.environ, parsed.ENV: str(kept)}, check=True)
