@@ -43,8 +43,10 @@ _STR, _BINARY = "tag:yaml.org,2002:str", "tag:yaml.org,2002:binary"
 _TAGS = {b"!!str": _STR, b"!!python/str": _STR, b"!!python/unicode": _STR, b"!!binary": _BINARY}
 _RESOLVERS = yaml.resolver.Resolver.yaml_implicit_resolvers  # YAML 1.1 plain scalars, by first character
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
-# bytes that need a closer look (anything but printable ASCII, LF, and the bytes of other UTF-8 characters)
-_ASCII_OK = bytes([0x0A, *range(0x20, 0x7F), *range(0x80, 0x100)])
+# the bytes one pass over the file keeps for a closer look: ASCII controls but LF, and the three bytes the
+# constructs below need (every other printable ASCII byte, and the bytes of other UTF-8 characters, go)
+_MARKS = b"\\#%"
+_PLAIN_BYTES = bytes(sorted({0x0A, *range(0x20, 0x7F), *range(0x80, 0x100)} - set(_MARKS)))
 # UTF-8 characters YAML forbids or reads as a line break in 1.1 only: C1 controls and NEL, LS, PS, BOM,
 # U+FFFE/U+FFFF (surrogates are not UTF-8: the decoder refuses them)
 _UNSAFE = re.compile(rb"\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]|\xef\xbb\xbf|\xef\xbf[\xbe\xbf]")
@@ -89,14 +91,15 @@ def parse(data: bytes | bytearray) -> Any:
 
 def screen(data: bytes | bytearray) -> None:
     """Refuse (:class:`Refused`) bytes libyaml might read differently (see the module's docstring)."""
-    if data.translate(None, _ASCII_OK):  # only the bytes refused are copied
+    kept = data.translate(None, _PLAIN_BYTES)  # one pass; what it keeps is short, as a rule
+    if kept.translate(None, _MARKS):
         raise Refused("a control character, a tab or a carriage return")
-    # each construct is looked for only where a byte it needs is (memchr, fast)
-    if data.find(b"\\") >= 0 and _ESCAPED_BREAK.search(data):
+    # each construct is looked for only when a byte it needs is there
+    if b"\\" in kept and _ESCAPED_BREAK.search(data):
         raise Refused("an escaped line break before a blank line")
-    if data.startswith(b"%") or (data.find(b"%") >= 0 and _DIRECTIVE.search(data)):
+    if b"%" in kept and (data.startswith(b"%") or _DIRECTIVE.search(data)):
         raise Refused("a directive")
-    if _comment_in_flow(data):
+    if b"#" in kept and _comment_in_flow(data):
         raise Refused("a comment inside a flow mapping")
     if not data.isascii():
         decoder = codecs.getincrementaldecoder("utf-8")()
