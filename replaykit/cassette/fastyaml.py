@@ -237,7 +237,7 @@ else:  # pragma: no cover
 
 
 _QUIET = threading.Lock()
-_CAUGHT: list[int] = []  # the file that stands in for stderr while rapidyaml parses (made once)
+_CAUGHT: list[Any] = []  # the file that stands in for stderr while rapidyaml parses (made once, kept open)
 
 
 @contextmanager
@@ -245,15 +245,17 @@ def _quiet() -> Iterator[None]:
     """Catch what is written to file descriptor 2 meanwhile: rapidyaml prints each error it raises there.
 
     What other threads write meanwhile is written out afterwards; only rapidyaml's own report of an error
-    (its ``line=... ERROR: ...`` line and the ``(detected here)`` line after it) is dropped.
+    (its ``line=... ERROR: ...`` line and the ``(detected here)`` line after it) is dropped. Without a
+    descriptor 2 (closed) or a temporary file, nothing is caught.
     """
     with _QUIET:
-        if not _CAUGHT:
-            handle, name = tempfile.mkstemp(prefix="replaykit-ryml-")
-            os.unlink(name)
-            _CAUGHT.append(handle)
-        caught = _CAUGHT[0]
-        saved = os.dup(2)
+        try:
+            if not _CAUGHT:
+                _CAUGHT.append(tempfile.TemporaryFile())  # noqa: SIM115 - open for the process's life
+            caught, saved = _CAUGHT[0].fileno(), os.dup(2)
+        except OSError:
+            yield
+            return
         os.dup2(caught, 2)
         failed = True
         try:

@@ -235,3 +235,11 @@ def test_a_big_file_rapidyaml_refuses_is_streamed_by_libyaml(tmp_path: Path, mon
     loaded = cassette.load(path, cache=False)  # the alias: refused by rapidyaml, after its bytes were read
     assert loaded.interactions[0].response.headers == {"content-type": ["text/plain"]}
     assert loaded.interactions[0].line == 4
+
+
+def test_a_process_without_stderr_still_parses() -> None:
+    script = ("import os\nos.close(2)\nfrom replaykit.cassette import fastyaml\n"
+              "print(fastyaml.load(bytearray(b'a: 1\\n')))\n"
+              "try:\n    fastyaml.load(bytearray(b'a: [1\\n'))\nexcept fastyaml.Refused:\n    print('refused')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["{'a':", "1}", "refused"]
