@@ -240,6 +240,8 @@ def test_a_big_file_rapidyaml_refuses_is_streamed_by_libyaml(tmp_path: Path, mon
 def test_a_process_without_stderr_still_parses() -> None:
     script = ("import os\nos.close(2)\nfrom replaykit.cassette import fastyaml\n"
               "print(fastyaml.load(bytearray(b'a: 1\\n')))\n"
-              "try:\n    fastyaml.load(bytearray(b'a: [1\\n'))\nexcept fastyaml.Refused:\n    print('refused')\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+              "try:\n    fastyaml.load(bytearray(b'a: [1\\n'))\n"
+              "except fastyaml.Refused:\n    print('refused')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          check=True)
     assert done.stdout.split() == ["{'a':", "1}", "refused"]
