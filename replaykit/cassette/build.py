@@ -60,14 +60,22 @@ def _text_or_bytes(value: Any, at: Where) -> bytes | None:
 def _headers(raw: Any, at: Where) -> Headers:
     if raw is None:
         return {}
-    fix = "write headers as `name: [value, ...]`"
     out: Headers = {}
-    for name, values in _mapping(raw, at, fix).items():
-        listed = list(values) if isinstance(values, list | tuple) else [values]
-        if any(isinstance(value, dict | list | tuple) or value is None for value in listed):
-            raise Invalid((*at, str(name)), f"{dotted((*at, str(name)))} must hold text values", fix)
-        out[str(name)] = [str(value) for value in listed]
+    for name, values in _mapping(raw, at, _HEADERS_FIX).items():
+        listed = values if isinstance(values, list | tuple) else [values]
+        # a new list of text (a header is read for each load: text, nearly always, is taken as it is)
+        out[str(name)] = [value if type(value) is str else _header_text(value, (*at, str(name)))
+                          for value in listed]
     return out
+
+
+_HEADERS_FIX = "write headers as `name: [value, ...]`"
+
+
+def _header_text(value: Any, at: Where) -> str:
+    if isinstance(value, dict | list | tuple) or value is None:
+        raise Invalid(at, f"{dotted(at)} must hold text values", _HEADERS_FIX)
+    return str(value)
 
 
 def _replayed_json(parsed: Any) -> bytes:

@@ -23,6 +23,7 @@ error with its line, as before:
 Without rapidyaml installed every document is refused.
 """
 
+import atexit
 import codecs
 import os
 import re
@@ -255,6 +256,7 @@ def _quiet() -> Iterator[None]:
         try:
             if not _CAUGHT:
                 _CAUGHT.append(tempfile.TemporaryFile())  # noqa: SIM115 - open for the process's life
+                atexit.register(_CAUGHT[0].close)
             caught, saved = _CAUGHT[0].fileno(), os.dup(2)
         except OSError:
             yield
