@@ -202,3 +202,8 @@ def test_a_big_cassette_is_kept_its_long_body_as_it_is(kept: Path, tmp_path: Pat
     stored.write_bytes(stored.read_bytes()[:-1])  # the long string cut short: a miss, the file read again
     cassette.clear_cache()
     assert cassette.load(path) == first
+    cassette.clear_cache()
+    assert cassette.load(path) == first  # parsed and kept anew
+    cassette.clear_cache()
+    _no_yaml(monkeypatch)
+    assert cassette.load(path) == first

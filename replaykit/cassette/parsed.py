@@ -35,8 +35,8 @@ from typing import Any
 
 from replaykit.cassette.write import write_atomic
 
-__all__ = ["ENV", "FLUSH_BYTES", "LONG", "MAX_BYTES", "MAX_DOCUMENT", "MAX_ENTRIES", "flush", "folder", "get",
-           "has", "put", "stored_form"]
+__all__ = ["ENV", "FLUSH_BYTES", "LONG", "MAX_BYTES", "MAX_DOCUMENT", "MAX_ENTRIES", "flush", "folder",
+           "forget", "get", "has", "put", "stored_form"]
 
 ENV = "REPLAYKIT_CASSETTE_CACHE"
 MAX_ENTRIES = 512
@@ -172,6 +172,13 @@ def has(key: bytes) -> bool:
     """Whether a document is kept under ``key`` (:func:`get` may still miss: a damaged file)."""
     path = _file(key)
     return path is not None and path.is_file()
+
+
+def forget(key: bytes) -> None:
+    """Drop what is kept under ``key`` (a file :func:`get` cannot read: the next parse keeps it again)."""
+    path = _file(key)
+    if path is not None:
+        path.unlink(missing_ok=True)
 
 
 def get(key: bytes) -> tuple[Any, list[int | None]] | None:

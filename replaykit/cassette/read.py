@@ -154,7 +154,8 @@ def _in_place(held: "_Held") -> tuple[Cassette, bytes, int]:
         if key and parsed.has(key):  # its document is read instead: the file's bytes go first
             data.clear()
             cassette = _from_disk(key)
-            if cassette is None:
+            if cassette is None:  # unreadable, or over a lower max_body: read the file again, keep it anew
+                parsed.forget(key)
                 raise fastyaml.Refused("the kept document does not do: the file is read again")
         else:
             scan.feed(data, final=True)
