@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import os
 import subprocess
 import sys
@@ -207,3 +208,17 @@ def test_a_big_cassette_is_kept_its_long_body_as_it_is(kept: Path, tmp_path: Pat
     with monkeypatch.context() as patched:
         _no_yaml(patched)
         assert cassette.load(path) == first
+
+
+def test_a_big_cassette_is_kept_under_the_hash_of_its_bytes(kept: Path, tmp_path: Path,
+                                                            monkeypatch: MonkeyPatch) -> None:
+    # hashed in a thread beside the checks, before rapidyaml parses the bytes in place (and changes them)
+    monkeypatch.setattr(read, "WHOLE", 0)
+    path = tmp_path / "big.yaml"
+    for body in (b"first body", b"second body"):
+        cassette.save(cassette.Cassette([cassette.Interaction(
+            cassette.Request("GET", "http://127.0.0.1:9/v1/models"),
+            cassette.Response(200, "OK", {"content-type": ["text/plain"]}, body))]), path)
+        assert cassette.load(path).interactions[0].response.body == body
+        cassette.clear_cache()
+        assert (kept / f"{hashlib.sha256(path.read_bytes()).hexdigest()}.json").is_file()
