@@ -663,13 +663,34 @@ def traced_peak(action: Any) -> int:
 @pytest.mark.parametrize(("items", "most"), [(1, 2.2), (8, 1.3)])
 def test_loading_holds_no_copy_of_the_file(tmp_path: Path, items: int, most: float,
                                            monkeypatch: MonkeyPatch) -> None:
-    # a file over read.WHOLE (here: any) is streamed. One body: its text (built by libyaml) and its bytes,
-    # never the file's bytes and text as well; many bodies: each text is dropped once its bytes exist
+    # a file over read.WHOLE (here: any) is streamed when rapidyaml is not there. One body: its text (built
+    # by libyaml) and its bytes, never the file's bytes and text as well; many bodies: each text is dropped
+    # once its bytes exist
     monkeypatch.setattr(read, "WHOLE", 0)
+    monkeypatch.setattr(read.fastyaml, "AVAILABLE", False)
     path = tmp_path / "big.yaml"
     body = big_stream_cassette(path, 2_000_000 // items, items)
     peak = traced_peak(lambda: cassette.load(path, cache=False))
     assert peak < most * body * items, f"peak {peak} for {items} bodies of {body} bytes"
+
+
+@pytest.mark.parametrize("items", [1, 8])
+def test_a_big_file_parsed_in_place_holds_its_bytes_or_its_text(tmp_path: Path, items: int,
+                                                                 monkeypatch: MonkeyPatch) -> None:
+    # a file over read.WHOLE parsed by rapidyaml: its bytes (parsed in place, no copy) next to the bodies'
+    # text, then each text next to its bytes; never the bytes, the text and the bodies at once
+    monkeypatch.setattr(read, "WHOLE", 0)
+    path = tmp_path / "big.yaml"
+    body = big_stream_cassette(path, 2_000_000 // items, items)
+    real, parses = read._in_place, []
+
+    def counted(held: Any) -> Any:
+        parses.append(held)
+        return real(held)
+
+    monkeypatch.setattr(read, "_in_place", counted)
+    peak = traced_peak(lambda: cassette.load(path, cache=False))
+    assert parses and peak < 2.2 * body * items, f"peak {peak} for {items} bodies of {body} bytes"
 
 
 def test_a_shared_interactions_list_is_left_whole(tmp_path: Path) -> None:
@@ -682,8 +703,10 @@ def test_a_shared_interactions_list_is_left_whole(tmp_path: Path) -> None:
 
 def test_a_file_changed_while_loading_is_cached_as_what_was_parsed(tmp_path: Path,
                                                                    monkeypatch: MonkeyPatch) -> None:
-    # a streamed file loaded before is hashed first (the cache may hold it), then parsed as it is read
+    # a streamed file loaded before is hashed first (the cache may hold it), then parsed as it is read (one
+    # held whole for rapidyaml is read once, hashed and parsed from the same bytes)
     monkeypatch.setattr(read, "WHOLE", 0)
+    monkeypatch.setattr(read.fastyaml, "AVAILABLE", False)
     old = one("    status: {code: 200, message: OK}\n    body: {string: aaaa}\n")
     path = write(tmp_path, old)
     assert cassette.load(path).interactions[0].response.body == b"aaaa"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import os
 import subprocess
 import sys
@@ -46,10 +47,11 @@ def kept(tmp_path: Path, monkeypatch: MonkeyPatch) -> Path:
 
 
 def _no_yaml(monkeypatch: MonkeyPatch) -> None:
-    def refuse(source: Any) -> Any:
+    def refuse(*_: Any) -> Any:
         raise AssertionError("parsed as YAML")
 
     monkeypatch.setattr(read, "_load_doc", refuse)
+    monkeypatch.setattr(read.fastyaml, "parse", refuse)
 
 
 def test_a_cassette_read_once_loads_from_disk_as_it_parsed(kept: Path, tmp_path: Path,
@@ -77,7 +79,7 @@ def test_a_new_process_loads_from_disk(kept: Path, tmp_path: Path) -> None:
                    check=True)
     assert len(list(kept.glob("*.json"))) == 1  # written as that process exited
     script = ("import sys; from replaykit.cassette import read\n"
-              "read._load_doc = None  # any YAML parse fails\n"
+              "read._load_doc = read.fastyaml.parse = None  # any YAML parse fails\n"
               "print(len(read.load(sys.argv[1]).interactions))")
     done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True,
                           env={**os.environ, parsed.ENV: str(kept)}, check=True)
@@ -160,3 +162,63 @@ def test_a_document_too_deep_to_walk_is_loaded_and_not_kept(kept: Path, tmp_path
     assert cassette.load(path).interactions == []
     parsed.flush()
     assert not kept.exists() or not list(kept.glob("*.json"))
+
+
+def test_a_change_to_a_loaded_cassette_is_not_kept(kept: Path, tmp_path: Path,
+                                                   monkeypatch: MonkeyPatch) -> None:
+    # the document is made JSON when it is written, after the load returned: the cassette must not share it
+    path = tmp_path / "c.yaml"
+    path.write_text(TEXT + "x-vendor: {tags: [a]}\n", encoding="utf-8")
+    first = cassette.load(path)
+    first.meta.extra["list"].append("changed")
+    first.extra["x-vendor"]["tags"].append("changed")
+    cassette.clear_cache()  # written now
+    _no_yaml(monkeypatch)
+    again = cassette.load(path)
+    assert again.meta.extra == {"note": 3.5, "list": [1, None, True]}
+    assert again.extra == {"x-vendor": {"tags": ["a"]}}
+
+
+def test_a_big_cassette_is_kept_its_long_body_as_it_is(kept: Path, tmp_path: Path,
+                                                       monkeypatch: MonkeyPatch) -> None:
+    # a file over read.WHOLE is read whole and parsed in place: it is kept on disk too, a long string as
+    # its UTF-8 after the JSON (no JSON escapes to decode when it is read back)
+    monkeypatch.setattr(read, "WHOLE", 0)
+    body = "event: delta\ndata: {\"text\": \"caf\u00e9 \\\\n\"}\n\n" * 4000
+    assert len(body) > parsed.LONG
+    path = tmp_path / "big.yaml"
+    cassette.save(cassette.Cassette([cassette.Interaction(
+        cassette.Request("POST", "http://127.0.0.1:9/v1/messages", {}, b"{}"),
+        cassette.Response(200, "OK", {"content-type": ["text/event-stream"]}, body.encode()))]), path)
+    first = cassette.load(path)
+    cassette.clear_cache()
+    (stored,) = kept.glob("*.json")
+    assert body.encode() in stored.read_bytes()
+    with monkeypatch.context() as patched:
+        _no_yaml(patched)
+        again = cassette.load(path)
+    assert again == first and again.interactions[0].response.body == body.encode()
+    assert again.interactions[0].line == first.interactions[0].line == 5
+    stored.write_bytes(stored.read_bytes()[:-1])  # the long string cut short: a miss, the file read again
+    cassette.clear_cache()
+    assert cassette.load(path) == first
+    cassette.clear_cache()
+    assert cassette.load(path) == first  # parsed again, and kept anew
+    cassette.clear_cache()
+    with monkeypatch.context() as patched:
+        _no_yaml(patched)
+        assert cassette.load(path) == first
+
+
+def test_a_big_cassette_is_kept_under_the_hash_of_its_bytes(kept: Path, tmp_path: Path,
+                                                            monkeypatch: MonkeyPatch) -> None:
+    # hashed in a thread beside the checks, before rapidyaml parses the bytes in place (and changes them)
+    monkeypatch.setattr(read, "WHOLE", 0)
+    path = tmp_path / "big.yaml"
+    for body in (b"first body", b"second body"):
+        cassette.save(cassette.Cassette([cassette.Interaction(
+            cassette.Request("GET", "http://127.0.0.1:9/v1/models"),
+            cassette.Response(200, "OK", {"content-type": ["text/plain"]}, body))]), path)
+        assert cassette.load(path).interactions[0].response.body == body
+        cassette.clear_cache()
+        assert (kept / f"{hashlib.sha256(path.read_bytes()).hexdigest()}.json").is_file()

@@ -3,6 +3,7 @@ at a path inside the document, given its line later), bodies decoded within boun
 decompression bombs, alias bombs)."""
 
 
+import copy
 import itertools
 import json
 import math
@@ -59,14 +60,22 @@ def _text_or_bytes(value: Any, at: Where) -> bytes | None:
 def _headers(raw: Any, at: Where) -> Headers:
     if raw is None:
         return {}
-    fix = "write headers as `name: [value, ...]`"
     out: Headers = {}
-    for name, values in _mapping(raw, at, fix).items():
-        listed = list(values) if isinstance(values, list | tuple) else [values]
-        if any(isinstance(value, dict | list | tuple) or value is None for value in listed):
-            raise Invalid((*at, str(name)), f"{dotted((*at, str(name)))} must hold text values", fix)
-        out[str(name)] = [str(value) for value in listed]
+    for name, values in _mapping(raw, at, _HEADERS_FIX).items():
+        listed = values if isinstance(values, list | tuple) else [values]
+        # a new list of text (a header is read for each load: text, nearly always, is taken as it is)
+        out[str(name)] = [value if type(value) is str else _header_text(value, (*at, str(name)))
+                          for value in listed]
     return out
+
+
+_HEADERS_FIX = "write headers as `name: [value, ...]`"
+
+
+def _header_text(value: Any, at: Where) -> str:
+    if isinstance(value, dict | list | tuple) or value is None:
+        raise Invalid(at, f"{dotted(at)} must hold text values", _HEADERS_FIX)
+    return str(value)
 
 
 def _replayed_json(parsed: Any) -> bytes:
@@ -260,12 +269,15 @@ def _meta(raw: Any) -> Meta:
     return Meta(origin, texts[0], texts[1], texts[2], texts[3], ours)
 
 
-def build_cassette(doc: Any, lines: Callable[[int], list[int | None]], shared: bool) -> Cassette:
+def build_cassette(doc: Any, lines: Callable[[int], list[int | None]], shared: bool,
+                   keep: bool = False) -> Cassette:
     """The cassette in a loaded document.
 
     In a document where nothing is ``shared`` (no YAML alias), the interactions list is emptied as each one
-    is converted, so each text body can be freed as soon as its bytes exist. A shared one is first checked
-    for what its aliases expand to (:func:`check_expansion`).
+    is converted, so each text body can be freed as soon as its bytes exist. A document to ``keep`` is left
+    as it is and the cassette shares nothing that can change with it (its extra keys are copied: keep only
+    a document shallow enough to copy). A shared one is first checked for what its aliases expand to
+    (:func:`check_expansion`).
     """
     fix = "a vcrpy cassette is a mapping with `version: 1` and `interactions:`"
     if shared:
@@ -282,10 +294,13 @@ def build_cassette(doc: Any, lines: Callable[[int], list[int | None]], shared: b
     items = []
     for index, raw in enumerate(raw_items):
         items.append(_interaction(raw, index, starts[index]))
-        if not shared:
+        if not shared and not keep:
             raw_items[index] = None
     extra = {str(k): v for k, v in top.items() if k not in {"version", "interactions", "replaykit"}}
-    return Cassette(items, _meta(top.get("replaykit")), None, extra)
+    meta = _meta(top.get("replaykit"))
+    if keep:
+        extra, meta.extra = copy.deepcopy(extra), copy.deepcopy(meta.extra)
+    return Cassette(items, meta, None, extra)
 
 
 MAX_EXPANSION = 1_000_000  # nodes YAML aliases may expand to (and then 10x the nodes written), at most

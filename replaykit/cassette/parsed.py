@@ -10,9 +10,13 @@ file is always explained from its own text.
 
 The folder: ``$REPLAYKIT_CASSETTE_CACHE`` (``off`` or empty: none), else ``replaykit-cache/cassettes`` inside
 the virtual environment replaykit runs in (none outside one). At most :data:`MAX_ENTRIES` files and
-:data:`MAX_BYTES` bytes are kept (the oldest go first). Writing waits (a first load pays no write): the
-documents are written, atomically, when the process exits, when the memory cache is cleared or once
-:data:`FLUSH_BYTES` wait (:func:`flush`). An unreadable or foreign file is a miss, never an error.
+:data:`MAX_BYTES` bytes are kept (the oldest go first). Writing waits (a load makes and writes none of its
+own): the documents are made into JSON and written, atomically, when the process exits, when the
+memory cache is cleared or once documents parsed from :data:`FLUSH_BYTES` bytes would wait (:func:`flush`),
+so the documents held in memory meanwhile are those of at most that many bytes, plus the last one. A string
+longer than :data:`LONG` characters is kept as its UTF-8 after the JSON (read back without decoding JSON).
+A document from more than :data:`MAX_DOCUMENT` bytes is not kept. An unreadable or foreign file is a miss,
+never an error.
 """
 
 from __future__ import annotations
@@ -25,20 +29,24 @@ import math
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from replaykit.cassette.write import write_atomic
 
-__all__ = ["ENV", "FLUSH_BYTES", "MAX_BYTES", "MAX_ENTRIES", "flush", "folder", "get", "put", "stored_form"]
+__all__ = ["ENV", "FLUSH_BYTES", "LONG", "MAX_BYTES", "MAX_DOCUMENT", "MAX_ENTRIES", "flush", "folder",
+           "forget", "get", "has", "put", "stored_form"]
 
 ENV = "REPLAYKIT_CASSETTE_CACHE"
 MAX_ENTRIES = 512
 MAX_BYTES = 1 << 30
-FLUSH_BYTES = 16 << 20  # waiting documents are written once they hold this much
-_WAITING: list[tuple[Path, bytes]] = []
+FLUSH_BYTES = 16 << 20  # waiting documents are written once they were parsed from this many bytes
+_WAITING: list[tuple[Path, Callable[[], list[bytes] | None], list[int | None], int]] = []  # put's arguments
 _LOCK = threading.Lock()
-_FORMAT = 1  # the stored form's version: a file of another version is a miss
+_FORMAT = 2  # the stored form's version: a file of another version is a miss
+LONG = 1 << 16  # a string longer than this is kept as its UTF-8 after the JSON (no JSON to decode)
+MAX_DOCUMENT = 256 << 20  # a document parsed from more bytes is not kept
 _Place = list[str | int]
 
 
@@ -57,16 +65,22 @@ def _file(key: bytes) -> Path | None:
     return root / f"{key.hex()}.json" if root is not None else None
 
 
-def stored_form(doc: Any) -> bytes | None:
-    """``doc`` as the JSON kept on disk (without the lines), or None when JSON would not give it back."""
+def stored_form(doc: Any) -> list[bytes] | None:
+    """``doc`` as it is kept on disk (without the lines), in pieces, or None when JSON would not give it
+    back: the places of its bytes, the places and sizes of its long strings, the JSON of the rest (a long
+    string written ``""`` there), then each long string's UTF-8 as it is."""
     binary: list[_Place] = []
+    texts: list[_Place] = []
     try:
-        if not _plain(doc, [], binary):
+        if not _plain(doc, [], binary, texts):
             return None
-        text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"), default=_base64)
-        return json.dumps(binary).encode() + b"\n" + text.encode("utf-8")
+        blobs = [_at(doc, place).encode("utf-8") for place in texts]
+        shown = json.dumps(_blanked(doc, texts), ensure_ascii=False, separators=(",", ":"), default=_base64)
     except (ValueError, UnicodeEncodeError, RecursionError):  # a lone surrogate, a very deep document
         return None
+    sizes = [[place, len(blob)] for place, blob in zip(texts, blobs, strict=True)]
+    return [json.dumps(binary).encode() + b"\n" + json.dumps(sizes).encode() + b"\n" + shown.encode("utf-8")
+            + b"\n", *blobs]
 
 
 def _base64(value: Any) -> str:
@@ -75,10 +89,15 @@ def _base64(value: Any) -> str:
     raise TypeError(type(value).__name__)  # pragma: no cover - _plain let only bytes through
 
 
-def _plain(value: Any, place: _Place, binary: list[_Place]) -> bool:
-    """Whether JSON gives ``value`` back as it is (bytes: their place is noted in ``binary``)."""
+def _plain(value: Any, place: _Place, binary: list[_Place], texts: list[_Place]) -> bool:
+    """Whether JSON gives ``value`` back as it is (the places of bytes are noted in ``binary``, of strings
+    longer than :data:`LONG` in ``texts``)."""
     kind = type(value)
-    if kind in (str, int, bool) or value is None:
+    if kind is str:
+        if len(value) > LONG:
+            texts.append(list(place))
+        return True
+    if kind in (int, bool) or value is None:
         return True
     if kind is float:
         return math.isfinite(value)
@@ -86,24 +105,44 @@ def _plain(value: Any, place: _Place, binary: list[_Place]) -> bool:
         binary.append(list(place))
         return True
     if kind is list:
-        return all(_plain(item, [*place, index], binary) for index, item in enumerate(value))
+        return all(_plain(item, [*place, index], binary, texts) for index, item in enumerate(value))
     if kind is dict:
-        return all(type(key) is str and _plain(item, [*place, key], binary) for key, item in value.items())
+        return all(type(key) is str and _plain(item, [*place, key], binary, texts)
+                   for key, item in value.items())
     return False
 
 
-def put(key: bytes, form: bytes, lines: list[int | None]) -> None:
-    """Keep a document's :func:`stored_form` and its interactions' lines under ``key`` (written by
-    :func:`flush`)."""
+def _at(doc: Any, place: _Place) -> Any:
+    for part in place:
+        doc = doc[part]
+    return doc
+
+
+def _blanked(doc: Any, places: list[_Place]) -> Any:
+    """``doc`` with the value at each place written ``""`` (the lists and mappings on the way copied)."""
+    if not places:
+        return doc
+    copy: Any = list(doc) if isinstance(doc, list) else dict(doc)
+    firsts = {place[0] for place in places}
+    for first in firsts:
+        rest = [place[1:] for place in places if place[0] == first]
+        copy[first] = "" if rest == [[]] else _blanked(doc[first], rest)
+    return copy
+
+
+def put(key: bytes, form: Callable[[], list[bytes] | None], lines: list[int | None], size: int) -> None:
+    """Keep a document parsed from ``size`` bytes under ``key``, with its interactions' lines: ``form``
+    gives its :func:`stored_form` when :func:`flush` writes it. A load pays neither: when documents from
+    more than :data:`FLUSH_BYTES` would wait, the ones waiting before are written, and this one waits."""
     path = _file(key)
     if path is None:
         return
-    head = json.dumps({"format": _FORMAT, "lines": lines}).encode()
     with _LOCK:
-        _WAITING.append((path, head + b"\n" + form))
-        full = sum(len(data) for _, data in _WAITING) > FLUSH_BYTES
+        full = bool(_WAITING) and sum(waiting[3] for waiting in _WAITING) + size > FLUSH_BYTES
     if full:
         flush()
+    with _LOCK:
+        _WAITING.append((path, form, lines, size))
 
 
 @atexit.register
@@ -113,16 +152,33 @@ def flush() -> None:
     with _LOCK:
         waiting = _WAITING[:]
         _WAITING.clear()
-    for path, data in waiting:
+    for path, form, lines, _ in waiting:
+        stored = form()
+        if stored is None:
+            continue
+        head = json.dumps({"format": _FORMAT, "lines": lines}).encode()
         try:
-            write_atomic(path, data, durable=False)
+            write_atomic(path, [head + b"\n", *stored], durable=False)
         except OSError:
             continue
-    for root in {path.parent for path, _ in waiting}:
+    for root in {path.parent for path, *_ in waiting}:
         try:
             _prune(root)
         except OSError:
             continue
+
+
+def has(key: bytes) -> bool:
+    """Whether a document is kept under ``key`` (:func:`get` may still miss: a damaged file)."""
+    path = _file(key)
+    return path is not None and path.is_file()
+
+
+def forget(key: bytes) -> None:
+    """Drop what is kept under ``key`` (a file :func:`get` cannot read: the next parse keeps it again)."""
+    path = _file(key)
+    if path is not None:
+        path.unlink(missing_ok=True)
 
 
 def get(key: bytes) -> tuple[Any, list[int | None]] | None:
@@ -131,12 +187,18 @@ def get(key: bytes) -> tuple[Any, list[int | None]] | None:
     if path is None:
         return None
     try:
-        head, places, text = path.read_bytes().split(b"\n", 2)
-        meta, binary, doc = json.loads(head), json.loads(places), json.loads(text)
+        data = path.read_bytes()
+        cuts = [data.index(b"\n")]
+        for _ in range(3):
+            cuts.append(data.index(b"\n", cuts[-1] + 1))
+        meta = json.loads(data[: cuts[0]])
         if meta.get("format") != _FORMAT:
             return None
+        binary, texts = json.loads(data[cuts[0] : cuts[1]]), json.loads(data[cuts[1] : cuts[2]])
+        doc = json.loads(data[cuts[2] : cuts[3]])
         for place in binary:
             _decode_at(doc, place)
+        _texts_at(doc, texts, data, cuts[3] + 1)
         lines = meta["lines"]
         if not all(line is None or type(line) is int for line in lines):
             return None
@@ -144,6 +206,17 @@ def get(key: bytes) -> tuple[Any, list[int | None]] | None:
             binascii.Error):
         return None
     return doc, lines
+
+
+def _texts_at(doc: Any, texts: list[tuple[_Place, int]], data: bytes, start: int) -> None:
+    """Put each long string back at its place, from the UTF-8 that follows the JSON."""
+    with memoryview(data) as view:
+        for place, size in texts:
+            *parents, last = place
+            _at(doc, parents)[last] = str(view[start : start + size], "utf-8")
+            start += size
+    if start != len(data):
+        raise ValueError("the long strings do not end the file")
 
 
 def _decode_at(doc: Any, place: _Place) -> None:

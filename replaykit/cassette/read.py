@@ -1,6 +1,7 @@
-"""Reading a cassette file: a small one read whole and hashed once, a big one parsed as it is read (never
-held whole); parsed cassettes cached by the SHA-256 of their bytes, in memory and (small ones) on disk
-(:mod:`replaykit.cassette.parsed`); a problem explained with its line."""
+"""Reading a cassette file: a small one read whole and hashed once, a big one read whole and parsed in place
+by rapidyaml (or, when it refuses, parsed by libyaml as it is read); parsed cassettes cached by the SHA-256
+of their bytes, in memory and (small ones) on disk (:mod:`replaykit.cassette.parsed`); a problem explained
+with its line, by libyaml."""
 
 
 import codecs
@@ -17,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from replaykit.cassette import parsed
+from replaykit.cassette import fastyaml, parsed
 from replaykit.cassette.build import BODY_LIMIT, MAX_BODY, Invalid, build_cassette, check_expansion
 from replaykit.cassette.model import Cassette, Interaction, Request, Response, Where
 from replaykit.cassette.yamlio import BaseLoader, Lines, Loader, node_at
@@ -26,7 +27,7 @@ from replaykit.errors import CassetteError, located
 # ---------------------------------------------------------------- reading: from a file, as it is read
 
 
-WHOLE = 8 << 20  # a file up to this size is read whole: hashed once, parsed from memory, kept on disk parsed
+WHOLE = 8 << 20  # a file up to this size is hashed once, parsed from memory, kept on disk parsed
 
 
 class _Reader:
@@ -79,29 +80,122 @@ def _stream(handle: io.BufferedIOBase) -> tuple[Cassette, bytes, int]:
 def _whole(data: bytes, key: bytes | None) -> Cassette:
     """The cassette in ``data`` (from the disk cache when ``key`` is kept there; a parse is kept there);
     raises _PROBLEMS."""
-    kept = parsed.get(key) if key is not None else None
+    kept = _from_disk(key)
     if kept is not None:
-        try:
-            return build_cassette(kept[0], lambda count: [*kept[1], *[None] * count][:count], False)
-        except Invalid:  # e.g. a body over a lower max_body: explained from the file itself below
-            pass
-    if not data.isascii():
-        data.decode("utf-8")  # Python's check, stricter than libyaml's (UnicodeDecodeError: explained)
-    doc, composed, shared = _load_doc(data if BaseLoader is not yaml.SafeLoader else data.decode("utf-8"))
+        return kept
     scan = Lines()
     scan.feed(data, final=True)
-    keep = key is not None and not shared and parsed.folder() is not None
-    form = parsed.stored_form(doc) if keep else None  # before build empties the document
+    doc, composed, shared, fast = _document(data, scan)
+    return _built(doc, lambda count: scan.lines(count, composed), key, len(data), shared, fast)
+
+
+def _from_disk(key: bytes | None) -> Cassette | None:
+    """The cassette whose document the disk cache keeps under ``key``, or None (none kept, or it fails a
+    check, e.g. a body over a lower max_body: then explained from the file itself)."""
+    kept = parsed.get(key) if key else None
+    if kept is None:
+        return None
+    try:
+        return build_cassette(kept[0], lambda count: [*kept[1], *[None] * count][:count], False)
+    except Invalid:
+        return None
+
+
+def _built(doc: Any, lines_of: Callable[[int], list[int | None]], key: bytes | None, size: int, shared: bool,
+           fast: bool) -> Cassette:
+    """The cassette in a document parsed from ``size`` bytes; the document is handed to the disk cache under
+    ``key`` when it can be kept. One from rapidyaml (``fast``) is kept as it is and made JSON when written;
+    one from libyaml (maybe too deep to copy) is made JSON now, before build empties it."""
+    keep = bool(key) and not shared and size <= parsed.MAX_DOCUMENT and parsed.folder() is not None
+    form = parsed.stored_form(doc) if keep and not fast else None
     lines: list[int | None] = []
 
     def starts(count: int) -> list[int | None]:
-        lines[:] = scan.lines(count, composed)
+        lines[:] = lines_of(count)
         return lines
 
-    cassette = build_cassette(doc, starts, shared)
-    if form is not None and key is not None:
-        parsed.put(key, form, lines)
+    cassette = build_cassette(doc, starts, shared, keep=keep and fast)
+    if keep and key:
+        parsed.put(key, (lambda: parsed.stored_form(doc)) if fast else (lambda: form), lines, size)
     return cassette
+
+
+def _document(data: bytes, scan: Lines) -> tuple[Any, list[int], bool, bool]:
+    """:func:`_load_doc` of ``data``, and whether rapidyaml parsed it (:mod:`~replaykit.cassette.fastyaml`:
+    the same values, faster). What it refuses, or a layout whose interactions the line ``scan`` did not
+    find, goes to libyaml."""
+    try:
+        doc = fastyaml.load(data)
+    except fastyaml.Refused:
+        pass
+    else:
+        if _lines_found(doc, scan):
+            return doc, [], False, True
+    if not data.isascii():
+        data.decode("utf-8")  # Python's check, stricter than libyaml's (UnicodeDecodeError: explained)
+    return (*_load_doc(data if BaseLoader is not yaml.SafeLoader else data.decode("utf-8")), False)
+
+
+def _lines_found(doc: Any, scan: Lines) -> bool:
+    """Whether the line scan found one line per interaction (else libyaml's nodes tell them)."""
+    items = doc.get("interactions")
+    return not isinstance(items, list) or len(items) == len(scan.found)
+
+
+def _in_place(held: "_Held") -> tuple[Cassette, bytes, int]:
+    """The cassette in a big file read whole (:func:`_from_file`): from the disk cache, or parsed in place by
+    rapidyaml. The file's bytes are freed before the document is read from disk or the bodies are made.
+    Raises fastyaml.Refused (the file is then streamed) or _PROBLEMS."""
+    data = held.read()
+    size, scan, cassette = len(data), Lines(), None
+    try:
+        fastyaml.screen(data)  # meanwhile, the bytes are hashed
+        key = held.key()
+        if key and parsed.has(key):  # its document is read instead: the file's bytes go first
+            data.clear()
+            cassette = _from_disk(key)
+            if cassette is None:  # unreadable, or over a lower max_body: read the file again, keep it anew
+                parsed.forget(key)
+                raise fastyaml.Refused("the kept document does not do: the file is read again")
+        else:
+            scan.feed(data, final=True)
+            doc = fastyaml.parse(data)  # changes the bytes: hashed before
+            if not _lines_found(doc, scan):
+                raise fastyaml.Refused("interactions not found by the line scan")
+    finally:
+        held.key()
+        data.clear()  # before the bodies' bytes are made, next to their text
+    if cassette is None:
+        cassette = _built(doc, lambda count: scan.lines(count, []), key, size, False, True)
+    return cassette, key, size
+
+
+class _Held:
+    """A big file to read whole for rapidyaml, and to stream if it refuses. Its SHA-256 (for the caches) is
+    taken in a thread beside the checks before the parse (hashlib lets go of the GIL)."""
+
+    def __init__(self, handle: io.BufferedReader, size: int, hashed: bool) -> None:
+        self.handle, self.data, self._hashed = handle, bytearray(), hashed
+        self._size = size
+        self._sha = hashlib.sha256()
+        self._hashing: threading.Thread | None = None
+
+    def read(self) -> bytearray:
+        """The file's bytes, in one buffer (its SHA-256 begun); Refused when the file grew meanwhile."""
+        self.data = bytearray(self._size)
+        if self.handle.readinto(self.data) != self._size or self.handle.read(1):
+            raise fastyaml.Refused("the file grew meanwhile")
+        if self._hashed:
+            self._hashing = threading.Thread(target=self._sha.update, args=(self.data,), daemon=True)
+            self._hashing.start()
+        return self.data
+
+    def key(self) -> bytes:
+        """The SHA-256 of the bytes read (b"" when they are not hashed), once it is taken."""
+        if self._hashing is None:
+            return b""
+        self._hashing.join()
+        return self._sha.digest()
 
 
 # ---------------------------------------------------------------- reading: explaining a problem
@@ -146,8 +240,10 @@ def _yaml_error(exc: yaml.YAMLError, source: bytes | str, where: str) -> Cassett
 def _explain(data: bytes | str, where: str) -> Cassette:
     """Parse ``data`` held in memory: a problem is a CassetteError naming the line at fault and the fix.
 
-    The same parse as :func:`_stream`, in the order that puts an encoding problem first; used once the
-    streamed parse has failed, to say why (it returns a cassette only if the file changed in between).
+    libyaml's parse (as :func:`_stream`'s), in the order that puts an encoding problem first; used once the
+    first parse (rapidyaml's or libyaml's) has failed, to say why, so every message is libyaml's, with its
+    line (it returns a cassette only if the file changed in between, or rapidyaml refused what libyaml
+    reads).
     """
     text = _decode_text(data, where)
     # libyaml reads UTF-8 bytes directly (faster than from str); the pure-Python reader wants text
@@ -170,13 +266,21 @@ def _utf8(data: bytes | str) -> bytes:
     return data.encode("utf-8") if isinstance(data, str) else data
 
 
-def _parse(source: io.BufferedIOBase | bytes, where: str, original: Callable[[], bytes | str],
+def _parse(source: "io.BufferedIOBase | bytes | _Held", where: str, original: Callable[[], bytes | str],
            key: bytes | None = None) -> tuple[Cassette, bytes, int]:
-    """Parse bytes held whole (``key``: their SHA-256, for the disk cache) or as the file is read; on a
-    problem, :func:`_explain` the ``original`` bytes (read again). Returns the SHA-256 and size parsed."""
+    """Parse bytes held whole (``key``: their SHA-256, for the disk cache), a big file read whole or as the
+    file is read; on a problem, :func:`_explain` the ``original`` bytes (read again). Returns the SHA-256
+    and size parsed."""
     try:
         if isinstance(source, bytes):
             return _whole(source, key), key or b"", len(source)
+        if isinstance(source, _Held):
+            try:
+                return _in_place(source)
+            except fastyaml.Refused:
+                source.data.clear()
+                source.handle.seek(0)
+                source = source.handle
         return _stream(source)
     except _PROBLEMS:
         pass
@@ -250,7 +354,7 @@ def _copy_response(resp: Response) -> Response:
     return Response(resp.status, resp.reason, headers, resp.body, offsets, list(resp._events))
 
 
-def _cached(source: io.BufferedIOBase | bytes, where: str, original: Callable[[], bytes | str],
+def _cached(source: "io.BufferedIOBase | bytes | _Held", where: str, original: Callable[[], bytes | str],
             key: bytes | None, max_body: int, keep: bool) -> Cassette:
     """A copy from the cache when ``key`` (the SHA-256 of the bytes) is there, else parsed from ``source``
     with bodies decoded to at most ``max_body`` bytes (and, with ``keep``, cached).
@@ -290,11 +394,12 @@ _SEEN: OrderedDict[tuple[int, ...], None] = OrderedDict()  # big files loaded: d
 def load(path: str | os.PathLike[str], *, cache: bool = True, max_body: int = MAX_BODY) -> Cassette:
     """Load a cassette file (see :func:`loads`).
 
-    A file up to :data:`WHOLE` bytes is read whole and hashed once. A bigger one is parsed as it is read
-    (its text is never held whole) and hashed on the way; it is hashed first only when a file with the same
-    device, inode, size and mtime was loaded before (then the cache may hold it: the hash, not the
-    metadata, decides). Only a regular file is read: a FIFO or a device named as a cassette is an error,
-    never a wait.
+    A file up to :data:`WHOLE` bytes is read whole and hashed once. A bigger one is read whole and parsed in
+    place by rapidyaml, hashed beside the checks before that parse (or, what rapidyaml refuses, parsed by
+    libyaml as it is read again, never held whole, and hashed on the way); it is hashed first, as it
+    streams, only when a file with the same device, inode, size and mtime was loaded before (then the
+    memory cache may hold it: the hash, not the metadata, decides). Only a regular file is read: a FIFO or
+    a device named as a cassette is an error, never a wait.
     """
     _regular(path)
     try:
@@ -308,7 +413,8 @@ def load(path: str | os.PathLike[str], *, cache: bool = True, max_body: int = MA
 
 
 def _from_file(handle: io.BufferedReader, where: str, cache: bool, max_body: int) -> Cassette:
-    """The cassette in an open file: read whole up to :data:`WHOLE` bytes, else streamed (:func:`load`)."""
+    """The cassette in an open file: read whole up to :data:`WHOLE` bytes, else parsed in place or streamed
+    (:func:`load`)."""
     status = os.fstat(handle.fileno())
     if status.st_size <= WHOLE:
         data = handle.read(status.st_size + 1)  # not WHOLE + 1: read() allocates what it is asked for
@@ -318,10 +424,11 @@ def _from_file(handle: io.BufferedReader, where: str, cache: bool, max_body: int
         handle.seek(0)
     seen = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
     key = None
-    if cache and seen in _SEEN:
+    if cache and seen in _SEEN:  # then the cache may hold it: hashed first, to look
         key = hashlib.file_digest(handle, "sha256").digest()
         handle.seek(0)
-    cassette = _cached(handle, where, lambda: _read_again(handle), key, max_body, cache)
+    source = _Held(handle, status.st_size, cache) if fastyaml.AVAILABLE else handle
+    cassette = _cached(source, where, lambda: _read_again(handle), key, max_body, cache)
     if cache:
         _SEEN[seen] = None
         while len(_SEEN) > 1024:

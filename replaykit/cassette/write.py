@@ -84,16 +84,17 @@ def save(cassette: Cassette, path: str | os.PathLike[str]) -> None:
                                     "check that the folder is writable")) from exc
 
 
-def write_atomic(target: Path, data: bytes, *, durable: bool = True) -> None:
-    """Write ``data`` to ``target`` whole or not at all: a temporary file beside it, synced, renamed over it
-    (an existing file keeps its mode; a new one gets 0644). Missing folders are created. ``durable=False``
-    skips the sync, for a file whose loss in a crash costs nothing (a cache entry)."""
+def write_atomic(target: Path, data: bytes | list[bytes], *, durable: bool = True) -> None:
+    """Write ``data`` (or its pieces, one after the other) to ``target`` whole or not at all: a temporary
+    file beside it, synced, renamed over it (an existing file keeps its mode; a new one gets 0644). Missing
+    folders are created. ``durable=False`` skips the sync, for a file whose loss in a crash costs nothing
+    (a cache entry)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            handle.writelines([data] if isinstance(data, bytes) else data)
             handle.flush()
             os.fchmod(handle.fileno(), mode)
             if durable:

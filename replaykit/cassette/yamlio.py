@@ -130,20 +130,21 @@ class Lines:
         self._line = 1
         self._inside: bool | None = None  # unknown until the first bytes are
 
-    def feed(self, data: bytes, final: bool = False) -> None:
+    def feed(self, data: bytes | bytearray, final: bool = False) -> None:
         """Scan the next piece of the file; ``final`` for the last one (``data`` may then be empty)."""
-        text = self._rest + data
+        text: bytes | bytearray = self._rest + data if self._rest else data  # (a file held whole: no copy)
         if self._inside is None:
             if len(text) < len(self._KEY) and not final:
-                self._rest = text
+                self._rest = bytes(text)
                 return
             self._inside = text.startswith(self._KEY)
         limit = len(text) if final else len(text) - self._AHEAD
         cut = max(self._scan(text, limit), len(text) if final else limit)
-        self._line += text.count(b"\n", 0, cut)
-        self._rest = text[cut:]
+        if not final:  # the line the next piece starts on (after the last one: not needed)
+            self._line += text.count(b"\n", 0, cut)
+        self._rest = bytes(text[cut:])
 
-    def _scan(self, text: bytes, limit: int) -> int:
+    def _scan(self, text: bytes | bytearray, limit: int) -> int:
         """Decide the lines whose newline is before ``limit``; return where the scan may resume."""
         resume, line, counted = 0, self._line, 0
         for match in self._TOP.finditer(text):
@@ -155,7 +156,7 @@ class Lines:
             resume = match.end()
         return resume
 
-    def _decide(self, text: bytes, start: int, line: int) -> None:
+    def _decide(self, text: bytes | bytearray, start: int, line: int) -> None:
         if text.startswith(b"-", start):
             if self._inside:
                 self.found.append(line)
@@ -169,7 +170,7 @@ class Lines:
         return [*composed, *[None] * count][:count]
 
 
-def _unicode_space(text: bytes, at: int) -> bool:
+def _unicode_space(text: bytes | bytearray, at: int) -> bool:
     """Whether the UTF-8 character at ``at`` is non-ASCII whitespace to ``str.isspace`` (NBSP, U+3000...)."""
     return text[at] >= 0x80 and text[at : at + 4].decode("utf-8", "ignore")[:1].isspace()
 

@@ -1,0 +1,249 @@
+"""replaykit.cassette.fastyaml: rapidyaml gives exactly what ``yaml.safe_load`` (with vcrpy's harmless Python
+tags: replaykit's own Loader) gives, or refuses the document and libyaml reads it, as before.
+
+Compared on every bundled cassette, on a corpus of tricky YAML 1.1 scalars and layouts, on documents PyYAML's
+dumper writes from random values (what vcrpy and replaykit write), and on bad and hostile YAML: libyaml's
+error is never replaced by a rapidyaml value.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from replaykit import cassette
+from replaykit.cassette import fastyaml, read
+from replaykit.cassette.yamlio import Loader
+from replaykit.errors import CassetteError
+from replaykit.resources import data_dir
+
+BUNDLED = sorted(data_dir("cassettes").rglob("*.yaml"))
+
+
+def _same(left: Any, right: Any) -> bool:
+    """Equal values of the same types (a float's sign and NaN included), keys in the same order."""
+    if type(left) is not type(right):
+        return False
+    if isinstance(left, float):
+        return (math.isnan(left) and math.isnan(right)) or (left == right and str(left) == str(right))
+    if isinstance(left, dict):
+        return list(left) == list(right) and all(_same(left[key], right[key]) for key in left)
+    if isinstance(left, list):
+        return len(left) == len(right) and all(map(_same, left, right))
+    return bool(left == right)
+
+
+def _compare(text: str | bytes) -> str:
+    """"same" (rapidyaml's value is libyaml's), or "refused"; fails on a different value, or a value where
+    libyaml raises."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    try:
+        want: Any = yaml.load(data, Loader=Loader)
+    except yaml.YAMLError as exc:
+        want = exc
+    try:
+        got = fastyaml.load(bytearray(data))
+    except fastyaml.Refused:
+        return "refused"
+    assert not isinstance(want, Exception), f"{data!r}: libyaml refuses it ({want}), rapidyaml gave {got!r}"
+    assert _same(got, want), f"{data!r}: rapidyaml {got!r}, libyaml {want!r}"
+    if b"!!python/" not in data:  # the tags vcrpy writes, which replaykit's Loader adds to safe_load's
+        assert _same(got, yaml.safe_load(data)), f"{data!r}: rapidyaml {got!r}, yaml.safe_load differs"
+    return "same"
+
+
+def test_rapidyaml_is_what_replaykit_parses_with() -> None:
+    assert fastyaml.AVAILABLE  # a dependency: without it every load would quietly take the slow path
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=lambda path: f"{path.parent.name}/{path.name}")
+def test_every_bundled_cassette_parses_the_same_and_is_not_refused(path: Path) -> None:
+    assert _compare(path.read_bytes()) == "same"
+    assert cassette.load(path, cache=False) == _libyaml_load(path)
+
+
+def _libyaml_load(path: Path) -> cassette.Cassette:
+    real = fastyaml.screen
+
+    def refuse(*_: Any) -> Any:
+        raise fastyaml.Refused("libyaml only")
+
+    fastyaml.screen = refuse
+    try:
+        return cassette.load(path, cache=False)
+    finally:
+        fastyaml.screen = real
+
+
+# plain scalars YAML 1.1 types (PyYAML's resolver), and text that only looks like them
+SCALARS = [
+    "yes", "no", "on", "off", "y", "n", "Yes", "NO", "True", "false", "TRUE", "On", "OFF", "~", "null",
+    "Null", "NULL", "", "0", "12", "-3", "+5", "0x1F", "017", "0o17", "1_000", "1:30", "0b101", "-0",
+    "00", "09",
+    "1.5", "-0.0", ".5", "1e5", "1.0e+5", "1.0E-5", ".inf", "-.Inf", "+.INF", ".NaN", ".nan", "1_000.5",
+    "1:30.5", "0.", "1.2.3", "12:61", "190:20:30", "-1:30", "685.230_15e+03", "2001-12-14",
+    "2001-12-14t21:59:43.10-05:00", "2001-12-14 21:59:43.10 -5", "2001-12-14T21:59:43Z", "=", "<<",
+    "'yes'", '"no"', "'0x1F'", "'it''s'", '"a\\"b"',
+    '"\\x41\\u00e9\\U0001F600"',
+    '"\\0\\a\\b\\t\\n\\v\\f\\r\\e\\ \\/\\N\\_\\L\\P"', "é", "日本語", "😀 emoji", "http://x:80/y", "a#b",
+    "a #b", "'#'", "-x", "x-", "!!str 3", "!!int \"3\"", "!!float '1'", "!!bool yes", "!!binary aGVsbG8=",
+    "!!python/str x", "!!python/unicode x", "!!python/tuple [1, 2]", "!!set {a}", "! x", "[a: 1]",
+    "{a: 1, b: [x, y]}", "[1, [2, [3]]]", "{}", "[]", "[a, b,]", "{a, b}", "{a: }", "[,]", "'  lead  '",
+    "a  b", "-", ":x", "x:", "@x", "`x", "%x", "&a x", "*a", "[x:]", "{a:}", "[a #b]", "{x: a #b}",
+]
+# layouts: block scalars, multi-line quoted and plain scalars, flow collections, keys, document markers
+LAYOUTS = [
+    "k: |\n  a\n  b\n", "k: |-\n  a\n  b\n\n", "k: |+\n  a\n  b\n\n", "k: >\n  a\n  b\n\n  c\n",
+    "k: >-\n  a\n   b\n  c\n", "k: >+\n  a\n\n", "k: |2\n   a\n  b\n", "k: |\n\n  a\n", "k: |\n  a\n\n\n",
+    "k: >\n  a\n\n   indented\n  b\n", "k: 'a\n  b\n\n  c\n  '\n", "k: 'a \n  b'\n", 'k: "a\\\n  b"\n',
+    'k: "a\\\n  \\ b"\n', 'k: "a\n\n  b\n  "\n', 'k: "a\\\n\n  b"\n', 'k: "a\\\n \n  b"\n',
+    "k: plain\n  folded\n\n  lines\n", "k: a # comment\n", "a: 1\na: 2\n", "1: int key\n'1': str key\n",
+    "yes: b\n", "~: n\n", ": v\n", "? a\n: b\n", '"q k": v\n', "k: [a,\n  b]\n", "k: {a: 1,\n  b: 2}\n",
+    "k:\n- a\n- - b\n  - c\n-\n- ''\n", "k: v\n...\n", "k: v\n---\nj: w\n", "--- \nk: v\n",
+    "%YAML 1.1\n---\nk: v\n", "# c\n%YAML 1.1\nk: v\n", "k: v\n...\n%YAML 1.1\n", "<<: {a: 1}\n",
+    "k: {<<: {a: 1}, b: 2}\n", "k: &a 1\nj: *a\n", "k: !!binary |\n  aGVs\n  bG8=\n", "k: !!binary 'no!'\n",
+    "k: '''q'''\n", 'k: ""\n', "k: ''\n", "'': empty key\n", "k: x\n j: y\n", " k: v\n", "k: - x\n",
+    "k: [? a : b]\n", "k: {x: a #b}\nj: 1\n", "k: {a: b} #c\n", "k:\tv\n", "k: v\r\nj: w\r\n", "k: \x85x\n",
+    "k: x\u2028y\n", "k: '\u2029'\n", "\ufeffk: v\n", "k: v\x07\n", "k: v\x7f\n", 'k: "\\ud800"\n',
+    'k: "\\x80"\n', "k: v\n  bad indent: x\n", "k: " + "[" * 80 + "]" * 80 + "\n",
+    "k: " + "[" * 2000 + "]" * 2000 + "\n", "- a\nb: c\n", "k: [1, 2\n", "k: 'open\n", 'k: "bad \\q"\n',
+    "x\n", "", "# only a comment\n", "k: \u00a0v\n", "k: \u3000v\n",
+]
+
+
+@pytest.mark.parametrize("scalar", SCALARS)
+def test_a_tricky_scalar_parses_the_same_in_every_place(scalar: str) -> None:
+    for text in (f"k: {scalar}\n", f"k:\n- {scalar}\n", f"k: [{scalar}]\n", f"k: {{x: {scalar}}}\n",
+                 f"{scalar}: v\n", f"k:\n  {scalar}: v\n"):
+        _compare(text)
+
+
+@pytest.mark.parametrize("text", LAYOUTS)
+def test_a_tricky_layout_parses_the_same_or_is_refused(text: str) -> None:
+    _compare(text)
+
+
+def test_the_corpus_is_mostly_read_by_rapidyaml() -> None:
+    # a comparison that refuses everything proves nothing: most of the corpus must be parsed by rapidyaml
+    verdicts = [_compare(f"k: {scalar}\n") for scalar in SCALARS] + [_compare(text) for text in LAYOUTS]
+    assert verdicts.count("same") > len(verdicts) / 2, verdicts.count("same")
+
+
+@pytest.mark.parametrize("text", [
+    'k: "a\\\n\n  b"\n',    # an escaped line break before a blank line: 'a\nb' to PyYAML, 'a b' to rapidyaml
+    "k: {x: a #b}\n",       # unclosed: rapidyaml takes `#b}` for a comment and accepts it
+    "k: [x:]\n",            # libyaml: "found unexpected ':'"; rapidyaml: [{x: null}]
+    "k: @x\n",              # a reserved indicator: libyaml's error
+    "# c\n%YAML 1.1\nk: v\n",
+    "k: x\u2028y\n",         # a line break in YAML 1.1 only
+    "k: v\r\n",
+    "k: &a 1\nj: *a\n",     # aliases are libyaml's (and the alias-bomb check's)
+    "k: " + "[" * 100 + "]" * 100 + "\n",
+], ids=["escaped-break", "comment-in-flow", "flow-colon", "reserved", "directive", "ls", "crlf", "alias",
+        "deep"])
+def test_what_rapidyaml_reads_apart_is_refused(text: str) -> None:
+    assert _compare(text) == "refused"
+
+
+_SCALAR_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.binary(max_size=24),
+    st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=40),
+    st.text(alphabet=st.sampled_from(list("ab :#-'\"\\\n yeson0.{}[],!&*|>@`%?é\u2028\t")), max_size=30),
+)
+_KEYS = st.text(max_size=8) | st.integers()
+_VALUES = st.recursive(_SCALAR_VALUES, lambda inner: st.lists(inner, max_size=4)
+                       | st.dictionaries(_KEYS, inner, max_size=4), max_leaves=16)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=st.dictionaries(st.text(max_size=8), _VALUES, min_size=1, max_size=4),
+       flow=st.sampled_from([None, False, True]), unicode=st.booleans(), width=st.sampled_from([20, 80, 120]),
+       style=st.sampled_from([None, '"', "'", "|", ">"]))
+def test_what_pyyaml_writes_parses_the_same(doc: dict[str, Any], flow: bool | None, unicode: bool,
+                                             width: int, style: str | None) -> None:
+    # PyYAML's dumper is what vcrpy and replaykit write cassettes with
+    text = yaml.dump(doc, Dumper=yaml.CSafeDumper, default_flow_style=flow, allow_unicode=unicode,
+                     width=width, default_style=style)
+    _compare(text)
+
+
+def _bombs() -> dict[str, str]:
+    laughs = ["x-anchors:", "  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    laughs += [f"  a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 9) + "]" for n in range(1, 10)]
+    return {
+        "billion laughs": "version: 1\ninteractions: []\n" + "\n".join(laughs) + "\n",
+        "self alias": "version: 1\ninteractions: []\nx-loop: &loop [1, *loop]\n",
+        "deep flow": "version: 1\ninteractions: []\nx: " + "[" * 50_000 + "]" * 50_000 + "\n",
+        "deep block": "version: 1\ninteractions: []\nx:\n" + "".join(" " * n + "-\n" for n in range(1, 3000)),
+        "python object": "version: 1\ninteractions: []\nx: !!python/object/apply:os.system ['true']\n",
+        "merge": "version: 1\ninteractions: []\nb: &b {k: 1}\nx: {<<: *b}\n",
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_bombs()))
+def test_a_hostile_document_is_refused_by_rapidyaml(name: str) -> None:
+    with pytest.raises(fastyaml.Refused):
+        fastyaml.load(bytearray(_bombs()[name].encode()))
+
+
+def test_a_bad_cassette_gets_libyamls_message_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("version: 1\ninteractions:\n- request: {method: GET, uri: 'http://x'\n  response: {}\n")
+    with pytest.raises(CassetteError) as caught:
+        cassette.load(path, cache=False)
+    message = str(caught.value)
+    assert message.startswith(f"{path}:4: invalid YAML: ") and "fix the YAML syntax" in message
+
+
+def test_rapidyamls_own_report_of_an_error_is_not_printed(tmp_path: Path) -> None:
+    # rapidyaml prints each error it raises on file descriptor 2; replaykit's error (with the line) is the one
+    path = tmp_path / "bad.yaml"
+    path.write_text("version: 1\ninteractions: [1, 2\n")
+    script = ("import sys\nfrom replaykit.cassette import fastyaml\nfrom replaykit.cli import main\n"
+              "assert fastyaml.AVAILABLE\nsys.exit(main(['verify', sys.argv[1]]))")
+    done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 1, done.stderr
+    assert "ERROR" not in done.stderr and "detected here" not in done.stderr, done.stderr
+    assert f"{path}:" in done.stdout + done.stderr
+
+
+def test_what_other_threads_write_to_stderr_meanwhile_is_kept(capfd: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(fastyaml.ryml.ExceptionBasic), fastyaml._quiet():
+        os.write(2, b"a line from elsewhere\n")
+        fastyaml.ryml.parse_in_arena(b"k: [1, 2\n")  # rapidyaml prints its report, then raises
+    with pytest.raises(fastyaml.Refused):
+        fastyaml.load(bytearray(b"k: [1, 2\n"))
+    err = capfd.readouterr().err
+    assert err == "a line from elsewhere\n"
+
+
+def test_a_big_file_rapidyaml_refuses_is_streamed_by_libyaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    monkeypatch.setattr(read, "WHOLE", 0)
+    path = tmp_path / "big.yaml"
+    path.write_text("version: 1\nshared: &s {content-type: [text/plain]}\ninteractions:\n- request: "
+                    "{method: GET, uri: 'http://x'}\n  response: {status: {code: 200, message: OK}, "
+                    "headers: *s, body: {string: hi}}\n")
+    loaded = cassette.load(path, cache=False)  # the alias: refused by rapidyaml, after its bytes were read
+    assert loaded.interactions[0].response.headers == {"content-type": ["text/plain"]}
+    assert loaded.interactions[0].line == 4
+
+
+def test_a_process_without_stderr_still_parses() -> None:
+    script = ("import os\nos.close(2)\nfrom replaykit.cassette import fastyaml\n"
+              "print(fastyaml.load(bytearray(b'a: 1\\n')))\n"
+              "try:\n    fastyaml.load(bytearray(b'a: [1\\n'))\n"
+              "except fastyaml.Refused:\n    print('refused')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          check=True)
+    assert done.stdout.split() == ["{'a':", "1}", "refused"]
