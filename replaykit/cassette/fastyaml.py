@@ -45,7 +45,7 @@ MAX_DEPTH = 64  # nesting the walk follows; deeper documents go to libyaml (its 
 
 _STR, _BINARY = "tag:yaml.org,2002:str", "tag:yaml.org,2002:binary"
 _TAGS = {b"!!str": _STR, b"!!python/str": _STR, b"!!python/unicode": _STR, b"!!binary": _BINARY}
-_RESOLVERS = yaml.resolver.Resolver.yaml_implicit_resolvers  # YAML 1.1 plain scalars, by first character
+_RESOLVER = yaml.resolver.Resolver()  # YAML 1.1 plain scalars, as yamlio.Loader resolves them
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
 # the bytes one pass over the file keeps for a closer look: ASCII controls but LF, and the three bytes the
 # constructs below need (every other printable ASCII byte, and the bytes of other UTF-8 characters, go)
@@ -219,15 +219,13 @@ def _typed(text: str) -> Any:
     no safe constructor: refused)."""
     if text[:1] in _PLAIN_REFUSED:
         raise Refused(f"a plain scalar starting with {text[:1]!r}")
-    for tag, pattern in _RESOLVERS.get(text[:1], ()):
-        if pattern.match(text):
-            if tag == _STR:
-                return text
-            build = _CONSTRUCTOR.yaml_constructors.get(tag)
-            if build is None:  # e.g. `=` (tag:yaml.org,2002:value): libyaml's error
-                raise Refused(f"no constructor for {tag}")
-            return build(_CONSTRUCTOR, yaml.ScalarNode(tag, text))
-    return text
+    tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
+    if tag == _STR:
+        return text
+    build = _CONSTRUCTOR.yaml_constructors.get(tag)
+    if build is None:  # e.g. `=` (tag:yaml.org,2002:value): libyaml's error
+        raise Refused(f"no constructor for {tag}")
+    return build(_CONSTRUCTOR, yaml.ScalarNode(tag, text))
 
 
 if ryml is not None:

@@ -221,9 +221,8 @@ def _texts_at(doc: Any, texts: list[tuple[_Place, int]], data: bytes, start: int
 
 def _decode_at(doc: Any, place: _Place) -> None:
     *parents, last = place
-    for part in parents:
-        doc = doc[part]
-    doc[last] = base64.b64decode(doc[last], validate=True)
+    parent = _at(doc, parents)
+    parent[last] = base64.b64decode(parent[last], validate=True)
 
 
 def _prune(root: Path) -> None:

@@ -175,20 +175,21 @@ class _Held:
     taken in a thread beside the checks before the parse (hashlib lets go of the GIL)."""
 
     def __init__(self, handle: io.BufferedReader, size: int, hashed: bool) -> None:
-        self.handle, self.data, self._hashed = handle, bytearray(), hashed
+        self.handle, self._hashed = handle, hashed
         self._size = size
         self._sha = hashlib.sha256()
         self._hashing: threading.Thread | None = None
 
     def read(self) -> bytearray:
         """The file's bytes, in one buffer (its SHA-256 begun); Refused when the file grew meanwhile."""
-        self.data = bytearray(self._size)
-        if self.handle.readinto(self.data) != self._size or self.handle.read(1):
+        data = bytearray(self._size)
+        if self.handle.readinto(data) != self._size or self.handle.read(1):
+            data.clear()  # freed before the file is streamed
             raise fastyaml.Refused("the file grew meanwhile")
         if self._hashed:
-            self._hashing = threading.Thread(target=self._sha.update, args=(self.data,), daemon=True)
+            self._hashing = threading.Thread(target=self._sha.update, args=(data,), daemon=True)
             self._hashing.start()
-        return self.data
+        return data
 
     def key(self) -> bytes:
         """The SHA-256 of the bytes read (b"" when they are not hashed), once it is taken."""
@@ -277,8 +278,7 @@ def _parse(source: "io.BufferedIOBase | bytes | _Held", where: str, original: Ca
         if isinstance(source, _Held):
             try:
                 return _in_place(source)
-            except fastyaml.Refused:
-                source.data.clear()
+            except fastyaml.Refused:  # (the bytes read are freed already)
                 source.handle.seek(0)
                 source = source.handle
         return _stream(source)
