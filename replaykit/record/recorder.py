@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any
 
 from replaykit.contracts import Profile
 from replaykit.errors import CassetteError
@@ -43,19 +43,13 @@ from replaykit.record.capture import Capture, checked, violation_line
 from replaykit.record.tape import Tape
 from replaykit.redact import safe_message
 
-__all__ = ["FLUSH_INTERVAL", "WRITE_SHARE", "Counts", "Recorder", "Settings", "serve"]
+if TYPE_CHECKING:  # the proxy imports this module
+    from replaykit.record.proxy import Tally
+
+__all__ = ["FLUSH_INTERVAL", "WRITE_SHARE", "Recorder", "Settings", "serve"]
 
 FLUSH_INTERVAL = 0.5  # seconds at least between two writes of the cassette while recording
 WRITE_SHARE = 0.1  # at most this share of the recorder's time goes to rewriting the cassette
-
-
-class Counts(Protocol):
-    """The proxy's tally, as far as the recorder keeps it (:class:`~replaykit.record.proxy.Tally`)."""
-
-    checked: int
-    errors: int
-    warnings: int
-    recorded: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +195,7 @@ class Recorder:
     errors (the recorder's own, or its death) are kept in ``errors``.
     """
 
-    def __init__(self, settings: Settings, *, tally: Counts, tape: Tape | None, say: Callable[[str], None],
+    def __init__(self, settings: Settings, *, tally: Tally, tape: Tape | None, say: Callable[[str], None],
                  isolate: bool = True) -> None:
         self.settings, self.tally, self.tape, self.say, self.isolate = settings, tally, tape, say, isolate
         self.errors: list[BaseException] = []
