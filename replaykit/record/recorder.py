@@ -81,9 +81,8 @@ class _Work:
         self.taken, self.due = 0, 0.0
 
     def send(self, *message: Any) -> None:
-        """Send ``message`` to the proxy; dropped when the proxy is gone (the cassette is still written)."""
-        with contextlib.suppress(OSError):
-            self.results.send(message)
+        """Send ``message`` to the proxy (see :func:`_send`)."""
+        _send(self.results, *message)
 
     def tell(self, line: str) -> None:
         """Have the proxy say ``line``."""
@@ -119,20 +118,19 @@ class _Work:
             self.due = _due(ended, ended - started)
             self.send("wrote", len(self.tape.cassette.interactions))
 
-    def error(self, exc: BaseException) -> None:
-        """Send ``exc`` to the proxy."""
-        _send_error(self.results, exc)
+
+def _send(results: Connection, *message: Any) -> None:
+    """Send ``message`` to the proxy; dropped when the proxy is gone (the cassette is still written)."""
+    with contextlib.suppress(OSError):
+        results.send(message)
 
 
 def _send_error(results: Connection, exc: BaseException) -> None:
     """Send ``exc`` to the proxy (as a CassetteError naming it when pickle cannot carry it)."""
     try:
-        results.send(("error", exc))
-    except OSError:
-        pass
+        _send(results, "error", exc)
     except Exception:
-        with contextlib.suppress(OSError):
-            results.send(("error", CassetteError(f"recording failed: {type(exc).__name__}: {exc}")))
+        _send(results, "error", CassetteError(f"recording failed: {type(exc).__name__}: {exc}"))
 
 
 def serve(tasks: Connection, results: Connection) -> None:
@@ -142,8 +140,7 @@ def serve(tasks: Connection, results: Connection) -> None:
         work = _Work(tasks.recv(), results)
     except Exception as exc:
         _send_error(results, exc)
-        with contextlib.suppress(OSError):
-            results.send(("done",))
+        _send(results, "done")
         return
     while True:
         wait = work.wait()
@@ -159,11 +156,11 @@ def serve(tasks: Connection, results: Connection) -> None:
         try:
             work.take(capture)
         except Exception as exc:
-            work.error(exc)
+            _send_error(results, exc)
     try:
         work.flush()
     except Exception as exc:
-        work.error(exc)
+        _send_error(results, exc)
     work.send("done")
 
 
