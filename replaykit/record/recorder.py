@@ -77,7 +77,7 @@ class _Work:
     def __init__(self, settings: Settings, results: Connection) -> None:
         self.settings, self.results = settings, results
         self.tape = None if settings.path is None else Tape(settings.path, settings.provider,
-                                                            keep=settings.keep, say=self.tell)
+                                                            keep=settings.keep, say=self.refused)
         self.taken, self.due = 0, 0.0
 
     def send(self, *message: Any) -> None:
@@ -88,6 +88,11 @@ class _Work:
         """Have the proxy say ``line``."""
         self.send("say", line)
 
+    def refused(self, line: str) -> None:
+        """The tape's one line: it refused to write (a key survived redaction); the proxy says it and keeps it
+        as its tape's ``refused``."""
+        self.send("refused", line)
+
     def take(self, capture: Capture) -> None:
         """Check ``capture``, tell what its contracts say, add it to the tape."""
         done = checked(capture.interaction(), self.settings.profile)
@@ -96,10 +101,7 @@ class _Work:
         for violation in done.violations:
             errors += violation.severity == "error"
             self.tell(f"contract {violation.severity}: {violation_line(index, violation)}")
-        refused = self.tape is not None and self.tape.refused is not None
         recorded = self.tape is not None and self.tape.add(done)
-        if self.tape is not None and self.tape.refused is not None and not refused:  # refused just now
-            self.send("refused", self.tape.refused)
         self.send("took", errors, len(done.violations) - errors, recorded)
 
     def wait(self) -> float | None:
@@ -289,8 +291,10 @@ class Recorder:
             self.tally.errors += errors
             self.tally.warnings += warnings
             self.tally.recorded += bool(recorded)
-        elif kind == "refused" and self.tape is not None:
-            self.tape.refused = rest[0]
+        elif kind == "refused":
+            self.say(rest[0])
+            if self.tape is not None:
+                self.tape.refused = rest[0]
         elif kind == "wrote":
             self.written = rest[0]
         elif kind == "error":
