@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any
 
 from replaykit.contracts import Profile
 from replaykit.errors import CassetteError
@@ -43,19 +43,13 @@ from replaykit.record.capture import Capture, checked, violation_line
 from replaykit.record.tape import Tape
 from replaykit.redact import safe_message
 
-__all__ = ["FLUSH_INTERVAL", "WRITE_SHARE", "Counts", "Recorder", "Settings", "serve"]
+if TYPE_CHECKING:  # the proxy imports this module
+    from replaykit.record.proxy import Tally
+
+__all__ = ["FLUSH_INTERVAL", "WRITE_SHARE", "Recorder", "Settings", "serve"]
 
 FLUSH_INTERVAL = 0.5  # seconds at least between two writes of the cassette while recording
 WRITE_SHARE = 0.1  # at most this share of the recorder's time goes to rewriting the cassette
-
-
-class Counts(Protocol):
-    """The proxy's tally, as far as the recorder keeps it (:class:`~replaykit.record.proxy.Tally`)."""
-
-    checked: int
-    errors: int
-    warnings: int
-    recorded: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,17 +77,21 @@ class _Work:
     def __init__(self, settings: Settings, results: Connection) -> None:
         self.settings, self.results = settings, results
         self.tape = None if settings.path is None else Tape(settings.path, settings.provider,
-                                                            keep=settings.keep, say=self.tell)
+                                                            keep=settings.keep, say=self.refused)
         self.taken, self.due = 0, 0.0
 
     def send(self, *message: Any) -> None:
-        """Send ``message`` to the proxy; dropped when the proxy is gone (the cassette is still written)."""
-        with contextlib.suppress(OSError):
-            self.results.send(message)
+        """Send ``message`` to the proxy (see :func:`_send`)."""
+        _send(self.results, *message)
 
     def tell(self, line: str) -> None:
         """Have the proxy say ``line``."""
         self.send("say", line)
+
+    def refused(self, line: str) -> None:
+        """The tape's one line: it refused to write (a key survived redaction); the proxy says it and keeps it
+        as its tape's ``refused``."""
+        self.send("refused", line)
 
     def take(self, capture: Capture) -> None:
         """Check ``capture``, tell what its contracts say, add it to the tape."""
@@ -103,10 +101,7 @@ class _Work:
         for violation in done.violations:
             errors += violation.severity == "error"
             self.tell(f"contract {violation.severity}: {violation_line(index, violation)}")
-        refused = self.tape is not None and self.tape.refused is not None
         recorded = self.tape is not None and self.tape.add(done)
-        if self.tape is not None and self.tape.refused is not None and not refused:  # refused just now
-            self.send("refused", self.tape.refused)
         self.send("took", errors, len(done.violations) - errors, recorded)
 
     def wait(self) -> float | None:
@@ -125,20 +120,19 @@ class _Work:
             self.due = _due(ended, ended - started)
             self.send("wrote", len(self.tape.cassette.interactions))
 
-    def error(self, exc: BaseException) -> None:
-        """Send ``exc`` to the proxy."""
-        _send_error(self.results, exc)
+
+def _send(results: Connection, *message: Any) -> None:
+    """Send ``message`` to the proxy; dropped when the proxy is gone (the cassette is still written)."""
+    with contextlib.suppress(OSError):
+        results.send(message)
 
 
 def _send_error(results: Connection, exc: BaseException) -> None:
     """Send ``exc`` to the proxy (as a CassetteError naming it when pickle cannot carry it)."""
     try:
-        results.send(("error", exc))
-    except OSError:
-        pass
+        _send(results, "error", exc)
     except Exception:
-        with contextlib.suppress(OSError):
-            results.send(("error", CassetteError(f"recording failed: {type(exc).__name__}: {exc}")))
+        _send(results, "error", CassetteError(f"recording failed: {type(exc).__name__}: {exc}"))
 
 
 def serve(tasks: Connection, results: Connection) -> None:
@@ -148,8 +142,7 @@ def serve(tasks: Connection, results: Connection) -> None:
         work = _Work(tasks.recv(), results)
     except Exception as exc:
         _send_error(results, exc)
-        with contextlib.suppress(OSError):
-            results.send(("done",))
+        _send(results, "done")
         return
     while True:
         wait = work.wait()
@@ -165,11 +158,11 @@ def serve(tasks: Connection, results: Connection) -> None:
         try:
             work.take(capture)
         except Exception as exc:
-            work.error(exc)
+            _send_error(results, exc)
     try:
         work.flush()
     except Exception as exc:
-        work.error(exc)
+        _send_error(results, exc)
     work.send("done")
 
 
@@ -201,7 +194,7 @@ class Recorder:
     errors (the recorder's own, or its death) are kept in ``errors``.
     """
 
-    def __init__(self, settings: Settings, *, tally: Counts, tape: Tape | None, say: Callable[[str], None],
+    def __init__(self, settings: Settings, *, tally: Tally, tape: Tape | None, say: Callable[[str], None],
                  isolate: bool = True) -> None:
         self.settings, self.tally, self.tape, self.say, self.isolate = settings, tally, tape, say, isolate
         self.errors: list[BaseException] = []
@@ -298,8 +291,10 @@ class Recorder:
             self.tally.errors += errors
             self.tally.warnings += warnings
             self.tally.recorded += bool(recorded)
-        elif kind == "refused" and self.tape is not None:
-            self.tape.refused = rest[0]
+        elif kind == "refused":
+            self.say(rest[0])
+            if self.tape is not None:
+                self.tape.refused = rest[0]
         elif kind == "wrote":
             self.written = rest[0]
         elif kind == "error":
