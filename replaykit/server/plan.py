@@ -253,11 +253,10 @@ def _whole(status: int, headers: list[tuple[str, str]], framed: list[Batch]) -> 
 
 
 def recorded_whole(response: Response, memo: dict[str, Any]) -> Whole | None:
-    """The recorded stream ``response`` replayed unchanged as a :class:`Whole`, made once per body (kept in
-    ``memo`` as :func:`recorded_chunks`); None when it does not fit one write (:data:`BATCH_LIMIT`)."""
-    body = response.body
-    return _per_body(memo, "framing:whole", body,
-                     lambda: _whole(response.status, replay_headers(response), recorded_batches(body, memo)))
+    """The recorded stream ``response`` replayed unchanged as a :class:`Whole` (its framing from ``memo``, see
+    :func:`recorded_batches`; :func:`unchanged_plan` keeps the result); None when it does not fit one write
+    (:data:`BATCH_LIMIT`)."""
+    return _whole(response.status, replay_headers(response), recorded_batches(response.body, memo))
 
 
 def _slices(body: bytes) -> list[bytes | memoryview]:
