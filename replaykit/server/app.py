@@ -492,10 +492,7 @@ async def handle(request: web.BaseRequest, state: State) -> web.StreamResponse:
     """Answer one provider request (see the module docstring)."""
     started = time.perf_counter()
     try:
-        body = body_here(request)
-        if body is None:
-            body = await read_body(request, state.limits.body_timeout)
-        received = _built(request, body)
+        received = _built(request, await read_body(request, state.limits.body_timeout))
     except Unreadable as unreadable:
         return await _refuse(state, request, unreadable)
     entry, faults = _admit(state, received)

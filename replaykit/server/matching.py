@@ -341,13 +341,10 @@ class Pool:
         route = received.route.name
         queue = self._queues.get(route)
         on_route = self._by_route.get(route, [])
-        if queue is not None and not received.controls:  # no x-replaykit-* header to narrow the route
-            chosen, refusal = on_route, ""
-            slot = self._pick(received, queue.order(self.repeat))
-        else:
-            chosen, refusal = self._chosen(received, on_route)
-            whole = chosen is on_route and queue is not None  # the headers did not narrow it
-            slot = self._pick(received, queue.order(self.repeat) if whole and queue else self._order(chosen))
+        chosen, refusal = self._chosen(received, on_route)
+        whole = chosen is on_route  # no x-replaykit-* header narrowed it
+        ordered = queue.order(self.repeat) if whole and queue is not None else self._order(chosen)
+        slot = self._pick(received, ordered)
         if slot is None:
             reason = refusal or self._reason(received, chosen)
             near = self._near(received, chosen or on_route or self.slots)
@@ -364,6 +361,8 @@ class Pool:
 
     def _chosen(self, received: Received, on_route: list[Slot]) -> tuple[list[Slot], str]:
         """The slots the ``x-replaykit-*`` headers leave (all without them), and why none is left."""
+        if not received.controls:
+            return on_route, ""
         slots, name = on_route, received.controls.get(CASSETTE_HEADER)
         if name is not None:
             slots = [slot for slot in slots if is_named(slot.cassette, name)]

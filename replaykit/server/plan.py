@@ -12,10 +12,10 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from http import HTTPStatus
 from typing import Any, Literal, TypeVar, cast
 
 from aiohttp.http import SERVER_SOFTWARE
+from aiohttp.web_response import REASON_PHRASES
 
 from replaykit import sse
 from replaykit.cassette import Response
@@ -233,7 +233,6 @@ class Whole:
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # what aiohttp refuses in a header (injection)
-_REASONS = {status.value: status.phrase for status in HTTPStatus}  # the reason phrases aiohttp sends
 
 
 def _lines(headers: list[tuple[str, str]]) -> str:
@@ -248,17 +247,16 @@ def _whole(status: int, headers: list[tuple[str, str]], framed: list[Batch]) -> 
     if len(framed) != 1 or status < 200 or status in (204, 304) or unsafe:
         return None  # several writes, no body, or a header aiohttp refuses: sent the general way
     data, count = framed[0]
-    status_line = f"HTTP/1.1 {status} {_REASONS.get(status, '')}\r\n"
+    status_line = f"HTTP/1.1 {status} {REASON_PHRASES.get(status, '')}\r\n"
     return Whole((status_line + _lines(head)).encode(), "date" not in names,
                  (_lines(rest) + "\r\n").encode() + data, count)
 
 
 def recorded_whole(response: Response, memo: dict[str, Any]) -> Whole | None:
-    """The recorded stream ``response`` replayed unchanged as a :class:`Whole`, made once per body (kept in
-    ``memo`` as :func:`recorded_chunks`); None when it does not fit one write (:data:`BATCH_LIMIT`)."""
-    body = response.body
-    return _per_body(memo, "framing:whole", body,
-                     lambda: _whole(response.status, replay_headers(response), recorded_batches(body, memo)))
+    """The recorded stream ``response`` replayed unchanged as a :class:`Whole` (its framing from ``memo``, see
+    :func:`recorded_batches`; :func:`unchanged_plan` keeps the result); None when it does not fit one write
+    (:data:`BATCH_LIMIT`)."""
+    return _whole(response.status, replay_headers(response), recorded_batches(response.body, memo))
 
 
 def _slices(body: bytes) -> list[bytes | memoryview]:
