@@ -233,8 +233,11 @@ def test_a_request_with_the_recordings_bytes_is_not_parsed(monkeypatch: pytest.M
 
 def test_a_served_request_with_the_recordings_bytes_is_never_parsed(serve: Any,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    parsed = _parses(monkeypatch)
     cassette = stream_cassette()
+    # the request contract's verdict parses a body the first time this process sees it (then it is cached
+    # by the body's hash, replaykit.server.verdicts): seen once on another server before counting
+    _exchange(serve(cassette).url, _body(cassette))
+    parsed = _parses(monkeypatch)
     fake = serve(cassette, repeat=True)
     for _ in range(2):
         _exchange(fake.url, _body(cassette))
