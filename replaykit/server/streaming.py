@@ -41,13 +41,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from email.utils import formatdate
 from typing import Literal
 
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
-from aiohttp.helpers import rfc822_formatted_time
 from aiohttp.http import HttpVersion11, StreamWriter
 
 from replaykit.server.connections import half_closed
@@ -287,9 +289,10 @@ class _Sent(web.StreamResponse):
 _SENT = _Sent()  # stateless: one for every response sent whole
 
 
-def _date_line() -> bytes:
-    """The ``Date`` header line aiohttp writes now (its own text, made once per second)."""
-    return f"Date: {rfc822_formatted_time()}\r\n".encode()
+@functools.lru_cache(maxsize=2)
+def _date_line(second: int) -> bytes:
+    """The ``Date`` header line for ``second`` (seconds since the epoch), as aiohttp writes it."""
+    return f"Date: {formatdate(second, usegmt=True)}\r\n".encode()
 
 
 def _plain(request: web.BaseRequest) -> bool:
@@ -303,7 +306,7 @@ def _plain(request: web.BaseRequest) -> bool:
 def _send_whole(request: web.BaseRequest, whole: Whole, progress: Progress) -> bool:
     """Write ``whole`` (head, ``Date``, body) to the transport in one write, settled before it leaves; True
     when the kernel did not take it all (then drain the writer)."""
-    data = b"".join((whole.head, _date_line() if whole.date else b"", whole.rest))
+    data = b"".join((whole.head, _date_line(int(time.time())) if whole.date else b"", whole.rest))
     progress.settle("complete")
     backlog = Wire(request.transport, writer=request.writer).send(data)
     progress.chunks += whole.chunks
