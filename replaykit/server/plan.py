@@ -12,10 +12,10 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any, Literal, TypeVar, cast
 
 from aiohttp.http import SERVER_SOFTWARE
-from aiohttp.web_response import REASON_PHRASES
 
 from replaykit import sse
 from replaykit.cassette import Response
@@ -233,6 +233,7 @@ class Whole:
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # what aiohttp refuses in a header (injection)
+_REASONS = {status.value: status.phrase for status in HTTPStatus}  # the reason phrases aiohttp sends
 
 
 def _lines(headers: list[tuple[str, str]]) -> str:
@@ -247,7 +248,7 @@ def _whole(status: int, headers: list[tuple[str, str]], framed: list[Batch]) -> 
     if len(framed) != 1 or status < 200 or status in (204, 304) or unsafe:
         return None  # several writes, no body, or a header aiohttp refuses: sent the general way
     data, count = framed[0]
-    status_line = f"HTTP/1.1 {status} {REASON_PHRASES.get(status, '')}\r\n"
+    status_line = f"HTTP/1.1 {status} {_REASONS.get(status, '')}\r\n"
     return Whole((status_line + _lines(head)).encode(), "date" not in names,
                  (_lines(rest) + "\r\n").encode() + data, count)
 
