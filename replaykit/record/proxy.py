@@ -35,7 +35,6 @@ import asyncio
 import socket
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from urllib.parse import parse_qs, urlsplit
@@ -49,7 +48,7 @@ from replaykit.cassette import Headers, Request
 from replaykit.contracts import Profile, resolve_profile
 from replaykit.errors import UsageError
 from replaykit.record.capture import Capture
-from replaykit.record.recorder import Recorder, Settings
+from replaykit.record.recorder import Recorder, Settings, Tally
 from replaykit.record.tape import Tape
 from replaykit.routes import PROVIDERS, base_urls, classify
 from replaykit.server import FakeProvider, envelopes
@@ -67,21 +66,6 @@ WRITE_BUFFER = 4 << 20  # bytes written to a client before the proxy waits for i
 READ_BUFFER = 1 << 20  # bytes of an upstream answer read ahead (aiohttp's 64 KiB pauses a long stream often)
 # Request headers never forwarded: the connection's own (framing, the proxy's Host), and replaykit's controls.
 _NOT_FORWARDED = (HOP_BY_HOP - {"content-encoding"}) | {"host"}
-
-
-@dataclass(slots=True)
-class Tally:
-    """What the proxy did: requests received, recorded, replayed, checked; contract errors and warnings;
-    exchanges not recorded (``incomplete``) and upstream failures."""
-
-    requests: int = 0
-    recorded: int = 0
-    replayed: int = 0
-    checked: int = 0
-    errors: int = 0
-    warnings: int = 0
-    incomplete: int = 0
-    failed: int = 0
 
 
 def _upstream(url: str | None, mode: str) -> str | None:

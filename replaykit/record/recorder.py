@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from replaykit.contracts import Profile
 from replaykit.errors import CassetteError
@@ -43,10 +43,23 @@ from replaykit.record.capture import Capture, checked, violation_line
 from replaykit.record.tape import Tape
 from replaykit.redact import safe_message
 
-if TYPE_CHECKING:  # the proxy imports this module
-    from replaykit.record.proxy import Tally
+__all__ = ["FLUSH_INTERVAL", "WRITE_SHARE", "Recorder", "Settings", "Tally", "serve"]
 
-__all__ = ["FLUSH_INTERVAL", "WRITE_SHARE", "Recorder", "Settings", "serve"]
+
+@dataclass(slots=True)
+class Tally:
+    """What the proxy did: requests received, recorded, replayed, checked; contract errors and warnings;
+    exchanges not recorded (``incomplete``) and upstream failures."""
+
+    requests: int = 0
+    recorded: int = 0
+    replayed: int = 0
+    checked: int = 0
+    errors: int = 0
+    warnings: int = 0
+    incomplete: int = 0
+    failed: int = 0
+
 
 FLUSH_INTERVAL = 0.5  # seconds at least between two writes of the cassette while recording
 WRITE_SHARE = 0.1  # at most this share of the recorder's time goes to rewriting the cassette
