@@ -23,7 +23,6 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import parse_qs
 
 from aiohttp import web
 from aiohttp.http import HttpProcessingError
@@ -34,9 +33,8 @@ from replaykit.contracts import STRICT, Profile
 from replaykit.errors import ReplaykitError
 from replaykit.redact import redact_header
 from replaykit.redact.names import DEFAULT_RULES
-from replaykit.routes import classify
 from replaykit.server import envelopes, verdicts
-from replaykit.server.connections import Limits, Server
+from replaykit.server.connections import Limits, carried
 from replaykit.server.diff import brief
 from replaykit.server.faults import (
     EVENT_KINDS,
@@ -45,6 +43,7 @@ from replaykit.server.faults import (
     status_plan,
 )
 from replaykit.server.journal import Entry, Journal, body_fields
+from replaykit.server.lane import LaneServer
 from replaykit.server.matching import (
     CASSETTE_HEADER,
     INTERACTION_HEADER,
@@ -205,14 +204,8 @@ async def read_body(request: web.BaseRequest, idle: float) -> bytes:
 
 
 def _built(request: web.BaseRequest, body: bytes) -> Received:
-    """``request`` with ``body`` as :class:`Received` (repeated headers joined with ``, ``)."""
-    headers: dict[str, str] = {}
-    for name, value in request.headers.items():
-        key = name.lower()
-        headers[key] = f"{headers[key]}, {value}" if key in headers else value
-    route = classify(request.method, request.path)
-    query = parse_qs(request.query_string, keep_blank_values=True) if request.query_string else {}
-    return Received.build(request.method, request.path, query, headers, body, route)
+    """``request`` with ``body`` as :class:`Received`."""
+    return Received.arrived(request.method, request.path, request.query_string, request.headers.items(), body)
 
 
 @functools.lru_cache(maxsize=2)
@@ -381,11 +374,12 @@ class _Exchange:
     state: State
     entry: Entry
     started: float
-    plan: Plan | None = None
+    plan: Plan
     match: Match | None = None
     counted: bool = False
     settled: str | None = None
     received: Received | None = None  # its body's JSON (parsed for matching or now) goes to the journal file
+    progress: Progress = field(default_factory=Progress)  # how far delivery got: settles this exchange
 
     @property
     def slot(self) -> Slot | None:
@@ -403,15 +397,14 @@ class _Exchange:
             return
         first, self.settled = self.settled is None, progress.outcome
         entry, plan, slot = self.entry, self.plan, self.slot
-        whole = plan is not None and plan.complete and progress.outcome == "complete"
+        whole = plan.complete and progress.outcome == "complete"
         if slot is not None and whole != self.counted:
             with self.state.lock:
                 slot.served += 1 if whole else -1
                 slot.served_total += 1 if whole else -1
                 self.counted = whole
-        if plan is not None:
-            entry.status, entry.stream, entry.notes = plan.status, plan.stream, plan.notes
-        entry.chunks = len(plan.chunks) if whole and plan is not None else progress.chunks
+        entry.status, entry.stream, entry.notes = plan.status, plan.stream, plan.notes
+        entry.chunks = len(plan.chunks) if whole else progress.chunks
         entry.outcome = progress.outcome
         entry.duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
         if first:
@@ -420,10 +413,10 @@ class _Exchange:
         if progress.outcome == "hung" and any(f["kind"] == "kill" and f["applied"] for f in entry.faults):
             self.state.reached({"seq": entry.seq, "route": entry.route, "events": progress.chunks})
 
-    def close(self, progress: Progress) -> None:
+    def close(self) -> None:
         """The final word: settle with what really happened; give back a slot that was not served whole; tell
         the state's watcher."""
-        self.settle(progress)
+        self.settle(self.progress)
         slot = self.slot
         if slot is not None and not self.counted:
             with self.state.lock:
@@ -488,28 +481,53 @@ def _internal_error(state: State, received: Received, exc: Exception, entry: Ent
     return _replaykit_error(received, 500, message)
 
 
-async def handle(request: web.BaseRequest, state: State) -> web.StreamResponse:
-    """Answer one provider request (see the module docstring)."""
-    started = time.perf_counter()
-    try:
-        received = _built(request, await read_body(request, state.limits.body_timeout))
-    except Unreadable as unreadable:
-        return await _refuse(state, request, unreadable)
+def begin(state: State, received: Received, started: float) -> _Exchange:
+    """Admit ``received`` (journaled from here on), choose its answer and judge both: the exchange, whose
+    ``plan`` is to be delivered, ``progress`` advanced as it goes and :meth:`~_Exchange.close` called at the
+    end. ``started``: :func:`time.perf_counter` when the request came."""
     entry, faults = _admit(state, received)
-    exchange = _Exchange(state, entry, started, received=received)
-    progress = Progress(on_settle=exchange.settle)
+    match: Match | None = None
     try:
+        profile = state.settings.profile
+        entry.request_violations = verdicts.request_violations(received, profile)
+        plan, match = _choose(state, received, entry, faults)
+        slot = match.slot if match is not None else None
+        entry.response_violations = verdicts.response_violations(received, slot, plan, profile)
+    except Exception as exc:
+        plan = _internal_error(state, received, exc, entry)
+    exchange = _Exchange(state, entry, started, plan, match, received=received)
+    exchange.progress.on_settle = exchange.settle
+    return exchange
+
+
+async def handle(request: web.BaseRequest, state: State) -> web.StreamResponse:
+    """Answer one provider request (see the module docstring), or deliver the one the lane began."""
+    exchange = carried(request)
+    if not isinstance(exchange, _Exchange):
+        started = time.perf_counter()
         try:
-            profile = state.settings.profile
-            entry.request_violations = verdicts.request_violations(received, profile)
-            exchange.plan, exchange.match = _choose(state, received, entry, faults)
-            entry.response_violations = verdicts.response_violations(received, exchange.slot, exchange.plan,
-                                                                     profile)
-        except Exception as exc:
-            exchange.plan = _internal_error(state, received, exc, entry)
-        return await deliver(request, exchange.plan, state.closing, progress)
+            received = _built(request, await read_body(request, state.limits.body_timeout))
+        except Unreadable as unreadable:
+            return await _refuse(state, request, unreadable)
+        exchange = begin(state, received, started)
+    try:
+        return await deliver(request, exchange.plan, state.closing, exchange.progress)
     finally:
-        exchange.close(progress)
+        exchange.close()
+
+
+def _lane_answer(state: State) -> Callable[[Received, float], _Exchange | None]:
+    """What the lane asks of a plain request (:mod:`~replaykit.server.lane`): None (the general way) for the
+    admin API, or while a fault is set or timing is not ``fast`` (the answer is then never prepared whole);
+    else the exchange :func:`begin` makes."""
+
+    def answer(received: Received, started: float) -> _Exchange | None:
+        path = received.path
+        if state.faults or state.settings.timing.mode != "fast" or path.startswith(ADMIN_PREFIX):
+            return None
+        return begin(state, received, started)
+
+    return answer
 
 
 def _continue(request: web.BaseRequest) -> None:
@@ -522,8 +540,9 @@ def _continue(request: web.BaseRequest) -> None:
         transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
 
-def make_server(state: State, admin: Handler | None = None, **options: Any) -> Server:
-    """aiohttp's low-level server answering for ``state``, under ``state.limits``: a path under
+def make_server(state: State, admin: Handler | None = None, **options: Any) -> LaneServer:
+    """The server answering for ``state``, under ``state.limits``: plain requests in the lane
+    (:mod:`~replaykit.server.lane`), the others on aiohttp's low-level server: a path under
     :data:`ADMIN_PREFIX` to ``admin`` (:func:`replaykit.server.admin.answer`), every other request to
     :func:`handle`, requests aiohttp cannot parse to :func:`refusal`. ``options`` go to aiohttp's connection
     handler (``access_log``...).
@@ -549,5 +568,5 @@ def make_server(state: State, admin: Handler | None = None, **options: Any) -> S
     def malformed(request: web.BaseRequest, message: str) -> web.StreamResponse:
         return refusal(state, request, 400, "malformed", f"the request could not be parsed: {message}")
 
-    return Server(dispatch, limits=state.limits, on_malformed=malformed, request_factory=build,
-                  handler_cancellation=True, **options)
+    return LaneServer(dispatch, answer=_lane_answer(state), limits=state.limits, on_malformed=malformed,
+                      request_factory=build, handler_cancellation=True, **options)

@@ -34,7 +34,7 @@ import asyncio
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, cast
 
 from aiohttp import web
 from aiohttp.http import RawRequestMessage
@@ -43,7 +43,7 @@ from aiohttp.web_protocol import RequestHandler
 from replaykit.errors import UsageError
 
 __all__ = ["BODY_TIMEOUT", "HEADER_TIMEOUT", "MAX_CONNECTIONS", "Connection", "Limits", "Malformed", "Server",
-           "half_closed"]
+           "carried", "half_closed"]
 
 HEADER_TIMEOUT = 60.0
 BODY_TIMEOUT = 60.0
@@ -71,6 +71,13 @@ class Limits:
             raise UsageError(f"max_connections={cap!r} must be a whole number >= 1 (--max-connections)")
 
 
+class Closing(Protocol):
+    """A connection the server can close (a lane)."""
+
+    def close(self) -> None:
+        """Close it."""
+
+
 def _refusal(cap: int) -> bytes:
     """The 503 a connection over the cap gets before it is closed."""
     body = (f"replaykit: {cap} connections are open already (--max-connections {cap}); "
@@ -84,12 +91,13 @@ def _refusal(cap: int) -> bytes:
 class Connection(RequestHandler):
     """One client connection: aiohttp's, plus half-close and quiet malformed requests."""
 
-    __slots__ = ("_on_malformed", "half_closed")
+    __slots__ = ("_on_malformed", "carried", "half_closed")
 
     def __init__(self, manager: web.Server, *, on_malformed: Malformed, **options: Any) -> None:
         super().__init__(manager, **options)
         self._on_malformed = on_malformed
         self.half_closed = asyncio.Event()
+        self.carried: object = None  # what the lane began for the first request it hands over, if anything
 
     def eof_received(self) -> bool:  # type: ignore[override]  # asyncio's is ``-> bool | None``; aiohttp's None
         """The client closed its sending side: keep the connection to answer a request it sent whole (True:
@@ -136,23 +144,52 @@ class Connection(RequestHandler):
 
 
 class Server(web.Server):
-    """aiohttp's low-level server, making a :class:`Connection` for each client, under ``limits``."""
+    """aiohttp's low-level server, making a :class:`Connection` for each client, under ``limits``.
+
+    ``lanes``: the connections a protocol of replaykit's own holds (:mod:`~replaykit.server.lane`), counted
+    with aiohttp's against ``max_connections`` and closed with them."""
 
     def __init__(self, handler: Any, *, limits: Limits, on_malformed: Malformed, **options: Any) -> None:
         super().__init__(handler, keepalive_timeout=limits.header_timeout, **options)
         self.limits = limits
         self._on_malformed = on_malformed
+        self.lanes: set[Closing] = set()
 
     def __call__(self) -> RequestHandler:
+        return self.connection()
+
+    def connection(self) -> Connection:
+        """A new :class:`Connection`, to be made the protocol of a transport."""
         return Connection(self, loop=self._loop, on_malformed=self._on_malformed, **self._kwargs)
+
+    def refused(self, transport: asyncio.BaseTransport) -> bool:
+        """True, after answering 503 and closing ``transport``, when ``max_connections`` are open already."""
+        cap = self.limits.max_connections
+        if len(self._connections) + len(self.lanes) < cap:
+            return False
+        cast(asyncio.WriteTransport, transport).write(_refusal(cap))  # uvloop's: one, not by inheritance
+        transport.close()
+        return True
 
     def connection_made(self, handler: RequestHandler, transport: asyncio.Transport) -> None:
         """Count the connection in, or answer 503 and close it when ``max_connections`` are open."""
-        if len(self._connections) >= self.limits.max_connections:
-            transport.write(_refusal(self.limits.max_connections))
-            transport.close()
-            return
-        super().connection_made(handler, transport)
+        if not self.refused(transport):
+            super().connection_made(handler, transport)
+
+    def pre_shutdown(self) -> None:
+        """Close the idle connections, the lanes' too (a lane is never in the middle of an answer)."""
+        super().pre_shutdown()
+        for lane in list(self.lanes):
+            lane.close()
+
+
+def carried(request: web.BaseRequest) -> object:
+    """What the lane began for ``request`` when it handed its connection over (given once), else None."""
+    protocol = request.protocol
+    if not isinstance(protocol, Connection) or protocol.carried is None:
+        return None
+    begun, protocol.carried = protocol.carried, None
+    return begun
 
 
 def half_closed(request: web.BaseRequest) -> asyncio.Event | None:

@@ -48,7 +48,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from replaykit.cassette import Interaction, Request, body_json
-from replaykit.routes import Route, classify_uri
+from replaykit.routes import Route, classify, classify_uri
 from replaykit.server.diff import Pattern, brief, compile_patterns, diff
 from replaykit.server.envelopes import streams_an_error
 
@@ -124,6 +124,19 @@ class Received:
         for name, value in headers.items():
             (ours if name.startswith(CONTROL_PREFIX) else theirs)[name] = value
         return cls(method.upper(), path, query, theirs, body, route, hashlib.sha256(body).hexdigest(), ours)
+
+    @classmethod
+    def arrived(
+        cls, method: str, path: str, query: str, headers: Iterable[tuple[str, str]], body: bytes
+    ) -> Received:
+        """A request as it came off the wire (:meth:`build`): header names lower-cased and repeated ones
+        joined with ``, ``, ``query`` the query string (parsed here), the route classified."""
+        joined: dict[str, str] = {}
+        for name, value in headers:
+            key = name.lower()
+            joined[key] = f"{joined[key]}, {value}" if key in joined else value
+        parsed = parse_qs(query, keep_blank_values=True) if query else {}
+        return cls.build(method, path, parsed, joined, body, classify(method, path))
 
 
 def wants_stream(body: Any) -> bool:

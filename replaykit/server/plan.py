@@ -221,10 +221,12 @@ def recorded_batches(body: bytes, memo: dict[str, Any]) -> list[Batch]:
 
 @dataclass(frozen=True, slots=True)
 class Whole:
-    """A recorded stream as one HTTP/1.1 keep-alive response, in the bytes aiohttp writes for it: ``head``
-    (the status line, the headers recorded, ``Transfer-Encoding``), a ``Date`` line when ``date`` (none was
+    """A recorded response as one HTTP/1.1 keep-alive response, in the bytes aiohttp writes for it: ``head``
+    (the status line, the headers recorded, ``Transfer-Encoding`` for a stream or ``Content-Length``, and
+    aiohttp's default ``Content-Type`` when none was recorded), a ``Date`` line when ``date`` (none was
     recorded; it is the one part made per second), then ``rest`` (aiohttp's ``Server`` line unless one was
-    recorded, the blank line, the body framed whole with its final chunk); ``chunks``: the events in it."""
+    recorded, the blank line, the body: a stream framed whole with its final chunk); ``chunks``: the events
+    in it (1 for a body with a length)."""
 
     head: bytes
     date: bool
@@ -240,24 +242,32 @@ def _lines(headers: list[tuple[str, str]]) -> str:
     return "".join(f"{name}: {value}\r\n" for name, value in headers)
 
 
-def _whole(status: int, headers: list[tuple[str, str]], framed: list[Batch]) -> Whole | None:
+def _whole(status: int, headers: list[tuple[str, str]], body: Batch, length: int | None) -> Whole | None:
+    """``body`` (a stream framed whole, or ``length`` bytes) and its head, as aiohttp writes them."""
     names = {name.lower() for name, _ in headers}
-    head = [*headers, ("Transfer-Encoding", "chunked")]
+    framing = ("Transfer-Encoding", "chunked") if length is None else ("Content-Length", str(length))
+    typed = "content-type" in names or length == 0
+    head = [*headers, framing, *([] if typed else [("Content-Type", "application/octet-stream")])]
     rest = [] if "server" in names else [("Server", SERVER_SOFTWARE)]
     unsafe = any(_CONTROL.search(text) for line in head + rest for text in line)
-    if len(framed) != 1 or status < 200 or status in (204, 304) or unsafe:
-        return None  # several writes, no body, or a header aiohttp refuses: sent the general way
-    data, count = framed[0]
+    if status < 200 or status in (204, 304) or unsafe:
+        return None  # no body, or a header aiohttp refuses: sent the general way
+    data, count = body
     status_line = f"HTTP/1.1 {status} {_REASONS.get(status, '')}\r\n"
     return Whole((status_line + _lines(head)).encode(), "date" not in names,
                  (_lines(rest) + "\r\n").encode() + data, count)
 
 
 def recorded_whole(response: Response, memo: dict[str, Any]) -> Whole | None:
-    """The recorded stream ``response`` replayed unchanged as a :class:`Whole` (its framing from ``memo``, see
+    """``response`` replayed unchanged as a :class:`Whole` (a stream's framing from ``memo``, see
     :func:`recorded_batches`; :func:`unchanged_plan` keeps the result); None when it does not fit one write
     (:data:`BATCH_LIMIT`)."""
-    return _whole(response.status, replay_headers(response), recorded_batches(response.body, memo))
+    headers = replay_headers(response)
+    if not response.is_stream:
+        body = response.body
+        return _whole(response.status, headers, (body, 1), len(body)) if len(body) <= BATCH_LIMIT else None
+    framed = recorded_batches(response.body, memo)
+    return _whole(response.status, headers, framed[0], None) if len(framed) == 1 else None
 
 
 def _slices(body: bytes) -> list[bytes | memoryview]:
@@ -308,7 +318,9 @@ def plan_for(
 
 def _unchanged(response: Response, timing: Timing, provider: str | None, memo: dict[str, Any]) -> Plan:
     if not response.is_stream:
-        return plan_for(response, timing, provider)
+        plan = plan_for(response, timing, provider)
+        plan.whole = recorded_whole(response, memo)  # no event to pace: whole whatever the timing
+        return plan
     plan = plan_for(response, timing, provider, chunks=recorded_chunks(response.body, memo))
     if plan.batch:  # at once: framed once, sent as framed
         plan.framed = recorded_batches(response.body, memo)

@@ -55,7 +55,7 @@ from aiohttp.http import HttpVersion11, StreamWriter
 from replaykit.server.connections import half_closed
 from replaykit.server.plan import LAST_CHUNK, Batch, Plan, Whole, batched, http_chunk
 
-__all__ = ["Outcome", "Progress", "Wire", "Writer", "deliver"]
+__all__ = ["Outcome", "Progress", "Wire", "Writer", "deliver", "send_whole"]
 
 Outcome = Literal["pending", "complete", "disconnected", "hung", "client_closed"]
 
@@ -270,7 +270,7 @@ async def _finish(
 
 
 class _Sent(web.StreamResponse):
-    """What the handler returns for a response it wrote itself (:func:`_send_whole`): aiohttp finds it
+    """What the handler returns for a response it wrote itself (:func:`send_whole`): aiohttp finds it
     sent and ended, and keeps the connection alive."""
 
     async def prepare(self, request: web.BaseRequest) -> AbstractStreamWriter | None:
@@ -303,12 +303,14 @@ def _plain(request: web.BaseRequest) -> bool:
             and transport is not None and not transport.is_closing())
 
 
-def _send_whole(request: web.BaseRequest, whole: Whole, progress: Progress) -> bool:
-    """Write ``whole`` (head, ``Date``, body) to the transport in one write, settled before it leaves; True
-    when the kernel did not take it all (then drain the writer)."""
+def send_whole(transport: asyncio.Transport | None, whole: Whole, progress: Progress,
+               writer: AbstractStreamWriter | None = None) -> bool:
+    """Write ``whole`` (head, ``Date``, body) to ``transport`` in one write, settled before it leaves (on
+    aiohttp's path, or the lane's: :mod:`~replaykit.server.lane`); True when the kernel did not take it all
+    (then wait for it to drain). ConnectionResetError when the client has closed the connection."""
     data = b"".join((whole.head, _date_line(int(time.time())) if whole.date else b"", whole.rest))
     progress.settle("complete")
-    backlog = Wire(request.transport, writer=request.writer).send(data)
+    backlog = Wire(transport, writer=writer).send(data)
     progress.chunks += whole.chunks
     return backlog
 
@@ -324,7 +326,7 @@ async def deliver(
     response: web.StreamResponse | None = None
     try:
         if plan.whole is not None and _plain(request):
-            if _send_whole(request, plan.whole, progress):
+            if send_whole(request.transport, plan.whole, progress, request.writer):
                 await request.writer.drain()
             return _SENT
         wire = Wire(request.transport, half_closed(request))

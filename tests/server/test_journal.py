@@ -194,9 +194,9 @@ def test_the_entry_is_journaled_before_the_client_has_its_response(
 
     late_close = app._Exchange.close
 
-    def slow_close(self: Any, progress: Any) -> None:
+    def slow_close(self: Any) -> None:
         threading.Event().wait(0.3)  # the handler is slow to finish after the last byte left
-        late_close(self, progress)
+        late_close(self)
 
     monkeypatch.setattr(app._Exchange, "close", slow_close)
     fake = serve(make())

@@ -47,13 +47,13 @@ _DATE = re.compile(rb"\r\nDate: [^\r]*")
 def prepared(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many responses went out as prepared bytes (one item per response, its events)."""
     sent: list[int] = []
-    real = streaming._send_whole
+    real = streaming.send_whole
 
-    def spy(request: Any, whole: Any, progress: Any) -> bool:
+    def spy(transport: Any, whole: Any, progress: Any, writer: Any = None) -> bool:
         sent.append(whole.chunks)
-        return real(request, whole, progress)
+        return real(transport, whole, progress, writer)
 
-    monkeypatch.setattr(streaming, "_send_whole", spy)
+    monkeypatch.setattr(streaming, "send_whole", spy)
     return sent
 
 
