@@ -13,9 +13,10 @@ Point an application, in any language, at it instead of the real API::
 ``FakeProvider(cassettes=(), *, host="127.0.0.1", port=0, timing="fast", strict=False,
 enforce_contracts=False, allow_remote=False, match_on=(), volatile=DEFAULT_VOLATILE, repeat=False,
 faults=(), profile=None, journal_file=None, journal_bodies="head", journal_window=10_000, header_timeout=60,
-body_timeout=60, max_connections=256, max_body=256 MiB, watch=None)`` runs an aiohttp server in a background
-thread with its own event loop, on loopback and a free port by default (a non-loopback ``host`` is refused
-unless ``allow_remote``).
+body_timeout=60, max_connections=256, max_body=256 MiB, watch=None)`` runs a server in a background thread
+with its own event loop, on loopback and a free port by default (a non-loopback ``host`` is refused unless
+``allow_remote``): a plain request whose answer is known whole is answered by replaykit's own protocol (the
+lane, :mod:`~replaykit.server.lane`), every other one by aiohttp, in the same bytes.
 It is a context manager; ``start()`` / ``stop()`` do the same by hand. A cassette whose compressed body
 decodes past ``max_body`` bytes, or whose YAML aliases expand like a bomb, is refused when loaded.
 

@@ -299,10 +299,14 @@ class Queue:
         if was == slot.taken:
             return
         level = self.levels[was]
-        del level[bisect.bisect_left(level, slot.rank, key=_rank)]
+        del level[0 if level[0] is slot else bisect.bisect_left(level, slot.rank, key=_rank)]
         if not level:
             del self.levels[was]
-        bisect.insort(self.levels.setdefault(slot.taken, []), slot, key=_rank)
+        now = self.levels.setdefault(slot.taken, [])
+        if now and now[-1].rank > slot.rank:
+            bisect.insort(now, slot, key=_rank)
+        else:  # taken in order, as it mostly is: it goes last
+            now.append(slot)
 
 
 def _user(matcher: Matcher) -> _Check:
