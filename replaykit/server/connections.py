@@ -177,7 +177,7 @@ class Server(web.Server):
             super().connection_made(handler, transport)
 
     def pre_shutdown(self) -> None:
-        """Close the idle connections, the lanes' too (a lane is never in the middle of an answer)."""
+        """Close the idle connections, and the lanes (a lane writes each answer whole: none is in progress)."""
         super().pre_shutdown()
         for lane in list(self.lanes):
             lane.close()
