@@ -7,6 +7,7 @@ does what vcrpy's does; contract violations are kept in the cassette.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -282,6 +283,24 @@ def test_a_recorder_that_dies_is_reported_and_leaves_its_last_whole_write(upstre
 def test_the_recorder_paces_its_writes_to_a_tenth_of_its_time() -> None:
     assert recorder._due(100.0, 0.01) == 100.0 + recorder.FLUSH_INTERVAL  # a quick write: every 0.5 s
     assert recorder._due(100.0, 2.0) == pytest.approx(120.0)  # a 2 s rewrite: not again for 20 s
+
+
+def test_the_recorder_writes_when_due_while_captures_keep_coming(tmp_path: Path) -> None:
+    item = recording(PLAIN)
+    tasks_out, tasks_in = multiprocessing.Pipe(duplex=False)
+    results_out, results_in = multiprocessing.Pipe(duplex=False)
+    tasks_in.send(recorder.Settings(tmp_path / "busy.yaml", "anthropic", False, contracts.STRICT))
+    for _ in range(8):  # all waiting before the recorder starts (small: the pipe holds them): never a lull
+        taken = capture.Capture(item.request, 200, "OK", {"content-type": ["application/json"]})
+        taken.feed(b'{"type": "message"}')
+        tasks_in.send(taken)
+    tasks_in.send(None)
+    recorder.serve(tasks_out, results_in)
+    said = []
+    while results_out.poll():
+        said.append(results_out.recv())
+    wrote = [message for message in said if message[0] == "wrote"]
+    assert wrote[0] == ("wrote", 1) and wrote[-1] == ("wrote", 8)  # the first write did not wait for a lull
 
 
 def test_a_proxy_records_once(upstream: FakeProvider, tmp_path: Path) -> None:

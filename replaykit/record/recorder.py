@@ -159,8 +159,8 @@ def serve(tasks: Connection, results: Connection) -> None:
         return
     while True:
         wait = work.wait()
-        try:
-            if wait is not None and not tasks.poll(wait):
+        try:  # a write due goes first, also while captures keep coming
+            if wait is not None and (wait == 0 or not tasks.poll(wait)):
                 work.flush()
                 continue
             capture = tasks.recv()

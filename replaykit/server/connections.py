@@ -177,7 +177,7 @@ class Server(web.Server):
             super().connection_made(handler, transport)
 
     def pre_shutdown(self) -> None:
-        """Close the idle connections, and the lanes (a lane writes each answer whole: none is in progress)."""
+        """Close the idle connections, and the lanes (each answer a lane writes is whole: none is cut)."""
         super().pre_shutdown()
         for lane in list(self.lanes):
             lane.close()
