@@ -4,9 +4,10 @@ Every client connection starts as a :class:`Lane` (an asyncio protocol). It pars
 (:mod:`httptools`) and answers a request there, in one write of prepared bytes, when all of this holds:
 
 - the request is *plain*: HTTP/1.1, kept alive, not ``HEAD``, no ``Expect``, ``Upgrade`` or
-  ``Transfer-Encoding``, a head of printable ASCII, a target that is a path and an optional query of the
-  characters :data:`_PLAIN_TARGET` allows (no ``%``, ``+``, dot segment or fragment: aiohttp reads it the
-  same), a body of at most :data:`MAX_BODY` bytes, and nothing pipelined behind it;
+  ``Transfer-Encoding``, no header twice (aiohttp answers 400 to a repeated ``Host``...), a head of
+  printable ASCII, a target that is a path and an optional query of the characters :data:`_PLAIN_TARGET`
+  allows (no ``%``, ``+``, dot segment or fragment: aiohttp reads it the same), a body of at most
+  :data:`MAX_BODY` bytes, and nothing pipelined behind it;
 - the server's ``answer`` takes it (:func:`~replaykit.server.app.make_server`: not the admin API, no fault
   set, ``fast`` timing); it is journaled from then on;
 - its answer is prepared whole (``Plan.whole``, :func:`~replaykit.server.streaming.send_whole`): the bytes
@@ -171,7 +172,7 @@ class Lane(asyncio.Protocol):
         self.url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers.append((name, value))
+        self.headers.append((name, value.rstrip(b" \t")))  # llhttp keeps the whitespace after it; aiohttp not
 
     def on_headers_complete(self) -> None:
         self.headed = True
@@ -191,10 +192,12 @@ class Lane(asyncio.Protocol):
                 or self.method not in _METHODS or len(url) > MAX_LINE or not _PLAIN_TARGET.fullmatch(url)
                 or b"/." in url or b"//" in url or len(headers) > MAX_HEADERS):
             return False
+        seen: set[bytes] = set()
         for name, value in headers:
             lower = name.lower()
-            if lower in _REFUSED_HEADERS or len(name) + len(value) > MAX_LINE:
+            if lower in _REFUSED_HEADERS or lower in seen or len(name) + len(value) > MAX_LINE:
                 return False
+            seen.add(lower)
             if lower == b"content-length" and int(value) > MAX_BODY:  # digits: llhttp checked
                 return False
         return not _UNPRINTABLE.search(b"\t".join(text for header in headers for text in header))

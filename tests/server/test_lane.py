@@ -181,6 +181,8 @@ _NOT_PLAIN = {
     "many headers": lambda head: head + b"".join(b"X-%d: 1\r\n" % i for i in range(lane.MAX_HEADERS)),
     "admin path": lambda head: head.replace(b"POST /v1/messages", b"POST /__replaykit/reset"),
     "HEAD": lambda head: head.replace(b"POST ", b"HEAD "),
+    "repeated Host": lambda head: head + b"Host: 127.0.0.1\r\n",  # aiohttp: 400
+    "repeated header": lambda head: head + b"X-Note: a\r\nx-note: b\r\n",
 }
 
 
@@ -196,6 +198,29 @@ def test_a_request_that_is_not_plain_goes_to_aiohttp(serve: Any, laned: list[int
         reply = read_all(sock) if b"HTTP/1.0" in head or b"close" in head else sock.recv(1 << 16)
     assert handed == [False] and laned == []
     assert re.match(rb"HTTP/1\.[01] \d{3} ", reply)  # answered by aiohttp, whatever it answers
+
+
+def test_a_repeated_host_is_answered_400_as_aiohttp_does(serve: Any, laned: list[int]) -> None:
+    cassette = stream_cassette()
+    fake = serve(cassette, repeat=True)
+    body = _body(cassette)
+    reply = _one(fake.url, post_head(len(body), extra="Host: 127.0.0.1\r\n") + body)
+    assert reply.startswith(b"HTTP/1.0 400 ") and laned == []
+    assert [e.verdict for e in fake.journal] == ["malformed"] and fake.unused() != []
+
+
+def test_the_whitespace_after_a_header_value_is_not_part_of_it_as_with_aiohttp(
+    serve: Any, laned: list[int], handed: list[bool]
+) -> None:
+    cassette = stream_cassette()
+    fake = serve(cassette, repeat=True)
+    general = serve(cassette, repeat=True, faults=["kind=delay_headers,ms=0"])  # aiohttp's request parser
+    body = _body(cassette)
+    request = post_head(len(body), extra="X-Replaykit-Cassette: elsewhere \t\r\n") + body
+    ours, theirs = (re.findall(rb"\r\nx-replaykit-error: ([^\r]*)", _one(fake.url, request)),
+                    re.findall(rb"\r\nx-replaykit-error: ([^\r]*)", _one(general.url, request)))
+    assert handed == [True, False]  # matched in the lane (its 404 is not prepared whole), then in aiohttp
+    assert ours == theirs and b"x-replaykit-cassette: 'elsewhere' names no cassette" in ours[0]
 
 
 def test_a_body_over_the_lanes_bound_goes_to_aiohttp(serve: Any, laned: list[int],
