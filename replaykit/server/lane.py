@@ -94,11 +94,9 @@ class Lane(asyncio.Protocol):
         self.loop = asyncio.get_running_loop()
         self.parser = httptools.HttpRequestParser(self)
         self.pending: list[bytes] = []  # the bytes of the request at hand
-        self.size = 0
         self.last = 0.0  # loop time of opening or of the last answer
         self.idle: asyncio.TimerHandle | None = None
         self.grace: asyncio.TimerHandle | None = None
-        self.paused = False  # writing paused: reading is too
         self._reset()
 
     def _reset(self) -> None:
@@ -133,7 +131,6 @@ class Lane(asyncio.Protocol):
         """Forget the connection."""
         self.server.lanes.discard(self)
         self._stop_timers()
-        self.transport = None
 
     def eof_received(self) -> bool:
         """The client closed its sending side: every whole request is answered already; close (what was
@@ -147,13 +144,11 @@ class Lane(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         """The kernel is not taking what was written: read no more requests until it does."""
-        self.paused = True
         if self.transport is not None:
             self.transport.pause_reading()
 
     def resume_writing(self) -> None:
         """Read requests again."""
-        self.paused = False
         if self.transport is not None:
             self.transport.resume_reading()
 
@@ -161,7 +156,6 @@ class Lane(asyncio.Protocol):
         for timer in (self.idle, self.grace):
             if timer is not None:
                 timer.cancel()
-        self.idle = self.grace = None
 
     # ------------------------------------------------------------ the parser's callbacks
 
@@ -208,14 +202,13 @@ class Lane(asyncio.Protocol):
         """Take what arrived: answer the request it completes, wait briefly for the rest of a body, or hand
         the connection to aiohttp (see the module docstring)."""
         self.pending.append(data)
-        self.size += len(data)
         try:
             self.parser.feed_data(data)
         except (httptools.HttpParserError, httptools.HttpParserUpgrade):  # aiohttp answers these as ever
             self._hand_over()
             return
         if not self.complete:
-            if not (self.headed and self.plain) or self.size > MAX_BODY + (64 << 10):
+            if not (self.headed and self.plain):
                 self._hand_over()
             elif self.grace is None:
                 wait = min(GRACE, self.server.limits.body_timeout)
@@ -237,7 +230,6 @@ class Lane(asyncio.Protocol):
             self._hand_over(begun)
             return
         self.pending.clear()
-        self.size = 0
         if self.grace is not None:
             self.grace.cancel()
             self.grace = None
@@ -256,7 +248,6 @@ class Lane(asyncio.Protocol):
         transport = self.transport
         self._stop_timers()
         self.server.lanes.discard(self)
-        self.transport = None
         if transport is None or transport.is_closing():
             if begun is not None:
                 begun.progress.outcome = "client_closed"
@@ -266,9 +257,6 @@ class Lane(asyncio.Protocol):
         connection.carried = begun
         transport.set_protocol(connection)
         connection.connection_made(transport)
-        if self.paused:
-            connection.pause_writing()
-            transport.resume_reading()
         data, self.pending = b"".join(self.pending), []
         if data:
             connection.data_received(data)
