@@ -166,7 +166,7 @@ class Lane(asyncio.Protocol):
         self.url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers.append((name, value.rstrip(b" \t")))  # llhttp keeps the whitespace after it; aiohttp not
+        self.headers.append((name, value.rstrip()))  # aiohttp drops the space or tab llhttp leaves after it
 
     def on_headers_complete(self) -> None:
         self.headed = True
