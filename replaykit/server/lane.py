@@ -4,9 +4,10 @@ Every client connection starts as a :class:`Lane` (an asyncio protocol). It pars
 (:mod:`httptools`) and answers a request there, in one write of prepared bytes, when all of this holds:
 
 - the request is *plain*: HTTP/1.1, kept alive, not ``HEAD``, no ``Expect``, ``Upgrade`` or
-  ``Transfer-Encoding``, a head of printable ASCII, a target that is a path and an optional query of the
-  characters :data:`_PLAIN_TARGET` allows (no ``%``, ``+``, dot segment or fragment: aiohttp reads it the
-  same), a body of at most :data:`MAX_BODY` bytes, and nothing pipelined behind it;
+  ``Transfer-Encoding``, no header twice (aiohttp answers 400 to a repeated ``Host``...), a head of
+  printable ASCII, a target that is a path and an optional query of the characters :data:`_PLAIN_TARGET`
+  allows (no ``%``, ``+``, dot segment or fragment: aiohttp reads it the same), a body of at most
+  :data:`MAX_BODY` bytes, and nothing pipelined behind it;
 - the server's ``answer`` takes it (:func:`~replaykit.server.app.make_server`: not the admin API, no fault
   set, ``fast`` timing); it is journaled from then on;
 - its answer is prepared whole (``Plan.whole``, :func:`~replaykit.server.streaming.send_whole`): the bytes
@@ -93,11 +94,9 @@ class Lane(asyncio.Protocol):
         self.loop = asyncio.get_running_loop()
         self.parser = httptools.HttpRequestParser(self)
         self.pending: list[bytes] = []  # the bytes of the request at hand
-        self.size = 0
         self.last = 0.0  # loop time of opening or of the last answer
         self.idle: asyncio.TimerHandle | None = None
         self.grace: asyncio.TimerHandle | None = None
-        self.paused = False  # writing paused: reading is too
         self._reset()
 
     def _reset(self) -> None:
@@ -132,7 +131,6 @@ class Lane(asyncio.Protocol):
         """Forget the connection."""
         self.server.lanes.discard(self)
         self._stop_timers()
-        self.transport = None
 
     def eof_received(self) -> bool:
         """The client closed its sending side: every whole request is answered already; close (what was
@@ -146,13 +144,11 @@ class Lane(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         """The kernel is not taking what was written: read no more requests until it does."""
-        self.paused = True
         if self.transport is not None:
             self.transport.pause_reading()
 
     def resume_writing(self) -> None:
         """Read requests again."""
-        self.paused = False
         if self.transport is not None:
             self.transport.resume_reading()
 
@@ -160,7 +156,6 @@ class Lane(asyncio.Protocol):
         for timer in (self.idle, self.grace):
             if timer is not None:
                 timer.cancel()
-        self.idle = self.grace = None
 
     # ------------------------------------------------------------ the parser's callbacks
 
@@ -171,7 +166,7 @@ class Lane(asyncio.Protocol):
         self.url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers.append((name, value))
+        self.headers.append((name, value.rstrip()))  # aiohttp drops the space or tab llhttp leaves after it
 
     def on_headers_complete(self) -> None:
         self.headed = True
@@ -191,10 +186,12 @@ class Lane(asyncio.Protocol):
                 or self.method not in _METHODS or len(url) > MAX_LINE or not _PLAIN_TARGET.fullmatch(url)
                 or b"/." in url or b"//" in url or len(headers) > MAX_HEADERS):
             return False
+        seen: set[bytes] = set()
         for name, value in headers:
             lower = name.lower()
-            if lower in _REFUSED_HEADERS or len(name) + len(value) > MAX_LINE:
+            if lower in _REFUSED_HEADERS or lower in seen or len(name) + len(value) > MAX_LINE:
                 return False
+            seen.add(lower)
             if lower == b"content-length" and int(value) > MAX_BODY:  # digits: llhttp checked
                 return False
         return not _UNPRINTABLE.search(b"\t".join(text for header in headers for text in header))
@@ -205,14 +202,13 @@ class Lane(asyncio.Protocol):
         """Take what arrived: answer the request it completes, wait briefly for the rest of a body, or hand
         the connection to aiohttp (see the module docstring)."""
         self.pending.append(data)
-        self.size += len(data)
         try:
             self.parser.feed_data(data)
         except (httptools.HttpParserError, httptools.HttpParserUpgrade):  # aiohttp answers these as ever
             self._hand_over()
             return
         if not self.complete:
-            if not (self.headed and self.plain) or self.size > MAX_BODY + (64 << 10):
+            if not (self.headed and self.plain):
                 self._hand_over()
             elif self.grace is None:
                 wait = min(GRACE, self.server.limits.body_timeout)
@@ -234,7 +230,6 @@ class Lane(asyncio.Protocol):
             self._hand_over(begun)
             return
         self.pending.clear()
-        self.size = 0
         if self.grace is not None:
             self.grace.cancel()
             self.grace = None
@@ -253,7 +248,6 @@ class Lane(asyncio.Protocol):
         transport = self.transport
         self._stop_timers()
         self.server.lanes.discard(self)
-        self.transport = None
         if transport is None or transport.is_closing():
             if begun is not None:
                 begun.progress.outcome = "client_closed"
@@ -263,9 +257,6 @@ class Lane(asyncio.Protocol):
         connection.carried = begun
         transport.set_protocol(connection)
         connection.connection_made(transport)
-        if self.paused:
-            connection.pause_writing()
-            transport.resume_reading()
         data, self.pending = b"".join(self.pending), []
         if data:
             connection.data_received(data)

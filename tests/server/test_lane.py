@@ -30,8 +30,10 @@ from server_support import (
 )
 
 from replaykit.server import lane, streaming
+from replaykit.server.connections import Limits
 from replaykit.server.lane import Lane
-from replaykit.server.plan import BATCH_LIMIT, LAST_CHUNK
+from replaykit.server.plan import BATCH_LIMIT, LAST_CHUNK, Whole
+from replaykit.server.streaming import Progress
 
 _DATE = re.compile(rb"\r\nDate: [^\r]*")
 BOUND = 20.0  # seconds an awaited outcome may take on a loaded machine; never asserted as a speed
@@ -181,6 +183,8 @@ _NOT_PLAIN = {
     "many headers": lambda head: head + b"".join(b"X-%d: 1\r\n" % i for i in range(lane.MAX_HEADERS)),
     "admin path": lambda head: head.replace(b"POST /v1/messages", b"POST /__replaykit/reset"),
     "HEAD": lambda head: head.replace(b"POST ", b"HEAD "),
+    "repeated Host": lambda head: head + b"Host: 127.0.0.1\r\n",  # aiohttp: 400
+    "repeated header": lambda head: head + b"X-Note: a\r\nx-note: b\r\n",
 }
 
 
@@ -196,6 +200,29 @@ def test_a_request_that_is_not_plain_goes_to_aiohttp(serve: Any, laned: list[int
         reply = read_all(sock) if b"HTTP/1.0" in head or b"close" in head else sock.recv(1 << 16)
     assert handed == [False] and laned == []
     assert re.match(rb"HTTP/1\.[01] \d{3} ", reply)  # answered by aiohttp, whatever it answers
+
+
+def test_a_repeated_host_is_answered_400_as_aiohttp_does(serve: Any, laned: list[int]) -> None:
+    cassette = stream_cassette()
+    fake = serve(cassette, repeat=True)
+    body = _body(cassette)
+    reply = _one(fake.url, post_head(len(body), extra="Host: 127.0.0.1\r\n") + body)
+    assert reply.startswith(b"HTTP/1.0 400 ") and laned == []
+    assert [e.verdict for e in fake.journal] == ["malformed"] and fake.unused() != []
+
+
+def test_the_whitespace_after_a_header_value_is_not_part_of_it_as_with_aiohttp(
+    serve: Any, laned: list[int], handed: list[bool]
+) -> None:
+    cassette = stream_cassette()
+    fake = serve(cassette, repeat=True)
+    general = serve(cassette, repeat=True, faults=["kind=delay_headers,ms=0"])  # aiohttp's request parser
+    body = _body(cassette)
+    request = post_head(len(body), extra="X-Replaykit-Cassette: elsewhere \t\r\n") + body
+    ours, theirs = (re.findall(rb"\r\nx-replaykit-error: ([^\r]*)", _one(fake.url, request)),
+                    re.findall(rb"\r\nx-replaykit-error: ([^\r]*)", _one(general.url, request)))
+    assert handed == [True, False]  # matched in the lane (its 404 is not prepared whole), then in aiohttp
+    assert ours == theirs and b"x-replaykit-cassette: 'elsewhere' names no cassette" in ours[0]
 
 
 def test_a_body_over_the_lanes_bound_goes_to_aiohttp(serve: Any, laned: list[int],
@@ -336,12 +363,64 @@ def test_stopping_the_server_closes_lane_connections(serve: Any, laned: list[int
     assert len(laned) == 1 and not stopper.is_alive()
 
 
-def test_a_lane_reads_nothing_more_while_the_kernel_takes_nothing() -> None:
-    server = mock.Mock()
-    server.refused.return_value = False
-    server.limits.header_timeout = 60.0
+# ---------------------------------------------------------------- a Lane alone (mocks; no socket, no timing)
+
+
+class _Begun:
+    """A request the server began (as :func:`replaykit.server.app.begin` does); its answer whole or not."""
+
+    def __init__(self, whole: Whole | None) -> None:
+        self.plan = mock.Mock(whole=whole)
+        self.progress = Progress()
+        self.closed = 0
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+_WHOLE = Whole(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n", False, b"\r\nok", 1)
+
+
+def _server(*begun: _Begun, refused: bool = False) -> mock.Mock:
+    """A :class:`~replaykit.server.lane.LaneServer` whose ``answer`` returns ``begun`` in turn (then None),
+    noting each request in ``received``."""
+    server = mock.Mock(lanes=set(), limits=Limits(header_timeout=60.0, body_timeout=60.0), received=[])
+    server.refused.return_value = refused
+    answers = iter(begun)
+
+    def answer(received: Any, started: float) -> _Begun | None:
+        server.received.append(received)
+        return next(answers, None)
+
+    server.answer.side_effect = answer
+    return server
+
+
+def _transport(closing: bool = False, sock: socket.socket | None = None) -> mock.Mock:
     transport = mock.Mock()
-    transport.get_extra_info.return_value = None
+    transport.is_closing.return_value = closing
+    transport.get_write_buffer_size.return_value = 0
+    transport.get_extra_info.side_effect = lambda name: sock if name == "socket" else None
+    return transport
+
+
+def _in_loop(test: Callable[[], Any]) -> None:
+    """Run ``test`` (a coroutine function) in an event loop of its own: a Lane takes the running loop."""
+    asyncio.run(test())
+
+
+def _handed_over(server: mock.Mock, transport: mock.Mock) -> bytes | None:
+    """The bytes the lane gave aiohttp's connection, or None when it did not hand the connection over."""
+    if not transport.set_protocol.called:
+        return None
+    connection = server.connection.return_value
+    transport.set_protocol.assert_called_once_with(connection)
+    connection.connection_made.assert_called_once_with(transport)
+    return b"".join(call.args[0] for call in connection.data_received.call_args_list)
+
+
+def test_a_lane_reads_nothing_more_while_the_kernel_takes_nothing() -> None:
+    server, transport = _server(), _transport()
 
     async def run() -> None:
         protocol = Lane(server)
@@ -352,4 +431,154 @@ def test_a_lane_reads_nothing_more_while_the_kernel_takes_nothing() -> None:
         transport.resume_reading.assert_called_once_with()
         protocol.connection_lost(None)
 
-    asyncio.run(run())
+    _in_loop(run)
+
+
+def test_a_lane_is_counted_while_open_and_a_refused_one_never() -> None:
+    server, refused = _server(), _server(refused=True)
+
+    async def run() -> None:
+        protocol, other = Lane(server), Lane(refused)
+        protocol.connection_made(_transport())
+        other.connection_made(_transport())
+        assert server.lanes == {protocol} and refused.lanes == set()
+        protocol.connection_lost(None)
+        other.connection_lost(None)  # nothing was started for it: nothing to stop
+        assert server.lanes == set()
+
+    _in_loop(run)
+
+
+def test_a_lane_keeps_tcp_connections_alive_as_aiohttp_does() -> None:
+    async def run(sock: socket.socket) -> None:
+        Lane(_server()).connection_made(_transport(sock=sock))
+
+    with socket.socket() as sock:
+        asyncio.run(run(sock))
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE)
+
+
+def test_the_idle_timer_counts_from_opening_then_from_each_answer() -> None:
+    server, transport, clock = _server(_Begun(_WHOLE)), _transport(), mock.Mock()
+
+    async def run() -> None:
+        protocol = Lane(server)
+        protocol.loop = clock
+        clock.time.return_value = 100.0
+        protocol.connection_made(transport)  # header_timeout: 60
+        assert clock.call_at.call_args == mock.call(160.0, protocol._idle)
+        clock.time.return_value = 130.0
+        protocol.data_received(b"GET /v1/models HTTP/1.1\r\n\r\n")
+        assert transport.write.called and server.received[0].path == "/v1/models"
+        clock.time.return_value = 160.0
+        protocol._idle()  # due at 190 now
+        assert clock.call_at.call_args == mock.call(190.0, protocol._idle) and not transport.close.called
+        clock.time.return_value = 190.0
+        protocol._idle()
+        transport.close.assert_called_once_with()
+
+    _in_loop(run)
+
+
+def test_the_idle_timer_leaves_a_request_at_hand_to_its_body_wait() -> None:
+    server, transport, clock = _server(), _transport(), mock.Mock()
+
+    async def run() -> None:
+        protocol = Lane(server)
+        protocol.loop = clock
+        clock.time.return_value = 100.0
+        protocol.connection_made(transport)
+        protocol.data_received(post_head(5))  # its body yet to come
+        assert clock.call_later.called and not transport.set_protocol.called
+        clock.time.return_value = 170.0
+        protocol._idle()
+        assert clock.call_at.call_args == mock.call(170.0 + lane.GRACE, protocol._idle)
+        assert not transport.close.called
+
+    _in_loop(run)
+
+
+_GET = b"GET /v1/models HTTP/1.1\r\n\r\n"  # no header: two in a row are told apart by their count only
+
+
+@pytest.mark.parametrize("data", [post_head(5)[:20], post_head(5, extra="Expect: 100-continue\r\n"),
+                                  _GET + _GET[:10], _GET * 2],
+                         ids=["head in pieces", "not plain, its body to come", "the next request begun",
+                              "two requests"])
+def test_what_the_lane_cannot_take_goes_to_aiohttp_at_once(data: bytes) -> None:
+    server, transport = _server(), _transport()
+
+    async def run() -> None:
+        protocol = Lane(server)
+        protocol.connection_made(transport)
+        protocol.data_received(data)
+        assert _handed_over(server, transport) == data and server.received == []  # not after a wait
+
+    _in_loop(run)
+
+
+_AT_THE_LIMITS = {
+    "target": (b"/v1/messages?q=" + b"a" * (lane.MAX_LINE - 15), b"", b"{}"),
+    "headers": (b"/v1/messages", b"".join(b"X-%d: 1\r\n" % i for i in range(lane.MAX_HEADERS - 2)), b"{}"),
+    "header line": (b"/v1/messages", b"X-Note: " + b"a" * (lane.MAX_LINE - 6) + b"\r\n", b"{}"),
+    "body": (b"/v1/messages", b"", b"a" * lane.MAX_BODY),
+}
+
+
+@pytest.mark.parametrize("limit", list(_AT_THE_LIMITS), ids=list(_AT_THE_LIMITS))
+def test_a_request_at_the_lanes_limits_is_the_lanes(limit: str) -> None:
+    target, extra, body = _AT_THE_LIMITS[limit]
+    data = b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n%s\r\n%s" % (target, len(body), extra, body)
+    server, transport = _server(_Begun(_WHOLE)), _transport()
+
+    async def run() -> None:
+        protocol = Lane(server)
+        protocol.connection_made(transport)
+        protocol.data_received(data)
+        assert _handed_over(server, transport) is None and len(server.received) == 1
+        transport.write.assert_called_once()
+
+    _in_loop(run)
+
+
+def test_each_request_is_read_as_aiohttp_reads_it_and_waits_for_its_own_body(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(lane, "GRACE", 0.0)  # a body that lags behind its head goes over at the next turn
+    server, transport = _server(_Begun(_WHOLE)), _transport()
+    body = json.dumps(stream_request()).encode()
+    second = post_head(len(body))
+
+    async def run() -> None:
+        protocol = Lane(server)
+        protocol.connection_made(transport)
+        for piece in (post_head(len(body), "/v1/messages?beta=true&x="), body[:7], body[7:20], body[20:]):
+            protocol.data_received(piece)  # no turn of the loop in between: the pieces of one arrival
+        received = server.received[0]
+        assert (received.method, received.path, received.query) == ("POST", "/v1/messages",
+                                                                    {"beta": ["true"], "x": [""]})
+        assert received.body == body and received.headers["content-length"] == str(len(body))
+        protocol.data_received(second)
+        protocol.data_received(body[:7])
+        for _ in range(1000):
+            if transport.set_protocol.called:
+                break
+            await asyncio.sleep(0.001)
+        assert _handed_over(server, transport) == second + body[:7] and len(server.received) == 1
+
+    _in_loop(run)
+
+
+@pytest.mark.parametrize("whole", [_WHOLE, None], ids=["whole", "not whole"])
+def test_a_request_begun_when_the_client_is_gone_is_journaled_client_closed(whole: Whole | None) -> None:
+    begun = _Begun(whole)
+    server, transport = _server(begun), _transport(closing=True)
+
+    async def run() -> None:
+        protocol = Lane(server)
+        protocol.connection_made(transport)
+        protocol.data_received(b"GET /v1/models HTTP/1.1\r\n\r\n")
+
+    _in_loop(run)
+    assert (begun.progress.outcome, begun.closed) == ("client_closed", 1)
+    assert not transport.write.called and not transport.set_protocol.called
