@@ -413,6 +413,11 @@ class _Exchange:
         if progress.outcome == "hung" and any(f["kind"] == "kill" and f["applied"] for f in entry.faults):
             self.state.reached({"seq": entry.seq, "route": entry.route, "events": progress.chunks})
 
+    def abandon(self) -> None:
+        """Close an exchange never delivered: its client left first (``client_closed``)."""
+        self.progress.outcome = "client_closed"
+        self.close()
+
     def close(self) -> None:
         """The final word: settle with what really happened; give back a slot that was not served whole; tell
         the state's watcher."""

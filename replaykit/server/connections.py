@@ -78,6 +78,13 @@ class Closing(Protocol):
         """Close it."""
 
 
+class Carried(Protocol):
+    """A request the lane began and handed over with its connection (``Connection.carried``)."""
+
+    def abandon(self) -> None:
+        """End it undelivered: its client left first."""
+
+
 def _refusal(cap: int) -> bytes:
     """The 503 a connection over the cap gets before it is closed."""
     body = (f"replaykit: {cap} connections are open already (--max-connections {cap}); "
@@ -97,7 +104,7 @@ class Connection(RequestHandler):
         super().__init__(manager, **options)
         self._on_malformed = on_malformed
         self.half_closed = asyncio.Event()
-        self.carried: object = None  # what the lane began for the first request it hands over, if anything
+        self.carried: Carried | None = None  # what the lane began for the request it hands over, if anything
 
     def eof_received(self) -> bool:  # type: ignore[override]  # asyncio's is ``-> bool | None``; aiohttp's None
         """The client closed its sending side: keep the connection to answer a request it sent whole (True:
@@ -118,6 +125,13 @@ class Connection(RequestHandler):
             return False
         request = self._current_request
         return request is None or request.content.is_eof()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        """The connection is gone: a request the lane began and handed over, never handled, is abandoned."""
+        super().connection_lost(exc)
+        begun, self.carried = self.carried, None
+        if begun is not None:
+            begun.abandon()
 
     def data_received(self, data: bytes) -> None:
         """Parse ``data`` as aiohttp does; a parse error in the body of the request being handled also ends
@@ -183,7 +197,7 @@ class Server(web.Server):
             lane.close()
 
 
-def carried(request: web.BaseRequest) -> object:
+def carried(request: web.BaseRequest) -> Carried | None:
     """What the lane began for ``request`` when it handed its connection over (given once), else None."""
     protocol = request.protocol
     if not isinstance(protocol, Connection) or protocol.carried is None:

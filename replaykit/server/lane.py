@@ -69,6 +69,9 @@ class Begun(Protocol):
     def close(self) -> None:
         """The end of delivery: journal the outcome."""
 
+    def abandon(self) -> None:
+        """The end of a request never delivered: its client left first."""
+
 
 Answer = Callable[[Received, float], Begun | None]
 
@@ -138,7 +141,8 @@ class Lane(asyncio.Protocol):
         return False
 
     def close(self) -> None:
-        """Close the connection (the server is stopping)."""
+        """The server is stopping: close the connection (a request still arriving is dropped, as aiohttp
+        drops one whose handler has not started)."""
         if self.transport is not None:
             self.transport.close()
 
@@ -225,7 +229,11 @@ class Lane(asyncio.Protocol):
         headers = [(name.decode("ascii"), value.decode("ascii")) for name, value in self.headers]
         method = self.method.decode("ascii")
         received = Received.arrived(method, path, query, headers, b"".join(self.body))
-        begun = self.server.answer(received, time.perf_counter())
+        try:
+            begun = self.server.answer(received, time.perf_counter())
+        except Exception:  # nothing begun: aiohttp's path meets it again and answers 500, as it always did
+            self._hand_over()
+            return
         if begun is None or begun.plan.whole is None:
             self._hand_over(begun)
             return
@@ -250,8 +258,7 @@ class Lane(asyncio.Protocol):
         self.server.lanes.discard(self)
         if transport is None or transport.is_closing():
             if begun is not None:
-                begun.progress.outcome = "client_closed"
-                begun.close()
+                begun.abandon()
             return
         connection = self.server.connection()
         connection.carried = begun

@@ -29,8 +29,8 @@ from server_support import (
     stream_request,
 )
 
-from replaykit.server import lane, streaming
-from replaykit.server.connections import Limits
+from replaykit.server import app, lane, streaming
+from replaykit.server.connections import Connection, Limits
 from replaykit.server.lane import Lane
 from replaykit.server.plan import BATCH_LIMIT, LAST_CHUNK, Whole
 from replaykit.server.streaming import Progress
@@ -311,6 +311,37 @@ def test_a_request_begun_in_the_lane_is_delivered_by_aiohttp_once(
     assert (fake.unused() == []) is (answer[1] == "served")
 
 
+def test_a_request_handed_over_but_never_handled_is_journaled_when_its_client_leaves(
+    serve: Any, handed: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Connection, "data_received", lambda self, data: None)  # aiohttp never reads it
+    cassette = message_cassette("a" * BATCH_LIMIT)  # answered by aiohttp: carried over
+    fake = serve(cassette)
+    body = _body(cassette)
+    with connect(fake.url) as sock:
+        sock.sendall(post_head(len(body)) + body)
+        assert _until(lambda: handed == [True])
+    assert _until(lambda: len(fake.journal) == 1)
+    [entry] = fake.journal
+    assert (entry.verdict, entry.outcome) == ("served", "client_closed")
+    assert len(fake.unused()) == 1  # given back: the next request gets it
+
+
+def test_a_request_the_server_fails_to_begin_gets_aiohttps_500(serve: Any, handed: list[bool],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("a bug in the server")
+
+    monkeypatch.setattr(app, "begin", broken)
+    cassette = stream_cassette()
+    fake = serve(cassette)
+    body = _body(cassette)
+    with connect(fake.url) as sock:
+        sock.sendall(post_head(len(body)) + body)
+        assert sock.recv(1 << 16).startswith(b"HTTP/1.1 500 ")  # as before the lane: aiohttp's answer
+    assert handed == [False]
+
+
 def test_a_fault_or_paced_timing_keeps_requests_out_of_the_lane(serve: Any, laned: list[int],
                                                                 handed: list[bool]) -> None:
     cassette = stream_cassette()
@@ -376,6 +407,10 @@ class _Begun:
 
     def close(self) -> None:
         self.closed += 1
+
+    def abandon(self) -> None:
+        self.progress.outcome = "client_closed"
+        self.close()
 
 
 _WHOLE = Whole(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n", False, b"\r\nok", 1)
