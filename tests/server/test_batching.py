@@ -163,6 +163,25 @@ def test_a_chunk_over_the_limit_is_a_batch_alone() -> None:
     assert framed == [(_frame(b"data: 1\n\n"), 1), (_frame(big), 1), (_frame(b"data: 2\n\n"), 1)]
 
 
+_HALF = BATCH_LIMIT // 2
+
+
+@pytest.mark.parametrize(
+    ("frames", "counts"),
+    [
+        ([_HALF, _HALF], [2]),  # exactly the limit: one batch
+        ([_HALF, _HALF + 1], [1, 1]),  # one byte over: two
+        ([_HALF] * 4, [2, 2]),  # a batch after a cut starts empty, and is filled to the limit again
+    ],
+)
+def test_a_batch_is_filled_up_to_the_limit_exactly(frames: list[int], counts: list[int]) -> None:
+    chunks = [b"x" * (size - 8) for size in frames]  # 4 hex digits of size, 2 CRLFs: a frame of ``size``
+    assert [len(_frame(chunk)) for chunk in chunks] == frames
+    framed = list(batches(chunks))
+    assert [count for _, count in framed] == counts
+    assert all(len(data) <= BATCH_LIMIT for data, _ in framed)
+
+
 @pytest.mark.parametrize("timing", ["fast", "fixed:0"])  # in batches, event by event
 def test_the_outcome_is_settled_before_the_last_bytes_leave(transport: _Transport, timing: str) -> None:
     """A client that acts on the last event finds the request journaled as complete already."""
@@ -248,6 +267,13 @@ def test_only_an_unchanged_fast_replay_is_sent_framed(timing: str, faults: list[
     state.settings = type(state.settings)(Timing.parse(timing))
     plan = _replay_plan(state, slot, [Fault.parse(spec) for spec in faults])
     assert (plan.framed is not None) is framed
+
+
+def test_a_plan_framed_once_is_sent_as_framed() -> None:
+    """An unchanged ``fast`` replay goes in the batches framed when it was first served, not framed anew."""
+    slot = _slot(stream_cassette())
+    plan = _replay_plan(State(Pool([slot])), slot, [])
+    assert plan.framed is not None and batched(plan) is plan.framed
 
 
 def test_only_fast_streams_are_batched() -> None:

@@ -23,7 +23,7 @@ from replaykit import cassette, sse
 from replaykit.cassette import Cassette, Interaction, Response
 from replaykit.errors import UsageError
 from replaykit.server import FakeProvider, Timing, app
-from replaykit.server.plan import Plan
+from replaykit.server.plan import WRITE_SIZE, Plan, plan_for, replay_headers
 
 
 def _raw_chunks(fake: FakeProvider) -> list[bytes]:
@@ -109,6 +109,7 @@ def test_timing_syntax_is_checked(text: str) -> None:
 def test_timing_offsets() -> None:
     assert Timing.parse("fixed:10").offsets(3, None) == [0.0, 0.01, 0.02]
     assert Timing.parse("recorded").offsets(3, [5, 10]) == [0.005, 0.01, 0.01]
+    assert Timing.parse("recorded").offsets(4, [5, 10, 20]) == [0.005, 0.01, 0.02, 0.02]  # the last one known
     assert Timing.parse("recorded").offsets(2, None) == [0.0, 0.0]
     assert Timing.parse("fast").offsets(2, [100, 200]) == [0.0, 0.0]
 
@@ -133,6 +134,24 @@ def test_non_stream_body_is_served_decoded_with_its_recorded_headers(serve: Any)
     assert raw.headers["request-id"] == "req_recorded"
     assert raw.headers.get_list("x-custom") == ["a", "b"]
     assert raw.content == body
+
+
+def test_a_body_is_planned_as_recorded_in_slices_of_at_most_one_write_size() -> None:
+    """Up to :data:`WRITE_SIZE` the body is one chunk, the recorded bytes themselves (they leave with the
+    body's end in one write); a longer one goes in slices of that size, in order."""
+    item = json_interaction(ANTHROPIC, anthropic_request(), {}, headers={"request-id": ["req_1"]})
+    response = item.response
+    response.body = bytes(range(256)) * (WRITE_SIZE // 256)
+    plan = plan_for(response, Timing.parse("fast"), "anthropic")
+    assert len(plan.chunks) == 1 and plan.chunks[0] is response.body and plan.length == WRITE_SIZE
+    assert plan.stream is False and plan.provider == "anthropic" and plan.headers == replay_headers(response)
+    response.body += b"tail"
+    sliced = plan_for(response, Timing.parse("fast"), "anthropic").chunks
+    assert [bytes(chunk) for chunk in sliced] == [response.body[:WRITE_SIZE], b"tail"]
+    response.body = response.body * 2
+    sliced = plan_for(response, Timing.parse("fast"), "anthropic").chunks
+    assert [len(chunk) for chunk in sliced] == [WRITE_SIZE, WRITE_SIZE, 8]
+    assert b"".join(sliced) == response.body
 
 
 def test_a_recorded_gzip_cassette_is_served_as_plain_json(serve: Any, tmp_path: Any) -> None:
