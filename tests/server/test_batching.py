@@ -438,14 +438,17 @@ def _one_response(url: str, body: dict[str, Any]) -> bytes:
         return data
 
 
+@pytest.mark.parametrize("faults", [[], ["kind=delay_headers,ms=0"]], ids=["prepared", "aiohttp's path"])
 @pytest.mark.parametrize("kind", ["json", "stream"])
-def test_a_whole_response_is_one_write(serve: Any, socket_writes: list[bytes], kind: str) -> None:
-    """Headers, body and final chunk in one write to the socket (a response under 64 KiB, nothing waits)."""
+def test_a_whole_response_is_one_write(serve: Any, socket_writes: list[bytes], kind: str,
+                                       faults: list[str]) -> None:
+    """Headers, body and final chunk in one write to the socket (a response under 64 KiB, nothing waits),
+    prepared or through aiohttp's response (a fault that changes nothing sends it there)."""
     from server_support import message_cassette
 
     cassette, body = (message_cassette("a"), anthropic_request()) if kind == "json" else (
         stream_cassette(), stream_request())
-    fake = serve(cassette, repeat=True)
+    fake = serve(cassette, repeat=True, faults=faults)
     for _ in range(3):  # the first and later requests on the interaction (framed once, then reused)
         socket_writes.clear()
         reply = _one_response(fake.url, body)
