@@ -158,19 +158,18 @@ class Connection(RequestHandler):
 
 
 class Server(web.Server):
-    """aiohttp's low-level server, making a :class:`Connection` for each client, under ``limits``.
+    """aiohttp's low-level server under ``limits``, its connections each a :class:`Connection`.
 
-    ``lanes``: the connections a protocol of replaykit's own holds (:mod:`~replaykit.server.lane`), counted
-    with aiohttp's against ``max_connections`` and closed with them."""
+    A client's connection starts in a protocol of replaykit's own (``lanes``, :mod:`~replaykit.server.lane`),
+    which counts it against ``max_connections`` (:meth:`refused`) and may hand it over to a
+    :class:`Connection` (:meth:`connection`) that takes its place in the count; lanes are closed with
+    aiohttp's connections."""
 
     def __init__(self, handler: Any, *, limits: Limits, on_malformed: Malformed, **options: Any) -> None:
         super().__init__(handler, keepalive_timeout=limits.header_timeout, **options)
         self.limits = limits
         self._on_malformed = on_malformed
         self.lanes: set[Closing] = set()
-
-    def __call__(self) -> RequestHandler:
-        return self.connection()
 
     def connection(self) -> Connection:
         """A new :class:`Connection`, to be made the protocol of a transport."""
@@ -184,11 +183,6 @@ class Server(web.Server):
         cast(asyncio.WriteTransport, transport).write(_refusal(cap))  # uvloop's: one, not by inheritance
         transport.close()
         return True
-
-    def connection_made(self, handler: RequestHandler, transport: asyncio.Transport) -> None:
-        """Count the connection in, or answer 503 and close it when ``max_connections`` are open."""
-        if not self.refused(transport):
-            super().connection_made(handler, transport)
 
     def pre_shutdown(self) -> None:
         """Close the idle connections, and the lanes (each answer a lane writes is whole: none is cut)."""

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
+from itertools import pairwise
 from typing import Any, Literal, TypeVar, cast
 
 from aiohttp.http import SERVER_SOFTWARE
@@ -200,7 +201,7 @@ def _event_ends(body: bytes) -> list[int]:
 
 def _event_views(body: bytes) -> list[bytes | memoryview]:
     view, ends = memoryview(body), _event_ends(body)
-    return [view[a:b] for a, b in zip([0, *ends], ends, strict=False)]
+    return [view[a:b] for a, b in pairwise([0, *ends])]
 
 
 def recorded_chunks(body: bytes, memo: dict[str, Any]) -> list[bytes | memoryview]:
@@ -316,12 +317,13 @@ def plan_for(
     )
 
 
-def _unchanged(response: Response, timing: Timing, provider: str | None, memo: dict[str, Any]) -> Plan:
+def _unchanged(response: Response, timing: Timing, memo: dict[str, Any]) -> Plan:
+    """The parts of an unchanged plan shared by every request (no provider: each plan is given its own)."""
     if not response.is_stream:
-        plan = plan_for(response, timing, provider)
+        plan = plan_for(response, timing, None)
         plan.whole = recorded_whole(response, memo)  # no event to pace: whole whatever the timing
         return plan
-    plan = plan_for(response, timing, provider, chunks=recorded_chunks(response.body, memo))
+    plan = plan_for(response, timing, None, chunks=recorded_chunks(response.body, memo))
     if plan.batch:  # at once: framed once, sent as framed
         plan.framed = recorded_batches(response.body, memo)
         plan.whole = recorded_whole(response, memo)
@@ -334,11 +336,9 @@ def unchanged_plan(response: Response, timing: Timing, provider: str | None, mem
     body and timing (kept in ``memo`` as :func:`recorded_chunks`) and shared by the plans returned, which
     only read it; a plan that faults change comes from :func:`plan_for`, with lists of its own."""
     kept = memo.get("plan:unchanged")
-    if (kept is None or kept[0] is not response.body or (kept[1] is not timing and kept[1] != timing)
-            or kept[2] != provider):
-        kept = memo["plan:unchanged"] = (response.body, timing, provider,
-                                         _unchanged(response, timing, provider, memo))
-    model: Plan = kept[3]
+    if kept is None or kept[0] is not response.body or (kept[1] is not timing and kept[1] != timing):
+        kept = memo["plan:unchanged"] = (response.body, timing, _unchanged(response, timing, memo))
+    model: Plan = kept[2]
     return Plan(model.status, model.headers, model.chunks, model.stream, model.due, length=model.length,
                 provider=provider, batch=model.batch, framed=model.framed, whole=model.whole)
 

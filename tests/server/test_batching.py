@@ -163,6 +163,25 @@ def test_a_chunk_over_the_limit_is_a_batch_alone() -> None:
     assert framed == [(_frame(b"data: 1\n\n"), 1), (_frame(big), 1), (_frame(b"data: 2\n\n"), 1)]
 
 
+_HALF = BATCH_LIMIT // 2
+
+
+@pytest.mark.parametrize(
+    ("frames", "counts"),
+    [
+        ([_HALF, _HALF], [2]),  # exactly the limit: one batch
+        ([_HALF, _HALF + 1], [1, 1]),  # one byte over: two
+        ([_HALF] * 4, [2, 2]),  # a batch after a cut starts empty, and is filled to the limit again
+    ],
+)
+def test_a_batch_is_filled_up_to_the_limit_exactly(frames: list[int], counts: list[int]) -> None:
+    chunks = [b"x" * (size - 8) for size in frames]  # 4 hex digits of size, 2 CRLFs: a frame of ``size``
+    assert [len(_frame(chunk)) for chunk in chunks] == frames
+    framed = list(batches(chunks))
+    assert [count for _, count in framed] == counts
+    assert all(len(data) <= BATCH_LIMIT for data, _ in framed)
+
+
 @pytest.mark.parametrize("timing", ["fast", "fixed:0"])  # in batches, event by event
 def test_the_outcome_is_settled_before_the_last_bytes_leave(transport: _Transport, timing: str) -> None:
     """A client that acts on the last event finds the request journaled as complete already."""
@@ -248,6 +267,13 @@ def test_only_an_unchanged_fast_replay_is_sent_framed(timing: str, faults: list[
     state.settings = type(state.settings)(Timing.parse(timing))
     plan = _replay_plan(state, slot, [Fault.parse(spec) for spec in faults])
     assert (plan.framed is not None) is framed
+
+
+def test_a_plan_framed_once_is_sent_as_framed() -> None:
+    """An unchanged ``fast`` replay goes in the batches framed when it was first served, not framed anew."""
+    slot = _slot(stream_cassette())
+    plan = _replay_plan(State(Pool([slot])), slot, [])
+    assert plan.framed is not None and batched(plan) is plan.framed
 
 
 def test_only_fast_streams_are_batched() -> None:
@@ -412,14 +438,17 @@ def _one_response(url: str, body: dict[str, Any]) -> bytes:
         return data
 
 
+@pytest.mark.parametrize("faults", [[], ["kind=delay_headers,ms=0"]], ids=["prepared", "aiohttp's path"])
 @pytest.mark.parametrize("kind", ["json", "stream"])
-def test_a_whole_response_is_one_write(serve: Any, socket_writes: list[bytes], kind: str) -> None:
-    """Headers, body and final chunk in one write to the socket (a response under 64 KiB, nothing waits)."""
+def test_a_whole_response_is_one_write(serve: Any, socket_writes: list[bytes], kind: str,
+                                       faults: list[str]) -> None:
+    """Headers, body and final chunk in one write to the socket (a response under 64 KiB, nothing waits),
+    prepared or through aiohttp's response (a fault that changes nothing sends it there)."""
     from server_support import message_cassette
 
     cassette, body = (message_cassette("a"), anthropic_request()) if kind == "json" else (
         stream_cassette(), stream_request())
-    fake = serve(cassette, repeat=True)
+    fake = serve(cassette, repeat=True, faults=faults)
     for _ in range(3):  # the first and later requests on the interaction (framed once, then reused)
         socket_writes.clear()
         reply = _one_response(fake.url, body)

@@ -7,15 +7,19 @@ Loopback only, bounded in count and time; outcomes are asserted (closed, answere
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
+import re
 import select
 import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
+from unittest import mock
 
 import httpx
 import pytest
@@ -32,7 +36,8 @@ from server_support import (
 
 from replaykit import contracts
 from replaykit.errors import UsageError
-from replaykit.server import FakeProvider, Fault
+from replaykit.server import FakeProvider, Fault, app
+from replaykit.server.connections import Limits, Server, carried, half_closed
 
 SLOWLORIS = 50
 BOUND = 20.0  # seconds any awaited outcome may take on a loaded machine; never asserted as a speed
@@ -146,15 +151,72 @@ def test_a_connection_over_the_cap_is_refused_at_once_and_others_are_served(serv
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"header_timeout": 0}, "header_timeout=0 must be a positive number"),
-        ({"body_timeout": float("nan")}, "body_timeout=nan must be a positive number"),
-        ({"max_connections": 0}, "max_connections=0 must be a whole number >= 1"),
+        ({"header_timeout": 0}, "header_timeout=0 must be a positive number of seconds (--header-timeout)"),
+        ({"body_timeout": float("nan")}, "body_timeout=nan must be a positive number of seconds "
+                                          "(--body-timeout)"),
+        ({"body_timeout": float("inf")}, "body_timeout=inf must be a positive number"),
+        ({"header_timeout": True}, "header_timeout=True must be a positive number"),
+        ({"header_timeout": "5"}, "header_timeout='5' must be a positive number"),
+        ({"max_connections": 0}, "max_connections=0 must be a whole number >= 1 (--max-connections)"),
+        ({"max_connections": True}, "max_connections=True must be a whole number >= 1"),
+        ({"max_connections": 2.5}, "max_connections=2.5 must be a whole number >= 1"),
         ({"journal_bodies": "some"}, "journal_bodies='some' must be one of head, full"),
     ],
 )
 def test_bad_limits_are_usage_errors(options: dict[str, Any], message: str) -> None:
-    with pytest.raises(UsageError, match=message):
+    with pytest.raises(UsageError, match=re.escape(message)):
         FakeProvider(**options)
+
+
+def test_the_least_limits_are_accepted() -> None:
+    limits = Limits(header_timeout=0.001, body_timeout=1, max_connections=1)
+    assert (limits.header_timeout, limits.body_timeout, limits.max_connections) == (0.001, 1, 1)
+
+
+def _server(cap: int = 256) -> Server:
+    """A server as the fake provider makes one (in a running loop), answering nothing."""
+    return Server(mock.AsyncMock(), limits=Limits(max_connections=cap), on_malformed=mock.Mock())
+
+
+def _parsed(reply: bytes) -> tuple[int, dict[str, str], bytes]:
+    """The status, headers (names lowercased) and body of an HTTP response with a length."""
+    head, _, body = reply.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("ascii").split("\r\n")
+    headers = {name.lower(): value for name, _, value in (line.partition(": ") for line in lines)}
+    assert int(headers["content-length"]) == len(body)
+    return int(status_line.split()[1]), headers, body
+
+
+def test_a_connection_over_the_cap_counting_the_lanes_is_answered_503_and_closed() -> None:
+    async def run() -> None:
+        server, transport = _server(cap=2), mock.Mock()
+        server.lanes.add(mock.Mock())
+        assert server.refused(transport) is False
+        assert not transport.write.called and not transport.close.called
+        server.lanes.add(mock.Mock())
+        assert server.refused(transport) is True
+        transport.close.assert_called_once_with()
+        [reply] = transport.write.call_args.args
+        status, headers, body = _parsed(reply)
+        assert status == 503 and (headers["connection"], headers["retry-after"]) == ("close", "1")
+        assert headers["x-replaykit-error"] == "too many open connections (--max-connections 2)"
+        assert body == (b"replaykit: 2 connections are open already (--max-connections 2); "
+                        b"retry once one closes\n")
+
+    asyncio.run(run())
+
+
+def test_what_the_lane_began_is_carried_once_and_only_on_a_connection() -> None:
+    async def run() -> None:
+        connection = _server().connection()
+        request = SimpleNamespace(protocol=connection)
+        assert carried(request) is None and half_closed(request) is connection.half_closed
+        connection.carried = begun = object()
+        assert carried(request) is begun and carried(request) is None  # given once
+        elsewhere = SimpleNamespace(protocol=SimpleNamespace(carried=begun, half_closed=asyncio.Event()))
+        assert carried(elsewhere) is None and half_closed(elsewhere) is None
+
+    asyncio.run(run())
 
 
 # ---------------------------------------------------------------- clients that close their side
@@ -179,6 +241,50 @@ def test_a_client_that_half_closes_an_admin_request_gets_its_answer(serve: Any) 
     fake = serve(message_cassette("a"))
     reply = raw_exchange(fake.url, b"GET /__replaykit/unused HTTP/1.1\r\nHost: x\r\n\r\n", half_close=True)
     assert reply.startswith(b"HTTP/1.1 200 ") and b'"index": 0' in reply
+
+
+def _payload(whole: bool) -> Any:
+    return SimpleNamespace(is_eof=lambda: whole)
+
+
+@pytest.mark.parametrize(
+    ("queued", "expect"),
+    [
+        ([True], True),
+        ([False], False),
+        ([False, True], True),
+        ([True, False], False),
+        ([True, True, False], False),  # the latest one parsed decides
+    ],
+)
+def test_a_half_close_keeps_the_connection_when_the_latest_request_queued_is_whole(
+    queued: list[bool], expect: bool
+) -> None:
+    async def run() -> None:
+        connection = _server().connection()
+        connection._messages.extend((mock.Mock(), _payload(whole)) for whole in queued)
+        assert connection._answering_whole_request() is expect
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize(("current", "waiting", "expect"), [(None, False, True), (True, False, True),
+                                                            (False, False, False), (None, True, False)])
+def test_a_half_close_keeps_the_connection_only_for_a_whole_request_in_hand(
+    current: bool | None, waiting: bool, expect: bool
+) -> None:
+    """Nothing queued: a request being handled keeps it if its body is whole; none (and no wait for one:
+    an answer is being finished) keeps it too; waiting for a request, the client is gone."""
+
+    async def run() -> None:
+        connection = _server().connection()
+        if current is not None:
+            connection._current_request = cast(Any, SimpleNamespace(content=_payload(current)))
+        if waiting:
+            connection._waiter = asyncio.get_running_loop().create_future()
+        assert connection._answering_whole_request() is expect
+
+    asyncio.run(run())
 
 
 @pytest.mark.parametrize(
@@ -226,6 +332,7 @@ def test_a_malformed_request_is_answered_400_with_one_journal_line_and_no_log(
     [entry] = fake.journal
     assert (entry.verdict, entry.status) == ("malformed", 400)
     assert entry.error and "\n" not in entry.error
+    assert entry.error.startswith("the request could not be parsed: Invalid ")  # the parser's own words
     assert contracts.validate("replaykit.journal-entry", entry.to_json()) == []
     assert [r.getMessage() for r in caplog.records if r.name.startswith("aiohttp")] == []
     assert capfd.readouterr().err == ""
@@ -245,6 +352,7 @@ def test_a_bad_chunk_after_the_headers_is_answered_400_and_journaled_with_its_pa
     [entry] = fake.journal
     assert (entry.verdict, entry.status, entry.path, entry.provider) == ("malformed", 400, "/v1/messages",
                                                                          "anthropic")
+    assert entry.error.startswith("the request body is malformed: Invalid character in chunk size")
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
@@ -258,3 +366,21 @@ def test_garbage_on_a_kept_alive_connection_is_answered_400_and_journaled(
         assert read_all(sock).startswith(b"HTTP/1.0 400 Bad Request\r\n")
     assert [(e.verdict, e.status, e.method) for e in fake.journal] == [("malformed", 400, "UNKNOWN")]
     assert [r.getMessage() for r in caplog.records if r.name.startswith("aiohttp")] == []
+
+
+def test_an_error_in_the_handler_is_answered_500_as_aiohttp_does(
+    serve: Any, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    boom = RuntimeError("boom")
+
+    async def broken(request: Any, state: Any) -> Any:
+        raise boom
+
+    monkeypatch.setattr(app, "handle", broken)
+    caplog.set_level(logging.ERROR, logger="aiohttp")
+    fake = serve(message_cassette("a"), faults=["kind=delay_headers,ms=0"])  # aiohttp's path, not the lane
+    body = json.dumps(anthropic_request("a")).encode()
+    reply = raw_exchange(fake.url, post_head(len(body)) + body)
+    assert reply.startswith(b"HTTP/1.1 500 Internal Server Error\r\n")
+    assert reply.endswith(b"500 Internal Server Error\n\nServer got itself in trouble")
+    assert [record.exc_info[1] for record in caplog.records if record.exc_info] == [boom]

@@ -85,6 +85,13 @@ def test_429_carries_retry_after_headers(serve: Any) -> None:
     assert httpx.post(f"{fake.url}/v1/messages").status_code == 200
 
 
+def test_a_status_fault_answers_a_stream_request_with_a_body(serve: Any) -> None:
+    fake = serve(stream_cassette(), faults=["status=529"])
+    response = httpx.post(f"{fake.url}/v1/messages", json=stream_request())
+    assert response.status_code == 529 and response.headers["content-length"] == str(len(response.content))
+    assert [(entry.status, entry.stream) for entry in fake.journal] == [(529, False)]
+
+
 @pytest.mark.parametrize(("status", "shape"), [(400, "v4"), (401, "v4"), (429, "gateway"), (503, "gateway")])
 def test_status_fault_in_the_cloudflare_envelope(serve: Any, status: int, shape: str) -> None:
     item = json_interaction(

@@ -25,20 +25,22 @@ from server_support import (
     anthropic_request,
     cassette_of,
     connect,
+    message_cassette,
     post_head,
     raw_exchange,
+    request,
     stream_cassette,
     stream_interaction,
     stream_request,
 )
 
-from replaykit.cassette import Cassette
+from replaykit.cassette import Cassette, Interaction, Response
 from replaykit.routes import classify
 from replaykit.server import Timing, matching, streaming
 from replaykit.server.app import Settings, State, _replay_plan
 from replaykit.server.faults import Fault, apply_all
 from replaykit.server.matching import Pool, Received, slots_of
-from replaykit.server.plan import BATCH_LIMIT, LAST_CHUNK, recorded_whole
+from replaykit.server.plan import BATCH_LIMIT, LAST_CHUNK, recorded_whole, replay_headers, unchanged_plan
 
 _DATE = re.compile(rb"\r\nDate: [^\r]*")
 
@@ -99,6 +101,47 @@ def test_a_prepared_response_is_the_bytes_aiohttp_writes(serve: Any, prepared: l
     assert ("server: recorded/1.0" in lowered) is bool(headers) and lowered.count("\r\nserver: ") == 1
     assert ("Date: -" in head) is not bool(headers) and lowered.count("\r\ndate: ") == 1
     assert "Transfer-Encoding: chunked" in head
+
+
+def _sized_exchange(url: str, body: bytes) -> bytes:
+    """One request on a new connection; the response read to the end of its ``Content-Length`` body."""
+    with connect(url) as sock:
+        sock.sendall(post_head(len(body)) + body)
+        reply = b""
+        while b"\r\n\r\n" not in reply or len(reply.partition(b"\r\n\r\n")[2]) < _length(reply):
+            data = sock.recv(1 << 16)
+            assert data, f"the connection closed mid-response: {reply[:300]!r}"
+            reply += data
+    return _DATE.sub(b"\r\nDate: -", reply)
+
+
+def _length(reply: bytes) -> int:
+    found = re.search(rb"\r\nContent-Length: (\d+)\r\n", reply, re.IGNORECASE)
+    assert found, f"no Content-Length: {reply[:300]!r}"
+    return int(found[1])
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "body"),
+    [
+        (200, {"content-type": ["application/json"], "request-id": ["req_1"]}, b'{"ok": true}'),
+        (200, {}, b"no type recorded"),  # aiohttp's default Content-Type
+        (200, {}, b""),  # an empty body gets none
+        (599, {"content-type": ["application/json"]}, b"{}"),  # a status with no reason phrase
+    ],
+)
+def test_a_prepared_body_is_the_bytes_aiohttp_writes(serve: Any, prepared: list[int], status: int,
+                                                    headers: dict[str, list[str]], body: bytes) -> None:
+    recorded = Response(status, "", headers, body)
+    cassette = cassette_of(Interaction(request(ANTHROPIC, anthropic_request()), recorded))
+    fast = serve(cassette, repeat=True)
+    general = serve(cassette, repeat=True, faults=["kind=delay_headers,ms=0"])  # changes nothing but the path
+    ours = _sized_exchange(fast.url, _body(cassette))
+    assert prepared == [1]
+    theirs = _sized_exchange(general.url, _body(cassette))
+    assert len(prepared) == 1 and ours == theirs
+    assert ours.startswith(f"HTTP/1.1 {status} ".encode()) and ours.endswith(b"\r\n\r\n" + body)
+    assert f"\r\nContent-Length: {len(body)}\r\n".encode() in ours
 
 
 def test_each_response_on_a_kept_alive_connection_is_prepared(serve: Any, prepared: list[int]) -> None:
@@ -166,6 +209,43 @@ def test_what_one_write_cannot_carry_is_not_prepared() -> None:
     events[2][1]["delta"]["text"] = "x" * BATCH_LIMIT  # more than one write
     long = cassette_of(stream_interaction(ANTHROPIC, anthropic_request(), events)).interactions[0].response
     assert recorded_whole(long, {}) is None
+
+
+def test_a_body_up_to_one_write_is_prepared() -> None:
+    response = message_cassette("a").interactions[0].response
+    response.body = b"x" * BATCH_LIMIT
+    whole = recorded_whole(response, {})
+    assert whole is not None and whole.chunks == 1 and whole.rest.endswith(b"\r\n\r\n" + response.body)
+    response.body += b"x"
+    assert recorded_whole(response, {}) is None
+
+
+@pytest.mark.parametrize("status", [101, 204, 304])
+def test_a_status_without_a_body_is_not_prepared(status: int) -> None:
+    """aiohttp sends no body, no length and no type for these: its own path answers them."""
+    response = Response(status, "", {"content-type": ["application/json"]}, b"")
+    assert recorded_whole(response, {}) is None
+    response.status = 200
+    assert recorded_whole(response, {}) is not None
+
+
+@pytest.mark.parametrize("kind", ["stream", "body"])
+def test_an_unchanged_plan_is_the_recording_for_its_provider(kind: str) -> None:
+    """Headers, length, events (views into the recorded body) and the whole response; a plan for an equal
+    timing or another provider shares them, each plan naming its own provider."""
+    cassette = stream_cassette() if kind == "stream" else message_cassette("a")
+    response, memo = cassette.interactions[0].response, {}
+    plan = unchanged_plan(response, Timing.parse("fast"), "anthropic", memo)
+    assert plan.stream is response.is_stream and plan.provider == "anthropic"
+    assert plan.headers == replay_headers(response) and b"".join(plan.chunks) == response.body
+    assert plan.whole is not None and plan.whole.chunks == len(plan.chunks)
+    if kind == "stream":
+        assert plan.length is None and len(plan.chunks) == len(response.events)
+        assert all(isinstance(chunk, memoryview) and chunk.obj is response.body for chunk in plan.chunks)
+    else:
+        assert plan.length == len(response.body) and plan.chunks == [response.body]
+    again = unchanged_plan(response, Timing.parse("fast"), "openai", memo)
+    assert again.provider == "openai" and again.chunks is plan.chunks and again.whole is plan.whole
 
 
 def _state(cassette: Cassette, timing: str = "fast") -> tuple[State, Any]:
