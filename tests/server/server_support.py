@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from replaykit import sse
 from replaykit.cassette import Cassette, Interaction, Request, Response
 from replaykit.resources import data_dir
 
+BOUND = 20.0  # seconds any awaited outcome may take on a loaded machine; never asserted as a speed
 ANTHROPIC = "https://api.anthropic.com/v1/messages"
 OPENAI = "https://api.openai.com/v1/responses"
 CLOUDFLARE = "https://api.cloudflare.com/client/v4/accounts/0123456789abcdef0123456789abcdef/ai/websearch"
@@ -166,3 +168,13 @@ def post_head(length: int, path: str = "/v1/messages", extra: str = "") -> bytes
     """The request line and headers of a JSON POST whose body has ``length`` bytes."""
     return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             f"Content-Length: {length}\r\n{extra}\r\n").encode()
+
+
+def until(condition: Callable[[], bool], bound: float = BOUND) -> bool:
+    """Poll ``condition`` until it holds or ``bound`` seconds passed; its last value."""
+    deadline = time.monotonic() + bound
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True

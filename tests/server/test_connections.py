@@ -16,7 +16,6 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any, cast
 from unittest import mock
@@ -24,6 +23,7 @@ from unittest import mock
 import httpx
 import pytest
 from server_support import (
+    BOUND,
     anthropic_request,
     connect,
     message_cassette,
@@ -32,6 +32,7 @@ from server_support import (
     read_all,
     stream_cassette,
     stream_request,
+    until,
 )
 
 from replaykit import contracts
@@ -40,18 +41,6 @@ from replaykit.server import FakeProvider, Fault, app
 from replaykit.server.connections import Limits, Server, carried, half_closed
 
 SLOWLORIS = 50
-BOUND = 20.0  # seconds any awaited outcome may take on a loaded machine; never asserted as a speed
-
-
-def _until(condition: Callable[[], bool], bound: float = BOUND) -> bool:
-    """Poll ``condition`` until it holds or ``bound`` seconds passed; its last value."""
-    deadline = time.monotonic() + bound
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
 
 def _closed_by_server(sock: socket.socket) -> bool:
     """True when the server has closed ``sock`` (end of file or reset waiting to be read)."""
@@ -90,7 +79,7 @@ def test_slowloris_connections_are_closed_while_normal_clients_are_served(serve:
     trickler.start()
     try:
         statuses = [_post(fake) for _ in range(40)]
-        assert _until(lambda: all(_closed_by_server(sock) for sock in socks))
+        assert until(lambda: all(_closed_by_server(sock) for sock in socks))
     finally:
         stop.set()
         trickler.join()
@@ -141,7 +130,7 @@ def test_a_connection_over_the_cap_is_refused_at_once_and_others_are_served(serv
             reply = read_all(extra)  # answered and closed without waiting for a request
         assert reply.startswith(b"HTTP/1.1 503 ") and b"--max-connections" in reply
         held.pop().close()
-        assert _until(lambda: _served(fake))  # once the server has seen it go, a new client is served
+        assert until(lambda: _served(fake))  # once the server has seen it go, a new client is served
     finally:
         for sock in held:
             sock.close()
@@ -304,7 +293,7 @@ def test_a_client_that_leaves_during_a_wait_is_journaled_when_it_leaves(
         sock.sendall(post_head(len(body)) + body)
         time.sleep(0.2)
     # the wait is a minute long: an entry within the bound was made when the client left
-    assert _until(lambda: len(fake.journal) == 1)
+    assert until(lambda: len(fake.journal) == 1)
     assert fake.journal[0].outcome == outcome
 
 

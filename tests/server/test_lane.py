@@ -20,6 +20,7 @@ from unittest import mock
 
 import pytest
 from server_support import (
+    BOUND,
     anthropic_request,
     connect,
     message_cassette,
@@ -27,6 +28,7 @@ from server_support import (
     read_all,
     stream_cassette,
     stream_request,
+    until,
 )
 
 from replaykit.server import app, lane, streaming
@@ -36,7 +38,6 @@ from replaykit.server.plan import BATCH_LIMIT, LAST_CHUNK, Whole
 from replaykit.server.streaming import Progress
 
 _DATE = re.compile(rb"\r\nDate: [^\r]*")
-BOUND = 20.0  # seconds an awaited outcome may take on a loaded machine; never asserted as a speed
 
 
 @pytest.fixture
@@ -66,15 +67,6 @@ def laned(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(streaming, "send_whole", spy)
     return sent
-
-
-def _until(condition: Callable[[], bool]) -> bool:
-    deadline = time.monotonic() + BOUND
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def _responses(sock: socket.socket, count: int) -> list[bytes]:
@@ -253,7 +245,7 @@ def test_a_head_that_arrives_in_pieces_goes_to_aiohttp(serve: Any, laned: list[i
     head = post_head(len(body))
     with connect(fake.url) as sock:
         sock.sendall(head[:20])
-        assert _until(lambda: handed == [False])
+        assert until(lambda: handed == [False])
         sock.sendall(head[20:] + body)
         assert _response(sock).startswith(b"HTTP/1.1 200 OK\r\n")
     assert laned == []
@@ -282,7 +274,7 @@ def test_a_body_that_lags_too_long_goes_to_aiohttp_with_what_came(serve: Any, la
     body = _body(cassette)
     with connect(fake.url) as sock:
         sock.sendall(post_head(len(body)) + body[:10])
-        assert _until(lambda: handed == [False])
+        assert until(lambda: handed == [False])
         sock.sendall(body[10:])
         assert _response(sock).startswith(b"HTTP/1.1 200 OK\r\n")
     assert laned == [] and [e.verdict for e in fake.journal] == ["served"]
@@ -320,8 +312,8 @@ def test_a_request_handed_over_but_never_handled_is_journaled_when_its_client_le
     body = _body(cassette)
     with connect(fake.url) as sock:
         sock.sendall(post_head(len(body)) + body)
-        assert _until(lambda: handed == [True])
-    assert _until(lambda: len(fake.journal) == 1)
+        assert until(lambda: handed == [True])
+    assert until(lambda: len(fake.journal) == 1)
     [entry] = fake.journal
     assert (entry.verdict, entry.outcome) == ("served", "client_closed")
     assert len(fake.unused()) == 1  # given back: the next request gets it
