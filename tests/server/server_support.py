@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import time
 from collections.abc import Callable, Iterable
@@ -178,3 +179,11 @@ def until(condition: Callable[[], bool], bound: float = BOUND) -> bool:
             return False
         time.sleep(0.01)
     return True
+
+
+_DATE = re.compile(rb"\r\nDate: [^\r]*")
+
+
+def undated(response: bytes) -> bytes:
+    """``response`` with its ``Date`` header's value masked (``Date: -``): the one part made per second."""
+    return _DATE.sub(b"\r\nDate: -", response)

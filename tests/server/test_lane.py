@@ -28,6 +28,7 @@ from server_support import (
     read_all,
     stream_cassette,
     stream_request,
+    undated,
     until,
 )
 
@@ -36,8 +37,6 @@ from replaykit.server.connections import Connection, Limits
 from replaykit.server.lane import Lane
 from replaykit.server.plan import BATCH_LIMIT, LAST_CHUNK, Whole
 from replaykit.server.streaming import Progress
-
-_DATE = re.compile(rb"\r\nDate: [^\r]*")
 
 
 @pytest.fixture
@@ -78,7 +77,7 @@ def _responses(sock: socket.socket, count: int) -> list[bytes]:
         end = (len(head) + 4 + int(length.group(1)) if length else
                len(head) + 4 + body.find(LAST_CHUNK) + len(LAST_CHUNK) if LAST_CHUNK in body else -1)
         if blank and 0 <= end <= len(data):
-            found.append(_DATE.sub(b"\r\nDate: -", data[:end]))
+            found.append(undated(data[:end]))
             data = data[end:]
             continue
         chunk = sock.recv(1 << 16)

@@ -32,6 +32,7 @@ from server_support import (
     stream_cassette,
     stream_interaction,
     stream_request,
+    undated,
 )
 
 from replaykit.cassette import Cassette, Interaction, Response
@@ -41,8 +42,6 @@ from replaykit.server.app import Settings, State, _replay_plan
 from replaykit.server.faults import Fault, apply_all
 from replaykit.server.matching import Pool, Received, slots_of
 from replaykit.server.plan import BATCH_LIMIT, LAST_CHUNK, recorded_whole, replay_headers, unchanged_plan
-
-_DATE = re.compile(rb"\r\nDate: [^\r]*")
 
 
 @pytest.fixture
@@ -75,7 +74,7 @@ def _exchange(url: str, body: bytes, *, extra: str = "") -> bytes:
             data = sock.recv(1 << 16)
             assert data, f"the connection closed mid-response: {reply[:300]!r}"
             reply += data
-    return _DATE.sub(b"\r\nDate: -", reply)
+    return undated(reply)
 
 
 def _with_headers(**headers: str) -> Cassette:
@@ -112,7 +111,7 @@ def _sized_exchange(url: str, body: bytes) -> bytes:
             data = sock.recv(1 << 16)
             assert data, f"the connection closed mid-response: {reply[:300]!r}"
             reply += data
-    return _DATE.sub(b"\r\nDate: -", reply)
+    return undated(reply)
 
 
 def _length(reply: bytes) -> int:
