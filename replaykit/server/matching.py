@@ -172,27 +172,22 @@ class Slot:
             self._json[:] = [body, self.interaction.request.json()]
         return self._json[1]
 
-    def asks_stream(self, received: Received) -> bool:
-        """:func:`wants_stream` of ``received``'s body, read from the recording's parse when the bytes are
-        the recording's own (the request is then not parsed for it)."""
-        if received.body == self.interaction.request.body:
-            return wants_stream(self.request_json)
-        return wants_stream(received.json)
+    def stream_matches(self, received: Received) -> bool:
+        """The ``stream`` matcher: ``received`` asks for a stream (:func:`wants_stream`; read from the
+        recording's parse when its bytes are the recording's own, so it is not parsed for it) exactly when
+        the interaction was recorded for a stream (its request asked for one, or its response is an event
+        stream). What the recording says is known once per recorded request and response body."""
+        request, response = self.interaction.request, self.interaction.response
+        known = self.memo.get("stream")
+        if known is None or known[0] is not request.body or known[1] is not response.body:
+            asks = wants_stream(self.request_json)
+            known = self.memo["stream"] = (request.body, response.body, asks, asks or response.is_stream)
+        asks = known[2] if received.body == known[0] else wants_stream(received.json)
+        return bool(asks == known[3])
 
     def where(self) -> dict[str, Any]:
         """``{cassette, index, line}`` for the journal."""
         return {"cassette": self.cassette, "index": self.index, "line": self.interaction.line}
-
-    @property
-    def streams(self) -> bool:
-        """True when the interaction was recorded for a stream (its request asked for one, or its response
-        is an event stream); known once per recorded response body."""
-        response = self.interaction.response
-        known = self.memo.get("streams")
-        if known is None or known[0] is not response.body:
-            streams = wants_stream(self.request_json) or response.is_stream
-            known = self.memo["streams"] = (response.body, streams)
-        return bool(known[1])
 
     @property
     def failed(self) -> bool:
@@ -257,7 +252,7 @@ def _body_diff(
 
 def _builtin(name: str, ignore: tuple[Pattern, ...]) -> _Check:
     checks: dict[str, Callable[[Received, Slot], bool]] = {
-        "stream": lambda r, s: s.asks_stream(r) == s.streams,
+        "stream": lambda r, s: s.stream_matches(r),
         "method": lambda r, s: r.method == s.interaction.request.method.upper(),
         "path": lambda r, s: r.path == _path_of(s.interaction.request),
         "query": lambda r, s: r.query == _query_of(s.interaction.request),
