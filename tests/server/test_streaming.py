@@ -6,6 +6,9 @@ import asyncio
 import gzip
 import json
 import logging
+import socket
+import struct
+import time
 from types import SimpleNamespace
 from typing import Any, cast
 from unittest import mock
@@ -19,6 +22,7 @@ from server_support import (
     anthropic_message,
     anthropic_request,
     cassette_of,
+    connect,
     json_interaction,
     post_head,
     raw_exchange,
@@ -345,3 +349,25 @@ def test_a_client_that_half_closes_during_a_delay_gets_nothing_and_nothing_is_lo
     assert raw_exchange(fake.url, post_head(len(body)) + body, half_close=True) == b""
     assert [entry.outcome for entry in fake.journal] == ["client_closed"]
     assert _aiohttp_logged(caplog) == []
+
+
+def test_a_held_response_stays_hung_when_its_client_leaves(serve: Any) -> None:
+    """A kill point is the outcome for good: the client giving up on the held stream does not make it a
+    client that left early."""
+    finals: list[Any] = []
+    cassette = stream_cassette()
+    fake = serve(cassette, faults=["kind=stall,after=2"], watch=finals.append)
+    body = json.dumps(stream_request()).encode()
+    events = cassette.interactions[0].response.events
+    with connect(fake.url) as sock:
+        sock.sendall(post_head(len(body)) + body)
+        reply = b""
+        while not reply.endswith(b"".join(http_chunk(events[1].raw))):
+            data = sock.recv(1 << 16)
+            assert data, reply
+            reply += data
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # leaves with a reset
+    deadline = time.monotonic() + BOUND
+    while not finals and time.monotonic() < deadline:  # the entry is final once the handler has ended
+        time.sleep(0.01)
+    assert [(entry.outcome, entry.chunks) for entry in finals] == [("hung", 2)]
