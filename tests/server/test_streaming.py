@@ -296,6 +296,17 @@ def test_batches_cut_short_are_not_settled_as_complete() -> None:
     assert seen == [] and progress.chunks == 4
 
 
+def test_events_cut_short_are_not_settled_as_complete() -> None:
+    """Event by event, a stream cut short (here a ``disconnect``) is settled after, in ``_finish``."""
+    transport = _transport()
+    plan = plan_for(stream_cassette().interactions[0].response, Timing.parse("fixed:0"), "anthropic")
+    plan.end = "disconnect"
+    seen: list[str] = []
+    progress = Progress(on_settle=lambda done: seen.append(done.outcome))
+    asyncio.run(streaming._write_events(Wire(transport), plan, progress))
+    assert seen == [] and progress.chunks == transport.write.call_count == len(plan.chunks)
+
+
 def _whole() -> Whole:
     return Whole(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n", True, b"\r\n{}", 2)
 
