@@ -17,7 +17,8 @@ Anything else hands the connection to aiohttp's :class:`~replaykit.server.connec
 with every byte received of the request at hand, which aiohttp parses again: malformed requests, slow
 clients, faults, pacing, the admin API, HTTP/1.0 and large bodies are answered as they always were. A
 request the lane has begun whose answer is not prepared whole goes over with it (``Connection.carried``):
-it is delivered there, never matched twice.
+it is delivered there, never matched twice (and journaled ``client_closed`` if the client leaves first). A
+request the server fails to begin goes over too, and meets aiohttp's 500 as it always did.
 
 The lane keeps the connection's limits (:class:`~replaykit.server.connections.Limits`): it counts toward
 ``max_connections``; a connection that sends no request for ``header_timeout`` after opening or after its
