@@ -1,5 +1,5 @@
-"""``FakeProvider``: the aiohttp server run in a background thread with its own event loop (uvloop's where
-installed).
+"""``FakeProvider``: the server (its lane and aiohttp's, :func:`~replaykit.server.app.make_server`) run in a
+background thread with its own event loop (uvloop's where installed).
 
 The caller's thread binds the socket (so a busy port fails in ``start()``), the server thread runs the
 loop; every mutation from the caller goes through the state's lock. Exceptions raised while handling a
