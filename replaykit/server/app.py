@@ -204,8 +204,13 @@ async def read_body(request: web.BaseRequest, idle: float) -> bytes:
 
 
 def _built(request: web.BaseRequest, body: bytes) -> Received:
-    """``request`` with ``body`` as :class:`Received`."""
-    return Received.arrived(request.method, request.path, request.query_string, request.headers.items(), body)
+    """``request`` with ``body`` as :class:`Received` (repeated headers joined with ``, ``; the lane takes no
+    request with one)."""
+    headers: dict[str, str] = {}
+    for name, value in request.headers.items():
+        key = name.lower()
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    return Received.arrived(request.method, request.path, request.query_string, headers, body)
 
 
 @functools.lru_cache(maxsize=2)

@@ -51,7 +51,7 @@ MAX_BODY = 1 << 20  # bytes of body the lane buffers; a longer one goes to aioht
 MAX_LINE = 4096  # bytes of a target or a header line the lane takes (aiohttp's limit is 8190)
 MAX_HEADERS = 64  # headers the lane takes (aiohttp's limit is 128)
 _METHODS = frozenset({b"GET", b"POST", b"PUT", b"PATCH", b"DELETE", b"OPTIONS"})
-_REFUSED_HEADERS = frozenset({b"expect", b"upgrade", b"transfer-encoding"})
+_REFUSED_HEADERS = frozenset({"expect", "upgrade", "transfer-encoding"})
 _PLAIN_TARGET = re.compile(rb"(?:/[A-Za-z0-9_.~:@-]*)+(?:\?[A-Za-z0-9_.~:@=&,/-]*)?")
 _UNPRINTABLE = re.compile(rb"[^\x20-\x7e\t]")
 
@@ -106,6 +106,7 @@ class Lane(asyncio.Protocol):
     def _reset(self) -> None:
         self.url = self.method = b""
         self.headers: list[tuple[bytes, bytes]] = []
+        self.fields: dict[str, str] = {}  # the headers of a plain head: names lower-cased, each once
         self.body: list[bytes] = []
         self.headed = self.plain = self.open = False
         self.complete = 0
@@ -191,13 +192,13 @@ class Lane(asyncio.Protocol):
                 or self.method not in _METHODS or len(url) > MAX_LINE or not _PLAIN_TARGET.fullmatch(url)
                 or b"/." in url or b"//" in url or len(headers) > MAX_HEADERS):
             return False
-        seen: set[bytes] = set()
+        fields = self.fields
         for name, value in headers:
-            lower = name.lower()
-            if lower in _REFUSED_HEADERS or lower in seen or len(name) + len(value) > MAX_LINE:
+            key = name.decode("latin-1").lower()  # a token (llhttp checked); any other byte fails below
+            if key in _REFUSED_HEADERS or key in fields or len(name) + len(value) > MAX_LINE:
                 return False
-            seen.add(lower)
-            if lower == b"content-length" and int(value) > MAX_BODY:  # digits: llhttp checked
+            fields[key] = value.decode("latin-1")
+            if key == "content-length" and int(value) > MAX_BODY:  # digits: llhttp checked
                 return False
         return not _UNPRINTABLE.search(b"\t".join(text for header in headers for text in header))
 
@@ -227,9 +228,8 @@ class Lane(asyncio.Protocol):
     def _answer(self) -> None:
         url = self.url.decode("ascii")
         path, _, query = url.partition("?")
-        headers = [(name.decode("ascii"), value.decode("ascii")) for name, value in self.headers]
         method = self.method.decode("ascii")
-        received = Received.arrived(method, path, query, headers, b"".join(self.body))
+        received = Received.arrived(method, path, query, self.fields, b"".join(self.body))
         try:
             begun = self.server.answer(received, time.perf_counter())
         except Exception:  # nothing begun: aiohttp's path meets it again and answers 500, as it always did

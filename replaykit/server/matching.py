@@ -126,17 +126,11 @@ class Received:
         return cls(method.upper(), path, query, theirs, body, route, hashlib.sha256(body).hexdigest(), ours)
 
     @classmethod
-    def arrived(
-        cls, method: str, path: str, query: str, headers: Iterable[tuple[str, str]], body: bytes
-    ) -> Received:
-        """A request as it came off the wire (:meth:`build`): header names lower-cased and repeated ones
-        joined with ``, ``, ``query`` the query string (parsed here), the route classified."""
-        joined: dict[str, str] = {}
-        for name, value in headers:
-            key = name.lower()
-            joined[key] = f"{joined[key]}, {value}" if key in joined else value
+    def arrived(cls, method: str, path: str, query: str, headers: dict[str, str], body: bytes) -> Received:
+        """A request as it came off the wire (:meth:`build`): ``headers`` by lower-cased name (a repeated
+        one joined with ``, ``), ``query`` the query string (parsed here), the route classified."""
         parsed = parse_qs(query, keep_blank_values=True) if query else {}
-        return cls.build(method, path, parsed, joined, body, classify(method, path))
+        return cls.build(method, path, parsed, headers, body, classify(method, path))
 
 
 def wants_stream(body: Any) -> bool:
