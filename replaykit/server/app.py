@@ -379,11 +379,11 @@ class _Exchange:
     state: State
     entry: Entry
     started: float
+    received: Received  # its body's JSON (parsed for matching or now) goes to the journal file
     plan: Plan
     match: Match | None = None
     counted: bool = False
     settled: str | None = None
-    received: Received | None = None  # its body's JSON (parsed for matching or now) goes to the journal file
     progress: Progress = field(default_factory=Progress)  # how far delivery got: settles this exchange
 
     @property
@@ -505,7 +505,7 @@ def begin(state: State, received: Received, started: float) -> _Exchange:
         entry.response_violations = verdicts.response_violations(received, slot, plan, profile)
     except Exception as exc:
         plan = _internal_error(state, received, exc, entry)
-    exchange = _Exchange(state, entry, started, plan, match, received=received)
+    exchange = _Exchange(state, entry, started, received, plan, match)
     exchange.progress.on_settle = exchange.settle
     return exchange
 
@@ -528,8 +528,8 @@ async def handle(request: web.BaseRequest, state: State) -> web.StreamResponse:
 
 def _lane_answer(state: State) -> Callable[[Received, float], _Exchange | None]:
     """What the lane asks of a plain request (:mod:`~replaykit.server.lane`): None (the general way) for the
-    admin API, or while a fault is set or timing is not ``fast`` (the answer is then never prepared whole);
-    else the exchange :func:`begin` makes."""
+    admin API, or while a fault is set (the answer is then never prepared whole) or timing is not ``fast`` (a
+    stream's answer is then never prepared whole); else the exchange :func:`begin` makes."""
 
     def answer(received: Received, started: float) -> _Exchange | None:
         path = received.path
