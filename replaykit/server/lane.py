@@ -39,7 +39,7 @@ from typing import Any, Protocol, cast
 import httptools
 
 from replaykit.server import streaming
-from replaykit.server.connections import Server
+from replaykit.server.connections import Carried, Server
 from replaykit.server.matching import Received
 from replaykit.server.plan import Plan
 from replaykit.server.streaming import Progress
@@ -56,8 +56,9 @@ _PLAIN_TARGET = re.compile(rb"(?:/[A-Za-z0-9_.~:@-]*)+(?:\?[A-Za-z0-9_.~:@=&,/-]
 _UNPRINTABLE = re.compile(rb"[^\x20-\x7e\t]")
 
 
-class Begun(Protocol):
-    """A request the server has begun answering (:class:`~replaykit.server.app._Exchange`)."""
+class Begun(Carried, Protocol):
+    """A request the server has begun answering (:class:`~replaykit.server.app._Exchange`); it can be carried
+    over to aiohttp (:class:`~replaykit.server.connections.Carried`)."""
 
     @property
     def plan(self) -> Plan:
@@ -69,9 +70,6 @@ class Begun(Protocol):
 
     def close(self) -> None:
         """The end of delivery: journal the outcome."""
-
-    def abandon(self) -> None:
-        """The end of a request never delivered: its client left first."""
 
 
 Answer = Callable[[Received, float], Begun | None]
