@@ -29,7 +29,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -134,14 +134,15 @@ class _Walk:
     """rapidyaml's tree to Python values, each plain scalar typed once per document.
 
     The loops are written out (a cassette has hundreds of nodes, each read through rapidyaml's wrappers): a
-    node that is neither a collection nor tagged is read in place.
+    node that is neither a collection nor tagged is read in place. Each wrapper is called with the SWIG object
+    behind the tree (its ``this``), not the tree: the bindings then take it as it is, where a tree is looked
+    up again on every call (about 6x the cost of the call itself).
     """
 
     def __init__(self, tree: Any) -> None:
-        self.tree = tree
-        self.type, self.key, self.val = tree.type, tree.key, tree.val
-        self.first, self.next = tree.first_child, tree.next_sibling
+        self.tree, self.handle = tree, getattr(tree, "this", tree)
         self.plain: dict[str, Any] = {}
+        self.special = _special()
 
     def mapping(self, node: int, kind: int, depth: int) -> dict[Any, Any]:
         if depth > MAX_DEPTH:
@@ -149,26 +150,28 @@ class _Walk:
         out: dict[Any, Any] = {}
         # in a flow mapping, `{a:}` is an error to libyaml and `{a: }` is not: neither is worth telling apart
         refused = _KEY_REFUSED | (ryml.VALNIL if kind & _FLOW else 0)
-        kind_of, key_of, val_of, next_of, plain = self.type, self.key, self.val, self.next, self.plain
-        child, none = self.first(node), ryml.NONE
+        kind_of, key_of, val_of, next_of, tree = _TYPE, _KEY, _VAL, _NEXT, self.handle
+        plain, special = self.plain, self.special
+        child, none = _FIRST(tree, node), ryml.NONE
         while child != none:
-            kind = kind_of(child)
+            kind = kind_of(tree, child)
             if kind & refused:
                 raise Refused("a key that is not a plain or quoted scalar, or no value in a flow mapping")
-            text = key_of(child)
+            text = key_of(tree, child)
             key = "" if text is None else str(text, "utf-8")
-            if not kind & _KEY_QUOTED:
+            if not kind & _KEY_QUOTED and key[:1] in special:
                 key = plain[key] if key in plain else self.typed(key)
                 if key is None:  # `: v` is an error to libyaml, `~: v` is not: not worth telling apart
                     raise Refused("a null key")
-            if kind & _NOT_SCALAR:
-                out[key] = self.value(child, kind, depth)
+            if kind & _NOT_SCALAR:  # (written out: most collections in a cassette are one header's values)
+                out[key] = self.sequence(child, depth + 1) if kind & _PLAIN_SEQ == ryml.SEQ else \
+                    self.value(child, kind, depth)
             else:
-                text = val_of(child)
+                text = val_of(tree, child)
                 value = "" if text is None else str(text, "utf-8")
-                quoted = kind & _VALUE_QUOTED
-                out[key] = value if quoted else plain[value] if value in plain else self.typed(value)
-            child = next_of(child)
+                string = kind & _VALUE_QUOTED or value[:1] not in special
+                out[key] = value if string else plain[value] if value in plain else self.typed(value)
+            child = next_of(tree, child)
         return out
 
     def sequence(self, node: int, depth: int) -> list[Any]:
@@ -176,18 +179,19 @@ class _Walk:
         if depth > MAX_DEPTH:
             raise Refused("nested too deeply")
         out: list[Any] = []
-        kind_of, val_of, next_of, plain = self.type, self.val, self.next, self.plain
-        child, none = self.first(node), ryml.NONE
+        kind_of, val_of, next_of, tree = _TYPE, _VAL, _NEXT, self.handle
+        plain, special = self.plain, self.special
+        child, none = _FIRST(tree, node), ryml.NONE
         while child != none:
-            kind = kind_of(child)
+            kind = kind_of(tree, child)
             if kind & _NOT_SCALAR:
                 out.append(self.value(child, kind, depth))
             else:
-                text = val_of(child)
+                text = val_of(tree, child)
                 value = "" if text is None else str(text, "utf-8")
-                quoted = kind & _VALUE_QUOTED
-                out.append(value if quoted else plain[value] if value in plain else self.typed(value))
-            child = next_of(child)
+                string = kind & _VALUE_QUOTED or value[:1] not in special
+                out.append(value if string else plain[value] if value in plain else self.typed(value))
+            child = next_of(tree, child)
         return out
 
     def value(self, node: int, kind: int, depth: int) -> Any:
@@ -209,9 +213,22 @@ class _Walk:
         tag = _TAGS.get(bytes(self.tree.val_tag(node)))
         if tag is None:
             raise Refused("a tag")
-        text = self.val(node)
+        text = _VAL(self.handle, node)
         value = "" if text is None else str(text, "utf-8")
         return value if tag == _STR else _CONSTRUCTOR.construct_yaml_binary(yaml.ScalarNode(tag, value))
+
+
+class _Every:
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+def _special() -> Container[str]:
+    """The first characters of the plain scalars :func:`_typed` reads: those it refuses, and those the
+    resolver has patterns for (it picks them by the first character, ``''`` for an empty scalar, ``None``
+    for patterns that apply to any: then every one). Any other plain scalar is a string."""
+    resolvers = _RESOLVER.yaml_implicit_resolvers
+    return _Every() if None in resolvers else _PLAIN_REFUSED.union(resolvers)
 
 
 def _typed(text: str) -> Any:
@@ -233,9 +250,13 @@ if ryml is not None:
     _VALUE_REFUSED = ryml.VALANCH | ryml.VALREF | ryml.VALTAG
     _FLOW = ryml.FLOW_SL | ryml.FLOW_ML
     _NOT_SCALAR = ryml.MAP | ryml.SEQ | _VALUE_REFUSED  # (a tag is read by _Walk.value too)
+    _PLAIN_SEQ = ryml.SEQ | _VALUE_REFUSED  # an untagged sequence, with no anchor: its flags & this are SEQ
     _KEY_QUOTED, _VALUE_QUOTED = ryml.KEYQUO, ryml.VALQUO  # quoted, literal or folded: text as it is
+    _TYPE, _KEY, _VAL = ryml.Tree.type, ryml.Tree.key, ryml.Tree.val
+    _FIRST, _NEXT = ryml.Tree.first_child, ryml.Tree.next_sibling
 else:  # pragma: no cover
-    _KEY_REFUSED = _VALUE_REFUSED = _FLOW = _NOT_SCALAR = _KEY_QUOTED = _VALUE_QUOTED = 0
+    _KEY_REFUSED = _VALUE_REFUSED = _FLOW = _NOT_SCALAR = _PLAIN_SEQ = _KEY_QUOTED = _VALUE_QUOTED = 0
+    _TYPE = _KEY = _VAL = _FIRST = _NEXT = None
 
 
 _QUIET = threading.Lock()
