@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -130,6 +131,18 @@ def test_a_tricky_scalar_parses_the_same_in_every_place(scalar: str) -> None:
 @pytest.mark.parametrize("text", LAYOUTS)
 def test_a_tricky_layout_parses_the_same_or_is_refused(text: str) -> None:
     _compare(text)
+
+
+def test_a_pattern_registered_for_any_first_character_types_every_plain_scalar(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plain scalars whose first character no pattern starts with are strings without the resolver, unless a
+    pattern applies to any first character (PyYAML keeps those under None)."""
+    resolvers = dict(yaml.resolver.Resolver.yaml_implicit_resolvers)
+    resolvers[None] = [("tag:yaml.org,2002:null", re.compile("^zzz$"))]
+    monkeypatch.setattr(yaml.resolver.Resolver, "yaml_implicit_resolvers", resolvers)
+    text = "k: zzz\nj: [zzz, zz]\n"
+    assert _compare(text) == "same"
+    assert fastyaml.load(text.encode()) == {"k": None, "j": [None, "zz"]}
 
 
 def test_the_corpus_is_mostly_read_by_rapidyaml() -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import atexit
 import base64
 import binascii
+import functools
 import json
 import math
 import os
@@ -52,17 +53,21 @@ _Place = list[str | int]
 
 def folder() -> Path | None:
     """Where parsed cassettes are kept, or None when they are not."""
-    chosen = os.environ.get(ENV)
+    return _folder(os.environ.get(ENV), sys.prefix, sys.base_prefix)
+
+
+@functools.lru_cache(maxsize=8)  # a load asks up to three times: a Path is slow to make
+def _folder(chosen: str | None, prefix: str, base_prefix: str) -> Path | None:
     if chosen is not None:
         return Path(chosen) if chosen.strip() not in ("", "off") else None
-    if sys.prefix == sys.base_prefix:
+    if prefix == base_prefix:
         return None  # not in a virtual environment: nowhere that is replaykit's own to write
-    return Path(sys.prefix) / "replaykit-cache" / "cassettes"
+    return Path(prefix) / "replaykit-cache" / "cassettes"
 
 
 def _file(key: bytes) -> Path | None:
     root = folder()
-    return root / f"{key.hex()}.json" if root is not None else None
+    return root.joinpath(f"{key.hex()}.json") if root is not None else None
 
 
 def stored_form(doc: Any) -> list[bytes] | None:
