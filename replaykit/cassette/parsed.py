@@ -46,7 +46,7 @@ FLUSH_BYTES = 16 << 20  # waiting documents are written once they were parsed fr
 _WAITING: list[tuple[Path, Callable[[], list[bytes] | None], list[int | None], int]] = []  # put's arguments
 _LOCK = threading.Lock()
 _FORMAT = 2  # the stored form's version: a file of another version is a miss
-LONG = 1 << 16  # a string longer than this is kept as its UTF-8 after the JSON (no JSON to decode)
+LONG = 1 << 12  # a string longer than this is kept as its UTF-8 after the JSON (no JSON to decode)
 MAX_DOCUMENT = 256 << 20  # a document parsed from more bytes is not kept
 _Place = list[str | int]
 
