@@ -749,6 +749,15 @@ def test_a_pipe_is_refused_not_waited_on(tmp_path: Path) -> None:
         cassette.named_paths([fifo])
 
 
+def test_a_pipe_put_in_a_files_place_after_the_check_is_refused_not_waited_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    monkeypatch.setattr(read, "_regular", lambda path: None)  # as if the check had seen a file there
+    with pytest.raises(CassetteError, match=r"pipe\.yaml: not a regular file"):
+        cassette.load(fifo)
+
+
 ORACLE_TOP = re.compile(r"\n(?:- |-\r?\n|-$|[^\s#-])")
 
 

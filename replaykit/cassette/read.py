@@ -403,8 +403,12 @@ def load(path: str | os.PathLike[str], *, cache: bool = True, max_body: int = MA
     """
     _regular(path)
     try:
-        with open(path, "rb") as handle:
-            cassette = _from_file(handle, str(path), cache, max_body)
+        # without blocking: a FIFO put in the file's place since that check is no wait either (fstat refuses it)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            cassette = _from_file(fd, str(path), cache, max_body)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise CassetteError(located(path, None, f"cannot read: {exc.strerror or exc}",
                                     "check the path and its permissions")) from exc
@@ -412,16 +416,37 @@ def load(path: str | os.PathLike[str], *, cache: bool = True, max_body: int = MA
     return cassette
 
 
-def _from_file(handle: io.BufferedReader, where: str, cache: bool, max_body: int) -> Cassette:
-    """The cassette in an open file: read whole up to :data:`WHOLE` bytes, else parsed in place or streamed
-    (:func:`load`)."""
-    status = os.fstat(handle.fileno())
+def _from_file(fd: int, where: str, cache: bool, max_body: int) -> Cassette:
+    """The cassette in an open file: read whole up to :data:`WHOLE` bytes (with no file object: most of a
+    small file's load is its reading), else parsed in place or streamed (:func:`load`)."""
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):
+        raise _not_regular(where)
     if status.st_size <= WHOLE:
-        data = handle.read(status.st_size + 1)  # not WHOLE + 1: read() allocates what it is asked for
+        data = _read(fd, status.st_size + 1)  # not WHOLE + 1: a read allocates what it is asked for
         if len(data) <= status.st_size:  # (a file that grew meanwhile is streamed)
             key = hashlib.sha256(data).digest() if cache else None
             return _cached(data, where, lambda: data, key, max_body, cache)
-        handle.seek(0)
+        os.lseek(fd, 0, os.SEEK_SET)
+    with open(fd, "rb", closefd=False) as handle:
+        return _from_handle(handle, status, where, cache, max_body)
+
+
+def _read(fd: int, size: int) -> bytes:
+    """Up to ``size`` bytes of ``fd``, fewer only at its end."""
+    pieces = []
+    while size > 0:
+        piece = os.read(fd, size)
+        if not piece:
+            break
+        pieces.append(piece)
+        size -= len(piece)
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+
+def _from_handle(handle: io.BufferedReader, status: os.stat_result, where: str, cache: bool,
+                 max_body: int) -> Cassette:
+    """A file over :data:`WHOLE` bytes: parsed in place or streamed (:func:`load`)."""
     seen = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
     key = None
     if cache and seen in _SEEN:  # then the cache may hold it: hashed first, to look
@@ -444,8 +469,12 @@ def _regular(path: str | os.PathLike[str]) -> None:
         raise CassetteError(located(path, None, f"cannot read: {exc.strerror or exc}",
                                     "check the path and its permissions")) from exc
     if not stat.S_ISREG(mode):
-        raise CassetteError(located(path, None, "not a regular file (a FIFO, a device or a socket)",
-                                    "name a cassette file"))
+        raise _not_regular(path)
+
+
+def _not_regular(path: str | os.PathLike[str]) -> CassetteError:
+    return CassetteError(located(path, None, "not a regular file (a FIFO, a device or a socket)",
+                                 "name a cassette file"))
 
 
 def _read_again(handle: io.BufferedIOBase) -> bytes:
