@@ -403,7 +403,7 @@ def load(path: str | os.PathLike[str], *, cache: bool = True, max_body: int = MA
     """
     _regular(path)
     try:
-        # without blocking: a FIFO put in the file's place since that check is no wait either (fstat refuses it)
+        # without blocking: a FIFO put in its place since that check is no wait either (fstat refuses it)
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         try:
             cassette = _from_file(fd, str(path), cache, max_body)
