@@ -98,13 +98,19 @@ def _refusal(cap: int) -> bytes:
 class Connection(RequestHandler):
     """One client connection: aiohttp's, plus half-close and quiet malformed requests."""
 
-    __slots__ = ("_on_malformed", "carried", "half_closed")
+    __slots__ = ("_on_malformed", "_open", "carried", "half_closed")
 
-    def __init__(self, manager: web.Server, *, on_malformed: Malformed, **options: Any) -> None:
+    def __init__(self, manager: web.Server, *, on_malformed: Malformed, open_in: set[Connection],
+                 **options: Any) -> None:
         super().__init__(manager, **options)
         self._on_malformed = on_malformed
+        self._open = open_in  # where the connection is counted while its transport is open
         self.half_closed = asyncio.Event()
         self.carried: Carried | None = None  # what the lane began for the request it hands over, if anything
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._open.add(self)
 
     def eof_received(self) -> bool:  # type: ignore[override]  # asyncio's is ``-> bool | None``; aiohttp's None
         """The client closed its sending side: keep the connection to answer a request it sent whole (True:
@@ -127,7 +133,9 @@ class Connection(RequestHandler):
         return request is None or request.content.is_eof()
 
     def connection_lost(self, exc: BaseException | None) -> None:
-        """The connection is gone: a request the lane began and handed over, never handled, is abandoned."""
+        """The connection is gone (it no longer counts toward ``max_connections``, though aiohttp keeps it
+        until its handler ends): a request the lane began and handed over, never handled, is abandoned."""
+        self._open.discard(self)
         super().connection_lost(exc)
         begun, self.carried = self.carried, None
         if begun is not None:
@@ -162,23 +170,25 @@ class Server(web.Server):
 
     A client's connection starts in a protocol of replaykit's own (``lanes``, :mod:`~replaykit.server.lane`),
     which counts it against ``max_connections`` (:meth:`refused`) and may hand it over to a
-    :class:`Connection` (:meth:`connection`) that takes its place in the count; lanes are closed with
-    aiohttp's connections."""
+    :class:`Connection` (:meth:`connection`) that takes its place in the count (``handed``, while it is
+    open); lanes are closed with aiohttp's connections."""
 
     def __init__(self, handler: Any, *, limits: Limits, on_malformed: Malformed, **options: Any) -> None:
         super().__init__(handler, keepalive_timeout=limits.header_timeout, **options)
         self.limits = limits
         self._on_malformed = on_malformed
         self.lanes: set[Closing] = set()
+        self.handed: set[Connection] = set()
 
     def connection(self) -> Connection:
         """A new :class:`Connection`, to be made the protocol of a transport."""
-        return Connection(self, loop=self._loop, on_malformed=self._on_malformed, **self._kwargs)
+        return Connection(self, loop=self._loop, on_malformed=self._on_malformed, open_in=self.handed,
+                          **self._kwargs)
 
     def refused(self, transport: asyncio.BaseTransport) -> bool:
         """True, after answering 503 and closing ``transport``, when ``max_connections`` are open already."""
         cap = self.limits.max_connections
-        if len(self._connections) + len(self.lanes) < cap:
+        if len(self.handed) + len(self.lanes) < cap:
             return False
         cast(asyncio.WriteTransport, transport).write(_refusal(cap))  # uvloop's: one, not by inheritance
         transport.close()

@@ -195,6 +195,23 @@ def test_a_connection_over_the_cap_counting_the_lanes_is_answered_503_and_closed
     asyncio.run(run())
 
 
+def test_a_handed_over_connection_counts_while_open_and_not_after_its_client_leaves() -> None:
+    """aiohttp keeps a closed connection among its own until its handler task ends: the cap does not wait
+    for that."""
+    async def run() -> None:
+        server = _server(cap=1)
+        connection = server.connection()
+        connection.connection_made(mock.Mock())  # its handler task starts, waiting for a request
+        refused = mock.Mock()
+        assert server.refused(refused) is True and refused.close.called
+        connection.connection_lost(None)
+        admitted = mock.Mock()
+        assert server.refused(admitted) is False and not admitted.close.called
+        await asyncio.sleep(0)
+
+    asyncio.run(run())
+
+
 def test_what_the_lane_began_is_carried_once_and_only_on_a_connection() -> None:
     async def run() -> None:
         connection = _server().connection()
