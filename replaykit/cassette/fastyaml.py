@@ -1,5 +1,5 @@
 """A cassette document parsed with rapidyaml (``ryml``): the same values as ``yaml.safe_load``, faster than
-libyaml (about 3x a 5 MB cassette's first load), for the documents vcrpy and replaykit write.
+libyaml (about 3.5x a 5 MB cassette's first load), for the documents vcrpy and replaykit write.
 
 rapidyaml parses YAML 1.2 and resolves no types; this module walks its tree and types each plain scalar with
 PyYAML's own YAML 1.1 resolver and constructors (``yes`` is True, ``0o17``, ``1_000``, timestamps...), so a
@@ -135,8 +135,8 @@ class _Walk:
 
     The loops are written out (a cassette has hundreds of nodes, each read through rapidyaml's wrappers): a
     node that is neither a collection nor tagged is read in place. Each wrapper is called with the SWIG object
-    behind the tree (its ``this``), not the tree: the bindings then take it as it is, where a tree is looked
-    up again on every call (about 6x the cost of the call itself).
+    behind the tree (its ``this``), not the tree: the bindings take that as it is, where the tree is looked
+    into on every call (a call then costs about 5x as much).
     """
 
     def __init__(self, tree: Any) -> None:
