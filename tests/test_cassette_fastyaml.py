@@ -161,9 +161,20 @@ def test_the_corpus_is_mostly_read_by_rapidyaml() -> None:
     "k: v\r\n",
     "k: &a 1\nj: *a\n",     # aliases are libyaml's (and the alias-bomb check's)
     "k: " + "[" * 100 + "]" * 100 + "\n",
+    "# recorded\nk: {x: a #b}\n",   # the file's first byte is a comment's `#`: the later ones are looked at
+    " #c\nk: {x: a #b}\n",          # ... and so when it is the second byte
+    "k: {x: a #b}\nj: 1 # c\n",      # not only the last `#` of the file
+    "k: v # a\nj: {x: a #b}\nl: 1 # c\n",  # every `#`, not only the first and the last
+    "{k: v #c}\n",                  # the `{` is the line's (and the file's) first byte
+    "!!set\na:\nb:\n",              # a tag on the top mapping: a set to libyaml
+    "k: !!str [a]\n",               # a scalar's tag on a collection: libyaml's error
+    "k: !!binary {a: 1}\n",
+    b"k: v\n# caf\xe9\n",           # not UTF-8, in a comment rapidyaml skips
+    b"k: v\n# caf\xc3",              # a character cut short by the end of the file, in a comment
 ], ids=["escaped-break", "comment-in-flow", "flow-colon", "reserved", "directive", "ls", "crlf", "alias",
-        "deep"])
-def test_what_rapidyaml_reads_apart_is_refused(text: str) -> None:
+        "deep", "comment-first", "comment-second", "comment-not-last", "comment-between", "flow-first",
+        "tagged-top", "str-on-seq", "binary-on-map", "latin1-comment", "cut-utf8-comment"])
+def test_what_rapidyaml_reads_apart_is_refused(text: str | bytes) -> None:
     assert _compare(text) == "refused"
 
 
@@ -215,6 +226,15 @@ def test_a_bad_cassette_gets_libyamls_message_and_line(tmp_path: Path) -> None:
         cassette.load(path, cache=False)
     message = str(caught.value)
     assert message.startswith(f"{path}:4: invalid YAML: ") and "fix the YAML syntax" in message
+
+
+def test_a_cassette_opening_with_a_comment_gets_libyamls_error_for_a_comment_in_flow(tmp_path: Path) -> None:
+    # rapidyaml reads `{a: b #c}` (unclosed) as {a: "b #c"}: a file whose first byte is a comment's `#` must be
+    # looked at too, not loaded with that value
+    path = tmp_path / "c.yaml"
+    path.write_text("# recorded\nversion: 1\ninteractions: []\nx: {a: b #c}\n")
+    with pytest.raises(CassetteError, match=r"c\.yaml:5: invalid YAML: did not find expected ',' or '}'"):
+        cassette.load(path, cache=False)
 
 
 def test_rapidyamls_own_report_of_an_error_is_not_printed(tmp_path: Path) -> None:
