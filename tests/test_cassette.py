@@ -855,3 +855,236 @@ def test_events_can_be_read_one_at_a_time(monkeypatch: MonkeyPatch) -> None:
     for response in (item.response for item in stream_cassette().interactions):
         assert list(response.iter_events()) == response.events
     assert list(Response(200, "OK", {}, b"data: 1\n\n").iter_events()) == []
+
+
+# ---------------------------------------------------------------- opening and reading a file
+
+
+# its last byte is its body's last: no newline after it
+SMALL = one("    status: {code: 200, message: OK}\n    headers: {}\n    body:\n      string: hi")
+
+
+def test_a_file_removed_after_the_check_is_a_cassette_error(tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
+    monkeypatch.setattr(read, "_regular", lambda path: None)  # as if the check had seen a file there
+    gone = tmp_path / "gone.yaml"
+    with pytest.raises(CassetteError) as caught:
+        cassette.load(gone)
+    assert str(caught.value) == (f"{gone}: cannot read: No such file or directory; "
+                                 "check the path and its permissions")
+
+
+def test_a_platform_without_nonblocking_opens_still_reads(tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
+    path = write(tmp_path, SMALL)
+    monkeypatch.delattr(os, "O_NONBLOCK")  # e.g. Windows: the file is opened for reading, as it is
+    assert cassette.load(path, cache=False).interactions[0].response.body == b"hi"
+
+
+def test_a_directory_named_as_a_cassette_is_refused_with_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(CassetteError) as caught:
+        cassette.load(tmp_path)
+    assert str(caught.value) == (f"{tmp_path}: not a regular file (a FIFO, a device or a socket); "
+                                 "name a cassette file")
+
+
+def test_a_file_up_to_whole_bytes_is_read_whole_and_its_last_byte_kept(tmp_path: Path,
+                                                                       monkeypatch: MonkeyPatch) -> None:
+    path = write(tmp_path, SMALL)
+    handled: list[int] = []
+    real = read._from_handle
+
+    def counted(handle: Any, status: os.stat_result, *args: Any) -> Cassette:
+        handled.append(status.st_size)
+        return real(handle, status, *args)
+
+    monkeypatch.setattr(read, "_from_handle", counted)
+    size = path.stat().st_size
+    monkeypatch.setattr(read, "WHOLE", size)
+    assert cassette.load(path, cache=False).interactions[0].response.body == b"hi"  # `hi`: the file's end
+    assert handled == []
+    monkeypatch.setattr(read, "WHOLE", size - 1)
+    assert cassette.load(path, cache=False).interactions[0].response.body == b"hi"
+    assert handled == [size]
+
+
+@pytest.mark.parametrize(("text", "more"),
+                         [(one(OK_RESPONSE), "x-more: 1\n"), ("\n" + one(OK_RESPONSE), "\n")],
+                         ids=["grew-a-line", "grew-a-byte"])
+def test_a_small_file_that_grows_while_it_is_read_is_read_whole_from_its_start(
+        tmp_path: Path, monkeypatch: MonkeyPatch, text: str, more: str) -> None:
+    path = write(tmp_path, text)
+    real = read._read
+
+    def grow_then_read(fd: int, size: int) -> bytes:
+        with path.open("a") as file:  # after fstat took the size
+            file.write(more)
+        monkeypatch.setattr(read, "_read", real)
+        return real(fd, size)
+
+    monkeypatch.setattr(read, "_read", grow_then_read)
+    loaded = cassette.load(path, cache=False)
+    assert loaded == cassette.load(path, cache=False)  # what the file holds now
+    assert loaded.extra == ({"x-more": 1} if more.strip() else {})
+    assert loaded.interactions[0].line == text.count("\n", 0, text.index("- request")) + 1
+
+
+def test_read_gathers_short_reads_up_to_the_size_asked(tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
+    path = write(tmp_path, b"0123456789" * 3)
+    real = os.read
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        monkeypatch.setattr(os, "read", lambda fd, size: real(fd, min(size, 4)))  # a read may return less
+        assert read._read(fd, 8) == b"01234567"
+        assert read._read(fd, 10) == b"8901234567"
+        assert read._read(fd, 100) == b"890123456789"
+        assert read._read(fd, 100) == b""
+    finally:
+        monkeypatch.undo()
+        os.close(fd)
+
+
+def test_a_big_file_with_a_problem_names_the_file_and_line(tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
+    monkeypatch.setattr(read, "WHOLE", 0)
+    path = write(tmp_path, "version: 1\ninteractions:\n- request: {method: GET}\n")
+    with pytest.raises(CassetteError) as caught:
+        cassette.load(path, cache=False)
+    assert str(caught.value).startswith(f"{path}:3: interactions[0]"), str(caught.value)
+
+
+def test_a_big_file_is_hashed_first_only_when_it_was_loaded_before(tmp_path: Path,
+                                                                   monkeypatch: MonkeyPatch) -> None:
+    # a file never loaded is hashed as it is parsed; one loaded before is hashed first, to look in the cache
+    monkeypatch.setattr(read, "WHOLE", 0)
+    monkeypatch.setattr(read, "_SEEN", read.OrderedDict())
+    read._CACHE.clear()
+    a = write(tmp_path, one(OK_RESPONSE), "a.yaml")
+    b = write(tmp_path, one(OK_RESPONSE.replace("ok", "other")), "b.yaml")
+    hashed: list[Any] = []
+    parses: list[str] = []
+    streams: list[Any] = []
+    real_digest, real_parse, real_stream = hashlib.file_digest, read._parse, read._stream
+
+    def digest(handle: Any, name: str) -> Any:
+        hashed.append(handle.name)
+        return real_digest(handle, name)
+
+    def parse(source: Any, where: str, *args: Any) -> Any:
+        parses.append(where)
+        return real_parse(source, where, *args)
+
+    def stream(handle: Any) -> Any:
+        streams.append(handle)
+        return real_stream(handle)
+
+    monkeypatch.setattr(hashlib, "file_digest", digest)
+    monkeypatch.setattr(read, "_parse", parse)
+    monkeypatch.setattr(read, "_stream", stream)
+    first = cassette.load(a)
+    assert cassette.load(b).interactions[0].response.body == b"other"
+    assert (hashed, parses) == ([], [str(a), str(b)])
+    assert cassette.load(a) == first  # from the memory cache: hashed first, not parsed
+    assert len(hashed) == 1 and parses == [str(a), str(b)]
+    read._CACHE.clear()  # the parse forgotten, the file still known as loaded
+    assert cassette.load(a) == first
+    assert len(hashed) == 2 and parses == [str(a), str(b), str(a)] and streams == []  # read whole again
+
+
+def test_the_big_files_remembered_are_the_latest_1024(tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
+    monkeypatch.setattr(read, "WHOLE", 0)
+    monkeypatch.setattr(read, "_SEEN", read.OrderedDict(((0, 0, 0, n), None) for n in range(1024)))
+    path = write(tmp_path, one(OK_RESPONSE))
+    cassette.load(path, cache=False)
+    assert len(read._SEEN) == 1024  # loaded without the cache: not remembered
+    cassette.load(path)
+    status = path.stat()
+    assert len(read._SEEN) == 1024 and (0, 0, 0, 0) not in read._SEEN and (0, 0, 0, 1) in read._SEEN
+    assert (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns) in read._SEEN
+
+
+def test_a_big_file_that_grows_while_it_is_read_is_streamed_whole(tmp_path: Path,
+                                                                  monkeypatch: MonkeyPatch) -> None:
+    monkeypatch.setattr(read, "WHOLE", 0)
+    path = write(tmp_path, one(OK_RESPONSE))
+    real = read._from_handle
+
+    def grow_then_read(handle: Any, status: os.stat_result, *args: Any) -> Cassette:
+        with path.open("a") as file:  # after fstat took the size
+            file.write("x-more: 1\n")
+        return real(handle, status, *args)
+
+    monkeypatch.setattr(read, "_from_handle", grow_then_read)
+    assert cassette.load(path, cache=False).extra == {"x-more": 1}
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["rapidyaml", "libyaml"])
+def test_a_streamed_file_gets_its_lines_and_is_counted_at_its_size(tmp_path: Path, monkeypatch: MonkeyPatch,
+                                                                   fast: bool) -> None:
+    monkeypatch.setattr(read, "WHOLE", 0)
+    monkeypatch.setattr(read.fastyaml, "AVAILABLE", fast)
+    flow = ('{"version": 1, "interactions": [\n {"request": {"method": "GET", "uri": "u"},\n'
+            '  "response": {"status": {"code": 200}, "body": {"string": "x"}}},\n'
+            ' {"request": {"method": "GET", "uri": "v"}, "response": {"status": {"code": 201}}}]}\n')
+    path = write(tmp_path, flow)
+    size = path.stat().st_size
+    assert [item.line for item in cassette.load(path, cache=False).interactions] == [2, 4]
+    second = "- request: {method: GET, uri: v}\n  response: {status: {code: 201}}\n"
+    block = write(tmp_path, one(OK_RESPONSE) + second, "block.yaml")
+    assert [item.line for item in cassette.load(block, cache=False).interactions] == [3, 10]
+    for budget, kept in ((size, True), (size - 1, False)):  # the memory cache holds up to its bytes
+        monkeypatch.setattr(read, "_CACHE", read._Cache(max_bytes=budget))
+        cassette.load(path)
+        assert (read._CACHE.get(hashlib.sha256(path.read_bytes()).digest() + read.MAX_BODY.to_bytes(8, "big"))
+                is not None) == kept
+
+
+def test_an_alias_bomb_in_a_streamed_file_is_refused(tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
+    monkeypatch.setattr(read, "WHOLE", 0)
+    laughs = ["x-anchors:", "  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    laughs += [f"  a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 9) + "]" for n in range(1, 10)]
+    path = write(tmp_path, "version: 1\ninteractions: []\n" + "\n".join(laughs) + "\n")
+    with pytest.raises(CassetteError, match=r"c\.yaml:\d+: "):
+        cassette.load(path, cache=False)
+
+
+def test_loads_names_its_path_and_caches_unless_told_not_to(monkeypatch: MonkeyPatch) -> None:
+    text = one(OK_RESPONSE) + "x-unique: loads\n"
+    parses: list[str] = []
+    real = read._parse
+
+    def parse(source: Any, where: str, *args: Any) -> Any:
+        parses.append(where)
+        return real(source, where, *args)
+
+    monkeypatch.setattr(read, "_parse", parse)
+    read._CACHE.clear()
+    assert cassette.loads(text, "named.yaml").path == Path("named.yaml")
+    assert cassette.loads(text).path is None
+    assert cassette.loads(text, cache=False).path is None
+    assert parses == ["named.yaml", "<string>"]
+    with pytest.raises(CassetteError, match=r"^named\.yaml:1: "):
+        cassette.loads("interactions: []\n", "named.yaml")
+
+
+def test_the_memory_cache_holds_an_entry_of_exactly_its_budget() -> None:
+    cache = read._Cache(max_entries=2, max_bytes=100)
+    cache.put(b"a", 100, Cassette())
+    assert cache.get(b"a") is not None
+    cache.clear()
+    cache.put(b"b", 100, Cassette())
+    assert cache.get(b"b") is not None
+    default = read._Cache()
+    for index in range(65):
+        default.put(bytes([index]), 1, Cassette())
+    assert default.get(bytes([0])) is None and default.get(bytes([1])) is not None
+
+
+def test_a_cached_load_is_a_deep_copy_with_the_extra_keys(tmp_path: Path) -> None:
+    path = write(tmp_path, "version: 1\nreplaykit: {origin: synthesized, x-note: {tags: [a]}}\n"
+                 "interactions: []\nx-vendor: {tags: [b]}\n")
+    read._CACHE.clear()
+    for _ in range(2):  # the parse that fills the cache, then a copy from it
+        loaded = cassette.load(path)
+        assert loaded.extra == {"x-vendor": {"tags": ["b"]}}
+        assert loaded.meta.extra == {"x-note": {"tags": ["a"]}}
+        loaded.extra["x-vendor"]["tags"].append("changed")
+        loaded.meta.extra["x-note"]["tags"].append("changed")
+    assert cassette.load(path) == cassette.load(path, cache=False)

@@ -166,6 +166,7 @@ def test_the_corpus_is_mostly_read_by_rapidyaml() -> None:
     "k: {x: a #b}\nj: 1 # c\n",      # not only the last `#` of the file
     "k: v # a\nj: {x: a #b}\nl: 1 # c\n",  # every `#`, not only the first and the last
     "{k: v #c}\n",                  # the `{` is the line's (and the file's) first byte
+    "%YAML 1.1\nk: v\n",             # a directive on the first line (no `---`: libyaml's error)
     "!!set\na:\nb:\n",              # a tag on the top mapping: a set to libyaml
     "k: !!str [a]\n",               # a scalar's tag on a collection: libyaml's error
     "k: !!binary {a: 1}\n",
@@ -173,9 +174,84 @@ def test_the_corpus_is_mostly_read_by_rapidyaml() -> None:
     b"k: v\n# caf\xc3",              # a character cut short by the end of the file, in a comment
 ], ids=["escaped-break", "comment-in-flow", "flow-colon", "reserved", "directive", "ls", "crlf", "alias",
         "deep", "comment-first", "comment-second", "comment-not-last", "comment-between", "flow-first",
+        "directive-first",
         "tagged-top", "str-on-seq", "binary-on-map", "latin1-comment", "cut-utf8-comment"])
 def test_what_rapidyaml_reads_apart_is_refused(text: str | bytes) -> None:
     assert _compare(text) == "refused"
+
+
+@pytest.mark.parametrize("text", [
+    "k: !!str 3\nj: !!python/unicode x\nl: !!python/str y\nb: !!binary aGVsbG8=\n",
+    "k: [!!str 1, !!binary aGVsbG8=]\n",
+    "k: !!str\nj: !!binary\n",                 # tagged, with no text: '' and b''
+    "k:\nj: 1\n'': 2\n",                        # a block mapping's value left out: null
+    "k: [[a, 1], [b, [c]]]\nj:\n- - d\n  - e\n- {x: [1]}\n",  # sequences in sequences, a mapping in one
+    "k: {a: 1}\nj: 2 # a comment after a flow mapping closed on an earlier line\n",
+    "a: 1\nk: {a: 1}\nj: 2 # c\n",
+    "k: v # a {comment} with braces\nj: {a: 1}\n",
+], ids=["tags", "tags-in-flow", "empty-tags", "nulls", "nested", "comment-later", "comment-later-2",
+        "brace-in-comment"])
+def test_what_rapidyaml_reads_is_not_refused(text: str) -> None:
+    assert _compare(text) == "same"
+
+
+def _nested(kinds: str) -> str:
+    """``k:`` holding collections nested ``len(kinds)`` deep, outermost first (``s`` a sequence, ``m`` a
+    mapping)."""
+    opens = "".join("[" if kind == "s" else "{a: " for kind in kinds)
+    return f"k: {opens}x{''.join(']' if kind == 's' else '}' for kind in reversed(kinds))}\n"
+
+
+@pytest.mark.parametrize("pattern", ["s", "m", "sm", "ms"])
+def test_nesting_is_read_to_max_depth_and_refused_past_it(pattern: str) -> None:
+    # every way down (a mapping's sequence, a sequence's items, a mapping's mapping) counts one level
+    kinds = pattern * fastyaml.MAX_DEPTH
+    assert _compare(_nested(kinds[: fastyaml.MAX_DEPTH])) == "same"
+    assert _compare(_nested(kinds[: fastyaml.MAX_DEPTH] + kinds[0])) == "refused"
+
+
+def test_a_plain_scalar_no_pattern_starts_with_is_a_string_without_the_resolver(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    typed: list[str] = []
+    real = fastyaml._typed
+
+    def counted(text: str) -> Any:
+        typed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(fastyaml, "_typed", counted)
+    doc = fastyaml.load(b"k: hello\nj: [world, yes, 12]\nhi: {who: ~}\n")
+    assert doc == {"k": "hello", "j": ["world", True, 12], "hi": {"who": None}}
+    assert typed == ["yes", "12", "~"]
+
+
+def test_the_walk_calls_rapidyaml_with_the_swig_object_behind_the_tree(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the bindings take the SWIG object as it is; a tree would be looked up again on every call (6x the cost)
+    handles: list[Any] = []
+    real = fastyaml._TYPE
+
+    def recorded(handle: Any, node: int) -> Any:
+        handles.append(handle)
+        return real(handle, node)
+
+    monkeypatch.setattr(fastyaml, "_TYPE", recorded)
+    assert fastyaml.load(b"k: [a]\nj: {b: 1}\n") == {"k": ["a"], "j": {"b": 1}}
+    assert handles and not any(isinstance(handle, fastyaml.ryml.Tree) for handle in handles)
+
+
+def test_a_bytearray_is_parsed_in_place_with_no_copy() -> None:
+    # rapidyaml unescapes in the buffer itself (a big file's bytes are parsed where they were read)
+    data = bytearray(b"k: 'it''s'\nj: \"a\\tb\"\n")
+    assert fastyaml.parse(data) == {"k": "it's", "j": "a\tb"}
+    assert data != b"k: 'it''s'\nj: \"a\\tb\"\n"
+
+
+@pytest.mark.parametrize("data", [b"\xe9k: v\n", b"k: caf\xe9\n", b"k: v\n# caf\xc3"],
+                         ids=["first-byte", "inside", "cut-short"])
+def test_screen_refuses_bytes_that_are_not_utf8(data: bytes) -> None:
+    with pytest.raises(fastyaml.Refused):
+        fastyaml.screen(data)
 
 
 _SCALAR_VALUES = st.one_of(
@@ -229,8 +305,8 @@ def test_a_bad_cassette_gets_libyamls_message_and_line(tmp_path: Path) -> None:
 
 
 def test_a_cassette_opening_with_a_comment_gets_libyamls_error_for_a_comment_in_flow(tmp_path: Path) -> None:
-    # rapidyaml reads `{a: b #c}` (unclosed) as {a: "b #c"}: a file whose first byte is a comment's `#` must be
-    # looked at too, not loaded with that value
+    # rapidyaml reads `{a: b #c}` (unclosed) as {a: "b #c"}: a file whose first byte is a comment's `#` must
+    # be looked at too, not loaded with that value
     path = tmp_path / "c.yaml"
     path.write_text("# recorded\nversion: 1\ninteractions: []\nx: {a: b #c}\n")
     with pytest.raises(CassetteError, match=r"c\.yaml:5: invalid YAML: did not find expected ',' or '}'"):
@@ -258,6 +334,25 @@ def test_what_other_threads_write_to_stderr_meanwhile_is_kept(capfd: pytest.Capt
         fastyaml.load(bytearray(b"k: [1, 2\n"))
     err = capfd.readouterr().err
     assert err == "a line from elsewhere\n"
+
+
+def test_nothing_is_printed_after_a_parse_rapidyaml_refused(capfd: pytest.CaptureFixture[str]) -> None:
+    # what was caught is emptied each time: none of rapidyaml's report is left for the next parse to write
+    with pytest.raises(fastyaml.Refused):
+        fastyaml.load(bytearray(b"k: [1, 2\n"))
+    assert fastyaml.load(bytearray(b"k: 1\n")) == {"k": 1}
+    assert capfd.readouterr().err == ""
+
+
+def test_only_rapidyamls_own_report_is_dropped(capfd: pytest.CaptureFixture[str]) -> None:
+    # another thread's line shaped like rapidyaml's report, written after it, is kept
+    elsewhere = b"line=9 col=9 (9B): ERROR: a line from elsewhere\n"
+    with pytest.raises(fastyaml.ryml.ExceptionBasic), fastyaml._quiet():
+        try:
+            fastyaml.ryml.parse_in_arena(b"k: [1, 2\n")
+        finally:
+            os.write(2, elsewhere)
+    assert capfd.readouterr().err == elsewhere.decode()
 
 
 def test_a_big_file_rapidyaml_refuses_is_streamed_by_libyaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -222,3 +222,121 @@ def test_a_big_cassette_is_kept_under_the_hash_of_its_bytes(kept: Path, tmp_path
         assert cassette.load(path).interactions[0].response.body == body
         cassette.clear_cache()
         assert (kept / f"{hashlib.sha256(path.read_bytes()).hexdigest()}.json").is_file()
+
+
+def test_with_the_folder_off_nothing_is_kept_or_looked_up(tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
+    monkeypatch.setenv(parsed.ENV, "off")
+    key = hashlib.sha256(b"x").digest()
+    assert parsed.has(key) is False and parsed.get(key) is None
+    parsed.forget(key)  # nothing to drop: no error
+    monkeypatch.setattr(read, "WHOLE", 0)  # a big file asks whether its document is kept
+    path = tmp_path / "c.yaml"
+    path.write_text(TEXT, encoding="utf-8")
+    assert cassette.load(path) == cassette.loads(TEXT, path, cache=False)
+
+
+def test_forgetting_what_is_not_kept_is_no_error(kept: Path) -> None:
+    kept.mkdir()
+    parsed.forget(hashlib.sha256(b"never kept").digest())
+    assert list(kept.iterdir()) == []
+
+
+def test_a_long_string_is_kept_once_after_the_json(kept: Path, tmp_path: Path) -> None:
+    body = ("line \"quoted\" \\ é\n" * 400)[: parsed.LONG + 1]
+    path = tmp_path / "c.yaml"
+    cassette.save(cassette.Cassette([cassette.Interaction(
+        cassette.Request("GET", "http://127.0.0.1:9/v1/models"),
+        cassette.Response(200, "OK", {"content-type": ["text/plain"]}, body.encode()))]), path)
+    first = cassette.load(path)
+    cassette.clear_cache()
+    (stored,) = kept.glob("*.json")
+    data = stored.read_bytes()
+    assert data.endswith(body.encode()) and len(data) < len(body.encode()) + 1000  # not in the JSON as well
+    assert cassette.load(path) == first
+
+
+def test_waiting_documents_are_written_once_they_come_from_flush_bytes(kept: Path,
+                                                                       monkeypatch: MonkeyPatch) -> None:
+    monkeypatch.setattr(parsed, "FLUSH_BYTES", 100)
+    parsed.flush()
+    keys = [hashlib.sha256(bytes([index])).digest() for index in range(3)]
+    form = parsed.stored_form({"version": 1, "interactions": []})
+    for key, size in zip(keys, (60, 40), strict=False):  # documents from 100 bytes: they wait
+        parsed.put(key, lambda: form, [], size)
+    assert not kept.exists()
+    parsed.put(keys[2], lambda: form, [], 1)  # from 101 bytes: the ones before are written, this one waits
+    written = sorted(path.name for path in kept.glob("*.json"))
+    assert written == sorted(f"{key.hex()}.json" for key in keys[:2])
+    parsed.flush()
+    assert len(list(kept.glob("*.json"))) == 3
+
+
+def test_kept_lines_that_are_not_integers_are_a_miss(kept: Path, tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(TEXT, encoding="utf-8")
+    first = cassette.load(path)
+    parsed.flush()
+    (stored,) = kept.glob("*.json")
+    stored.write_bytes(stored.read_bytes().replace(b'"lines": [4, 13]', b'"lines": ["4", 13]', 1))
+    cassette.clear_cache()
+    assert [item.line for item in cassette.load(path).interactions] == [4, 13] == [
+        item.line for item in first.interactions]
+
+
+def test_the_folder_keeps_the_newest_entries_within_max_bytes(kept: Path, tmp_path: Path,
+                                                              monkeypatch: MonkeyPatch) -> None:
+    names = []
+    for index in range(3):
+        path = tmp_path / f"c{index}.yaml"
+        path.write_text(TEXT + f"n: {index}\n", encoding="utf-8")
+        cassette.load(path)
+        parsed.flush()
+        names.append(f"{hashlib.sha256(path.read_bytes()).hexdigest()}.json")
+        os.utime(kept / names[-1], ns=(index * 10**9, index * 10**9))  # the order they were kept in
+    sizes = [(kept / name).stat().st_size for name in names]
+    monkeypatch.setattr(parsed, "MAX_BYTES", sizes[1] + sizes[2])  # exactly the two newest
+    parsed._prune(kept)
+    assert sorted(path.name for path in kept.glob("*.json")) == sorted(names[1:])
+    monkeypatch.setattr(parsed, "MAX_BYTES", sizes[2])
+    monkeypatch.setattr(parsed, "MAX_ENTRIES", 1)
+    parsed._prune(kept)
+    assert [path.name for path in kept.glob("*.json")] == names[2:]
+
+
+def test_a_document_from_more_than_max_document_bytes_is_not_kept(kept: Path, tmp_path: Path,
+                                                                  monkeypatch: MonkeyPatch) -> None:
+    monkeypatch.setattr(read, "WHOLE", 0)  # a big file: read whole, parsed in place by rapidyaml
+    path = tmp_path / "c.yaml"
+    path.write_text(TEXT, encoding="utf-8")
+    size = path.stat().st_size
+    monkeypatch.setattr(parsed, "MAX_DOCUMENT", size - 1)
+    cassette.load(path)
+    cassette.clear_cache()
+    assert not kept.exists() or not list(kept.glob("*.json"))
+    monkeypatch.setattr(parsed, "MAX_DOCUMENT", size)
+    cassette.load(path)
+    cassette.clear_cache()
+    assert len(list(kept.glob("*.json"))) == 1
+
+
+def test_a_big_file_loaded_without_the_cache_is_not_kept(kept: Path, tmp_path: Path,
+                                                         monkeypatch: MonkeyPatch) -> None:
+    monkeypatch.setattr(read, "WHOLE", 0)
+    path = tmp_path / "c.yaml"
+    path.write_text(TEXT, encoding="utf-8")
+    cassette.load(path, cache=False)
+    parsed.flush()
+    assert not kept.exists() or not list(kept.glob("*.json"))
+
+
+def test_a_document_libyaml_parsed_is_kept_whole(kept: Path, tmp_path: Path,
+                                                  monkeypatch: MonkeyPatch) -> None:
+    # a CRLF file is refused by rapidyaml: libyaml's document is made JSON before the build empties it
+    path = tmp_path / "c.yaml"
+    path.write_bytes(TEXT.replace("\n", "\r\n").encode())
+    first = cassette.load(path)
+    cassette.clear_cache()
+    assert len(list(kept.glob("*.json"))) == 1
+    _no_yaml(monkeypatch)
+    again = cassette.load(path)
+    assert again == first and again.interactions[0].response.body == b'{"ok": true}'

@@ -121,8 +121,8 @@ def screen(data: bytes | bytearray) -> None:
 
 
 def _comment_in_flow(data: bytes | bytearray) -> bool:
-    """Whether a comment may follow a ``{`` on its line: rapidyaml accepts ``{a: b #c}`` left unclosed (a ``#``
-    that is the file's first byte opens a comment too: the ones after it are looked at)."""
+    """Whether a comment may follow a ``{`` on its line: rapidyaml accepts ``{a: b #c}`` left unclosed (a
+    ``#`` that is the file's first byte opens a comment too: the ones after it are looked at)."""
     at = data.find(b"#")
     while at >= 0:
         if at and data[at - 1] == 0x20 and data.rfind(b"{", data.rfind(b"\n", 0, at) + 1, at) >= 0:
