@@ -340,3 +340,16 @@ def test_a_document_libyaml_parsed_is_kept_whole(kept: Path, tmp_path: Path,
     _no_yaml(monkeypatch)
     again = cassette.load(path)
     assert again == first and again.interactions[0].response.body == b'{"ok": true}'
+
+
+def test_kept_bytes_that_are_not_base64_are_a_miss(kept: Path, tmp_path: Path) -> None:
+    # a damaged file is a miss, never other bytes: base64 with a character out of its alphabet is refused
+    path = tmp_path / "c.yaml"
+    path.write_text("version: 1\ninteractions:\n- request: {method: GET, uri: 'http://127.0.0.1:9/'}\n"
+                    "  response: {status: {code: 200}, body: {string: !!binary aGVsbG8gd29ybGQh}}\n")
+    assert cassette.load(path).interactions[0].response.body == b"hello world!"
+    parsed.flush()
+    (stored,) = kept.glob("*.json")
+    stored.write_bytes(stored.read_bytes().replace(b"aGVsbG8gd29ybGQh", b"!!!!bG8gd29ybGQh", 1))
+    cassette.clear_cache()
+    assert cassette.load(path).interactions[0].response.body == b"hello world!"
