@@ -1088,3 +1088,46 @@ def test_a_cached_load_is_a_deep_copy_with_the_extra_keys(tmp_path: Path) -> Non
         loaded.extra["x-vendor"]["tags"].append("changed")
         loaded.meta.extra["x-note"]["tags"].append("changed")
     assert cassette.load(path) == cassette.load(path, cache=False)
+
+
+# ---------------------------------------------------------------- YAML that is not a cassette
+
+
+def test_read_yaml_reads_a_document_the_cassettes_way() -> None:
+    doc = cassette.read_yaml(b"a: [1, yes]\nb: {c: x}\n", "s.yaml")
+    assert doc == {"a": [1, True], "b": {"c": "x"}}
+    assert cassette.read_yaml("a: &x [1]\nb: *x\n", "s.yaml") == {"a": [1], "b": [1]}
+
+
+def test_read_yaml_names_the_file_the_line_and_the_fix() -> None:
+    laughs = ["x:", "  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    laughs += [f"  a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 9) + "]" for n in range(1, 10)]
+    for data, message in [
+        (b"a: [1\n", "s.yaml:2: invalid YAML: did not find expected ',' or ']'; fix the YAML syntax"),
+        (b"a: 1\nb: \xff\n",
+         "s.yaml:2: not UTF-8 (byte 0xff); save the file as UTF-8; binary bodies belong in !!binary"),
+        ("a: !!python/object/apply:os.system [ls]\n",
+         "s.yaml:1: invalid YAML: could not determine a constructor for the tag "
+         "'tag:yaml.org,2002:python/object/apply:os.system'; replaykit loads YAML safely: "
+         "remove Python object tags (`!!python/...`)"),
+        ("\n".join(laughs) + "\n",
+         "s.yaml:11: x.a9: its YAML aliases expand to 4,412,961,507 values from 12 written; write the values "
+         "out instead of repeating aliases (an alias bomb?)"),
+    ]:
+        with pytest.raises(CassetteError) as caught:
+            cassette.read_yaml(data, "s.yaml")
+        assert str(caught.value) == message
+
+
+def test_a_control_character_is_named_with_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(CassetteError) as caught:
+        cassette.load(write(tmp_path, "version: 1\ninteractions: []\nx: \"a\x07b\"\n"))
+    assert str(caught.value).endswith("is not allowed in YAML; store such bodies as !!binary")
+
+
+def test_yaml_line_is_where_the_path_starts_or_leaves_the_document() -> None:
+    text = "a:\n  b:\n  - x\n  - y\n"
+    assert cassette.yaml_line(text, ["a", "b", 1]) == 4
+    assert cassette.yaml_line(text, ["a", "zz", 3]) == 2  # the deepest value on the path: a's
+    assert cassette.yaml_line(text, []) == 1
+    assert cassette.yaml_line("a: [1\n", ["a"]) is None
