@@ -1131,3 +1131,9 @@ def test_yaml_line_is_where_the_path_starts_or_leaves_the_document() -> None:
     assert cassette.yaml_line(text, ["a", "zz", 3]) == 2  # the deepest value on the path: a's
     assert cassette.yaml_line(text, []) == 1
     assert cassette.yaml_line("a: [1\n", ["a"]) is None
+
+
+def test_a_byte_that_is_not_utf8_is_placed_when_the_file_opens_with_a_blank_line(tmp_path: Path) -> None:
+    path = write(tmp_path, b"\nversion: 1\ninteractions: []\nx: caf\xe9\n")
+    with pytest.raises(CassetteError, match=r"c\.yaml:4: not UTF-8 \(byte 0xe9\)"):
+        cassette.load(path)
