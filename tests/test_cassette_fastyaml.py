@@ -167,6 +167,10 @@ def test_the_corpus_is_mostly_read_by_rapidyaml() -> None:
     "k: v # a\nj: {x: a #b}\nl: 1 # c\n",  # every `#`, not only the first and the last
     "{k: v #c}\n",                  # the `{` is the line's (and the file's) first byte
     "%YAML 1.1\nk: v\n",             # a directive on the first line (no `---`: libyaml's error)
+    "k: {a: 1,\n  b: x #c\n  }\n",    # a comment on a later line of a flow mapping: 'x #c' to rapidyaml
+    "k: {a: {b: 1},\n  c: x #c\n  }\n",
+    "k: {? a #c\n : b}\n",           # ... after a key
+    "k: {a: !!str b #c}\n",          # ... after a tagged scalar
     "!!set\na:\nb:\n",              # a tag on the top mapping: a set to libyaml
     "k: !!str [a]\n",               # a scalar's tag on a collection: libyaml's error
     "k: !!binary {a: 1}\n",
@@ -174,7 +178,8 @@ def test_the_corpus_is_mostly_read_by_rapidyaml() -> None:
     b"k: v\n# caf\xc3",              # a character cut short by the end of the file, in a comment
 ], ids=["escaped-break", "comment-in-flow", "flow-colon", "reserved", "directive", "ls", "crlf", "alias",
         "deep", "comment-first", "comment-second", "comment-not-last", "comment-between", "flow-first",
-        "directive-first",
+        "directive-first", "comment-later-line", "comment-after-nested", "comment-after-key",
+        "comment-after-tag",
         "tagged-top", "str-on-seq", "binary-on-map", "latin1-comment", "cut-utf8-comment"])
 def test_what_rapidyaml_reads_apart_is_refused(text: str | bytes) -> None:
     assert _compare(text) == "refused"
@@ -276,6 +281,20 @@ def test_what_pyyaml_writes_parses_the_same(doc: dict[str, Any], flow: bool | No
     _compare(text)
 
 
+_FLOW_VALUES = ["a", "b c", "1", "yes", "x#y", "'q #r'", '"d #e"', "{x: y}", "[1, 2]"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(values=st.lists(st.sampled_from(_FLOW_VALUES), min_size=1, max_size=4),
+       comments=st.lists(st.sampled_from(["", " #c", " #c}", "#c"]), min_size=4, max_size=4),
+       end=st.sampled_from(["\n  }", "}", " }"]))
+def test_a_comment_anywhere_in_a_flow_mapping_parses_the_same_or_is_refused(
+        values: list[str], comments: list[str], end: str) -> None:
+    # a comment can end a line of a flow mapping written on several lines: rapidyaml reads it into the scalar
+    items = [f"k{index}: {value}{comments[index]}" for index, value in enumerate(values)]
+    _compare("m: {" + ",\n  ".join(items) + end + "\nn: 1\n")
+
+
 def _bombs() -> dict[str, str]:
     laughs = ["x-anchors:", "  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
     laughs += [f"  a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 9) + "]" for n in range(1, 10)]
@@ -311,6 +330,12 @@ def test_a_cassette_opening_with_a_comment_gets_libyamls_error_for_a_comment_in_
     path.write_text("# recorded\nversion: 1\ninteractions: []\nx: {a: b #c}\n")
     with pytest.raises(CassetteError, match=r"c\.yaml:5: invalid YAML: did not find expected ',' or '}'"):
         cassette.load(path, cache=False)
+
+
+def test_a_comment_on_a_later_line_of_a_flow_mapping_ends_the_plain_scalar(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("version: 1\ninteractions: []\nx: {a: 1,\n  b: kept #a comment\n  }\n")
+    assert cassette.load(path, cache=False).extra == {"x": {"a": 1, "b": "kept"}}
 
 
 def test_rapidyamls_own_report_of_an_error_is_not_printed(tmp_path: Path) -> None:

@@ -9,8 +9,10 @@ error with its line, as before:
 
 * bytes that are not UTF-8, or hold a character YAML forbids, a tab, a carriage return, a YAML 1.1 line
   break (NEL, LS, PS) or a byte-order mark; a ``%`` directive line;
-* an escaped line break before a blank line, a comment inside a flow mapping (rapidyaml reads both
-  otherwise);
+* an escaped line break before a blank line (rapidyaml reads it otherwise);
+* a plain scalar that holds `` #``: a comment can end a plain scalar but never be part of one, so that is
+  rapidyaml reading a comment inside a flow mapping into the scalar before it (``{a: b #c}`` left unclosed,
+  ``b: x #c`` on a later line of one);
 * anything but one mapping at the top (a ``---`` stream, a scalar, an empty file);
 * an anchor or an alias (so an alias bomb always meets
   :func:`~replaykit.cassette.build.check_expansion`), a tag other than ``!!str``, ``!!binary`` and
@@ -61,6 +63,7 @@ _ASCII = bytes(range(0x80))
 # plain scalars libyaml refuses (reserved indicators) or reads differently in flow collections
 _PLAIN_REFUSED = frozenset("@`%:?,[]{}#&*!|>'\"")
 _PIECE = 1 << 20
+_COMMENT = "a comment read into a plain scalar (inside a flow mapping)"
 
 
 class Refused(Exception):
@@ -78,6 +81,7 @@ def parse(data: bytes | bytearray) -> Any:
     parsed in place (no copy; it holds no YAML afterwards), ``bytes`` from a copy."""
     if ryml is None:
         raise Refused("rapidyaml is not installed")
+    comments = b" #" in data  # (before an in-place parse changes the bytes)
     with _quiet():
         try:
             tree = ryml.parse_in_place(data) if isinstance(data, bytearray) else ryml.parse_in_arena(data)
@@ -88,7 +92,7 @@ def parse(data: bytes | bytearray) -> Any:
     if not kind & ryml.MAP or kind & (ryml.STREAM | ryml.DOC | _VALUE_REFUSED):
         raise Refused("not one mapping")
     try:
-        return _Walk(tree).mapping(root, kind, 0)
+        return _Walk(tree, comments).mapping(root, kind, 0)
     except (UnicodeDecodeError, yaml.YAMLError, ValueError, TypeError) as exc:
         raise Refused(str(exc)) from exc
 
@@ -103,8 +107,6 @@ def screen(data: bytes | bytearray) -> None:
         raise Refused("an escaped line break before a blank line")
     if b"%" in kept and (data.startswith(b"%") or _DIRECTIVE.search(data)):
         raise Refused("a directive")
-    if b"#" in kept and _comment_in_flow(data):
-        raise Refused("a comment inside a flow mapping")
     if not data.isascii():
         decoder = codecs.getincrementaldecoder("utf-8")()
         with memoryview(data) as view:  # released at once: the caller may free ``data``
@@ -120,30 +122,21 @@ def screen(data: bytes | bytearray) -> None:
             raise Refused("a character YAML 1.1 reads apart")
 
 
-def _comment_in_flow(data: bytes | bytearray) -> bool:
-    """Whether a comment may follow a ``{`` on its line: rapidyaml accepts ``{a: b #c}`` left unclosed (a
-    ``#`` that is the file's first byte opens a comment too: the ones after it are looked at)."""
-    at = data.find(b"#")
-    while at >= 0:
-        if at and data[at - 1] == 0x20 and data.rfind(b"{", data.rfind(b"\n", 0, at) + 1, at) >= 0:
-            return True
-        at = data.find(b"#", at + 1)
-    return False
-
-
 class _Walk:
     """rapidyaml's tree to Python values, each plain scalar typed once per document.
 
     The loops are written out (a cassette has hundreds of nodes, each read through rapidyaml's wrappers): a
     node that is neither a collection nor tagged is read in place. Each wrapper is called with the SWIG object
     behind the tree (its ``this``), not the tree: the bindings take that as it is, where the tree is looked
-    into on every call (a call then costs about 5x as much).
+    into on every call (a call then costs about 5x as much). A plain scalar is looked into for `` #`` only
+    when the document holds one (``comments``).
     """
 
-    def __init__(self, tree: Any) -> None:
+    def __init__(self, tree: Any, comments: bool) -> None:
         self.tree, self.handle = tree, getattr(tree, "this", tree)
         self.plain: dict[str, Any] = {}
         self.special = _special()
+        self.comments = comments
 
     def mapping(self, node: int, kind: int, depth: int) -> dict[Any, Any]:
         if depth > MAX_DEPTH:
@@ -152,7 +145,7 @@ class _Walk:
         # in a flow mapping, `{a:}` is an error to libyaml and `{a: }` is not: neither is worth telling apart
         refused = _KEY_REFUSED | (ryml.VALNIL if kind & _FLOW else 0)
         kind_of, key_of, val_of, next_of, tree = _TYPE, _KEY, _VAL, _NEXT, self.handle
-        plain, special = self.plain, self.special
+        plain, special, comments = self.plain, self.special, self.comments
         child, none = _FIRST(tree, node), ryml.NONE
         while child != none:
             kind = kind_of(tree, child)
@@ -160,6 +153,8 @@ class _Walk:
                 raise Refused("a key that is not a plain or quoted scalar, or no value in a flow mapping")
             text = key_of(tree, child)
             key = "" if text is None else str(text, "utf-8")
+            if comments and " #" in key and not kind & _KEY_QUOTED:
+                raise Refused(_COMMENT)
             if not kind & _KEY_QUOTED and key[:1] in special:
                 key = plain[key] if key in plain else self.typed(key)
                 if key is None:  # `: v` is an error to libyaml, `~: v` is not: not worth telling apart
@@ -171,6 +166,8 @@ class _Walk:
                 text = val_of(tree, child)
                 value = "" if text is None else str(text, "utf-8")
                 string = kind & _VALUE_QUOTED or value[:1] not in special
+                if comments and " #" in value and not kind & _VALUE_QUOTED:
+                    raise Refused(_COMMENT)
                 out[key] = value if string else plain[value] if value in plain else self.typed(value)
             child = next_of(tree, child)
         return out
@@ -181,7 +178,7 @@ class _Walk:
             raise Refused("nested too deeply")
         out: list[Any] = []
         kind_of, val_of, next_of, tree = _TYPE, _VAL, _NEXT, self.handle
-        plain, special = self.plain, self.special
+        plain, special, comments = self.plain, self.special, self.comments
         child, none = _FIRST(tree, node), ryml.NONE
         while child != none:
             kind = kind_of(tree, child)
@@ -191,6 +188,8 @@ class _Walk:
                 text = val_of(tree, child)
                 value = "" if text is None else str(text, "utf-8")
                 string = kind & _VALUE_QUOTED or value[:1] not in special
+                if comments and " #" in value and not kind & _VALUE_QUOTED:
+                    raise Refused(_COMMENT)
                 out.append(value if string else plain[value] if value in plain else self.typed(value))
             child = next_of(tree, child)
         return out
@@ -216,6 +215,8 @@ class _Walk:
             raise Refused("a tag")
         text = _VAL(self.handle, node)
         value = "" if text is None else str(text, "utf-8")
+        if self.comments and " #" in value and not _TYPE(self.handle, node) & _VALUE_QUOTED:
+            raise Refused(_COMMENT)
         return value if tag == _STR else _CONSTRUCTOR.construct_yaml_binary(yaml.ScalarNode(tag, value))
 
 
