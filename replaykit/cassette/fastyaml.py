@@ -128,15 +128,14 @@ class _Walk:
     The loops are written out (a cassette has hundreds of nodes, each read through rapidyaml's wrappers): a
     node that is neither a collection nor tagged is read in place. Each wrapper is called with the SWIG object
     behind the tree (its ``this``), not the tree: the bindings take that as it is, where the tree is looked
-    into on every call (a call then costs about 5x as much). A plain scalar is looked into for `` #`` only
-    when the document holds one (``comments``).
+    into on every call (a call then costs about 5x as much). In a document that holds `` #`` (``comments``)
+    every plain scalar is read by :func:`_typed`, which refuses one holding it.
     """
 
     def __init__(self, tree: Any, comments: bool) -> None:
         self.tree, self.handle = tree, getattr(tree, "this", tree)
         self.plain: dict[str, Any] = {}
-        self.special = _special()
-        self.comments = comments
+        self.special = _Every() if comments else _special()
 
     def mapping(self, node: int, kind: int, depth: int) -> dict[Any, Any]:
         if depth > MAX_DEPTH:
@@ -145,7 +144,7 @@ class _Walk:
         # in a flow mapping, `{a:}` is an error to libyaml and `{a: }` is not: neither is worth telling apart
         refused = _KEY_REFUSED | (ryml.VALNIL if kind & _FLOW else 0)
         kind_of, key_of, val_of, next_of, tree = _TYPE, _KEY, _VAL, _NEXT, self.handle
-        plain, special, comments = self.plain, self.special, self.comments
+        plain, special = self.plain, self.special
         child, none = _FIRST(tree, node), ryml.NONE
         while child != none:
             kind = kind_of(tree, child)
@@ -153,8 +152,6 @@ class _Walk:
                 raise Refused("a key that is not a plain or quoted scalar, or no value in a flow mapping")
             text = key_of(tree, child)
             key = "" if text is None else str(text, "utf-8")
-            if comments and " #" in key and not kind & _KEY_QUOTED:
-                raise Refused(_COMMENT)
             if not kind & _KEY_QUOTED and key[:1] in special:
                 key = plain[key] if key in plain else self.typed(key)
                 if key is None:  # `: v` is an error to libyaml, `~: v` is not: not worth telling apart
@@ -166,8 +163,6 @@ class _Walk:
                 text = val_of(tree, child)
                 value = "" if text is None else str(text, "utf-8")
                 string = kind & _VALUE_QUOTED or value[:1] not in special
-                if comments and " #" in value and not kind & _VALUE_QUOTED:
-                    raise Refused(_COMMENT)
                 out[key] = value if string else plain[value] if value in plain else self.typed(value)
             child = next_of(tree, child)
         return out
@@ -178,7 +173,7 @@ class _Walk:
             raise Refused("nested too deeply")
         out: list[Any] = []
         kind_of, val_of, next_of, tree = _TYPE, _VAL, _NEXT, self.handle
-        plain, special, comments = self.plain, self.special, self.comments
+        plain, special = self.plain, self.special
         child, none = _FIRST(tree, node), ryml.NONE
         while child != none:
             kind = kind_of(tree, child)
@@ -188,8 +183,6 @@ class _Walk:
                 text = val_of(tree, child)
                 value = "" if text is None else str(text, "utf-8")
                 string = kind & _VALUE_QUOTED or value[:1] not in special
-                if comments and " #" in value and not kind & _VALUE_QUOTED:
-                    raise Refused(_COMMENT)
                 out.append(value if string else plain[value] if value in plain else self.typed(value))
             child = next_of(tree, child)
         return out
@@ -215,7 +208,7 @@ class _Walk:
             raise Refused("a tag")
         text = _VAL(self.handle, node)
         value = "" if text is None else str(text, "utf-8")
-        if self.comments and " #" in value and not _TYPE(self.handle, node) & _VALUE_QUOTED:
+        if " #" in value and not _TYPE(self.handle, node) & _VALUE_QUOTED:
             raise Refused(_COMMENT)
         return value if tag == _STR else _CONSTRUCTOR.construct_yaml_binary(yaml.ScalarNode(tag, value))
 
@@ -235,9 +228,11 @@ def _special() -> Container[str]:
 
 def _typed(text: str) -> Any:
     """A plain scalar as PyYAML's resolver and safe constructors type it (a merge key ``<<`` and ``=`` have
-    no safe constructor: refused)."""
+    no safe constructor, and one holding `` #`` is a comment rapidyaml read into it: refused)."""
     if text[:1] in _PLAIN_REFUSED:
         raise Refused(f"a plain scalar starting with {text[:1]!r}")
+    if " #" in text:
+        raise Refused(_COMMENT)
     tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
     if tag == _STR:
         return text
