@@ -934,8 +934,9 @@ def test_read_gathers_short_reads_up_to_the_size_asked(tmp_path: Path, monkeypat
     try:
         monkeypatch.setattr(os, "read", lambda fd, size: real(fd, min(size, 4)))  # a read may return less
         assert read._read(fd, 8) == b"01234567"
-        assert read._read(fd, 10) == b"8901234567"
-        assert read._read(fd, 100) == b"890123456789"
+        assert read._read(fd, 5) == b"89012"  # the last byte asked for comes from a read of its own
+        assert read._read(fd, 10) == b"3456789012"
+        assert read._read(fd, 100) == b"3456789"
         assert read._read(fd, 100) == b""
     finally:
         monkeypatch.undo()
@@ -1117,6 +1118,11 @@ def test_read_yaml_names_the_file_the_line_and_the_fix() -> None:
         with pytest.raises(CassetteError) as caught:
             cassette.read_yaml(data, "s.yaml")
         assert str(caught.value) == message
+    with pytest.raises(CassetteError) as caught:
+        cassette.read_yaml("a: 1\nb: \"x\x07\"\n", "s.yaml")
+    message = str(caught.value)
+    assert message.startswith("s.yaml:2: invalid YAML: character ") and message.endswith(
+        " is not allowed in YAML; store such bodies as !!binary"), message
 
 
 def test_a_control_character_is_named_with_the_fix(tmp_path: Path) -> None:
