@@ -194,8 +194,10 @@ def test_what_rapidyaml_reads_apart_is_refused(text: str | bytes) -> None:
     "k: {a: 1}\nj: 2 # a comment after a flow mapping closed on an earlier line\n",
     "a: 1\nk: {a: 1}\nj: 2 # c\n",
     "k: v # a {comment} with braces\nj: {a: 1}\n",
+    "k: !!str 'a #b'\nj: [!!str \"c #d\", 'e #f']\n",  # ` #` quoted: text, not a comment
+    "k:\n- a\n-\n- ''\n",                     # an item left out: null
 ], ids=["tags", "tags-in-flow", "empty-tags", "nulls", "nested", "comment-later", "comment-later-2",
-        "brace-in-comment"])
+        "brace-in-comment", "quoted-hash", "empty-item"])
 def test_what_rapidyaml_reads_is_not_refused(text: str) -> None:
     assert _compare(text) == "same"
 
