@@ -81,7 +81,8 @@ def parse(data: bytes | bytearray) -> Any:
     parsed in place (no copy; it holds no YAML afterwards), ``bytes`` from a copy."""
     if ryml is None:
         raise Refused("rapidyaml is not installed")
-    comments = b" #" in data  # (before an in-place parse changes the bytes)
+    # (before an in-place parse changes the bytes; a lone `#` is found about 40x faster than ` #`)
+    comments = b"#" in data and b" #" in data
     with _quiet():
         try:
             tree = ryml.parse_in_place(data) if isinstance(data, bytearray) else ryml.parse_in_arena(data)
