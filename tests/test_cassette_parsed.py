@@ -110,12 +110,18 @@ def test_a_broken_cassette_is_never_kept(kept: Path, tmp_path: Path) -> None:
     assert not kept.exists() or not list(kept.glob("*.json"))
 
 
-def test_a_foreign_or_damaged_file_is_a_miss(kept: Path, tmp_path: Path) -> None:
+def _kept_once(kept: Path, tmp_path: Path) -> tuple[Path, cassette.Cassette, Path]:
+    """A cassette file of TEXT, its first load, and the one file that load kept."""
     path = tmp_path / "c.yaml"
     path.write_text(TEXT, encoding="utf-8")
     first = cassette.load(path)
     parsed.flush()
     (stored,) = kept.glob("*.json")
+    return path, first, stored
+
+
+def test_a_foreign_or_damaged_file_is_a_miss(kept: Path, tmp_path: Path) -> None:
+    path, first, stored = _kept_once(kept, tmp_path)
     for damaged in (b"", b"{}", b'{"format": 1, "lines": [1]}\n[["x"]]\n{}', b"\xff\n\n",
                     stored.read_bytes()[:-10], b'{"format": 2, "lines": []}\n[]\n{}'):
         stored.write_bytes(damaged)
@@ -272,11 +278,7 @@ def test_waiting_documents_are_written_once_they_come_from_flush_bytes(kept: Pat
 
 
 def test_kept_lines_that_are_not_integers_are_a_miss(kept: Path, tmp_path: Path) -> None:
-    path = tmp_path / "c.yaml"
-    path.write_text(TEXT, encoding="utf-8")
-    first = cassette.load(path)
-    parsed.flush()
-    (stored,) = kept.glob("*.json")
+    path, first, stored = _kept_once(kept, tmp_path)
     stored.write_bytes(stored.read_bytes().replace(b'"lines": [4, 13]', b'"lines": ["4", 13]', 1))
     cassette.clear_cache()
     assert [item.line for item in cassette.load(path).interactions] == [4, 13] == [
