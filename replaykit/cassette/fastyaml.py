@@ -134,7 +134,7 @@ class _Walk:
     """
 
     def __init__(self, tree: Any, comments: bool) -> None:
-        self.tree, self.handle = tree, getattr(tree, "this", tree)
+        self.handle = getattr(tree, "this", tree)
         self.plain: dict[str, Any] = {}
         self.special = _Every() if comments else _special()
 
@@ -157,9 +157,8 @@ class _Walk:
                 key = plain[key] if key in plain else self.typed(key)
                 if key is None:  # `: v` is an error to libyaml, `~: v` is not: not worth telling apart
                     raise Refused("a null key")
-            if kind & _NOT_SCALAR:  # (written out: most collections in a cassette are one header's values)
-                out[key] = self.sequence(child, depth + 1) if kind & _PLAIN_SEQ == ryml.SEQ else \
-                    self.value(child, kind, depth)
+            if kind & _NOT_SCALAR:
+                out[key] = self.value(child, kind, depth)
             else:
                 text = val_of(tree, child)
                 value = "" if text is None else str(text, "utf-8")
@@ -193,7 +192,7 @@ class _Walk:
         if kind & _VALUE_REFUSED:
             if kind & _VALUE_REFUSED != ryml.VALTAG or kind & (ryml.MAP | ryml.SEQ):
                 raise Refused("an anchor, an alias or a tag on a collection")
-            return self.tagged(node)
+            return self.tagged(node, kind)
         if kind & ryml.MAP:
             return self.mapping(node, kind, depth + 1)
         return self.sequence(node, depth + 1)
@@ -203,13 +202,13 @@ class _Walk:
         value = self.plain[text] = _typed(text)
         return value
 
-    def tagged(self, node: int) -> Any:
-        tag = _TAGS.get(bytes(self.tree.val_tag(node)))
+    def tagged(self, node: int, kind: int) -> Any:
+        tag = _TAGS.get(bytes(_VAL_TAG(self.handle, node)))
         if tag is None:
             raise Refused("a tag")
         text = _VAL(self.handle, node)
         value = "" if text is None else str(text, "utf-8")
-        if " #" in value and not _TYPE(self.handle, node) & _VALUE_QUOTED:
+        if " #" in value and not kind & _VALUE_QUOTED:
             raise Refused(_COMMENT)
         return value if tag == _STR else _CONSTRUCTOR.construct_yaml_binary(yaml.ScalarNode(tag, value))
 
@@ -248,13 +247,12 @@ if ryml is not None:
     _VALUE_REFUSED = ryml.VALANCH | ryml.VALREF | ryml.VALTAG
     _FLOW = ryml.FLOW_SL | ryml.FLOW_ML
     _NOT_SCALAR = ryml.MAP | ryml.SEQ | _VALUE_REFUSED  # (a tag is read by _Walk.value too)
-    _PLAIN_SEQ = ryml.SEQ | _VALUE_REFUSED  # an untagged sequence, with no anchor: its flags & this are SEQ
     _KEY_QUOTED, _VALUE_QUOTED = ryml.KEYQUO, ryml.VALQUO  # quoted, literal or folded: text as it is
     _TYPE, _KEY, _VAL = ryml.Tree.type, ryml.Tree.key, ryml.Tree.val
-    _FIRST, _NEXT = ryml.Tree.first_child, ryml.Tree.next_sibling
+    _FIRST, _NEXT, _VAL_TAG = ryml.Tree.first_child, ryml.Tree.next_sibling, ryml.Tree.val_tag
 else:  # pragma: no cover
-    _KEY_REFUSED = _VALUE_REFUSED = _FLOW = _NOT_SCALAR = _PLAIN_SEQ = _KEY_QUOTED = _VALUE_QUOTED = 0
-    _TYPE = _KEY = _VAL = _FIRST = _NEXT = None
+    _KEY_REFUSED = _VALUE_REFUSED = _FLOW = _NOT_SCALAR = _KEY_QUOTED = _VALUE_QUOTED = 0
+    _TYPE = _KEY = _VAL = _FIRST = _NEXT = _VAL_TAG = None
 
 
 _QUIET = threading.Lock()
