@@ -21,7 +21,6 @@ from typing import Any, TextIO
 
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK, positive
 from replaykit.cli.properties import Progress
-from replaykit.cli.scenarios import reference_mutants
 
 __all__ = ["Lines", "register", "run"]
 
@@ -102,8 +101,14 @@ def register(subparsers: Any) -> None:
         "--mutant",
         action="append",
         metavar="NAME",
-        help="a mutant of the target for the kill matrix (repeatable; default: every mutant "
-        "of the reference harness when it is the target, else the matrix is skipped)",
+        help="a mutant of the target for the kill matrix (repeatable; default: every mutant its manifest "
+        "declares; with none, the matrix is skipped)",
+    )
+    parser.add_argument(
+        "--manifest",
+        type=Path,
+        metavar="FILE",
+        help="the target's manifest: what it has and its mutants (default: replaykit-target.yaml beside it)",
     )
     parser.add_argument(
         "--full-matrix",
@@ -167,14 +172,9 @@ def _short(text: str, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _mutants(args: argparse.Namespace) -> tuple[str, ...]:
-    """The mutants named, else the reference's when the target is the reference harness, else none."""
-    from replaykit.qualify import is_reference
-    from replaykit.scenario.target import Target
-
-    if args.mutant:
-        return tuple(dict.fromkeys(args.mutant))
-    return tuple(reference_mutants()) if is_reference(Target.parse(args.target)) else ()
+def _mutants(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """The mutants named, else None: those the target's manifest declares."""
+    return tuple(dict.fromkeys(args.mutant)) if args.mutant else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -183,6 +183,7 @@ def run(args: argparse.Namespace) -> int:
 
     options = Options(
         target=args.target,
+        manifest=args.manifest,
         estimator=args.estimator or (None if args.estimator_cmd else DEFAULT_ESTIMATOR),
         estimator_cmd=args.estimator_cmd,
         cassettes=tuple(args.cassettes or ()),

@@ -1,11 +1,13 @@
 """``replaykit run``, ``replaykit mutants`` and ``replaykit redgreen``: scenarios on targets.
 
-``run SCENARIO|DIR... [--target CMD|python:module:function] [-j N] [--junit FILE] [--json]
-[--snapshot-update]``: a line per scenario (on a terminal, a progress line while they run), the first
-failing expectation of each failure, a summary; exit 0 when every scenario passes, 1 otherwise.
+``run SCENARIO|DIR... [--target CMD|python:module:function] [--manifest FILE] [--select GLOB] [--kind K]
+[-j N] [--junit FILE] [--json] [-v] [--snapshot-update]``: a line per scenario (on a terminal, a progress
+line while they run): PASS, FAIL with its first failing expectation in cause order (``-v``: every one), or
+N/A with the capabilities the target lacks; a summary with the coverage; exit 0 when none fails (and at
+least one ran), 1 otherwise.
 
-``mutants SCENARIO|DIR... [--target ...] [--mutant NAME...] [-j N] [--json]``: every scenario on the target
-and on each mutant (default: the reference's, ``replaykit.reference.mutants.MUTANTS``); the kill matrix;
+``mutants SCENARIO|DIR... [--target ...] [--manifest FILE] [--mutant NAME...] [-j N] [--json]``: every
+scenario on the target and on each of its mutants (default: those its manifest declares); the kill matrix;
 exit 1 when a declared kill survives, a mutant survives every scenario or a scenario fails on the target.
 
 ``redgreen --baseline CMD --candidate CMD SCENARIO|DIR... [--markdown] [--json] [-j N]``: the red → green
@@ -17,10 +19,10 @@ Every command exits 2 on a bad scenario file (``file:line``, the JSON pointer an
 from __future__ import annotations
 
 import argparse
-import importlib
+import fnmatch
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -28,7 +30,7 @@ from replaykit.cli import EXIT_FINDINGS, EXIT_OK, positive, table
 from replaykit.errors import ScenarioError, UsageError
 from replaykit.scenario import DEFAULT_TARGET, Result, Scenario, Target, load_all, run_many
 from replaykit.scenario import report as reports
-from replaykit.scenario.mutants import Matrix, run_matrix
+from replaykit.scenario.mutants import Matrix, check_kills, defect_classes, run_matrix
 from replaykit.scenario.redgreen import markdown, redgreen, table_rows, to_json
 
 __all__ = ["register", "run", "run_mutants", "run_redgreen"]
@@ -47,9 +49,26 @@ def _common(parser: argparse.ArgumentParser, target: bool = True) -> None:
             "--target",
             default=DEFAULT_TARGET,
             metavar="CMD",
-            help=f"the code under test: a command (run with the target protocol's environment) "
-            f"or python:module:function (default: {DEFAULT_TARGET}, the reference)",
+            help=f"the code under test: a command (run with the target protocol's environment; leading "
+            f"VAR=value words set its environment) or python:module:function (default: {DEFAULT_TARGET}, the "
+            "reference)",
         )
+        parser.add_argument(
+            "--manifest",
+            type=Path,
+            metavar="FILE",
+            help="the target's manifest: what it has and its mutants (default: replaykit-target.yaml beside "
+            "its command, if any; with none, every capability is taken as given)",
+        )
+    parser.add_argument(
+        "--select",
+        action="append",
+        metavar="GLOB",
+        help="run only the scenarios whose name matches GLOB (repeatable; e.g. 'web-search-*')",
+    )
+    parser.add_argument(
+        "--kind", choices=("regression", "contract"), help="run only the scenarios of this kind"
+    )
     parser.add_argument(
         "-j",
         "--jobs",
@@ -74,6 +93,9 @@ def register(subparsers: Any) -> None:
     _common(parser)
     parser.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML to FILE (for CI)")
     parser.add_argument(
+        "-v", "--verbose", action="store_true", help="list every failing expectation, not only the first"
+    )
+    parser.add_argument(
         "--snapshot-update",
         action="store_true",
         help="write the persisted-transcript snapshots that are missing or differ",
@@ -92,7 +114,7 @@ def register(subparsers: Any) -> None:
         "--mutant",
         action="append",
         metavar="NAME",
-        help="a mutant to run (repeatable; default: every mutant of replaykit.reference)",
+        help="a mutant to run (repeatable; default: every mutant the target's manifest declares)",
     )
     parser.add_argument(
         "--declared",
@@ -117,18 +139,30 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run_redgreen)
 
 
-def _scenarios(paths: Sequence[str]) -> list[Scenario]:
+def _scenarios(args: argparse.Namespace) -> list[Scenario]:
+    """The scenarios the command line names, narrowed by ``--select`` and ``--kind``."""
     try:
-        return load_all(paths)
+        found = load_all(args.paths)
     except ScenarioError as exc:
         raise UsageError(str(exc)) from exc
+    globs = args.select or ["*"]
+    kept = [s for s in found if any(fnmatch.fnmatchcase(s.name, glob) for glob in globs)
+            and args.kind in (None, s.kind)]
+    if not kept:
+        raise UsageError(f"no scenario of the {len(found)} named matches --select {' '.join(globs)}"
+                         + (f" --kind {args.kind}" if args.kind else "") + "; check the names")
+    return kept
+
+
+def _target(args: argparse.Namespace) -> Target:
+    return Target.parse(args.target, manifest=args.manifest)
 
 
 class _Progress:
     """A line per finished scenario; on a terminal, ``[k/N] running...`` rewritten in place meanwhile."""
 
-    def __init__(self, total: int, out: TextIO, quiet: bool) -> None:
-        self.total, self.out, self.count, self.quiet = total, out, 0, quiet
+    def __init__(self, total: int, out: TextIO, quiet: bool, verbose: bool = False) -> None:
+        self.total, self.out, self.count, self.quiet, self.verbose = total, out, 0, quiet, verbose
         self.tty = out.isatty() and not quiet
 
     def start(self) -> None:
@@ -140,7 +174,7 @@ class _Progress:
         self.count += 1
         if self.quiet:
             return
-        text = reports.line(result)
+        text = "\n".join([reports.line(result), *(reports.details(result) if self.verbose else [])])
         if self.tty:
             text = f"\r\x1b[K[{self.count}/{self.total}] {text}"
             rest = self.total - self.count
@@ -153,9 +187,9 @@ class _Progress:
 
 def run(args: argparse.Namespace) -> int:
     """``replaykit run``."""
-    scenarios = _scenarios(args.paths)
-    target = Target.parse(args.target)
-    progress = _Progress(len(scenarios), sys.stdout, args.json)
+    scenarios = _scenarios(args)
+    target = _target(args)
+    progress = _Progress(len(scenarios), sys.stdout, args.json, args.verbose)
     progress.start()
     results = run_many(
         scenarios, target, jobs=args.jobs, update_snapshots=args.snapshot_update, done=progress
@@ -166,19 +200,11 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(reports.to_json(results), indent=2, ensure_ascii=False))
     else:
         print(reports.summary(results))
-    return EXIT_OK if all(result.passed for result in results) else EXIT_FINDINGS
-
-
-def reference_mutants() -> Mapping[str, str]:
-    """The reference's mutants (name → defect), imported only when asked for."""
-    try:
-        module = importlib.import_module("replaykit.reference.mutants")
-    except ImportError as exc:
-        raise UsageError(
-            "replaykit.reference is not available to name the mutants; pass them with --mutant NAME"
-        ) from exc
-    found: Mapping[str, str] = module.MUTANTS
-    return found
+        if target.manifest.path is None and any(result.failed for result in results):
+            print(f"(no manifest for {target.spec}: every capability is taken as given; declare what it has "
+                  "in replaykit-target.yaml beside it, or with --manifest FILE, and the scenarios that need "
+                  "more are n/a)")
+    return EXIT_OK if reports.ok(results) else EXIT_FINDINGS
 
 
 def _matrix_text(matrix: Matrix) -> str:
@@ -195,13 +221,18 @@ def _matrix_text(matrix: Matrix) -> str:
     return "\n".join(lines)
 
 
-def run_mutants(args: argparse.Namespace, known: Callable[[], Mapping[str, str]] = reference_mutants) -> int:
-    """``replaykit mutants``; ``known`` gives the mutants when ``--mutant`` names none."""
-    scenarios = _scenarios(args.paths)
-    target = Target.parse(args.target)
-    names = list(dict.fromkeys(args.mutant)) if args.mutant else list(known())
+def run_mutants(args: argparse.Namespace, known: Callable[[], Collection[str]] = defect_classes) -> int:
+    """``replaykit mutants``: the target's mutants (its manifest's, or ``--mutant``); ``known`` gives the
+    defect classes a ``kills:`` may also name."""
+    scenarios = _scenarios(args)
+    target = _target(args)
+    declared = list(target.manifest.mutants)
+    names = list(dict.fromkeys(args.mutant)) if args.mutant else declared
     if not names:
-        raise UsageError("no mutants to run; pass --mutant NAME")
+        raise UsageError(f"the target {target.spec} declares no mutants, so there is no kill matrix to run: "
+                         "declare its mutants in its manifest (replaykit-target.yaml: mutants: NAME: {env: "
+                         "{VAR: value}, defect: ...}) or name them with --mutant NAME")
+    check_kills(scenarios, {*declared, *names}, known())
     matrix = run_matrix(scenarios, target, names, jobs=args.jobs, declared=args.declared)
     print(json.dumps(matrix.to_json(), indent=2) if args.json else _matrix_text(matrix))
     return EXIT_FINDINGS if matrix.problems() else EXIT_OK
@@ -209,8 +240,9 @@ def run_mutants(args: argparse.Namespace, known: Callable[[], Mapping[str, str]]
 
 def run_redgreen(args: argparse.Namespace) -> int:
     """``replaykit redgreen``."""
-    scenarios = _scenarios(args.paths)
-    baseline, candidate = Target.parse(args.baseline), Target.parse(args.candidate)
+    scenarios = _scenarios(args)
+    baseline = Target.parse(args.baseline, flag="--baseline")
+    candidate = Target.parse(args.candidate, flag="--candidate")
     rows = redgreen(scenarios, baseline, candidate, jobs=args.jobs)
     if args.json:
         print(json.dumps(to_json(rows, args.baseline, args.candidate), indent=2, ensure_ascii=False))

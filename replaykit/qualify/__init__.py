@@ -94,16 +94,17 @@ class _Silent:
 
 @dataclass(frozen=True)
 class Options:
-    """What to qualify. Empty ``cassettes`` / ``scenarios``: the bundled ones; no ``mutants``: the kill
-    matrix is skipped (``replaykit qualify`` passes the reference's own when the target is the reference
-    harness, :func:`is_reference`)."""
+    """What to qualify. Empty ``cassettes`` / ``scenarios``: the bundled ones; ``mutants`` None: those the
+    target's manifest declares (the reference's 38 for the reference), empty: the kill matrix is skipped.
+    ``manifest``: the target's manifest (default: the one beside it, if any)."""
 
     target: str = DEFAULT_TARGET
+    manifest: Path | None = None
     estimator: str | None = DEFAULT_ESTIMATOR
     estimator_cmd: str | None = None
     cassettes: tuple[Path, ...] = ()
     scenarios: tuple[Path, ...] = ()
-    mutants: tuple[str, ...] = ()
+    mutants: tuple[str, ...] | None = None
     jobs: int = 1
     max_examples: int = 100
     seed: int = 0
@@ -241,11 +242,14 @@ class _Run:
         section, results = stages.scenarios_section(scenarios, target, self.options.jobs, self.progress.tick)
         self.stage("scenarios", section)
         mutants = self.options.mutants
+        if mutants is None:
+            mutants = tuple(target.manifest.mutants)
         if not mutants:
             self.stage(
                 "mutants",
                 stages.skipped(
-                    f"no mutants named for the target {target.spec}; name its mutants with --mutant NAME"
+                    f"no mutants for the target {target.label}: declare them in its manifest (mutants:) or "
+                    "name them with --mutant NAME"
                 ),
             )
             return
@@ -271,7 +275,7 @@ def qualify(options: Options, progress: Progress | None = None) -> Qualification
     """Run every check (see the module docstring) and build the report; a bad option, path, estimator or
     baseline report is a :class:`~replaykit.errors.UsageError` before any check runs."""
     progress = progress or _Silent()
-    target = Target.parse(options.target)
+    target = Target.parse(options.target, manifest=options.manifest)
     before = baseline.load_report(options.baseline_report) if options.baseline_report is not None else None
     cassette_roots = _existing(list(options.cassettes), "cassette") or [data_dir("cassettes")]
     scenario_roots = _existing(list(options.scenarios), "scenario") or [data_dir("scenarios")]

@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from replaykit import contracts, drift, properties
-from replaykit.errors import ContractError, ScenarioError
+from replaykit.errors import ContractError, ScenarioError, UsageError
 from replaykit.findings import Finding
 from replaykit.qualify.identity import installed_version
 from replaykit.scenario.model import Scenario, load_all
-from replaykit.scenario.mutants import decides, run_matrix
+from replaykit.scenario.mutants import check_kills, decides, defect_classes, run_matrix
+from replaykit.scenario.report import counts as report_counts
+from replaykit.scenario.report import coverage
 from replaykit.scenario.runner import Result, run_many
 from replaykit.scenario.target import Target
 from replaykit.verify import CHECKS, Report, check_contracts, verify_paths
@@ -258,7 +260,7 @@ def _counted(total: int, tick: Tick) -> Callable[[Result], None]:
     def seen(result: Result) -> None:
         done[0] += 1
         mutant = f" on {result.mutant}" if result.mutant else ""
-        tick(done[0], total, f"{'PASS' if result.passed else 'FAIL'} {result.scenario.name}{mutant}")
+        tick(done[0], total, f"{result.verdict.upper()} {result.scenario.name}{mutant}")
 
     return seen
 
@@ -266,17 +268,22 @@ def _counted(total: int, tick: Tick) -> Callable[[Result], None]:
 def scenarios_section(
     scenarios: Sequence[Scenario], target: Target, jobs: int, tick: Tick = _quiet
 ) -> tuple[Section, list[Result]]:
-    """Every scenario on the target; the results too (the mutant matrix reuses them)."""
+    """Every scenario on the target; the results too (the mutant matrix reuses them). A scenario n/a on the
+    target (a capability it lacks) is counted and shown, never a failure; none applying at all is one."""
     start = time.monotonic()
     results = run_many(scenarios, target, jobs=jobs, done=_counted(len(scenarios), tick))
     failures = [
         Finding("error", "scenario", r.failure_text(), r.scenario.name, str(r.scenario.path))
         for r in results
-        if not r.passed
+        if r.failed
     ]
-    counts = {"scenarios": len(results), "passed": len(results) - len(failures), "failed": len(failures)}
-    summary = f"{len(results)} scenarios on {target.spec}, {len(failures)} failed"
-    verdicts = {r.scenario.name: "pass" if r.passed else "fail" for r in results}
+    if results and not any(r.applicable for r in results):
+        none = f"no scenario applies to {target.label}: {coverage(results)}"
+        failures.append(Finding("error", "scenario", none, "scenarios",
+                                fix="declare what the target has in its manifest"))
+    counts = report_counts(results)
+    summary = f"{len(results)} scenarios on {target.label}, {counts['failed']} failed; {coverage(results)}"
+    verdicts = {r.scenario.name: r.verdict for r in results}
     section = failed_section(
         failures, summary, counts=counts, verdicts=verdicts, seconds=time.monotonic() - start
     )
@@ -295,7 +302,12 @@ def mutants_section(
     """The kill matrix of ``mutants`` on the target, reusing the scenarios' results on the target itself:
     only the cells that decide it (each mutant on the scenarios that declare it) unless ``full``."""
     start = time.monotonic()
-    total = sum(1 for s in scenarios for m in mutants if full or decides(s, m, scenarios))
+    try:
+        check_kills(scenarios, {*target.manifest.mutants, *mutants}, defect_classes())
+    except UsageError as exc:
+        return failed_section([Finding("error", "mutants", str(exc), "kills")], "a kills: name is unknown")
+    applies = [s for s, ran in zip(scenarios, on_target, strict=True) if ran.applicable]
+    total = sum(1 for s in applies for m in mutants if full or decides(s, m, scenarios))
     matrix = run_matrix(scenarios, target, mutants, jobs=jobs, on_target=on_target,
                         done=_counted(total, tick), declared=not full)
     failures = [Finding("error", "mutants", sentence, name) for name, sentence in matrix.named_problems()]

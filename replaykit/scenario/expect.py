@@ -1,12 +1,14 @@
 """Expectations: each one a :class:`Check` of the target's outcome and the fake provider's journal.
 
-:func:`check_all` runs every expectation a scenario gives, in a fixed order (the first failing one is what
-a report shows): the target itself (it ran, wrote an outcome valid against its contract), ``outcome``,
-``error`` (code, phase, provenance), ``reason``, ``receipts``, ``providerRequests``, ``requests`` per
-route, ``unmatched``, ``unused``, ``requestContractsHold``, ``persistWrites``, ``estimates``,
-``reaches``, ``neverReaches``, ``outcomeHas``, ``outcomeLacks``, ``persistedSnapshot``. What they read is an
-:class:`Evidence`: the outcome
-(segments merged), the journal as JSON, the unused interactions and the transcript the target persisted.
+:func:`check_all` runs every expectation a scenario gives and returns them in *cause order*, so the first
+failing one is the earliest cause (:data:`STAGES`): the target itself ran; a local failure of the target (an
+error of local provenance); its estimates; what it sent (``requestContractsHold``, ``reaches``,
+``neverReaches``, ``providerRequests``, ``requests``); what was answered (``unmatched``, ``unused``); how the
+run ended (``outcome``, ``error``, ``reason``, ``receipts``, ``persistWrites``, ``outcomeHas``,
+``outcomeLacks``, ``persistedSnapshot``). ``reaches`` / ``neverReaches`` read each request's canonical view
+(:mod:`replaykit.canonical`) unless ``raw: true``; ``persistedSnapshot`` compares transcripts by meaning.
+What they read is an :class:`Evidence`: the outcome (segments merged), the journal as JSON, the unused
+interactions and the transcript the target persisted.
 """
 
 from __future__ import annotations
@@ -17,28 +19,34 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replaykit.assertions import describe_journal
+from replaykit.canonical import canonical, canonical_transcript
 from replaykit.pointer import matches
 from replaykit.scenario.model import Scenario
 from replaykit.scenario.snapshot import check_snapshot, snapshot_path
 
-__all__ = ["Check", "Evidence", "check_all", "in_count"]
+__all__ = ["STAGES", "Check", "Evidence", "check_all", "in_count"]
 
 JSON = dict[str, Any]
 _NO_OUTCOME = "no outcome to check"
+#: The cause order of the checks: a failure of an earlier stage is what led to those of later ones.
+STAGES = ("target", "local", "estimate", "sent", "answered", "ended")
+_TARGET, _LOCAL, _ESTIMATE, _SENT, _ANSWERED, _ENDED = range(len(STAGES))
 
 
 @dataclass(frozen=True)
 class Check:
     """One expectation: its ``name`` (``outcome``, ``error.code``, ``requests[openai.responses]``...),
-    whether it held, and why not (``why``: what was expected and what was found)."""
+    whether it held, why not (``why``: what was expected and what was found), and its place in the cause
+    order (``stage``, an index of :data:`STAGES`)."""
 
     name: str
     ok: bool
     why: str = ""
+    stage: int = _ENDED
 
     def to_json(self) -> JSON:
-        """``{name, ok, why}``."""
-        return {"name": self.name, "ok": self.ok, "why": self.why}
+        """``{name, ok, why, stage}``."""
+        return {"name": self.name, "ok": self.ok, "why": self.why, "stage": STAGES[self.stage]}
 
 
 @dataclass
@@ -52,6 +60,21 @@ class Evidence:
     unused: list[JSON] = field(default_factory=list)
     persisted: Any = None
     update_snapshots: bool = False
+    _views: list[Any] = field(default_factory=list, repr=False)
+
+    def bodies(self, raw: bool) -> list[Any]:
+        """The journaled request bodies in order: as sent (``raw``) or their canonical views (made once)."""
+        if raw:
+            return [entry.get("body") for entry in self.journal]
+        if not self._views:
+            self._views = [canonical(str(entry.get("route")), entry.get("body")) for entry in self.journal]
+        return self._views
+
+    @property
+    def failed_locally(self) -> bool:
+        """True when the target's own error is of local provenance (it failed before or without a request)."""
+        error = (self.outcome or {}).get("error") or {}
+        return bool(error.get("provenance") == "local")
 
 
 def in_count(expected: int | JSON, found: int) -> bool:
@@ -79,7 +102,12 @@ def _journal_text(entries: list[JSON]) -> str:
 
 
 def _target(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
-    yield Check("target", seen.outcome is not None, seen.problem)
+    yield Check("target", seen.outcome is not None, seen.problem, _TARGET)
+
+
+def _end(seen: Evidence) -> int:
+    """The stage of the outcome's own checks: local when the target failed locally, else the end."""
+    return _LOCAL if seen.failed_locally else _ENDED
 
 
 def _outcome(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
@@ -89,7 +117,8 @@ def _outcome(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
         return
     got, error = seen.outcome["status"], seen.outcome.get("error") or {}
     said = f" ({error.get('code')}: {error.get('message', '')})" if error and got != wanted else ""
-    yield Check("outcome", got == wanted, f"expected {wanted}, got {got}{said}" if got != wanted else "")
+    why = f"expected {wanted}, got {got}{said}" if got != wanted else ""
+    yield Check("outcome", got == wanted, why, _end(seen))
 
 
 def _error(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
@@ -105,7 +134,7 @@ def _error(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
         why = f"expected {wanted[key]}, got {got or 'none'}" + (
             f" ({error.get('message')})" if error.get("message") else ""
         )
-        yield Check(f"error.{key}", got == wanted[key], why if got != wanted[key] else "")
+        yield Check(f"error.{key}", got == wanted[key], why if got != wanted[key] else "", _end(seen))
 
 
 def _reason(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
@@ -138,28 +167,18 @@ def _provider_requests(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
         return
     found = len(seen.journal)
     ok = in_count(wanted, found)
-    yield Check(
-        "providerRequests",
-        ok,
-        ""
-        if ok
-        else f"expected {_count_text(wanted)} provider request(s), the journal holds {found}: "
-        f"{_journal_text(seen.journal)}",
-    )
+    why = "" if ok else (f"expected {_count_text(wanted)} provider request(s), the journal holds {found}: "
+                         f"{_journal_text(seen.journal)}")
+    yield Check("providerRequests", ok, why, _SENT)
 
 
 def _requests(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
     for route, wanted in (scenario.expectations.get("requests") or {}).items():
         found = sum(1 for entry in seen.journal if entry.get("route") == route)
         ok = in_count(wanted, found)
-        yield Check(
-            f"requests[{route}]",
-            ok,
-            ""
-            if ok
-            else f"expected {_count_text(wanted)} request(s) on {route}, found {found}: "
-            f"{_journal_text(seen.journal)}",
-        )
+        why = "" if ok else (f"expected {_count_text(wanted)} request(s) on {route}, found {found}: "
+                             f"{_journal_text(seen.journal)}")
+        yield Check(f"requests[{route}]", ok, why, _SENT)
 
 
 def _unmatched(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
@@ -169,20 +188,16 @@ def _unmatched(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
     why = "; ".join(
         f"request #{e.get('seq')} {e.get('method')} {e.get('path')}: {e.get('error')}" for e in found
     )
-    yield Check(
-        "unmatched", not found, f"{len(found)} request(s) matched no interaction: {why}" if found else ""
-    )
+    yield Check("unmatched", not found,
+                f"{len(found)} request(s) matched no interaction: {why}" if found else "", _ANSWERED)
 
 
 def _unused(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
     if scenario.expectations.get("unused", False):
         return
     names = ", ".join(f"{u['cassette']}#{u['index']} ({u['route']})" for u in seen.unused)
-    yield Check(
-        "unused",
-        not seen.unused,
-        f"{len(seen.unused)} interaction(s) never served whole: {names}" if seen.unused else "",
-    )
+    why = f"{len(seen.unused)} interaction(s) never served whole: {names}" if seen.unused else ""
+    yield Check("unused", not seen.unused, why, _ANSWERED)
 
 
 def _contracts(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
@@ -197,7 +212,7 @@ def _contracts(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
     ]
     holds = not broken
     if holds == wanted:
-        yield Check("requestContractsHold", True)
+        yield Check("requestContractsHold", True, stage=_SENT)
         return
     if wanted:
         seq, row = broken[0]
@@ -206,7 +221,7 @@ def _contracts(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
         )
     else:
         why = "expected a request that breaks its contract, every request holds"
-    yield Check("requestContractsHold", False, why)
+    yield Check("requestContractsHold", False, why, _SENT)
 
 
 def _persist_writes(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
@@ -225,7 +240,7 @@ def _estimates(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
     for bound in scenario.expectations.get("estimates") or []:
         name = f"estimates[step {bound['step']}]"
         if seen.outcome is None:
-            yield Check(name, False, _NO_OUTCOME)
+            yield Check(name, False, _NO_OUTCOME, _ESTIMATE)
             continue
         tokens = [e["tokens"] for e in seen.outcome.get("estimates") or [] if e["step"] == bound["step"]]
         low, high = bound.get("min", 0), bound.get("max")
@@ -234,11 +249,13 @@ def _estimates(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
         count = bound.get("count")
         if count is not None and not in_count(count, len(tokens)):
             made = f"the target made {len(tokens)}"
-            yield Check(name, False, f"expected {_count_text(count)} estimate(s), {made}")
+            yield Check(name, False, f"expected {_count_text(count)} estimate(s), {made}", _ESTIMATE)
         elif not tokens:
-            yield Check(name, False, f"expected an estimate of {wanted} tokens, the target made none")
+            none = f"expected an estimate of {wanted} tokens, the target made none"
+            yield Check(name, False, none, _ESTIMATE)
         else:
-            yield Check(name, not wrong, f"expected {wanted} tokens, got {wrong[0]}" if wrong else "")
+            why = f"expected {wanted} tokens, got {wrong[0]}" if wrong else ""
+            yield Check(name, not wrong, why, _ESTIMATE)
 
 
 def _hit(value: Any, spec: JSON) -> bool:
@@ -259,8 +276,19 @@ def _what(spec: JSON) -> str:
 
 
 def _bodies(spec: JSON, seen: Evidence) -> list[tuple[int, Any]]:
-    numbered = list(enumerate((entry.get("body") for entry in seen.journal), 1))
+    """The bodies ``spec`` reads, numbered from 1: canonical views, or as sent with ``raw: true``."""
+    numbered = list(enumerate(seen.bodies(bool(spec.get("raw"))), 1))
     return [(n, body) for n, body in numbered if spec.get("request") in (None, n)]
+
+
+def _reach_why(spec: JSON, seen: Evidence, found: list[tuple[int, str, Any]]) -> str:
+    which = f"request {spec['request']}" if "request" in spec else "any request"
+    view = " as sent" if spec.get("raw") else ""
+    if not found:
+        return f"{which} has nothing at {spec['pointer']}{view} ({len(seen.journal)} request(s) journaled)"
+    n, at, value = found[0]
+    shown = json.dumps(value, ensure_ascii=False)[:120]
+    return f"expected {_what(spec)} in {which}{view}, request {n} has {at} = {shown}"
 
 
 def _reaches(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
@@ -269,23 +297,7 @@ def _reaches(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
             (n, at, value) for n, body in _bodies(spec, seen) for at, value in matches(body, spec["pointer"])
         ]
         ok = any(_hit(value, spec) for _, _, value in found)
-        which = f"request {spec['request']}" if "request" in spec else "any request"
-        if ok:
-            yield Check(f"reaches[{index}]", True)
-        elif not found:
-            yield Check(
-                f"reaches[{index}]",
-                False,
-                f"{which} has nothing at {spec['pointer']} ({len(seen.journal)} request(s) journaled)",
-            )
-        else:
-            n, at, value = found[0]
-            shown = json.dumps(value, ensure_ascii=False)[:120]
-            yield Check(
-                f"reaches[{index}]",
-                False,
-                f"expected {_what(spec)} in {which}, request {n} has {at} = {shown}",
-            )
+        yield Check(f"reaches[{index}]", ok, "" if ok else _reach_why(spec, seen, found), _SENT)
 
 
 def _never_reaches(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
@@ -297,7 +309,15 @@ def _never_reaches(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
             if _hit(value, spec)
         ]
         why = f"{_what(spec)} reached the provider: request {found[0][0]} at {found[0][1]}" if found else ""
-        yield Check(f"neverReaches[{index}]", not found, why)
+        yield Check(f"neverReaches[{index}]", not found, why, _SENT)
+
+
+def _no_transcript(spec: JSON, seen: Evidence) -> str:
+    """Why a pointer into the outcome's transcript finds nothing, when the target wrote none."""
+    if str(spec["pointer"]).startswith("/transcript") and (seen.outcome or {}).get("transcript") is None:
+        return ("; the outcome has no transcript, and this scenario reads it: write the final transcript "
+                "(target-outcome.schema.json)")
+    return ""
 
 
 def _outcome_has(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
@@ -310,7 +330,8 @@ def _outcome_has(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
         if any(_hit(value, spec) for _, value in found):
             yield Check(name, True)
         elif not found:
-            yield Check(name, False, f"the outcome has nothing at {spec['pointer']}")
+            nothing = f"the outcome has nothing at {spec['pointer']}{_no_transcript(spec, seen)}"
+            yield Check(name, False, nothing)
         else:
             at, value = found[0]
             shown = json.dumps(value, ensure_ascii=False)[:120]
@@ -341,7 +362,8 @@ def _snapshot(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
             "the target persisted no transcript ($REPLAYKIT_STATE_DIR/transcript.json)",
         )
         return
-    result = check_snapshot(snapshot_path(scenario.path, name), seen.persisted, seen.update_snapshots)
+    view = canonical_transcript(seen.persisted)
+    result = check_snapshot(snapshot_path(scenario.path, name), view, seen.update_snapshots)
     yield Check("persistedSnapshot", result.ok, result.why)
 
 
@@ -349,17 +371,17 @@ CHECKS: tuple[Callable[[Scenario, Evidence], Iterator[Check]], ...] = (
     _target,
     _outcome,
     _error,
-    _reason,
-    _receipts,
+    _estimates,
+    _contracts,
     _provider_requests,
     _requests,
-    _unmatched,
-    _unused,
-    _contracts,
-    _persist_writes,
-    _estimates,
     _reaches,
     _never_reaches,
+    _unmatched,
+    _unused,
+    _reason,
+    _receipts,
+    _persist_writes,
     _outcome_has,
     _outcome_lacks,
     _snapshot,
@@ -367,5 +389,7 @@ CHECKS: tuple[Callable[[Scenario, Evidence], Iterator[Check]], ...] = (
 
 
 def check_all(scenario: Scenario, seen: Evidence) -> list[Check]:
-    """Every expectation of ``scenario`` held against ``seen``, in report order."""
-    return [check for run in CHECKS for check in run(scenario, seen)]
+    """Every expectation of ``scenario`` held against ``seen``, in cause order (:data:`STAGES`; within a
+    stage, in the order of :data:`CHECKS`)."""
+    checks = [check for run in CHECKS for check in run(scenario, seen)]
+    return sorted(checks, key=lambda check: check.stage)

@@ -21,6 +21,7 @@ from replaykit import cassette, contracts
 from replaykit.cassette import read_yaml, yaml_line
 from replaykit.errors import CassetteError, ScenarioError, UsageError, located
 from replaykit.pointer import json_pointer
+from replaykit.scenario.capabilities import MANIFEST_NAMES
 from replaykit.server.faults import Fault
 
 __all__ = ["MAX_FILE", "Scenario", "discover", "load", "load_all", "pointer_parts"]
@@ -277,12 +278,14 @@ def load(path: str | os.PathLike[str]) -> Scenario:
 
 def discover(names: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """The scenario files named on a command line: files as given, folders as the ``*.yaml`` / ``*.yml``
-    files directly in them (sorted); a missing path or an empty folder is a usage error."""
+    files directly in them (sorted; a target manifest, ``replaykit-target.yaml``, is not one); a missing path
+    or an empty folder is a usage error."""
     found: list[Path] = []
     for name in names:
         path = Path(name)
         if path.is_dir():
-            inside = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+            inside = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()
+                            and p.name not in MANIFEST_NAMES)
             if not inside:
                 raise UsageError(
                     located(

@@ -1,10 +1,13 @@
-"""The kill matrix: every scenario on every mutant of a target (``REPLAYKIT_MUTANT=name``), in parallel.
+"""The kill matrix: every scenario on every mutant of a target (``REPLAYKIT_MUTANT=name`` and the mutant's
+environment from the target's manifest), in parallel.
 
 A mutant is killed by a scenario that fails on it. Each scenario also runs on the target itself (no mutant):
-a scenario that fails there kills nothing that counts. The matrix fails (:meth:`Matrix.problems`) when a
-scenario fails on the target itself, when a scenario's declared ``kills:`` mutant survives it (or is not a
-known mutant), or when a mutant survives every scenario; a scenario that kills no mutant is flagged as
-vacuous (:meth:`Matrix.vacuous`): reported, not a failure.
+a scenario that fails there kills nothing that counts, and one that is n/a for the target (a capability it
+lacks) runs on none of its mutants. The matrix fails (:meth:`Matrix.problems`) when a scenario fails on the
+target itself, when a scenario's declared ``kills:`` mutant (among those run) survives it, or when a mutant
+survives every scenario; a scenario that kills no mutant is flagged as vacuous (:meth:`Matrix.vacuous`):
+reported, not a failure. A ``kills:`` name that is neither a mutant of the target nor a known defect class
+(:func:`check_kills`) is a usage error, before anything runs.
 
 The matrix in full is scenarios x mutants runs. ``declared=True`` runs only the cells that decide whether the
 matrix passes: each mutant on the scenarios that declare it in ``kills:`` (a mutant no scenario declares: on
@@ -13,15 +16,17 @@ every scenario). The problems are the same sentences; only vacuous scenarios go 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from replaykit.errors import UsageError
+from replaykit.scenario.capabilities import requirements
 from replaykit.scenario.model import Scenario
 from replaykit.scenario.runner import Result, run_jobs
 from replaykit.scenario.target import Target
 
-__all__ = ["Matrix", "decides", "run_matrix"]
+__all__ = ["Matrix", "check_kills", "decides", "defect_classes", "run_matrix"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,8 @@ class Matrix:
         """Scenarios that kill no mutant (none known when only the declared cells ran)."""
         if not self.full:
             return []
-        return [s.name for s in self.scenarios if not any(self.killed(s.name, m) for m in self.mutants)]
+        return [s.name for s in self.scenarios if self.results[(s.name, None)].applicable
+                and not any(self.killed(s.name, m) for m in self.mutants)]
 
     def problems(self) -> list[str]:
         """Why the matrix fails, one sentence each (empty: it passes)."""
@@ -62,14 +68,13 @@ class Matrix:
         found = [
             (s.name, f"{s.name} fails on the target itself ({self.results[(s.name, None)].failure_text()})")
             for s in self.scenarios
-            if not self.results[(s.name, None)].passed
+            if self.results[(s.name, None)].failed
         ]
         for scenario in self.scenarios:
+            if not self.results[(scenario.name, None)].applicable:
+                continue
             for mutant in scenario.kills:
-                if mutant not in self.mutants:
-                    found.append((scenario.name, f"{scenario.name} declares kills: {mutant}, which is not a "
-                                                 "mutant of the target"))
-                elif not self.killed(scenario.name, mutant):
+                if mutant in self.mutants and not self.killed(scenario.name, mutant):
                     found.append((scenario.name, f"{scenario.name} declares kills: {mutant}, but {mutant} "
                                                  "survives it"))
         found += [(mutant, f"mutant {mutant} survives every scenario") for mutant in self.survivors()]
@@ -77,11 +82,13 @@ class Matrix:
 
     def grid(self) -> list[list[str]]:
         """Rows: a header (``mutant``, then the scenarios' numbers, 1-based), then a row per mutant: ``x``
-        killed, ``.`` survived, ``!`` survived although declared in the scenario's ``kills``."""
+        killed, ``.`` survived, ``!`` survived although declared in the scenario's ``kills``, ``-`` n/a (the
+        scenario needs what the target lacks), blank: not run."""
         rows = [["mutant", *(str(n) for n in range(1, len(self.scenarios) + 1)), "killed by"]]
         for mutant in self.mutants:
             cells = [
-                "x" if self.killed(s.name, mutant) else "!" if mutant in s.kills
+                "-" if not self.results[(s.name, None)].applicable
+                else "x" if self.killed(s.name, mutant) else "!" if mutant in s.kills
                 else "." if (s.name, mutant) in self.results else " "
                 for s in self.scenarios
             ]
@@ -102,6 +109,7 @@ class Matrix:
                     "kills": list(s.kills),
                     "killed": [m for m in self.mutants if self.killed(s.name, m)],
                     "passesOnTarget": self.results[(s.name, None)].passed,
+                    "verdictOnTarget": self.results[(s.name, None)].verdict,
                 }
                 for s in self.scenarios
             ],
@@ -125,11 +133,13 @@ def run_matrix(
     (``declared``: each mutant only on the scenarios that declare it, see the module's docstring).
 
     ``on_target``: the scenarios' results on ``target`` itself when they are at hand (from
-    :func:`~replaykit.scenario.runner.run_many`, in the order of ``scenarios``): they are not run again.
+    :func:`~replaykit.scenario.runner.run_many`, in the order of ``scenarios``): they are not run again. The
+    scenarios n/a on the target run on none of its mutants.
     ``done`` is called with each result as it comes (see :func:`~replaykit.scenario.runner.run_jobs`)."""
     columns: list[str | None] = [*mutants] if on_target is not None else [None, *mutants]
     work = [(scenario, target, mutant) for scenario in scenarios for mutant in columns
-            if mutant is None or not declared or decides(scenario, mutant, scenarios)]
+            if mutant is None or (_applies(scenario, target) and (not declared
+                                                                   or decides(scenario, mutant, scenarios)))]
     results = run_jobs(work, jobs=jobs, done=done)
     table = {
         (scenario.name, mutant): result for (scenario, _, mutant), result in zip(work, results, strict=True)
@@ -137,6 +147,33 @@ def run_matrix(
     if on_target is not None:
         table.update({(s.name, None): result for s, result in zip(scenarios, on_target, strict=True)})
     return Matrix(tuple(scenarios), tuple(mutants), table, full=not declared)
+
+
+def _applies(scenario: Scenario, target: Target) -> bool:
+    return not target.manifest.missing(requirements(scenario))
+
+
+def defect_classes() -> frozenset[str]:
+    """The known defect classes a ``kills:`` may name: the reference's mutants (none when it is not
+    installed)."""
+    try:
+        from replaykit.reference.mutants import MUTANTS
+    except ImportError:  # pragma: no cover - the reference ships with replaykit
+        return frozenset()
+    return frozenset(MUTANTS)
+
+
+def check_kills(scenarios: Sequence[Scenario], target_mutants: Collection[str],
+                classes: Collection[str]) -> None:
+    """Refuse a ``kills:`` name that is neither a mutant of the target (``target_mutants``) nor a known defect
+    class (``classes``: the reference's mutant names): a misspelt kill would otherwise never be checked."""
+    for scenario in scenarios:
+        for name in scenario.kills:
+            if name not in target_mutants and name not in classes:
+                declared = ", ".join(sorted(target_mutants)) or "none"
+                raise UsageError(f"{scenario.path}: kills: {name} is neither a mutant of the target (its "
+                                 f"manifest declares: {declared}) nor a known defect class; fix the name or "
+                                 "declare the mutant in the target's manifest (mutants:)")
 
 
 def decides(scenario: Scenario, mutant: str, scenarios: Sequence[Scenario]) -> bool:

@@ -1,7 +1,8 @@
 """Red → green: the same scenarios on a baseline target and a candidate target.
 
 A ``regression`` scenario must fail on the baseline (red: it reproduces the defect) and pass on the candidate
-(green: the fix); a ``contract`` scenario must pass on both. Each row shows, for a red, its first failing
+(green: the fix); a ``contract`` scenario must pass on both. A scenario n/a on either target (a capability it
+lacks) is neither right nor wrong: its row says so. Each row shows, for a red, its first failing
 expectation. :func:`table_lines` is the terminal table, :func:`markdown` the one for a CI job summary
 (``$GITHUB_STEP_SUMMARY``), :func:`to_json` the document.
 """
@@ -33,12 +34,17 @@ class Row:
         return (self.scenario.kind == "contract", True)
 
     @property
+    def applicable(self) -> bool:
+        """True when the scenario ran on both targets."""
+        return self.baseline.applicable and self.candidate.applicable
+
+    @property
     def ok(self) -> bool:
-        """True when both verdicts are the expected ones."""
-        return (self.baseline.passed, self.candidate.passed) == self.expected
+        """True when both verdicts are the expected ones, or the scenario is n/a on a target."""
+        return not self.applicable or (self.baseline.passed, self.candidate.passed) == self.expected
 
     def problem(self) -> str:
-        """Why the row is wrong ("" when it is right)."""
+        """Why the row is wrong ("" when it is right or n/a)."""
         if self.ok:
             return ""
         if not self.candidate.passed:
@@ -55,7 +61,7 @@ def redgreen(
 
 
 def _cell(result: Result) -> str:
-    return "green" if result.passed else "red"
+    return "n/a" if not result.applicable else "green" if result.passed else "red"
 
 
 def _why(row: Row) -> str:
@@ -64,7 +70,7 @@ def _why(row: Row) -> str:
         for side, result in (("baseline", row.baseline), ("candidate", row.candidate))
         if not result.passed
     ]
-    return "; ".join(f"{side}: {result.failure_text()}" for side, result in reds)
+    return "; ".join(f"{side}: {result.failure_text() or result.reason}" for side, result in reds)
 
 
 def table_rows(rows: Sequence[Row]) -> list[tuple[str, str, str, str, str, str]]:
@@ -76,7 +82,7 @@ def table_rows(rows: Sequence[Row]) -> list[tuple[str, str, str, str, str, str]]
             row.scenario.kind,
             _cell(row.baseline),
             _cell(row.candidate),
-            "OK" if row.ok else f"WRONG ({row.problem()})",
+            "n/a" if not row.applicable else "OK" if row.ok else f"WRONG ({row.problem()})",
             _why(row),
         )
         for row in rows
@@ -91,7 +97,7 @@ def _escape(text: str) -> str:
 def markdown(rows: Sequence[Row], baseline: str, candidate: str) -> str:
     """The table as GitHub-flavoured Markdown, with a heading and a verdict line."""
     table = table_rows(rows)
-    marks = {"red": "🔴 red", "green": "🟢 green"}
+    marks = {"red": "🔴 red", "green": "🟢 green", "n/a": "n/a"}
     lines = [
         f"### replaykit redgreen: `{_escape(baseline)}` → `{_escape(candidate)}`",
         "",
@@ -112,7 +118,8 @@ def to_json(rows: Sequence[Row], baseline: str, candidate: str) -> dict[str, Any
 
     def side(result: Result) -> dict[str, Any]:
         first = result.first_failure
-        return {"passed": result.passed, "firstFailure": None if first is None else first.to_json()}
+        return {"passed": result.passed, "verdict": result.verdict,
+                "firstFailure": None if first is None else first.to_json()}
 
     return {
         "ok": all(row.ok for row in rows),

@@ -1,15 +1,18 @@
-"""Reports of scenario runs: a line per scenario, a summary, JSON, and JUnit XML for CI.
+"""Reports of scenario runs: a line per scenario, a summary with the coverage, JSON, and JUnit XML for CI.
 
-The JUnit XML is the shape pytest's ``--junitxml`` writes (one ``<testsuites>`` holding one ``<testsuite>``;
-a ``<testcase>`` per scenario, its ``classname`` the scenario file's folder and ``name`` the scenario; a
-failed one holds one ``<failure>`` whose ``message`` is the first failing expectation and whose text lists
-every failing one), which CI systems (GitHub, GitLab, Jenkins) read.
+A scenario is ``PASS``, ``FAIL`` (its first failing expectation, in cause order) or ``N/A`` (the target lacks
+a capability it needs: never a pass, never a failure). The JUnit XML is the shape pytest's ``--junitxml``
+writes (one ``<testsuites>`` holding one ``<testsuite>``; a ``<testcase>`` per scenario, its ``classname``
+the scenario file's folder and ``name`` the scenario; a failed one holds one ``<failure>`` whose ``message``
+is the first failing expectation and whose text lists every failing one; an n/a one a ``<skipped>`` with what
+is missing), which CI systems (GitHub, GitLab, Jenkins) read.
 """
 
 from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,31 +20,61 @@ from typing import Any
 from replaykit.cassette import write_atomic
 from replaykit.scenario.runner import Result
 
-__all__ = ["line", "summary", "to_json", "write_junit"]
+__all__ = ["counts", "coverage", "details", "line", "ok", "summary", "to_json", "write_junit"]
 
 
 def line(result: Result) -> str:
-    """``PASS name (1.2 s)`` or ``FAIL name: first failing expectation: why``."""
+    """``PASS name (1.2 s)``, ``FAIL name: first failing expectation: why`` or ``N/A name: needs ...``."""
+    if not result.applicable:
+        return f"N/A  {result.scenario.name}: {result.reason}"
     head = f"{'PASS' if result.passed else 'FAIL'} {result.scenario.name}"
     if result.passed:
         return f"{head} ({result.seconds:.1f} s)"
     return f"{head}: {result.failure_text()}"
 
 
+def details(result: Result) -> list[str]:
+    """Every failing expectation of ``result`` after the first, in cause order (for ``-v``)."""
+    failing = [check for check in result.checks if not check.ok]
+    return [f"    also {check.name}: {check.why}" for check in failing[1:]]
+
+
+def counts(results: Sequence[Result]) -> dict[str, int]:
+    """``{scenarios, passed, failed, na}``."""
+    tally = Counter(result.verdict for result in results)
+    return {"scenarios": len(results), "passed": tally["pass"], "failed": tally["fail"], "na": tally["n/a"]}
+
+
+def ok(results: Sequence[Result]) -> bool:
+    """True when no scenario failed and at least one ran (all n/a checks nothing)."""
+    return not any(result.failed for result in results) and any(result.applicable for result in results)
+
+
+def coverage(results: Sequence[Result]) -> str:
+    """``38 of 51 apply (n/a: research 13, durable 7)``: how many ran, and what the others lacked."""
+    lacking = Counter(need for result in results for need in result.missing)
+    ran = sum(result.applicable for result in results)
+    text = f"{ran} of {len(results)} apply"
+    if lacking:
+        text += " (n/a: " + ", ".join(f"{need} {n}" for need, n in lacking.most_common()) + ")"
+    return text
+
+
 def summary(results: Sequence[Result]) -> str:
-    """``3 scenarios, 2 passed, 1 failed: FAILED``."""
-    failed = sum(not result.passed for result in results)
+    """``51 scenarios, 30 passed, 1 failed, 20 n/a; 31 of 51 apply (n/a: research 13, ...): FAILED``."""
+    n = counts(results)
     word = "scenario" if len(results) == 1 else "scenarios"
-    verdict = "FAILED" if failed else "OK"
-    return f"{len(results)} {word}, {len(results) - failed} passed, {failed} failed: {verdict}"
+    verdict = "OK" if ok(results) else "FAILED" if n["failed"] else "FAILED (no scenario applies)"
+    na = f", {n['na']} n/a; {coverage(results)}" if n["na"] else ""
+    return f"{len(results)} {word}, {n['passed']} passed, {n['failed']} failed{na}: {verdict}"
 
 
 def to_json(results: Sequence[Result]) -> dict[str, Any]:
-    """``{passed, counts, results}`` (each result with every check)."""
-    failed = sum(not result.passed for result in results)
+    """``{passed, counts, coverage, results}`` (each result with every check)."""
     return {
-        "passed": failed == 0,
-        "counts": {"scenarios": len(results), "failed": failed},
+        "passed": ok(results),
+        "counts": counts(results),
+        "coverage": coverage(results),
         "results": [result.to_json() for result in results],
     }
 
@@ -64,6 +97,9 @@ def _case(suite: ET.Element, result: Result) -> None:
         file=str(result.scenario.path),
         time=f"{result.seconds:.3f}",
     )
+    if not result.applicable:
+        ET.SubElement(case, "skipped", message=_xml(f"n/a: {result.reason}"), type="n/a")
+        return
     first = result.first_failure
     if first is not None:
         failure = ET.SubElement(
@@ -76,7 +112,8 @@ def _case(suite: ET.Element, result: Result) -> None:
 
 def write_junit(path: Path, results: Sequence[Result], name: str = "replaykit") -> None:
     """Write ``results`` as JUnit XML to ``path`` (atomically)."""
-    failed = sum(not result.passed for result in results)
+    n = counts(results)
+    failed, skipped = n["failed"], n["na"]
     seconds = f"{sum(result.seconds for result in results):.3f}"
     root = ET.Element(
         "testsuites", name=name, tests=str(len(results)), failures=str(failed), errors="0", time=seconds
@@ -88,7 +125,7 @@ def write_junit(path: Path, results: Sequence[Result], name: str = "replaykit") 
         tests=str(len(results)),
         failures=str(failed),
         errors="0",
-        skipped="0",
+        skipped=str(skipped),
         time=seconds,
     )
     for result in results:

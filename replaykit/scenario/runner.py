@@ -10,7 +10,9 @@ group and starts the segment again with the same input and state folder, as ofte
 fire (``times`` each); the restart's outcome is the segment's. The outcomes are merged (the last segment's
 status, error and transcript; ``persistWrites`` summed; estimates renumbered to the scenario's steps;
 receipts joined); a segment that does not end ``ok`` ends the run.
-Then every expectation is checked (:mod:`replaykit.scenario.expect`).
+Then every expectation is checked (:mod:`replaykit.scenario.expect`). A scenario that needs a capability the
+target's manifest lacks (:mod:`~replaykit.scenario.capabilities`) is not run: its result is ``n/a``, with what
+is missing.
 
 Scenarios share nothing (each has its own fake provider, port, folders and processes), so their verdicts do
 not depend on how many run at once: :func:`run_many` runs ``jobs`` of them in threads and returns the results
@@ -30,6 +32,7 @@ from tempfile import TemporaryDirectory
 from typing import Any
 
 from replaykit.cassette import write_atomic
+from replaykit.scenario.capabilities import recorded_forms, requirements
 from replaykit.scenario.expect import Check, Evidence, check_all
 from replaykit.scenario.model import Scenario
 from replaykit.scenario.target import Run, Target, read_outcome, run_segment, target_env
@@ -42,8 +45,9 @@ JSON = dict[str, Any]
 
 @dataclass
 class Result:
-    """One scenario's verdict: every :class:`Check`, the merged outcome, the target, the mutant (if any), and
-    the fake provider's journal (JSON entries, whole bodies)."""
+    """One scenario's verdict: every :class:`Check`, the merged outcome, the target, the mutant (if any), the
+    fake provider's journal (JSON entries, whole bodies), and ``missing``: the capabilities the target lacks
+    for it (then it did not run: n/a)."""
 
     scenario: Scenario
     target: str
@@ -54,11 +58,32 @@ class Result:
     requests: int = 0
     extra: JSON = field(default_factory=dict)
     journal: list[JSON] = field(default_factory=list)
+    missing: tuple[str, ...] = ()
+
+    @property
+    def applicable(self) -> bool:
+        """True when the scenario ran: the target has every capability it needs."""
+        return not self.missing
 
     @property
     def passed(self) -> bool:
-        """True when every expectation held."""
-        return all(check.ok for check in self.checks)
+        """True when the scenario ran and every expectation held."""
+        return self.applicable and all(check.ok for check in self.checks)
+
+    @property
+    def failed(self) -> bool:
+        """True when the scenario ran and an expectation did not hold (n/a is neither passed nor failed)."""
+        return self.applicable and not self.passed
+
+    @property
+    def verdict(self) -> str:
+        """``pass``, ``fail`` or ``n/a``."""
+        return "n/a" if not self.applicable else "pass" if self.passed else "fail"
+
+    @property
+    def reason(self) -> str:
+        """Why it is n/a: ``needs research, tool:task`` ("" when it ran)."""
+        return f"needs {', '.join(self.missing)}" if self.missing else ""
 
     @property
     def first_failure(self) -> Check | None:
@@ -66,12 +91,13 @@ class Result:
         return next((check for check in self.checks if not check.ok), None)
 
     def failure_text(self) -> str:
-        """``name: why`` of the first failure ("" when it passed)."""
+        """``name: why`` of the first failure ("" when it passed or did not run)."""
         first = self.first_failure
         return "" if first is None else f"{first.name}: {first.why}"
 
     def to_json(self) -> JSON:
-        """The result as JSON: scenario, file, kind, target, mutant, passed, firstFailure, checks, outcome."""
+        """The result as JSON: scenario, file, kind, target, mutant, verdict, passed, missing, firstFailure,
+        checks, outcome."""
         first = self.first_failure
         return {
             "scenario": self.scenario.name,
@@ -79,7 +105,9 @@ class Result:
             "kind": self.scenario.kind,
             "target": self.target,
             "mutant": self.mutant,
+            "verdict": self.verdict,
             "passed": self.passed,
+            "missing": list(self.missing),
             "firstFailure": None if first is None else first.to_json(),
             "checks": [check.to_json() for check in self.checks],
             "providerRequests": self.requests,
@@ -100,6 +128,16 @@ def _merge(merged: JSON | None, outcome: JSON, first_step: int) -> JSON:
     if "receipts" in merged or "receipts" in outcome:
         joined["receipts"] = [*merged.get("receipts", []), *outcome.get("receipts", [])]
     return joined
+
+
+def _without_served_twins(unused: list[JSON], scenario: Scenario) -> list[JSON]:
+    """``unused`` without the interactions whose twin (the same request recorded in the other form, streamed
+    or not) was served: a target of one form is never expected to take both."""
+    forms = recorded_forms(scenario)
+    places = [(str(u["cassette"]), int(u["index"])) for u in unused]
+    served = {form for place, form in forms.items() if place not in places}
+    twins = {place for place in places if place in forms and (forms[place][0], not forms[place][1]) in served}
+    return [u for u, place in zip(unused, places, strict=True) if place not in twins]
 
 
 def _new_kill_point(provider: FakeProvider, seen: int) -> bool:
@@ -152,7 +190,7 @@ class _Segments:
             **dict(self.target.env),
         }
         if self.mutant is not None:
-            extra["REPLAYKIT_MUTANT"] = self.mutant
+            extra.update(self.target.mutant_env(self.mutant))
         extra.setdefault("REPLAYKIT_TOOL_HOOK", provider.tool_hook)
         env = target_env(provider.env(), extra)
         ran = self._killed_and_restarted(provider, env, deadline)
@@ -188,7 +226,11 @@ class _Segments:
 def run_scenario(
     scenario: Scenario, target: Target, *, mutant: str | None = None, update_snapshots: bool = False
 ) -> Result:
-    """Run ``scenario`` on ``target`` (as ``mutant`` when given) and check every expectation."""
+    """Run ``scenario`` on ``target`` (as ``mutant`` when given) and check every expectation; n/a without a
+    run when the target lacks a capability it needs."""
+    missing = target.manifest.missing(requirements(scenario))
+    if missing:
+        return Result(scenario, target.spec, [], mutant=mutant, missing=missing)
     start = time.monotonic()
     with TemporaryDirectory(prefix="replaykit-scenario-") as folder:
         root = Path(folder)
@@ -199,7 +241,7 @@ def run_scenario(
         with FakeProvider(scenario.cassettes, faults=scenario.faults, journal_bodies="full") as provider:
             segments.run(provider)
             journal = [entry.to_json() for entry in provider.journal]
-            unused = provider.unused()
+            unused = _without_served_twins(provider.unused(), scenario)
         seen = Evidence(
             segments.outcome if not segments.problem else None,
             segments.problem,

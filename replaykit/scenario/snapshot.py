@@ -11,6 +11,7 @@ sorted keys, two spaces, a final newline), the format a syrupy user already read
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,13 +67,23 @@ class SnapshotResult:
     written: bool = False
 
 
-def _first_difference(stored: str, actual: str) -> str:
-    for number, (old, new) in enumerate(zip(stored.splitlines(), actual.splitlines(), strict=False), 1):
-        if old != new:
-            return f"line {number}: stored {old.strip()!r}, persisted {new.strip()!r}"
-    return (
-        f"the stored snapshot has {len(stored.splitlines())} lines, the persisted {len(actual.splitlines())}"
-    )
+def _first_difference(stored: str, actual: Any) -> str:
+    """Where the persisted document first differs from the stored snapshot, by JSON pointer (both values
+    shortened), and how many places differ; by line when the stored file is not JSON."""
+    from replaykit.server.diff import diff
+
+    try:
+        before = json.loads(stored)
+    except ValueError:
+        return "a stored snapshot that is not JSON"
+    found = diff(normalize(actual), before, limit=50)
+    if not found:  # the same document written another way (key order, spacing)
+        return "its formatting"
+    first, more = found[0], f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    shown = {side: json.dumps(first.get(side), ensure_ascii=False)[:120] for side in ("received", "recorded")}
+    what = {"added": f"only persisted: {shown['received']}", "removed": f"only stored: {shown['recorded']}",
+            "changed": f"stored {shown['recorded']}, persisted {shown['received']}"}[first["change"]]
+    return f"{first['pointer'] or '/'}: {what}{more}"
 
 
 def check_snapshot(path: Path, document: Any, update: bool = False) -> SnapshotResult:
@@ -89,5 +100,5 @@ def check_snapshot(path: Path, document: Any, update: bool = False) -> SnapshotR
     if stored is None:
         return SnapshotResult(False, f"no snapshot {path}; run with --snapshot-update to write it")
     return SnapshotResult(
-        False, f"differs from {path} at {_first_difference(stored, actual)} (--snapshot-update rewrites it)"
+        False, f"differs from {path} at {_first_difference(stored, document)} (--snapshot-update rewrites it)"
     )

@@ -1,7 +1,9 @@
 """The target protocol, runner side: how a target is named, the environment it gets, one run of it.
 
-A target is a command (``"node harness.js"``, split as a shell would) or ``python:module:function``, which
-runs ``sys.executable -m replaykit.scenario.call module:function`` (:mod:`replaykit.scenario.call`). Each run
+A target is a command (``"node harness.js"``, split as a shell would, leading ``VAR=value`` words set in its
+environment as a shell sets them) or ``python:module:function``, which runs ``sys.executable -m
+replaykit.scenario.call module:function`` (:mod:`replaykit.scenario.call`). Its manifest
+(:mod:`~replaykit.scenario.capabilities`) says what it has and names its mutants. Each run
 (:func:`run_segment`) gets, in a fresh process group:
 
 - cwd: the scenario's work folder (its ``files`` written there);
@@ -31,19 +33,21 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from replaykit import contracts
 from replaykit.errors import UsageError
 from replaykit.redact import is_secret_field
+from replaykit.scenario.capabilities import Manifest, find_manifest, load_manifest
 
 __all__ = ["DEFAULT_TARGET", "Run", "Target", "read_outcome", "run_segment", "target_env"]
 
@@ -52,6 +56,7 @@ PYTHON_PREFIX = "python:"
 _TAIL = 600  # characters of a target's stderr shown when it wrote no outcome
 _POLL = 0.005  # seconds between looks at a kill point while the target runs
 _QUIET = 0.03  # seconds a target stays idle at a kill point before it is killed
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def _absolute(word: str, index: int, here: Path) -> str:
@@ -68,39 +73,76 @@ def _python_path(here: Path) -> list[str]:
     return [str((here / entry).resolve()) for entry in entries]
 
 
+def _assignments(words: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """The leading ``VAR=value`` words of a command line (as a shell reads them), and the command after."""
+    count = 0
+    while count < len(words) and _ASSIGNMENT.match(words[count]):
+        count += 1
+    pairs = [(name, value) for name, _, value in (word.partition("=") for word in words[:count])]
+    return pairs, words[count:]
+
+
+def _manifest(given: str | os.PathLike[str] | None, argv: tuple[str, ...], module: str | None,
+              search: list[str]) -> Manifest:
+    """The manifest named, else the one beside the target (:func:`find_manifest`), else none."""
+    path = Path(given) if given is not None else find_manifest(argv, module, search)
+    return load_manifest(path) if path is not None else Manifest()
+
+
 @dataclass(frozen=True)
 class Target:
-    """A target as given on the command line (``spec``), the command that runs it (``argv``) and the
-    variables it needs besides the protocol's (``env``: a Python target's ``PYTHONPATH``)."""
+    """A target as given on the command line (``spec``), the command that runs it (``argv``), the variables it
+    needs besides the protocol's (``env``: a Python target's ``PYTHONPATH``, leading ``VAR=value`` words) and
+    its manifest (what it has, its mutants)."""
 
     spec: str
     argv: tuple[str, ...]
     env: tuple[tuple[str, str], ...] = ()
+    manifest: Manifest = field(default_factory=Manifest)
+
+    @property
+    def label(self) -> str:
+        """The target's name in reports: its manifest's ``name``, else the spec."""
+        return self.manifest.name or self.spec
+
+    def mutant_env(self, mutant: str) -> dict[str, str]:
+        """The environment that runs the target as ``mutant``: ``REPLAYKIT_MUTANT`` and the manifest's."""
+        declared = self.manifest.mutants.get(mutant)
+        return {"REPLAYKIT_MUTANT": mutant, **(declared.env if declared is not None else {})}
 
     @classmethod
-    def parse(cls, spec: str, here: Path | None = None) -> Target:
-        """``python:module:function`` or a command line; a bad one is a usage error. The target runs in its
-        own work folder, so what names a file of ``here`` (default: the current folder) is made absolute,
-        and a Python target's module is also looked up in ``here``."""
+    def parse(cls, spec: str, here: Path | None = None, manifest: str | os.PathLike[str] | None = None,
+              flag: str = "--target") -> Target:
+        """``python:module:function`` or a command line; a bad one is a usage error naming ``flag``. The
+        target runs in its own work folder, so what names a file of ``here`` (default: the current folder) is
+        made absolute, and a Python target's module is also looked up in ``here``. ``manifest``: the
+        manifest's path (default: the one found beside the target, if any)."""
         here = Path.cwd() if here is None else here
         if spec.startswith(PYTHON_PREFIX):
-            name = spec[len(PYTHON_PREFIX) :]
-            module, sep, function = name.partition(":")
-            if not sep or not module or not function:
-                raise UsageError(f"--target {spec!r} must be python:module:function, e.g. {DEFAULT_TARGET}")
-            path = os.pathsep.join([str(here), *_python_path(here)])
-            return cls(spec, (sys.executable, "-m", "replaykit.scenario.call", name), (("PYTHONPATH", path),))
+            return cls._python(spec, here, manifest, flag)
         try:
             words = shlex.split(spec)
         except ValueError as exc:
-            raise UsageError(
-                f"--target {spec!r} cannot be split into words ({exc}); balance its quotes"
-            ) from exc
+            raise UsageError(f"{flag} {spec!r} cannot be split into words ({exc}); balance its quotes") \
+                from exc
+        assigned, words = _assignments(words)
         if not words:
-            raise UsageError("--target is empty; give a command or python:module:function")
-        argv = tuple(_absolute(word, index, here) for index, word in enumerate(words))
+            raise UsageError(f"{flag} {spec!r} names no command; give a command or python:module:function")
+        command = tuple(_absolute(word, index, here) for index, word in enumerate(words))
         inherited = _python_path(here)
-        return cls(spec, argv, (("PYTHONPATH", os.pathsep.join(inherited)),) if inherited else ())
+        env = ((("PYTHONPATH", os.pathsep.join(inherited)),) if inherited else ()) + tuple(assigned)
+        return cls(spec, command, env, _manifest(manifest, command, None, [str(here), *inherited]))
+
+    @classmethod
+    def _python(cls, spec: str, here: Path, manifest: str | os.PathLike[str] | None, flag: str) -> Target:
+        name = spec[len(PYTHON_PREFIX) :]
+        module, sep, function = name.partition(":")
+        if not sep or not module or not function:
+            raise UsageError(f"{flag} {spec!r} must be python:module:function, e.g. {DEFAULT_TARGET}")
+        search = [str(here), *_python_path(here)]
+        argv = (sys.executable, "-m", "replaykit.scenario.call", name)
+        env = (("PYTHONPATH", os.pathsep.join(search)),)
+        return cls(spec, argv, env, _manifest(manifest, (), module, search))
 
 
 def target_env(
@@ -222,7 +264,7 @@ def run_segment(
             )
         except OSError as exc:
             raise UsageError(
-                f"--target {target.spec!r} cannot start: {exc.strerror or exc}; "
+                f"target {target.spec!r} cannot start: {exc.strerror or exc}; "
                 "check the command and that it is installed"
             ) from exc
         try:

@@ -50,7 +50,7 @@ def test_the_kill_matrix_with_a_survivor_a_broken_promise_and_a_vacuous_scenario
     assert out.rstrip().endswith("2 scenarios x 2 mutants, 1 killed: FAILED")
 
 
-def test_a_clean_matrix_passes_and_names_come_from_the_reference(
+def test_a_clean_matrix_passes_and_names_come_from_the_manifest(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write_scenario(tmp_path, scenario_doc("persists", kills=["no-persist"]))
@@ -60,9 +60,11 @@ def test_a_clean_matrix_passes_and_names_come_from_the_reference(
             "retries", faults=RETRY, kills=["no-retry"], expectations={"outcome": "ok", "providerRequests": 2}
         ),
     )
-    args = argparse.Namespace(paths=[str(tmp_path)], target=FUNCTION, mutant=None, jobs=2, json=True,
-                              declared=False)
-    assert run_mutants(args, known=lambda: {"no-persist": "never writes", "no-retry": "never retries"}) == 0
+    manifest = tmp_path / "replaykit-target.yaml"  # mutants only: every capability is taken as given
+    manifest.write_text("mutants: {no-persist: {defect: never writes}, no-retry: {defect: never retries}}\n")
+    args = argparse.Namespace(paths=[str(tmp_path)], target=FUNCTION, manifest=manifest, mutant=None, jobs=2,
+                              json=True, declared=False, select=None, kind=None)
+    assert run_mutants(args, known=frozenset) == 0
     matrix = json.loads(capsys.readouterr().out)
     assert matrix["ok"] and matrix["survivors"] == [] and matrix["vacuous"] == []
     assert {row["scenario"]: row["killed"] for row in matrix["scenarios"]} == {
@@ -108,7 +110,8 @@ def test_redgreen_table_markdown_and_json(tmp_path: Path, capsys: pytest.Capture
     assert (
         rows["retries"]
         .rstrip()
-        .endswith("baseline: outcome: expected ok, got error (PROVIDER_ERROR: HTTP 529)")
+        .endswith("baseline: providerRequests: expected 2 provider request(s), the journal holds 1: #1 POST "
+                  "/v1/messages -> 529 [anthropic.messages] faults: status=529")
     )
     assert rows["contract"].split()[1:5] == ["contract", "green", "green", "OK"]
     assert "WRONG (passes on the baseline: the regression is not reproduced)" in rows["not-reproduced"]
@@ -116,15 +119,16 @@ def test_redgreen_table_markdown_and_json(tmp_path: Path, capsys: pytest.Capture
     assert main([*argv, "--markdown"]) == 1
     markdown = capsys.readouterr().out
     assert (
-        "| retries | regression | 🔴 red | 🟢 green | OK | baseline: outcome: expected ok, got error "
-        "(PROVIDER_ERROR: HTTP 529) |" in markdown
+        "| retries | regression | 🔴 red | 🟢 green | OK | baseline: providerRequests: expected 2 provider "
+        "request(s), the journal holds 1: #1 POST /v1/messages -> 529 [anthropic.messages] faults: status=529 |"
+        in markdown
     )
     assert markdown.splitlines()[2].startswith("| scenario | kind |")
     assert main([*argv, "--json"]) == 1
     document = json.loads(capsys.readouterr().out)
     assert not document["ok"]
     retries = next(row for row in document["rows"] if row["scenario"] == "retries")
-    assert retries["baseline"]["firstFailure"]["name"] == "outcome" and retries["candidate"]["passed"]
+    assert retries["baseline"]["firstFailure"]["name"] == "providerRequests" and retries["candidate"]["passed"]
 
 
 def test_a_bad_command_line_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -136,13 +140,43 @@ def test_a_bad_command_line_exits_2(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "must be python:module:function" in err and "balance its quotes" in err and "Traceback" not in err
 
 
-def test_without_the_reference_the_mutants_must_be_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    from replaykit.cli.scenarios import reference_mutants
-    from replaykit.errors import UsageError
+def test_a_target_that_declares_no_mutants_is_one_clear_line_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_scenario(tmp_path, scenario_doc("persists", kills=["no-persist"]))
+    assert main(["mutants", str(tmp_path), "--target", FUNCTION]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "declares no mutants" in err[0] and "--mutant NAME" in err[0]
 
-    monkeypatch.setitem(sys.modules, "replaykit.reference.mutants", None)  # an import of it fails
-    with pytest.raises(UsageError, match="pass them with --mutant NAME"):
-        reference_mutants()
+
+def test_a_kill_naming_no_mutant_of_the_target_nor_a_defect_class_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_scenario(tmp_path, scenario_doc("persists", kills=["no-persits"]))
+    assert main(["mutants", str(tmp_path), "--target", FUNCTION, "--mutant", "no-persist"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: kills: no-persits is neither a mutant of the target" in err and "Traceback" not in err
+
+
+def test_a_kill_naming_a_defect_class_the_target_lacks_is_not_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_scenario(tmp_path, scenario_doc("persists", kills=["no-persist", "retry-on-400"]))
+    assert main(["mutants", str(tmp_path), "--target", FUNCTION, "--mutant", "no-persist", "--json"]) == 0
+    matrix = json.loads(capsys.readouterr().out)
+    assert matrix["ok"] and matrix["mutants"] == ["no-persist"]
+
+
+def test_redgreen_takes_leading_assignments_and_names_the_flag_of_a_bad_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_scenario(tmp_path, scenario_doc("persists", kind="regression"))
+    baseline = f"REPLAYKIT_MUTANT=no-persist {sys.executable} {HERE / 'tiny_target.py'}"
+    argv = ["redgreen", "--baseline", baseline, "--candidate", FUNCTION, str(tmp_path)]
+    assert main(argv) == 0, capsys.readouterr().out
+    assert main(["redgreen", "--baseline", "VAR=x", "--candidate", FUNCTION, str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "--baseline 'VAR=x' names no command" in err and "--target" not in err
 
 
 def test_progress_rewrites_a_line_on_a_terminal_and_prints_plain_lines_otherwise(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from replaykit.scenario import Check, Evidence, Scenario, check_all
 from replaykit.scenario.expect import in_count
+from replaykit.canonical import canonical_transcript
 from replaykit.scenario.snapshot import normalize, serialize
 
 JSON = dict[str, Any]
@@ -98,18 +99,18 @@ def test_a_good_run_passes_every_expectation(tmp_path: Path) -> None:
         good(),
     )
     assert failed(checks) == []
-    assert [check.name for check in checks] == [
+    assert [check.name for check in checks] == [  # cause order: before the request, what was sent, the end
         "target",
-        "outcome",
+        "estimates[step 0]",
+        "requestContractsHold",
         "providerRequests",
         "requests[anthropic.messages]",
-        "unmatched",
-        "unused",
-        "requestContractsHold",
-        "persistWrites",
-        "estimates[step 0]",
         "reaches[0]",
         "neverReaches[0]",
+        "unmatched",
+        "unused",
+        "outcome",
+        "persistWrites",
     ]
 
 
@@ -305,15 +306,19 @@ def test_persisted_snapshot(tmp_path: Path) -> None:
     seen.update_snapshots = True
     assert failed(check_all(scenario(tmp_path, persistedSnapshot=True), seen)) == []
     stored = tmp_path / "__snapshots__" / "s.json"
-    assert stored.read_text(encoding="utf-8") == serialize(TRANSCRIPT)
+    assert stored.read_text(encoding="utf-8") == serialize(canonical_transcript(TRANSCRIPT))
     assert failed(check_all(scenario(tmp_path, persistedSnapshot=True), good())) == []
     restamped = copy.deepcopy(TRANSCRIPT)
     restamped["messages"][0]["timestamp"] = 99  # timestamps are normalized: still equal
     assert failed(check_all(scenario(tmp_path, persistedSnapshot=True), changed(persisted=restamped))) == []
+    blocks = copy.deepcopy(TRANSCRIPT)  # by meaning: a string content is one text block; bookkeeping is left out
+    blocks["messages"][0]["content"] = [{"type": "text", "text": "hi"}]
+    blocks["systemHistory"] = [{"timestamp": 1, "system": None, "tools": []}]
+    assert failed(check_all(scenario(tmp_path, persistedSnapshot=True), changed(persisted=blocks))) == []
     edited = copy.deepcopy(TRANSCRIPT)
     edited["messages"][0]["content"] = "bye"
     ((name, why),) = failed(check_all(scenario(tmp_path, persistedSnapshot=True), changed(persisted=edited)))
-    assert name == "persistedSnapshot" and 'line 4: stored \'"content": "hi",\', persisted' in why
+    assert name == "persistedSnapshot" and '/messages/0/content/0/text: stored "hi", persisted "bye"' in why
     ((name, why),) = failed(check_all(scenario(tmp_path, persistedSnapshot=True), changed(persisted=None)))
     assert why.startswith("the target persisted no transcript")
     ((name, why),) = failed(check_all(scenario(tmp_path, persistedSnapshot="other"), good()))
@@ -357,9 +362,9 @@ def test_without_an_outcome_each_outcome_check_fails_by_name_and_every_held_chec
     found = failed(check_all(scenario(tmp_path, outcome="error", **wanted), crashed))
     assert found[0] == ("target", "the target wrote no outcome")  # the first failure says why
     assert found[1:5] == [(name, "no outcome to check")
-                          for name in ("outcome", "error.code", "persistWrites", "estimates[step 0]")]
+                          for name in ("estimates[step 0]", "outcome", "error.code", "persistWrites")]
     assert found[5:] == [("persistedSnapshot",
                           "the target persisted no transcript ($REPLAYKIT_STATE_DIR/transcript.json)")]
     held = check_all(scenario(tmp_path, persistWrites=1, unused=True), good())
     assert [(check.ok, check.why) for check in held] == [(True, "")] * len(held)
-    assert held[1].to_json() == {"name": "outcome", "ok": True, "why": ""}
+    assert held[-2].to_json() == {"name": "outcome", "ok": True, "why": "", "stage": "ended"}

@@ -61,7 +61,10 @@ def test_a_fault_goes_to_the_fake_provider_unchanged(tmp_path: Path) -> None:
     scenario = load(write_scenario(tmp_path, doc))
     assert run_scenario(scenario, Target.parse(FUNCTION)).passed
     no_retry = run_scenario(scenario, Target.parse(FUNCTION), mutant="no-retry")
-    assert no_retry.failure_text() == "outcome: expected ok, got error (PROVIDER_ERROR: HTTP 529)"
+    assert no_retry.failure_text() == (  # cause order: what was sent before how the run ended
+        "providerRequests: expected 2 provider request(s), the journal holds 1: #1 POST /v1/messages -> 529 "
+        "[anthropic.messages] faults: status=529")
+    assert [c.name for c in no_retry.checks if not c.ok] == ["providerRequests", "unused", "outcome"]
 
 
 def test_a_timed_out_target_is_killed(tmp_path: Path) -> None:
@@ -160,6 +163,7 @@ def test_run_command_junit_and_json(tmp_path: Path, capsys: pytest.CaptureFixtur
         "name": "target",
         "ok": True,
         "why": "",
+        "stage": "target",
     }
 
 
