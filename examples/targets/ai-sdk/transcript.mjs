@@ -1,0 +1,220 @@
+// GLUE: the neutral transcript (contracts/replaykit/transcript.schema.json) to the AI SDK's ModelMessage list
+// and back. The library has no notion of the neutral transcript; everything here is a change of shape, and
+// every decision about what goes on the wire (encoding, replay of search blocks, another provider's blocks)
+// is left to the library's providers.
+//
+// In:  user -> UserModelMessage; toolResult -> ToolModelMessage; assistant -> AssistantModelMessage whose
+//      hostedSearch blocks become the library's provider-executed `tool-call` / `tool-result` parts (the shape
+//      its own providers give back), built from the block's `raw` wire block. A hostedSearch block without
+//      `raw` is display-only (the protocol's rule: shown, never sent) and has no part.
+// Out: the library's response messages -> neutral messages, with `raw` rebuilt from the library's parts.
+
+export class LocalError extends Error {
+  constructor(phase, message) {
+    super(message);
+    this.phase = phase;
+  }
+}
+
+const invalid = (pointer, message) => new LocalError("validation", `${pointer}: ${message}`);
+const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+
+function blocks(message, pointer) {
+  if (typeof message.content === "string") return [{ type: "text", text: message.content }];
+  if (!Array.isArray(message.content)) throw invalid(`${pointer}/content`, "content must be a string or a list of blocks");
+  message.content.forEach((block, index) => {
+    if (!isObject(block) || typeof block.type !== "string") {
+      throw invalid(`${pointer}/content/${index}`, "a block must be an object with a string type");
+    }
+  });
+  return message.content;
+}
+
+// ------------------------------------------------------------------ neutral -> ModelMessage
+
+function userPart(block, pointer) {
+  if (block.type === "text") return { type: "text", text: String(block.text ?? "") };
+  if (block.type === "image") return { type: "image", image: String(block.data), mediaType: String(block.mimeType) };
+  throw invalid(pointer, `a user block cannot be ${block.type}`);
+}
+
+const SEARCH_RESULT = (result) => ({ url: result.url, title: result.title ?? null, pageAge: result.page_age ?? null,
+                                     encryptedContent: result.encrypted_content, type: result.type });
+
+/** The library's parts for a hostedSearch block's raw wire block (as its providers produce them). */
+function searchParts(block) {
+  const raw = block.raw;
+  if (raw.type === "server_tool_use") {
+    return [{ type: "tool-call", toolCallId: raw.id, toolName: "web_search", input: raw.input ?? {}, providerExecuted: true }];
+  }
+  if (raw.type === "web_search_tool_result") {
+    const output = Array.isArray(raw.content) ? { type: "json", value: raw.content.map(SEARCH_RESULT) }
+      : { type: "error-json", value: { type: "web_search_tool_result_error", errorCode: raw.content?.error_code } };
+    return [{ type: "tool-result", toolCallId: raw.tool_use_id, toolName: "web_search", output }];
+  }
+  if (raw.type === "web_search_call") { // OpenAI / Azure Responses: one item is both the call and its result
+    const { sources, ...action } = raw.action ?? {};
+    const options = { openai: { itemId: raw.id } };
+    return [
+      { type: "tool-call", toolCallId: raw.id, toolName: "web_search", input: "{}", providerExecuted: true, providerOptions: options },
+      { type: "tool-result", toolCallId: raw.id, toolName: "web_search", providerOptions: options,
+        output: { type: "json", value: { action: action.type === "search" ? { type: "search", query: action.query } : action,
+                                         ...(sources ? { sources } : {}) } } },
+    ];
+  }
+  return [];
+}
+
+function assistantParts(message, pointer) {
+  const parts = [];
+  blocks(message, pointer).forEach((block, index) => {
+    const at = `${pointer}/content/${index}`;
+    if (block.type === "text") {
+      const citations = Array.isArray(block.citations) && block.citations.length ? block.citations : null;
+      parts.push({ type: "text", text: String(block.text ?? ""),
+                   ...(citations ? { providerOptions: { anthropic: { citations } } } : {}) });
+    } else if (block.type === "thinking") {
+      const meta = block.redacted ? { redactedData: block.signature } : { signature: block.signature };
+      parts.push({ type: "reasoning", text: String(block.thinking ?? ""),
+                   ...(block.signature ? { providerOptions: { anthropic: meta } } : {}) });
+    } else if (block.type === "toolCall") {
+      parts.push({ type: "tool-call", toolCallId: String(block.id), toolName: String(block.name),
+                   input: isObject(block.arguments) ? block.arguments : {} });
+    } else if (block.type === "hostedSearch") {
+      if (isObject(block.raw)) parts.push(...searchParts(block));
+    } else if (block.type === "providerBlock") {
+      if (!isObject(block.raw)) throw invalid(`${at}/raw`, "a providerBlock must keep its wire block in raw");
+      // the library's ModelMessage has no part for an arbitrary provider block: it cannot be carried
+      process.stderr.write(`ai-sdk target: ${at}: a ${block.blockType} block has no AI SDK part; not sent\n`);
+    } else {
+      throw invalid(`${at}/type`, `unknown assistant block type ${block.type}`);
+    }
+  });
+  return parts;
+}
+
+function toolOutput(message, pointer) {
+  const text = blocks(message, pointer).map((block) => String(block.text ?? "")).join("");
+  return { type: message.isError ? "error-text" : "text", value: text };
+}
+
+/** The ModelMessage list of a neutral transcript; a transcript that does not convert is a validation error. */
+export function toModelMessages(transcript) {
+  if (!isObject(transcript)) throw invalid("", "a transcript must be an object");
+  if (!Array.isArray(transcript.messages)) throw invalid("/messages", "messages must be a list of messages");
+  const out = [];
+  transcript.messages.forEach((message, index) => {
+    const pointer = `/messages/${index}`;
+    if (!isObject(message)) throw invalid(pointer, "a message must be an object");
+    if (message.role === "user") {
+      out.push({ role: "user", content: typeof message.content === "string" ? message.content
+        : blocks(message, pointer).map((block, n) => userPart(block, `${pointer}/content/${n}`)) });
+    } else if (message.role === "toolResult") {
+      out.push({ role: "tool", content: [{ type: "tool-result", toolCallId: String(message.toolCallId),
+                                           toolName: String(message.toolName), output: toolOutput(message, pointer) }] });
+    } else if (message.role === "assistant") {
+      const content = assistantParts(message, pointer);
+      if (content.length) out.push({ role: "assistant", content });
+    } else {
+      throw invalid(`${pointer}/role`, "role must be user, assistant or toolResult");
+    }
+  });
+  return out;
+}
+
+// ------------------------------------------------------------------ ModelMessage -> neutral
+
+const API = { anthropic: "anthropic-messages", openai: "openai-responses", azure: "openai-responses" };
+
+function wireResult(result) {
+  return { type: result.type ?? "web_search_result", url: result.url, title: result.title ?? null,
+           encrypted_content: result.encryptedContent, page_age: result.pageAge ?? null };
+}
+
+function searchCall(part, provider) {
+  const raw = provider === "anthropic"
+    ? { type: "server_tool_use", id: part.toolCallId, name: "web_search", input: part.input }
+    : null; // the Responses item is rebuilt with its result (one item holds both)
+  const query = isObject(part.input) && typeof part.input.query === "string" ? { query: part.input.query } : {};
+  return raw ? { type: "hostedSearch", phase: "call", id: part.toolCallId, ...query, raw } : null;
+}
+
+function searchResult(part, provider) {
+  const base = { type: "hostedSearch", provider, api: API[provider] };
+  const value = part.output?.value;
+  if (provider !== "anthropic") {
+    const action = value?.action ?? {};
+    const raw = { type: "web_search_call", id: part.toolCallId, status: "completed",
+                  action: { ...action, ...(value?.sources ? { sources: value.sources } : {}) } };
+    return { ...base, phase: "call", id: part.toolCallId, ...(action.query ? { query: action.query } : {}), raw };
+  }
+  if (part.output?.type === "error-json" || part.output?.type === "error-text") {
+    const errorCode = value?.errorCode ?? "unavailable";
+    return { ...base, phase: "error", toolUseId: part.toolCallId, errorCode,
+             raw: { type: "web_search_tool_result", tool_use_id: part.toolCallId,
+                    content: { type: "web_search_tool_result_error", error_code: errorCode } } };
+  }
+  const results = Array.isArray(value) ? value : [];
+  return { ...base, phase: "result", toolUseId: part.toolCallId,
+           results: results.map((r) => ({ url: r.url, title: r.title ?? null, pageAge: r.pageAge ?? null })),
+           raw: { type: "web_search_tool_result", tool_use_id: part.toolCallId, content: results.map(wireResult) } };
+}
+
+function neutralBlock(part, provider) {
+  const same = { provider, api: API[provider] };
+  if (part.type === "text") {
+    const citations = part.providerOptions?.anthropic?.citations;
+    return { type: "text", text: part.text, ...(Array.isArray(citations) && citations.length ? { citations } : {}) };
+  }
+  if (part.type === "reasoning") {
+    const meta = part.providerOptions?.anthropic ?? {};
+    return { type: "thinking", thinking: part.text, ...(meta.signature ? { signature: meta.signature } : {}),
+             ...(meta.redactedData ? { signature: meta.redactedData, redacted: true } : {}) };
+  }
+  if (part.type === "tool-call" && part.providerExecuted) {
+    const call = searchCall(part, provider);
+    return call && { ...call, ...same };
+  }
+  if (part.type === "tool-call") {
+    return { type: "toolCall", id: part.toolCallId, name: part.toolName, arguments: isObject(part.input) ? part.input : {} };
+  }
+  if (part.type === "tool-result") return searchResult(part, provider);
+  process.stderr.write(`ai-sdk target: a ${part.type} part has no neutral block; not kept\n`);
+  return null;
+}
+
+const STOP = { stop: "stop", length: "length", "tool-calls": "toolUse", error: "error" };
+
+/** Neutral usage from the library's LanguageModelUsage. */
+export function neutralUsage(usage) {
+  const details = usage?.inputTokenDetails ?? {};
+  const cacheRead = details.cacheReadTokens ?? 0;
+  const cacheWrite = details.cacheWriteTokens ?? 0;
+  const input = details.noCacheTokens ?? Math.max((usage?.inputTokens ?? 0) - cacheRead - cacheWrite, 0);
+  const output = usage?.outputTokens ?? 0;
+  return { input, output, cacheRead, cacheWrite, totalTokens: usage?.totalTokens ?? input + output + cacheRead + cacheWrite };
+}
+
+/** The neutral messages of one library step: its assistant message, then one toolResult per tool result. */
+export function neutralMessages(step, { provider, model }) {
+  const out = [];
+  const now = Date.now();
+  for (const message of step.response.messages) {
+    if (message.role === "assistant") {
+      const content = (typeof message.content === "string" ? [{ type: "text", text: message.content }] : message.content)
+        .map((part) => neutralBlock(part, provider)).filter(Boolean);
+      out.push({ role: "assistant", content, provider, api: API[provider], model: step.response.modelId ?? model,
+                 usage: neutralUsage(step.usage), stopReason: STOP[step.finishReason] ?? "stop",
+                 responseId: step.response.id, timestamp: now });
+    } else if (message.role === "tool") {
+      for (const part of message.content) {
+        if (part.type !== "tool-result") continue;
+        const isError = part.output.type === "error-text" || part.output.type === "error-json";
+        const text = typeof part.output.value === "string" ? part.output.value : JSON.stringify(part.output.value);
+        out.push({ role: "toolResult", toolCallId: part.toolCallId, toolName: part.toolName,
+                   content: [{ type: "text", text }], isError, timestamp: now });
+      }
+    }
+  }
+  return out;
+}
