@@ -55,6 +55,9 @@ export function classify(caught, cancelled) {
   if (InvalidArgumentError.isInstance(caught)) {
     return { ...error("LOCAL_REQUEST_ERROR", "local", false, caught.message), phase: "preparation" };
   }
+  if (APICallError.isInstance(caught) && isTransport(caught)) { // a cut stream: statusCode 200 and a socket cause
+    return error("TRANSPORT_ERROR", "transport", Boolean(caught.isRetryable), caught.message);
+  }
   if (APICallError.isInstance(caught) && caught.statusCode !== undefined) return providerError(caught);
   if (StreamProviderError.isInstance(caught)) {
     const extra = { status: caught.statusCode ?? 200, ...(caught.type ? { providerType: String(caught.type) } : {}) };

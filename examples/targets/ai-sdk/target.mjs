@@ -12,7 +12,8 @@
 // What is glue (the protocol asks it, the library has no notion of it) is marked GLUE; the rest is the
 // library's own API used as its documentation shows.
 
-import { existsSync, readFileSync, realpathSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync, realpathSync } from "node:fs";
+import { inspect } from "node:util";
 import path from "node:path";
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createAzure } from "@ai-sdk/azure";
@@ -94,13 +95,15 @@ class Run {
   restore() {
     let stored = this.input.transcript;
     if (stored === null && existsSync(this.store)) stored = JSON.parse(readFileSync(this.store, "utf8"));
-    this.transcript = structuredClone(stored ?? { version: 1, system: null, tools: [], messages: [] });
-    toModelMessages(this.transcript); // a transcript that does not convert is refused before any request
+    const transcript = structuredClone(stored ?? { version: 1, system: null, tools: [], messages: [] });
+    toModelMessages(transcript); // a transcript that does not convert is refused before any request
+    this.transcript = transcript;
     this.transcript.system = this.input.system ?? this.transcript.system ?? null;
     this.transcript.tools = this.input.tools;
   }
 
   async step(step, signal) {
+    if (step.research) throw new LocalError("preparation", "research steps: this target has none");
     const { provider, model: languageModel } = model(step);
     const toolSet = tools(step.provider, provider, this.input.tools);
     this.transcript.messages.push({ role: "user", content: step.prompt, timestamp: Date.now() });
@@ -133,6 +136,7 @@ async function main() {
   const controller = new AbortController();
   let outcome;
   try {
+    if (input.recovery) throw new LocalError("preparation", "recovery (durable turns): this target has none");
     run.restore();
     for (const step of input.steps) {
       // the library's cancellation: an AbortSignal fired cancelAfterMs after the step starts
@@ -147,6 +151,7 @@ async function main() {
   } catch (caught) {
     const error = classify(caught, controller.signal.aborted);
     process.stderr.write(`ai-sdk target: ${error.code}: ${error.message}\n`);
+    if (env.AI_SDK_TARGET_DEBUG) appendFileSync(env.AI_SDK_TARGET_DEBUG, `${input.scenario}: ${inspect(caught, { depth: 6 })}\n`);
     outcome = run.outcome(error.code === "CANCELLED" ? "aborted" : "error", error);
   }
   writeAtomic(env.REPLAYKIT_OUTCOME, outcome);

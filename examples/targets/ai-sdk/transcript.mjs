@@ -41,16 +41,33 @@ function userPart(block, pointer) {
 const SEARCH_RESULT = (result) => ({ url: result.url, title: result.title ?? null, pageAge: result.page_age ?? null,
                                      encryptedContent: result.encrypted_content, type: result.type });
 
-/** The library's parts for a hostedSearch block's raw wire block (as its providers produce them). */
-function searchParts(block) {
-  const raw = block.raw;
-  if (raw.type === "server_tool_use") {
-    return [{ type: "tool-call", toolCallId: raw.id, toolName: "web_search", input: raw.input ?? {}, providerExecuted: true }];
+// The caller of a server tool (direct, or code execution running it) as the library keeps it.
+const callerOptions = (caller) => (caller ? { providerOptions: { anthropic: { caller: caller.tool_id
+  ? { type: caller.type, toolId: caller.tool_id } : { type: caller.type } } } } : {});
+
+function codeResult(content) {
+  if (content?.type === "code_execution_tool_result_error") {
+    return { type: "error-json", value: { type: content.type, errorCode: content.error_code } };
+  }
+  return { type: "json", value: { ...content, content: content?.content ?? [] } };
+}
+
+/** The library's parts for a raw wire block of a hostedSearch or providerBlock (as its providers produce
+ * them), or null when the library has no part for it. */
+function rawParts(raw) {
+  if (raw.type === "server_tool_use" && ["web_search", "code_execution"].includes(raw.name)) {
+    const input = raw.name === "code_execution" && !("type" in (raw.input ?? {}))
+      ? { type: "programmatic-tool-call", ...raw.input } : raw.input ?? {};
+    return [{ type: "tool-call", toolCallId: raw.id, toolName: raw.name, input, providerExecuted: true,
+              ...callerOptions(raw.caller) }];
   }
   if (raw.type === "web_search_tool_result") {
     const output = Array.isArray(raw.content) ? { type: "json", value: raw.content.map(SEARCH_RESULT) }
       : { type: "error-json", value: { type: "web_search_tool_result_error", errorCode: raw.content?.error_code } };
-    return [{ type: "tool-result", toolCallId: raw.tool_use_id, toolName: "web_search", output }];
+    return [{ type: "tool-result", toolCallId: raw.tool_use_id, toolName: "web_search", output, ...callerOptions(raw.caller) }];
+  }
+  if (raw.type === "code_execution_tool_result") {
+    return [{ type: "tool-result", toolCallId: raw.tool_use_id, toolName: "code_execution", output: codeResult(raw.content) }];
   }
   if (raw.type === "web_search_call") { // OpenAI / Azure Responses: one item is both the call and its result
     const { sources, ...action } = raw.action ?? {};
@@ -62,7 +79,7 @@ function searchParts(block) {
                                          ...(sources ? { sources } : {}) } } },
     ];
   }
-  return [];
+  return null;
 }
 
 function assistantParts(message, pointer) {
@@ -80,12 +97,15 @@ function assistantParts(message, pointer) {
     } else if (block.type === "toolCall") {
       parts.push({ type: "tool-call", toolCallId: String(block.id), toolName: String(block.name),
                    input: isObject(block.arguments) ? block.arguments : {} });
-    } else if (block.type === "hostedSearch") {
-      if (isObject(block.raw)) parts.push(...searchParts(block));
-    } else if (block.type === "providerBlock") {
-      if (!isObject(block.raw)) throw invalid(`${at}/raw`, "a providerBlock must keep its wire block in raw");
-      // the library's ModelMessage has no part for an arbitrary provider block: it cannot be carried
-      process.stderr.write(`ai-sdk target: ${at}: a ${block.blockType} block has no AI SDK part; not sent\n`);
+    } else if (block.type === "hostedSearch" || block.type === "providerBlock") {
+      if (block.type === "providerBlock" && !isObject(block.raw)) {
+        throw invalid(`${at}/raw`, "a providerBlock must keep its wire block in raw");
+      }
+      if (!isObject(block.raw)) return; // display-only: shown, never sent
+      const converted = rawParts(block.raw);
+      // a block the library's ModelMessage has no part for cannot be carried
+      if (!converted) process.stderr.write(`ai-sdk target: ${at}: a ${block.raw.type} block has no AI SDK part; not sent\n`);
+      parts.push(...(converted ?? []));
     } else {
       throw invalid(`${at}/type`, `unknown assistant block type ${block.type}`);
     }
@@ -131,15 +151,34 @@ function wireResult(result) {
            encrypted_content: result.encryptedContent, page_age: result.pageAge ?? null };
 }
 
-function searchCall(part, provider) {
-  const raw = provider === "anthropic"
-    ? { type: "server_tool_use", id: part.toolCallId, name: "web_search", input: part.input }
-    : null; // the Responses item is rebuilt with its result (one item holds both)
+function wireCaller(part) {
+  const caller = part.providerOptions?.anthropic?.caller;
+  if (!caller) return {};
+  return { caller: caller.toolId ? { type: caller.type, tool_id: caller.toolId } : { type: caller.type } };
+}
+
+function serverCall(part, provider) {
+  if (provider !== "anthropic") return null; // the Responses item is rebuilt with its result (one item holds both)
+  if (part.toolName === "code_execution") {
+    const { type, ...input } = isObject(part.input) ? part.input : {};
+    const raw = { type: "server_tool_use", id: part.toolCallId, name: "code_execution",
+                  input: type === "programmatic-tool-call" ? input : part.input, ...wireCaller(part) };
+    return { type: "providerBlock", blockType: raw.type, raw };
+  }
+  const raw = { type: "server_tool_use", id: part.toolCallId, name: "web_search", input: part.input, ...wireCaller(part) };
   const query = isObject(part.input) && typeof part.input.query === "string" ? { query: part.input.query } : {};
-  return raw ? { type: "hostedSearch", phase: "call", id: part.toolCallId, ...query, raw } : null;
+  return { type: "hostedSearch", phase: "call", id: part.toolCallId, ...query, raw };
+}
+
+function codeExecutionResult(part, provider) {
+  const value = part.output?.value ?? {};
+  const content = part.output?.type === "error-json" ? { type: value.type, error_code: value.errorCode } : value;
+  const raw = { type: "code_execution_tool_result", tool_use_id: part.toolCallId, content };
+  return { type: "providerBlock", provider, api: API[provider], blockType: raw.type, raw };
 }
 
 function searchResult(part, provider) {
+  if (part.toolName === "code_execution") return codeExecutionResult(part, provider);
   const base = { type: "hostedSearch", provider, api: API[provider] };
   const value = part.output?.value;
   if (provider !== "anthropic") {
@@ -152,12 +191,13 @@ function searchResult(part, provider) {
     const errorCode = value?.errorCode ?? "unavailable";
     return { ...base, phase: "error", toolUseId: part.toolCallId, errorCode,
              raw: { type: "web_search_tool_result", tool_use_id: part.toolCallId,
-                    content: { type: "web_search_tool_result_error", error_code: errorCode } } };
+                    content: { type: "web_search_tool_result_error", error_code: errorCode }, ...wireCaller(part) } };
   }
   const results = Array.isArray(value) ? value : [];
   return { ...base, phase: "result", toolUseId: part.toolCallId,
            results: results.map((r) => ({ url: r.url, title: r.title ?? null, pageAge: r.pageAge ?? null })),
-           raw: { type: "web_search_tool_result", tool_use_id: part.toolCallId, content: results.map(wireResult) } };
+           raw: { type: "web_search_tool_result", tool_use_id: part.toolCallId, content: results.map(wireResult),
+                  ...wireCaller(part) } };
 }
 
 function neutralBlock(part, provider) {
@@ -172,7 +212,7 @@ function neutralBlock(part, provider) {
              ...(meta.redactedData ? { signature: meta.redactedData, redacted: true } : {}) };
   }
   if (part.type === "tool-call" && part.providerExecuted) {
-    const call = searchCall(part, provider);
+    const call = serverCall(part, provider);
     return call && { ...call, ...same };
   }
   if (part.type === "tool-call") {
