@@ -115,6 +115,7 @@ class Run {
       ...(STREAM ? { timeout: { firstChunkMs: idle, chunkMs: idle } } : {}),
     });
     for (const done of result.steps) {
+      if (env.AI_SDK_TARGET_DEBUG) appendFileSync(env.AI_SDK_TARGET_DEBUG, `${JSON.stringify(done.response.messages)}\n`);
       this.transcript.messages.push(...neutralMessages(done, { provider: step.provider, model: step.model }));
     }
     this.persist();

@@ -54,7 +54,7 @@ function codeResult(content) {
 
 /** The library's parts for a raw wire block of a hostedSearch or providerBlock (as its providers produce
  * them), or null when the library has no part for it. */
-function rawParts(raw) {
+function rawParts(raw, key) {
   if (raw.type === "server_tool_use" && ["web_search", "code_execution"].includes(raw.name)) {
     const input = raw.name === "code_execution" && !("type" in (raw.input ?? {}))
       ? { type: "programmatic-tool-call", ...raw.input } : raw.input ?? {};
@@ -71,7 +71,7 @@ function rawParts(raw) {
   }
   if (raw.type === "web_search_call") { // OpenAI / Azure Responses: one item is both the call and its result
     const { sources, ...action } = raw.action ?? {};
-    const options = { openai: { itemId: raw.id } };
+    const options = { [key]: { itemId: raw.id } };
     return [
       { type: "tool-call", toolCallId: raw.id, toolName: "web_search", input: "{}", providerExecuted: true, providerOptions: options },
       { type: "tool-result", toolCallId: raw.id, toolName: "web_search", providerOptions: options,
@@ -82,18 +82,34 @@ function rawParts(raw) {
   return null;
 }
 
+// The library keys a part's metadata by its provider's name: anthropic, openai or azure.
+const keyOf = (block, message) => block.provider ?? message.provider ?? "anthropic";
+
+function textPart(block, key) {
+  const citations = Array.isArray(block.citations) && block.citations.length ? block.citations : null;
+  const meta = key === "anthropic" ? (citations ? { citations } : null)
+    : (block.signature ? { itemId: block.signature, ...(citations ? { annotations: citations } : {}) } : null);
+  return { type: "text", text: String(block.text ?? ""), ...(meta ? { providerOptions: { [key]: meta } } : {}) };
+}
+
+function reasoningPart(block, key) {
+  let meta = null;
+  if (isObject(block.raw) && block.raw.type === "reasoning") {
+    meta = { itemId: block.raw.id, reasoningEncryptedContent: block.raw.encrypted_content ?? null };
+  } else if (block.signature) {
+    meta = block.redacted ? { redactedData: block.signature } : { signature: block.signature };
+  }
+  return { type: "reasoning", text: String(block.thinking ?? ""), ...(meta ? { providerOptions: { [key]: meta } } : {}) };
+}
+
 function assistantParts(message, pointer) {
   const parts = [];
   blocks(message, pointer).forEach((block, index) => {
     const at = `${pointer}/content/${index}`;
     if (block.type === "text") {
-      const citations = Array.isArray(block.citations) && block.citations.length ? block.citations : null;
-      parts.push({ type: "text", text: String(block.text ?? ""),
-                   ...(citations ? { providerOptions: { anthropic: { citations } } } : {}) });
+      parts.push(textPart(block, keyOf(block, message)));
     } else if (block.type === "thinking") {
-      const meta = block.redacted ? { redactedData: block.signature } : { signature: block.signature };
-      parts.push({ type: "reasoning", text: String(block.thinking ?? ""),
-                   ...(block.signature ? { providerOptions: { anthropic: meta } } : {}) });
+      parts.push(reasoningPart(block, keyOf(block, message)));
     } else if (block.type === "toolCall") {
       parts.push({ type: "tool-call", toolCallId: String(block.id), toolName: String(block.name),
                    input: isObject(block.arguments) ? block.arguments : {} });
@@ -102,7 +118,7 @@ function assistantParts(message, pointer) {
         throw invalid(`${at}/raw`, "a providerBlock must keep its wire block in raw");
       }
       if (!isObject(block.raw)) return; // display-only: shown, never sent
-      const converted = rawParts(block.raw);
+      const converted = rawParts(block.raw, keyOf(block, message));
       // a block the library's ModelMessage has no part for cannot be carried
       if (!converted) process.stderr.write(`ai-sdk target: ${at}: a ${block.raw.type} block has no AI SDK part; not sent\n`);
       parts.push(...(converted ?? []));
@@ -200,17 +216,29 @@ function searchResult(part, provider) {
                   ...wireCaller(part) } };
 }
 
+function neutralText(part, provider) {
+  const meta = part.providerOptions?.[provider] ?? {};
+  const citations = provider === "anthropic" ? meta.citations : meta.annotations;
+  return { type: "text", text: part.text, ...(Array.isArray(citations) && citations.length ? { citations } : {}),
+           ...(meta.itemId ? { signature: meta.itemId } : {}) };
+}
+
+function neutralReasoning(part, provider) {
+  const meta = part.providerOptions?.[provider] ?? {};
+  if (meta.itemId) {
+    const summary = part.text ? [{ type: "summary_text", text: part.text }] : [];
+    return { type: "thinking", thinking: part.text,
+             raw: { type: "reasoning", id: meta.itemId, encrypted_content: meta.reasoningEncryptedContent ?? null, summary } };
+  }
+  return { type: "thinking", thinking: part.text, ...(meta.signature ? { signature: meta.signature } : {}),
+           ...(meta.redactedData ? { signature: meta.redactedData, redacted: true } : {}) };
+}
+
 function neutralBlock(part, provider) {
   const same = { provider, api: API[provider] };
-  if (part.type === "text") {
-    const citations = part.providerOptions?.anthropic?.citations;
-    return { type: "text", text: part.text, ...(Array.isArray(citations) && citations.length ? { citations } : {}) };
-  }
-  if (part.type === "reasoning") {
-    const meta = part.providerOptions?.anthropic ?? {};
-    return { type: "thinking", thinking: part.text, ...(meta.signature ? { signature: meta.signature } : {}),
-             ...(meta.redactedData ? { signature: meta.redactedData, redacted: true } : {}) };
-  }
+  if (part.type === "text") return neutralText(part, provider);
+  if (part.type === "reasoning") return neutralReasoning(part, provider);
+  if (part.type === "custom") return null; // the library's own bookkeeping (message_start): nothing to keep
   if (part.type === "tool-call" && part.providerExecuted) {
     const call = serverCall(part, provider);
     return call && { ...call, ...same };
