@@ -99,16 +99,19 @@ def installed() -> Path:
     with _locked(folder):
         if not _complete(folder):
             manifest = {"name": "replaykit-node-sdk-tests", "private": True, "dependencies": PINS}
-            _install(folder, {"package.json": json.dumps(manifest)}, ["install", "--ignore-scripts", "--omit=peer"])
+            args = ["install", "--ignore-scripts", "--omit=peer"]
+            _install(folder, {"package.json": json.dumps(manifest)}, args)
     return folder / "node_modules"
 
 
 def installed_project(project: Path) -> Path:
-    """``project``'s ``node_modules``: ``npm ci`` at its lockfile into ``.cache/node-sdks/NAME@HASH`` (the hash
-    of its package.json and lockfile: a changed pin installs anew), linked as ``project/node_modules``."""
+    """``project``'s ``node_modules``: ``npm ci`` at its lockfile into ``.cache/node-sdks/NAME@HASH`` (the
+    hash of its package.json and lockfile: a changed pin installs anew), linked as ``project/node_modules``.
+    """
     if shutil.which("node") is None:
         pytest.skip("node is not installed")
-    files = {name: (project / name).read_text(encoding="utf-8") for name in ("package.json", "package-lock.json")}
+    names = ("package.json", "package-lock.json")
+    files = {name: (project / name).read_text(encoding="utf-8") for name in names}
     digest = hashlib.sha256("\0".join(files.values()).encode()).hexdigest()[:12]
     folder = CACHE / f"{json.loads(files['package.json'])['name']}@{digest}"
     with _locked(folder):

@@ -8,6 +8,8 @@
 //   REPLAYKIT_STATE_DIR     the store: transcript.json, written atomically after each step
 //   ANTHROPIC_BASE_URL, OPENAI_BASE_URL, REPLAYKIT_AZURE_BASE_URL   the providers (the fake provider)
 //   REPLAYKIT_AI_SDK_STREAM "0": generateText (plain requests) instead of streamText
+//   REPLAYKIT_AI_SDK_DEBUG  a file: each step's response messages (the library's ModelMessages) and the whole
+//                           error the run stopped on are appended to it
 //
 // What is glue (the protocol asks it, the library has no notion of it) is marked GLUE; the rest is the
 // library's own API used as its documentation shows.
@@ -115,7 +117,7 @@ class Run {
       ...(STREAM ? { timeout: { firstChunkMs: idle, chunkMs: idle } } : {}),
     });
     for (const done of result.steps) {
-      if (env.AI_SDK_TARGET_DEBUG) appendFileSync(env.AI_SDK_TARGET_DEBUG, `${JSON.stringify(done.response.messages)}\n`);
+      if (env.REPLAYKIT_AI_SDK_DEBUG) appendFileSync(env.REPLAYKIT_AI_SDK_DEBUG, `${JSON.stringify(done.response.messages)}\n`);
       this.transcript.messages.push(...neutralMessages(done, { provider: step.provider, model: step.model }));
     }
     this.persist();
@@ -152,7 +154,7 @@ async function main() {
   } catch (caught) {
     const error = classify(caught, controller.signal.aborted);
     process.stderr.write(`ai-sdk target: ${error.code}: ${error.message}\n`);
-    if (env.AI_SDK_TARGET_DEBUG) appendFileSync(env.AI_SDK_TARGET_DEBUG, `${input.scenario}: ${inspect(caught, { depth: 6 })}\n`);
+    if (env.REPLAYKIT_AI_SDK_DEBUG) appendFileSync(env.REPLAYKIT_AI_SDK_DEBUG, `${input.scenario}: ${inspect(caught, { depth: 6 })}\n`);
     outcome = run.outcome(error.code === "CANCELLED" ? "aborted" : "error", error);
   }
   writeAtomic(env.REPLAYKIT_OUTCOME, outcome);
