@@ -96,7 +96,11 @@ class Run {
   // GLUE: restore the input's transcript, else the store's, else a new one.
   restore() {
     let stored = this.input.transcript;
-    if (stored === null && existsSync(this.store)) stored = JSON.parse(readFileSync(this.store, "utf8"));
+    if (stored === null && existsSync(this.store)) {
+      try { stored = JSON.parse(readFileSync(this.store, "utf8")); } catch (error) {
+        throw new LocalError("validation", `${this.store}: not JSON (${error.message})`);
+      }
+    }
     const transcript = structuredClone(stored ?? { version: 1, system: null, tools: [], messages: [] });
     toModelMessages(transcript); // a transcript that does not convert is refused before any request
     this.transcript = transcript;
