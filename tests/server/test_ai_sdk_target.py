@@ -1,0 +1,107 @@
+"""The AI SDK target (``examples/targets/ai-sdk/``): a replaykit target on the Vercel AI SDK, installed at its
+lockfile by :func:`node_support.installed_project` (Node 22 from the ``node`` package it pins), run on the
+bundled scenarios it passes, on the known defects of the pinned library (each still fails where the example's
+README says: when one stops failing, the library changed and the README's table is out of date), on plain
+(non-stream) requests to each provider and on a cancellation; its manifest speaks the capability vocabulary.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from node_support import installed_project, node_of
+
+from replaykit.resources import data_dir
+from replaykit.scenario.model import load_all
+from replaykit.scenario.runner import Result, run_many
+from replaykit.scenario.target import Target
+
+pytestmark = pytest.mark.slow
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "targets" / "ai-sdk"
+SCENARIOS = data_dir("scenarios")
+CASSETTES = data_dir("cassettes")
+PASSING = ("code-execution-search-replay", "display-only-search-record", "invalid-search-container",
+           "no-retry-400", "retry-529", "search-persist-restore")
+DEFECTS = {  # scenario: the check the library's defect fails (examples/targets/ai-sdk/README.md)
+    "midstream-disconnect": "providerRequests",
+    "stall-idle-timeout": "providerRequests",
+    "model-switch-search-history": "reaches[1]",
+}
+VOCABULARY = {"anthropic-messages", "openai-responses", "azure-responses", "stream", "non-stream",
+              "hosted-search", "tool:read", "tool:task", "tool:web_search", "research", "durable", "restart",
+              "persisted-transcript", "cancel", "estimates"}
+LACKS = {"estimates", "durable", "research", "tool:task", "tool:web_search"}
+SEARCH = {"type": "hostedSearch", "maxUses": 5}
+
+
+@pytest.fixture(scope="module")
+def command() -> str:
+    return f"{node_of(installed_project(EXAMPLE))} {EXAMPLE / 'target.mjs'}"
+
+
+def _run(paths: list[Path], command: str) -> dict[str, Result]:
+    results = run_many(load_all(paths), Target.parse(command), jobs=2)
+    return {result.scenario.name: result for result in results}
+
+
+def _scenario(folder: Path, name: str, cassette: str, step: dict[str, Any], **rest: Any) -> Path:
+    shutil.copy(CASSETTES / cassette, folder / f"{name}-cassette.yaml")
+    doc = {"name": name, "kind": "contract", "description": f"The AI SDK target: {name}.",
+           "cassettes": [f"{name}-cassette.yaml"], "steps": [step], "tools": [SEARCH], **rest}
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def test_the_bundled_scenarios_it_passes_pass(command: str) -> None:
+    results = _run([SCENARIOS / f"{name}.yaml" for name in PASSING], command)
+    assert {name: r.failure_text() for name, r in results.items() if not r.passed} == {}
+
+
+def test_each_known_library_defect_still_fails_its_check(command: str) -> None:
+    results = _run([SCENARIOS / f"{name}.yaml" for name in DEFECTS], command)
+    failed = {name: [check.name for check in r.checks if not check.ok] for name, r in results.items()}
+    assert {name: check in failed[name] for name, check in DEFECTS.items()} == dict.fromkeys(DEFECTS, True)
+
+
+@pytest.mark.parametrize(("provider", "model", "cassette", "prompt"), [
+    ("anthropic", "claude-sonnet-4-6", "anthropic/web_search.yaml",
+     "When was Python 3.13 released, and what are its headline features?"),
+    ("openai", "gpt-5", "openai/web_search.yaml", "What does PEP 8 recommend for the maximum line length?"),
+    ("azure", "gpt-5-web-search", "azure/web_search.yaml",
+     "At what temperature does water boil on the summit of Mount Everest?"),
+])
+def test_plain_requests_reach_each_provider(command: str, tmp_path: Path, provider: str, model: str,
+                                            cassette: str, prompt: str) -> None:
+    step = {"prompt": prompt, "provider": provider, "model": model}
+    path = _scenario(tmp_path, f"plain-{provider}", cassette, step,
+                     expectations={"outcome": "ok", "providerRequests": 1, "requestContractsHold": True,
+                                   "persistWrites": 1})
+    result = _run([path], f"env REPLAYKIT_AI_SDK_STREAM=0 {command}")[f"plain-{provider}"]
+    assert result.passed, result.failure_text()
+    assert result.journal[0]["body"].get("stream") in (None, False)
+
+
+def test_a_cancelled_run_is_aborted_and_persists_nothing(command: str, tmp_path: Path) -> None:
+    step = {"prompt": "When was Python 3.13 released, and what are its headline features?",
+            "provider": "anthropic", "model": "claude-sonnet-4-6", "cancelAfterMs": 1000}
+    path = _scenario(tmp_path, "cancelled", "anthropic/web_search_stream.yaml", step, idleTimeoutMs=60000,
+                     faults=[{"kind": "stall", "route": "anthropic", "nth": 1, "after": 2, "ms": 20000}],
+                     expectations={"outcome": "aborted",
+                                   "error": {"code": "CANCELLED", "provenance": "cancelled"},
+                                   "providerRequests": 1, "persistWrites": 0, "unused": True})
+    result = _run([path], command)["cancelled"]
+    assert result.passed, result.failure_text()
+
+
+def test_the_manifest_declares_capabilities_of_the_vocabulary_only() -> None:
+    manifest = yaml.safe_load((EXAMPLE / "replaykit-target.yaml").read_text(encoding="utf-8"))
+    assert manifest["name"] == "ai-sdk"
+    assert set(manifest["capabilities"]) <= VOCABULARY
+    assert not LACKS & set(manifest["capabilities"])
+    assert manifest["mutants"] == {}
