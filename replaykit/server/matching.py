@@ -6,8 +6,9 @@ served, that every matcher accepts. Built-in matchers, by name:
 ``stream`` (always in force: a request whose JSON body says ``"stream": true`` gets an interaction recorded
 for a stream, one whose request said so or whose response is ``text/event-stream``, and a request that does
 not ask for a stream never gets one), ``method``, ``path``, ``query`` (parsed, order-insensitive), ``body``
-(canonical JSON with the volatile fields ignored; bytes when not JSON) and ``model`` (the body's ``model``, or
-the Azure deployment in the path).
+(the canonical views of :mod:`replaykit.canonical`, so encodings of equal meaning match, with the volatile
+fields ignored; bytes when not JSON) and ``model`` (the body's ``model``, or the Azure deployment in the
+path).
 A user matcher is any callable ``(received: Received, recorded: replaykit.cassette.Request) -> bool``.
 ``strict=True`` adds the ``body`` matcher.
 
@@ -47,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from replaykit.canonical import canonical
 from replaykit.cassette import Interaction, Request, body_json
 from replaykit.routes import Route, classify, classify_uri
 from replaykit.server.diff import Pattern, brief, compile_patterns, diff
@@ -107,6 +109,13 @@ class Received:
             self._json.append(body_json(self.body))
         return self._json[0]
 
+    @property
+    def view(self) -> Any:
+        """The body's canonical view on its route (:func:`replaykit.canonical.canonical`), made once."""
+        if len(self._json) < 2:
+            self._json[:] = [self.json, canonical(self.route.name, self.json)]
+        return self._json[1]
+
     @classmethod
     def build(
         cls,
@@ -165,6 +174,14 @@ class Slot:
         if not self._json or self._json[0] is not body:
             self._json[:] = [body, self.interaction.request.json()]
         return self._json[1]
+
+    @property
+    def request_view(self) -> Any:
+        """The recorded request body's canonical view (once per body)."""
+        parsed = self.request_json
+        if len(self._json) < 3:
+            self._json.append(canonical(self.route.name, parsed))
+        return self._json[2]
 
     def stream_matches(self, received: Received) -> bool:
         """The ``stream`` matcher: ``received`` asks for a stream (:func:`wants_stream`; read from the
@@ -231,9 +248,8 @@ def _body_diff(
     raw = slot.interaction.request.body or b""
     if received.body == raw:
         return []  # the very bytes recorded
-    recorded = slot.request_json
-    if received.json is not None and recorded is not None:
-        return diff(received.json, recorded, ignore, limit)
+    if received.json is not None and slot.request_json is not None:
+        return diff(received.view, slot.request_view, ignore, limit)
     return [
         {
             "pointer": "",

@@ -116,10 +116,9 @@ def test_strict_reports_a_json_pointer_diff(serve: Any) -> None:
     entry = fake.unmatched()[0]
     assert [m["index"] for m in entry.near_misses] == [0, 1]
     assert entry.near_misses[0]["failed"] == ["body"]
-    assert entry.near_misses[0]["diff"] == [
+    assert entry.near_misses[0]["diff"] == [  # the canonical views differ (stream: false is the default)
         {"pointer": "/max_tokens", "change": "changed", "received": 99, "recorded": 64},
-        {"pointer": "/messages/0/content", "change": "changed", "received": "z", "recorded": "a"},
-        {"pointer": "/stream", "change": "added", "received": False},
+        {"pointer": "/messages/0/content/0/text", "change": "changed", "received": "z", "recorded": "a"},
     ]
     with pytest.raises(MatchError, match=r"request 1 POST /v1/messages: .*near misses: <cassette 0>#0"):
         fake.check()
@@ -156,7 +155,7 @@ def test_without_strict_the_diff_is_still_journaled(serve: Any) -> None:
     fake = serve(message_cassette("a"))
     assert _post(fake, anthropic_request("different")).status_code == 200
     assert fake.journal[0].diff == [
-        {"pointer": "/messages/0/content", "change": "changed", "received": "different", "recorded": "a"}
+        {"pointer": "/messages/0/content/0/text", "change": "changed", "received": "different", "recorded": "a"}
     ]
 
 
@@ -289,6 +288,17 @@ def test_a_json_request_never_gets_a_stream_recorded_without_stream_in_its_reque
 # ---------------------------------------------------------------- which candidate answers
 
 
+def test_body_matching_is_by_meaning_a_string_prompt_matches_it_recorded_as_blocks(serve: Any) -> None:
+    blocks = {**anthropic_request("b"), "messages": [{"role": "user", "content": [{"type": "text", "text": "b"}]}],
+              "system": [{"type": "text", "text": "Be brief."}]}
+    recorded = cassette_of(json_interaction(ANTHROPIC, anthropic_request("a"), anthropic_message("a")),
+                           json_interaction(ANTHROPIC, blocks, anthropic_message("b")))
+    fake = serve(recorded, match_on=["body"])
+    assert _text(_post(fake, {**anthropic_request("b"), "system": "Be brief."})) == "b"
+    assert fake.journal[0].diff == []
+    assert _post(fake, {**anthropic_request("a"), "system": "Other."}).status_code == 404  # a real difference
+
+
 def test_an_interaction_whose_body_equals_the_request_comes_before_the_next_one(serve: Any) -> None:
     fake = serve(message_cassette("a", "b"))
     assert _text(_post(fake, anthropic_request("b"))) == "b"
@@ -300,7 +310,8 @@ def test_a_body_that_differs_from_the_recording_served_is_said_in_words(serve: A
     fake = serve(message_cassette("a"))
     _post(fake, anthropic_request("other"))
     assert fake.journal[0].notes == [
-        'the request body differs from the recording served: /messages/0/content: sent "other", recorded "a"'
+        'the request body differs from the recording served: /messages/0/content/0/text: sent "other", '
+        'recorded "a"'
     ]
 
 
@@ -425,11 +436,11 @@ def test_a_cassette_is_named_by_its_file_name_or_a_path_ending_in_it(name: str, 
 def test_a_404_names_the_nearest_interaction_and_where_its_body_differs(serve: Any) -> None:
     key = "sk" + "-ant-" + "api03-" + "Q" * 93 + "AA"  # a key-shaped value: masked wherever it is shown
     fake = serve(message_cassette("a", "b"), strict=True)
-    sent = {**anthropic_request("b"), "max_tokens": 99, "system": f"use {key}"}
+    sent = {**anthropic_request("b"), "max_tokens": 99, "service_tier": f"use {key}"}
     response = _post(fake, sent)
     header = response.headers["x-replaykit-error"]
-    assert ("nearest: <cassette 0>#1 (refused by: body): /max_tokens: sent 99, recorded 64; /system: only in "
-            'the request sent: "use sk-a') in header
+    assert ("nearest: <cassette 0>#1 (refused by: body): /max_tokens: sent 99, recorded 64; /service_tier: "
+            'only in the request sent: "use sk-a') in header
     assert key not in response.text and key not in header
     assert "sk-a...AA (108 chars)" in header  # one ASCII line
     assert "(refused by: body): /max_tokens: sent 99, recorded 64" in response.json()["error"]["message"]
@@ -442,7 +453,7 @@ def test_the_error_header_stays_one_bounded_line(serve: Any) -> None:
     response = _post(fake, sent)
     header = response.headers["x-replaykit-error"]
     assert len(header) <= 500 and "\n" not in header and "\r" not in header
-    assert "nearest: <cassette 0>#0 (refused by: body): /messages/0/content: sent " in header
+    assert "nearest: <cassette 0>#0 (refused by: body): /messages/0/content/0/text: sent " in header
     assert len(response.json()["error"]["message"]) < 1_000
 
 
