@@ -14,7 +14,7 @@ from replaykit import contracts
 from replaykit.cli import EXIT_USAGE, main
 from replaykit.errors import UsageError
 from replaykit.findings import Finding
-from replaykit.qualify import Qualification, baseline, identity, is_reference, markdown, write
+from replaykit.qualify import Qualification, baseline, identity, markdown, write
 from replaykit.qualify.stages import Section, failed_section, skipped
 from replaykit.scenario.target import Target
 
@@ -314,15 +314,6 @@ def test_a_python_module_is_hashed_by_its_file_or_folder() -> None:
     assert list(identity.command_files(["python", "-m", "replaykit.estimate"], here=here)) == [
         "replaykit/estimate.py"
     ]
-
-
-def test_the_reference_is_recognised_only_as_itself() -> None:
-    assert is_reference(Target.parse("python:replaykit.reference:run"))
-    assert is_reference(Target.parse(f"{sys.executable} -m replaykit.reference"))
-    assert not is_reference(
-        Target.parse(f"env REPLAYKIT_MUTANT=retry-on-400 {sys.executable} -m replaykit.reference")
-    )
-    assert not is_reference(Target.parse("node harness.js"))
 
 
 @pytest.mark.parametrize("option", ["--scenarios", "--cassettes"])

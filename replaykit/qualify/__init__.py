@@ -47,7 +47,6 @@ __all__ = [
     "Options",
     "Progress",
     "Qualification",
-    "is_reference",
     "qualify",
     "write",
 ]
@@ -132,16 +131,6 @@ class Qualification:
                 first = section.failures[0]
                 found.append(f"{name} ({first.file or first.code}: {first.message})")
         return found
-
-
-def is_reference(target: Target) -> bool:
-    """True when ``target`` is the reference harness as such (``python:replaykit.reference:run``, or
-    ``python -m replaykit.reference``, with nothing else on the command line)."""
-    argv = target.argv
-    as_module = (
-        len(argv) == 3 and argv[1:] == ("-m", "replaykit.reference") and "python" in Path(argv[0]).name
-    )
-    return target.spec == DEFAULT_TARGET or as_module
 
 
 def _subject(spec: str, argv: Sequence[str], module: str | None, search: Sequence[str]) -> JSON:

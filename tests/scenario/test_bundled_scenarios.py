@@ -47,7 +47,7 @@ def test_every_scenario_fails_on_each_mutant_it_names() -> None:
 def _js(defect: str | None = None) -> Target:
     if shutil.which("node") is None:
         pytest.skip("node is not installed: the JavaScript target needs Node 20")
-    prefix = f"env REPLAYKIT_JS_DEFECT={defect} " if defect else ""
+    prefix = f"REPLAYKIT_JS_DEFECT={defect} " if defect else ""
     return Target.parse(f"{prefix}node {JS}", ROOT)
 
 
@@ -66,3 +66,15 @@ def test_the_javascript_target_with_a_defect_fails_on_the_right_expectation() ->
     failure = result.failure_text()
     assert failure.startswith("outcome: expected ok, got error (INTERNAL_ERROR: TypeError"), failure
     assert "reading 'length'" in failure
+
+
+def test_the_javascript_targets_own_mutant_is_killed_by_the_scenarios_that_declare_its_class() -> None:
+    from replaykit.scenario.mutants import run_matrix
+
+    target = _js()
+    assert set(target.manifest.mutants) == {"estimator-assumes-name"}
+    declaring = [s for s in SCENARIOS if "estimator-assumes-name" in s.kills]
+    matrix = run_matrix(declaring, target, ["estimator-assumes-name"], jobs=2, declared=True)
+    assert matrix.problems() == []
+    assert {"example-nameless-search-block", "nameless-search-block-after-anchor"} <= set(
+        matrix.killers("estimator-assumes-name"))
