@@ -29,6 +29,11 @@ processes. A child process gets :func:`proxy_env` instead: proxy variables that 
 loopback port, so a child that honours them (curl, Python, most HTTP clients) cannot leave either.
 
 Hosts are judged by :func:`is_loopback`, with :mod:`ipaddress`: a name is never resolved to decide.
+
+One way through, for one kind of thread: :func:`unguard_thread` lets every call the calling thread makes pass,
+for as long as it lives. The recording proxy's serving thread (and the threads its loop resolves names in)
+call it, so the proxy reaches the upstreams it was given while the code under test, in every other thread,
+stays guarded; nothing else calls it.
 """
 
 from __future__ import annotations
@@ -36,12 +41,14 @@ from __future__ import annotations
 import _socket
 import ipaddress
 import socket
+import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from replaykit.errors import NetworkBlockedError, UsageError
 
-__all__ = ["DEFAULT_HINT", "NO_PROXY", "REFUSING_PROXY", "NetworkGuard", "is_loopback", "proxy_env"]
+__all__ = ["DEFAULT_HINT", "NO_PROXY", "REFUSING_PROXY", "NetworkGuard", "is_loopback", "proxy_env",
+           "unguard_thread"]
 
 DEFAULT_HINT = "point the client at the fake provider's loopback base URL"
 REFUSING_PROXY = "http://127.0.0.1:9"
@@ -52,6 +59,7 @@ _PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 _LOOKUPS = ("getaddrinfo", "gethostbyname", "gethostbyname_ex")
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost."})
 _ABSENT = object()
+_THREAD = threading.local()  # .outside: this thread's calls pass every guard (unguard_thread)
 
 _Target = tuple[Any, Any] | None
 """``(host, port)`` a call would reach (port None for a bare lookup), or None: nothing to judge."""
@@ -80,6 +88,13 @@ def proxy_env(*hosts: str) -> dict[str, str]:
         env[name] = env[name.lower()] = REFUSING_PROXY
     env["NO_PROXY"] = env["no_proxy"] = ",".join(dict.fromkeys([*NO_PROXY, *hosts]))
     return env
+
+
+def unguard_thread() -> None:
+    """Let every connection and lookup the calling thread makes pass any guard, for as long as it lives:
+    for a thread whose one job is to reach the upstream it was given (the recording proxy's), never for the
+    code under test."""
+    _THREAD.outside = True
 
 
 def _text(host: object) -> object:
@@ -146,7 +161,7 @@ class NetworkGuard:
         return NetworkBlockedError(message)
 
     def _check(self, target: _Target, via: str, lookup: bool) -> None:
-        if target is not None and not is_loopback(target[0]):
+        if target is not None and not is_loopback(target[0]) and not getattr(_THREAD, "outside", False):
             raise self.refuse(target[0], target[1], _lookup(target[0], via) if lookup else via)
 
     def _socket_patches(self) -> list[tuple[Any, str, Any]]:

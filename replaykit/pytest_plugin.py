@@ -23,8 +23,8 @@ for each test). A test that names no cassette gets its default one when that fil
 pytest-recording names it: ``<cassette dir>/<module>/<test name>.yaml`` (:func:`default_cassette`).
 
 Where a setting comes from: the marker, else the ``replaykit_config`` fixture (project-wide defaults for the
-marker's arguments, as pytest-recording's ``vcr_config``), else the options below (``timing`` and
-``enforce_contracts``), else the default.
+marker's arguments, as pytest-recording's ``vcr_config``), else the options below (``timing``,
+``enforce_contracts`` and ``strict``), else the default.
 
 Fixtures, each overridable in a ``conftest.py`` (the pytest-httpserver way):
 ``replaykit_options`` (session: :class:`ReplaykitOptions` read from the options below),
@@ -36,14 +36,34 @@ cassettes and faults into a freshly reset server).
 Options (command line, else environment variable, else ini key of the same name without dashes):
 ``--replaykit-cassette-dir`` (``REPLAYKIT_CASSETTE_DIR``; default ``cassettes/`` next to the test file),
 ``--replaykit-timing`` (``REPLAYKIT_TIMING``: ``fast``, ``recorded`` or ``fixed:<ms>``),
-``--replaykit-enforce-contracts`` (``REPLAYKIT_ENFORCE_CONTRACTS``: invalid requests get a 400) and
-``--replaykit-allow-network`` (``REPLAYKIT_ALLOW_NETWORK``: turns the network guard off).
+``--replaykit-enforce-contracts`` (``REPLAYKIT_ENFORCE_CONTRACTS``: invalid requests get a 400),
+``--replaykit-allow-network`` (``REPLAYKIT_ALLOW_NETWORK``: turns the network guard off),
+``--replaykit-strict`` (``REPLAYKIT_STRICT``: the default of the marker's ``strict``),
+``--replaykit-record-mode`` (``REPLAYKIT_RECORD_MODE``: ``none``, ``once``, ``new_episodes`` or ``all``;
+pytest-recording's ``--record-mode`` is read too, and is ours while pytest-recording is absent) and
+``--replaykit-upstream PROVIDER=URL`` (``REPLAYKIT_UPSTREAM``; repeatable; default: each provider's real API,
+:data:`replaykit.routes.API_ORIGINS`).
+
+Recording, as vcrpy's record modes: under ``none`` (the default) nothing is recorded and nothing leaves
+loopback. Under ``once``, a test whose cassette file (its default one, or the one file it names) is found
+nowhere records it; under ``new_episodes`` and ``all``, every test with one cassette file does (one naming
+several, a folder or a :class:`~replaykit.cassette.Cassette` replays). It records through a
+:class:`~replaykit.record.RecordingProxy` (modes ``once``, ``new``, ``all``) to ``--replaykit-upstream``:
+redacted, refused on a key, checked against the contracts, ``origin: recorded``, as ``replaykit record``
+writes it. ``replaykit.base_url(p)`` and ``replaykit.env()`` then point at the proxy (``env()`` without
+dummy keys: the test's own go upstream); faults do not apply. The network guard stays on for the test: only
+the proxy's own thread reaches the upstream (:func:`replaykit.netguard.unguard_thread`). A failed recording
+(the upstream unreachable, a key that survived redaction) fails the test; what each test recorded is listed
+at the end of the run.
 
 When the test body ends, the test fails with one readable report (:mod:`replaykit.traffic`) if the traffic
 had problems: requests no recorded interaction matched (with their near misses and body diffs), interactions
 never served (unless ``allow_unused``), contract violations (of every request, and of every recorded response
 served unaltered; those a cassette lists under ``replaykit: x-expected-violations`` excepted), and
 connections the network guard refused. A test that failed anyway gets the report as a ``replaykit`` section.
+A request served although its body differs from the recording (volatile fields aside) does not fail the test
+unless ``strict``: the terminal summary lists each one, with the test, the JSON pointers that differ and the
+values, masked and cut (:func:`replaykit.traffic.differences`).
 
 Network guard: while a replaykit test runs, a :class:`~replaykit.netguard.NetworkGuard` makes the socket
 module's connections and lookups (and ``_socket``'s beneath them) and uvloop's event loop refuse any
@@ -58,6 +78,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib.util
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -70,9 +91,11 @@ from replaykit.cassette import Cassette
 from replaykit.errors import ReplaykitError, UsageError
 from replaykit.netguard import NetworkGuard
 from replaykit.resources import find_cassette
-from replaykit.traffic import NETWORK_HINT, format_report
+from replaykit.routes import API_ORIGINS
+from replaykit.traffic import NETWORK_HINT, RECORD_HINT, differences, format_report
 
 if TYPE_CHECKING:
+    from replaykit.record import RecordingProxy
     from replaykit.server import Entry, FakeProvider, Fault
 
 __all__ = [
@@ -90,6 +113,11 @@ SERVER_KEYS = ("strict", "match_on", "volatile", "repeat", "timing", "enforce_co
 _EXAMPLES = {"timing": "'fixed:20'", "profile": "'openai-compatible'", "match_on": "['body', 'model']",
              "volatile": "['/metadata/user_id', '/messages/*/cache_control']"}
 _HANDLE = pytest.StashKey["ReplayHandle"]()
+_SHOWN = {  # what a test's report carries to the terminal summary, shown under these titles
+    "replaykit_differences": "replaykit: served with body differences (--replaykit-strict fails them)",
+    "replaykit_recorded": "replaykit: what the tests recorded",
+}
+_LINES = {key: pytest.StashKey[list[str]]() for key in _SHOWN}
 _FIND_FIX = "give an absolute path, put it there, or set --replaykit-cassette-dir"
 _TRUE, _FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off", ""})
 
@@ -97,14 +125,25 @@ _TRUE, _FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", 
 # ---------------------------------------------------------------- options
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    """Register the ``--replaykit-*`` options and their ini keys."""
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """Register the ``--replaykit-*`` options and their ini keys (and ``--record-mode`` when
+    pytest-recording, which defines it, is absent)."""
     group = parser.getgroup("replaykit", "replaykit: replay recorded LLM provider traffic")
     _add(parser, group, "cassette_dir", "DIR", "where marker cassettes are looked up "
          "(default: cassettes/ next to the test file, then the bundled cassettes)")
     _add(parser, group, "timing", "MODE", "stream timing: fast (default), recorded or fixed:<ms>")
     _add(parser, group, "enforce_contracts", None, "answer requests that break their contract with a 400")
     _add(parser, group, "allow_network", None, "turn the network guard off (non-loopback connections)")
+    _add(parser, group, "record_mode", "MODE", "none (default): replay only, never the network; once: record "
+         "a test whose cassette does not exist; new_episodes: record what its cassette lacks; all: record "
+         "every test again")
+    _add(parser, group, "upstream", "PROVIDER=URL", "the API a provider's traffic is recorded from, "
+         f"repeatable (default: {', '.join(f'{k}={v}' for k, v in API_ORIGINS.items())})", append=True)
+    _add(parser, group, "strict", None, "a request whose body differs from the recording (volatile fields "
+         "aside) is unmatched: the test fails (the marker's strict=False still serves it)")
+    if importlib.util.find_spec("pytest_recording") is None or pluginmanager.is_blocked("recording"):
+        group.addoption("--record-mode", metavar="MODE", default=None, dest="record_mode",
+                        help="pytest-recording's name of --replaykit-record-mode")
 
 
 def _sources(name: str) -> tuple[str, str]:
@@ -112,19 +151,22 @@ def _sources(name: str) -> tuple[str, str]:
     return "--replaykit-" + name.replace("_", "-"), "REPLAYKIT_" + name.upper()
 
 
-def _add(parser: pytest.Parser, group: Any, name: str, metavar: str | None, help: str) -> None:
+def _add(parser: pytest.Parser, group: Any, name: str, metavar: str | None, help: str,
+         append: bool = False) -> None:
     flag, env = _sources(name)
     text = f"{help}; env {env}, ini replaykit_{name}"
     if metavar is None:
         group.addoption(flag, action="store_true", default=None, dest=f"replaykit_{name}", help=text)
         parser.addini(f"replaykit_{name}", help, type="bool", default=False)
     else:
-        group.addoption(flag, metavar=metavar, default=None, dest=f"replaykit_{name}", help=text)
+        group.addoption(flag, metavar=metavar, default=None, dest=f"replaykit_{name}", help=text,
+                        action="append" if append else "store")
         parser.addini(f"replaykit_{name}", help, type="string", default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Declare the marker (so ``--strict-markers`` accepts it)."""
+    """Declare the marker (so ``--strict-markers`` accepts it); register the terminal summary."""
+    config.pluginmanager.register(_Summary(), "replaykit-summary")
     config.addinivalue_line(
         "markers",
         "replaykit(*cassettes, cassettes=[...], faults=[...], allow_unused=False, strict=False, "
@@ -175,6 +217,27 @@ def _directory(config: pytest.Config) -> Path | None:
     return (base / str(value)).resolve()
 
 
+def _record_mode(config: pytest.Config) -> str:
+    """The record mode (:data:`replaykit.record.options.MODES`): ``--replaykit-record-mode``, else
+    ``--record-mode`` (pytest-recording's, or ours when it is absent), else environment, else ini."""
+    from replaykit.record.options import record_mode
+
+    value, source = _setting(config, "record_mode")
+    theirs = config.getoption("record_mode", None)
+    if config.getoption("replaykit_record_mode") is None and theirs:
+        value, source = theirs, "--record-mode"
+    return record_mode(str(value), source) if str(value).strip() else "none"
+
+
+def _upstreams(config: pytest.Config) -> dict[str, str]:
+    """Each provider's API to record from: the real ones (:data:`replaykit.routes.API_ORIGINS`), replaced
+    by those given."""
+    from replaykit.record.options import upstreams
+
+    value, source = _setting(config, "upstream")
+    return {**API_ORIGINS, **upstreams(value if isinstance(value, list) else [str(value)], source)}
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ReplaykitOptions:
     """The plugin's settings; override the ``replaykit_options`` fixture to change them in code."""
@@ -183,13 +246,17 @@ class ReplaykitOptions:
     timing: str = "fast"
     enforce_contracts: bool = False
     allow_network: bool = False
+    record_mode: str = "none"
+    upstreams: Mapping[str, str] = dataclasses.field(default_factory=lambda: dict(API_ORIGINS))
+    strict: bool = False
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> ReplaykitOptions:
         """Read the options: command line, else environment variable, else ini."""
         timing = str(_setting(config, "timing")[0] or "fast")
         flags = _flag(config, "enforce_contracts"), _flag(config, "allow_network")
-        return cls(_directory(config), timing, *flags)
+        return cls(_directory(config), timing, *flags, _record_mode(config), _upstreams(config),
+                   _flag(config, "strict"))
 
 
 # ---------------------------------------------------------------- fixtures
@@ -216,7 +283,8 @@ def replaykit_server(replaykit_options: ReplaykitOptions) -> Iterator[FakeProvid
 
     try:
         options = replaykit_options
-        server = FakeProvider(timing=options.timing, enforce_contracts=options.enforce_contracts)
+        server = FakeProvider(timing=options.timing, enforce_contracts=options.enforce_contracts,
+                              strict=options.strict)
     except ReplaykitError as exc:
         _fail(exc)
     with server:
@@ -224,9 +292,11 @@ def replaykit_server(replaykit_options: ReplaykitOptions) -> Iterator[FakeProvid
 
 
 @pytest.fixture(scope="session")
-def _replaykit_servers(replaykit_server: FakeProvider) -> Iterator[_Servers]:
+def _replaykit_servers(
+    replaykit_server: FakeProvider, replaykit_options: ReplaykitOptions
+) -> Iterator[_Servers]:
     """The session server, and one server more per other settings tests ask for (stopped at the end)."""
-    servers = _Servers(replaykit_server)
+    servers = _Servers(replaykit_server, strict=replaykit_options.strict)
     try:
         yield servers
     finally:
@@ -250,7 +320,8 @@ def replaykit(
     try:
         marked = _marked(request.node, replaykit_config)
         server = _replaykit_servers.get(marked.server, f"{request.node.nodeid}: @pytest.mark.replaykit")
-        handle = ReplayHandle.open(request.node, server, base, request.config.rootpath, marked)
+        handle = ReplayHandle.open(request.node, server, base, request.config.rootpath, marked,
+                                   options=replaykit_options)
     except ReplaykitError as exc:
         _fail(exc)
     handle.guard = None if replaykit_options.allow_network else NetworkGuard(NETWORK_HINT)
@@ -275,13 +346,54 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         raise
     except BaseException:
         text = _report_quietly(handle)
+        _keep_for_the_summary(item, handle)
         if text:
             item.add_report_section("call", "replaykit", text)
         raise
-    text = handle.report()
+    try:
+        text = handle.report()
+    finally:
+        _keep_for_the_summary(item, handle)
     if text:
         pytest.fail(text, pytrace=False)
     return result
+
+
+def _keep_for_the_summary(item: pytest.Item, handle: ReplayHandle) -> None:
+    """What the terminal summary shows of this test: requests served with differences, what it recorded."""
+    shown = {"replaykit_differences": differences(handle.journal, handle._display),
+             "replaykit_recorded": handle.recorded()}
+    for key, items in shown.items():
+        item.stash[_LINES[key]] = [line for first, *rest in items
+                                   for line in (f"{item.nodeid}: {first}", *rest)]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """The call's report carries the test's summary lines (to the xdist controller too)."""
+    report = yield
+    if call.when == "call":
+        for key in _SHOWN:
+            setattr(report, key, item.stash.get(_LINES[key], []))
+    return report
+
+
+class _Summary:
+    """Collects each test's summary lines from its report; shows them at the end of the run."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, list[str]] = {key: [] for key in _SHOWN}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for key, kept in self.lines.items():
+            kept.extend(getattr(report, key, None) or [])
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for key, title in _SHOWN.items():
+            if self.lines[key]:
+                terminalreporter.write_sep("=", title)
+                for line in self.lines[key]:
+                    terminalreporter.write_line(line)
 
 
 def _report_quietly(handle: ReplayHandle) -> str:
@@ -390,6 +502,30 @@ def default_cassette(node: pytest.Item, base: Path) -> Path:
     return base / node.path.stem / f"{name}.yaml"
 
 
+def _recording_target(mode: str, named: list[Any] | None, default: Path | None, base: Path) -> Path | None:
+    """The cassette file a test records into in ``mode`` (None: it replays): its default one, or the one
+    file it names (absolute, else under ``base``); under ``once`` only while no such cassette is found.
+    Several cassettes, a folder or a :class:`Cassette` object are replayed."""
+    one_file = named is None or (len(named) == 1 and isinstance(named[0], str | os.PathLike))
+    if mode == "none" or not one_file:
+        return None
+    target = default if named is None else base / named[0]  # an absolute name replaces base
+    if target is None or target.is_dir():
+        return None
+    if mode == "once" and (target.exists() or (named is not None and _found(named[0], base))):
+        return None
+    return target
+
+
+def _found(name: str | os.PathLike[str], base: Path) -> bool:
+    """True when :func:`replaykit.resources.find_cassette` finds ``name`` (under ``base``, or bundled)."""
+    try:
+        find_cassette(name, base, fix=_FIND_FIX)
+    except UsageError:
+        return False
+    return True
+
+
 def _resolve(name: object, base: Path, where: str) -> Path | Cassette:
     """A cassette entry as a path (:func:`replaykit.resources.find_cassette` under ``base``) or a
     :class:`Cassette`."""
@@ -407,8 +543,8 @@ class _Servers:
     """The session's servers: the session server for its own settings, one more per other settings a test
     asks for (started when first asked, reset for each test, stopped with the session)."""
 
-    def __init__(self, session: FakeProvider) -> None:
-        self.session = session
+    def __init__(self, session: FakeProvider, strict: bool = False) -> None:
+        self.session, self.strict = session, strict
         self._others: dict[tuple[Any, ...], FakeProvider] = {}
 
     def get(self, wanted: dict[str, Any], where: str) -> FakeProvider:
@@ -433,7 +569,7 @@ class _Servers:
         timing = wanted.get("timing")
         return {"timing": Timing.parse(timing) if timing else current.timing,
                 "enforce_contracts": wanted.get("enforce_contracts", current.enforce_contracts),
-                "strict": wanted.get("strict", False), "match_on": wanted.get("match_on", ()),
+                "strict": wanted.get("strict", self.strict), "match_on": wanted.get("match_on", ()),
                 "volatile": wanted.get("volatile", DEFAULT_VOLATILE), "repeat": wanted.get("repeat", False),
                 "profile": wanted.get("profile")}
 
@@ -454,23 +590,28 @@ class ReplayHandle:
         self.allow_unused = allow_unused
         self.guard: NetworkGuard | None = None
         self.missing_default: Path | None = None
+        self.recording: RecordingProxy | None = None
+        self._said: list[str] = []
         self._own = own
         self._cassettes: list[Path | Cassette] = []
         self._listed: dict[str, frozenset[str]] = {}
 
     @classmethod
     def open(cls, node: pytest.Item, server: FakeProvider, base: Path, root: Path,
-             marked: _Marked | None = None) -> ReplayHandle:
-        """Reset ``server``; load the test's cassettes (its default one when it names none) and faults."""
-        marked = marked or _marked(node, {})
+             marked: _Marked | None = None, *, options: ReplaykitOptions | None = None) -> ReplayHandle:
+        """Reset ``server``; load the test's cassettes (its default one when it names none) and faults; or,
+        when ``options.record_mode`` says so, start recording its cassette (:func:`_recording_target`)."""
+        marked, options = marked or _marked(node, {}), options or ReplaykitOptions()
         named = marked.cassettes
         default = default_cassette(node, base) if named is None else None
-        cassettes = [_resolve(c, base, f"{node.nodeid}: @pytest.mark.replaykit") for c in named or []]
+        target = _recording_target(options.record_mode, named, default, base)
         handle = cls(server, base=base, root=root, allow_unused=marked.allow_unused)
         try:
             server.reset()
-            handle._load(cassettes or ([default] if default and default.is_file() else []))
-            handle.missing_default = default if default and not default.is_file() else None
+            if target is None:
+                handle._replay(named, default, f"{node.nodeid}: @pytest.mark.replaykit")
+            else:
+                handle._record(target, options, marked.server.get("profile"))
             for number, fault in enumerate(marked.faults):
                 handle._inject(fault, f"{node.nodeid}: @pytest.mark.replaykit faults[{number}]")
         except BaseException:
@@ -492,21 +633,22 @@ class ReplayHandle:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:<port>`` of the server this test talks to."""
-        return self.server.url
+        """``http://127.0.0.1:<port>`` of the server this test talks to (the recording proxy, recording)."""
+        return self.server.url if self.recording is None else self.recording.url
 
     def base_url(self, provider: str) -> str:
         """The base URL to give ``provider``'s SDK: anthropic, openai, azure or cloudflare."""
-        return self.server.base_url(provider)
+        return self.server.base_url(provider) if self.recording is None else self.recording.base_url(provider)
 
     def base_urls(self) -> dict[str, str]:
         """Every provider's SDK base URL."""
-        return self.server.base_urls()
+        return self.server.base_urls() if self.recording is None else self.recording.base_urls()
 
     def env(self) -> dict[str, str]:
         """Environment variables pointing a subprocess at the fake provider (base URLs, dummy keys) and the
-        proxy variables that keep it from anything else (:func:`replaykit.netguard.proxy_env`)."""
-        return self.server.env()
+        proxy variables that keep it from anything else (:func:`replaykit.netguard.proxy_env`); recording,
+        at the recording proxy, without keys (the subprocess's own go to the provider)."""
+        return self.server.env() if self.recording is None else self.recording.env()
 
     def inject(self, fault: Fault | str | dict[str, Any]) -> Fault:
         """Add a fault (a :class:`~replaykit.server.Fault`, a ``--fault`` spec string or a mapping)."""
@@ -522,19 +664,31 @@ class ReplayHandle:
         return self.server.unused()
 
     def report(self) -> str:
-        """The readable list of this test's traffic problems; empty when there are none."""
+        """The readable list of this test's traffic problems; empty when there are none. Recording, the
+        recording ends here (its cassette written) and its problems are listed."""
         self.server.check_errors()
         refused = self.guard.refused if self.guard else []
         unused = [] if self.allow_unused else self.unused()
-        text = format_report(self.journal, unused, refused, self._display, self._expected)
+        failed = self._stop_recording()
+        text = format_report(self.journal, unused, refused, self._display, self._expected, failed)
         if text and self.missing_default and self.server.unmatched():
             default = self._display(str(self.missing_default))
             text += (f"\nno cassette was named and the default one, {default}, does not exist: record it "
-                     "there, or name cassettes in @pytest.mark.replaykit(...)")
+                     f"there with {RECORD_HINT}, or name cassettes in @pytest.mark.replaykit(...)")
         return text
 
+    def recorded(self) -> list[list[str]]:
+        """What this test recorded: the cassette with its counts, then each line the recorder told."""
+        proxy = self.recording
+        if proxy is None or proxy.path is None or not (proxy.tally.recorded or self._said):
+            return []
+        tally, path = proxy.tally, self._display(str(proxy.path))
+        counts = f"{tally.recorded} recorded, {tally.replayed} replayed, mode {proxy.mode}"
+        return [[f"{path} ({counts})", *(f"  {line}" for line in self._said)]]
+
     def close(self) -> None:
-        """Stop a server of the test's own (``own=True``), or empty the shared one."""
+        """Stop a server of the test's own (``own=True``), or empty the shared one; stop recording."""
+        self._stop_recording()
         if self._own:
             self.server.stop()
         else:
@@ -546,6 +700,33 @@ class ReplayHandle:
     def _load(self, cassettes: list[Path | Cassette]) -> None:
         self.server.load(cassettes)
         self._cassettes = cassettes
+
+    def _replay(self, named: list[Any] | None, default: Path | None, where: str) -> None:
+        """Load the cassettes named (looked up under ``base``), else the default one when it exists."""
+        cassettes = [_resolve(c, self.base, where) for c in named or []]
+        self._load(cassettes or ([default] if default and default.is_file() else []))
+        self.missing_default = default if default and not default.is_file() else None
+
+    def _record(self, target: Path, options: ReplaykitOptions, profile: str | None) -> None:
+        """Record ``target`` through a recording proxy to ``options.upstreams`` (in ``options.record_mode``),
+        redacted, checked, ``origin: recorded``: what ``replaykit record`` writes."""
+        from replaykit.record import RecordingProxy  # aiohttp is imported only when a test records
+
+        self.recording = RecordingProxy(target, upstream=options.upstreams, mode=options.record_mode,
+                                        profile=profile, say=self._said.append, isolate=False).start()
+        self._cassettes = [target]
+
+    def _stop_recording(self) -> list[str]:
+        """End the recording (its cassette written): why it failed, if it did. Safe to call again."""
+        if self.recording is None:
+            return []
+        self.recording.stop()
+        try:
+            self.recording.check_errors()
+        except ReplaykitError as exc:
+            return [str(exc), *self._said]
+        problems = self.recording.problems()
+        return [*problems, *self._said] if problems else []
 
     def _inject(self, fault: Any, where: str) -> Fault:
         try:

@@ -22,17 +22,22 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
-__all__ = ["APIS", "MODEL_APIS", "PROVIDERS", "ROUTES", "Api", "Kinds", "Provider", "Route", "base_urls",
-           "classify", "classify_uri", "known"]
+__all__ = ["APIS", "API_ORIGINS", "MODEL_APIS", "PROVIDERS", "ROUTES", "Api", "Kinds", "Provider", "Route",
+           "base_url_env", "base_urls", "classify", "classify_uri", "known", "provider_of"]
 
 Provider = Literal["anthropic", "openai", "azure", "cloudflare"]
 PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "azure", "cloudflare")
 Api = Literal["anthropic-messages", "openai-responses"]
 APIS: tuple[Api, ...] = ("anthropic-messages", "openai-responses")
+#: The origin of each provider's real API (Azure OpenAI has none: each resource has its own host,
+#: ``https://NAME.openai.azure.com``).
+API_ORIGINS: dict[str, str] = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com",
+                               "cloudflare": "https://api.cloudflare.com"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +125,14 @@ def classify_uri(method: str, uri: str) -> Route:
     return classify(method, parts.path or "/", parts.hostname or "")
 
 
+def provider_of(requests: Iterable[tuple[str, str]]) -> str | None:
+    """The provider of recorded ``(method, uri)`` requests by their routes: the one provider, ``mixed`` for
+    several, None when no route says."""
+    found = {classify_uri(method, uri).provider for method, uri in requests}
+    found.discard(None)
+    return found.pop() if len(found) == 1 else ("mixed" if found else None)
+
+
 def base_urls(origin: str) -> dict[str, str]:
     """The base URL each provider's SDK is given, for a server at ``origin`` (``http://host:port``).
 
@@ -133,3 +146,13 @@ def base_urls(origin: str) -> dict[str, str]:
         "azure": f"{origin}/openai/v1",
         "cloudflare": f"{origin}/client/v4",
     }
+
+
+def base_url_env(origins: Mapping[str, str]) -> dict[str, str]:
+    """The target protocol's base URL variables, each provider's at its server's origin in ``origins``:
+    ``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``, ``REPLAYKIT_AZURE_BASE_URL``, ``AZURE_OPENAI_ENDPOINT`` and
+    ``REPLAYKIT_WEBSEARCH_BASE_URL``."""
+    url = {provider: base_urls(origin)[provider] for provider, origin in origins.items()}
+    return {"ANTHROPIC_BASE_URL": url["anthropic"], "OPENAI_BASE_URL": url["openai"],
+            "REPLAYKIT_AZURE_BASE_URL": url["azure"], "AZURE_OPENAI_ENDPOINT": origins["azure"],
+            "REPLAYKIT_WEBSEARCH_BASE_URL": url["cloudflare"]}

@@ -4,8 +4,12 @@
 interaction matched (with their near misses and the body diffs against them), the recorded interactions never
 served, the contract violations (of every request, and of every recorded response served unaltered; those the
 cassette lists under ``replaykit: x-expected-violations`` excepted, as
-:func:`replaykit.contracts.expected_violations` reads them) and the connections the network guard refused.
-No problems, no report: an empty string.
+:func:`replaykit.contracts.expected_violations` reads them), the connections the network guard refused and,
+when the test recorded, why the recording failed. No problems, no report: an empty string.
+
+:func:`differences` lists the requests served although their body differs from the recording (volatile
+fields aside), each difference on a line, values masked and cut as :func:`replaykit.server.diff.brief`
+cuts them: the plugin's terminal summary.
 
 Cheap to import (no aiohttp, no jsonschema until a violation is reported), as the plugin must be.
 """
@@ -18,12 +22,21 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from replaykit.server import Entry
 
-__all__ = ["NETWORK_HINT", "format_report"]
+__all__ = ["NETWORK_HINT", "RECORD_HINT", "differences", "format_report"]
 
 NETWORK_HINT = (
     "point the client at replaykit.base_url(...) or replaykit.env(), or allow the network with "
     "--replaykit-allow-network (ini replaykit_allow_network = true, env REPLAYKIT_ALLOW_NETWORK=1)"
 )
+RECORD_HINT = (
+    "--replaykit-record-mode=once (env REPLAYKIT_RECORD_MODE=once; from the provider's real API unless "
+    "--replaykit-upstream PROVIDER=URL names another)"
+)
+UPSTREAM_HINT = (
+    "give each provider's API as --replaykit-upstream PROVIDER=URL (ini replaykit_upstream, env "
+    "REPLAYKIT_UPSTREAM) and its key; a cassette is never written past a key that survived redaction"
+)
+WIDTH = 40  # characters of each value a difference shows, as brief() shows it
 
 
 def format_report(
@@ -32,8 +45,10 @@ def format_report(
     refused: list[str],
     display: Callable[[str], str] = str,
     expected: Callable[[str], frozenset[str]] = lambda label: frozenset(),
+    recording: list[str] | None = None,
 ) -> str:
-    """The report of one test's traffic: unmatched requests, unused interactions, violations, refusals."""
+    """The report of one test's traffic: unmatched requests, unused interactions, violations, refusals, and
+    why its recording failed (``recording``: the lines that say so)."""
     sections = [
         _section("requests no recorded interaction matched", _unmatched(journal, display),
                  "record the missing interaction, or fix the request (the near misses show the closest)"),
@@ -44,6 +59,7 @@ def format_report(
                  "fix the request (a response: the cassette); list a deliberate violation under the "
                  "cassette's replaykit: x-expected-violations"),
         _section("network connections refused", [[line] for line in refused], NETWORK_HINT),
+        _section("the recording failed", [[line] for line in recording or []], UPSTREAM_HINT),
     ]
     found = [text for text in sections if text]
     return "\n".join(["replaykit: this test's provider traffic has problems", *found]) if found else ""
@@ -75,10 +91,18 @@ def _unmatched_item(entry: Entry, display: Callable[[str], str]) -> list[str]:
     return lines
 
 
-def _change(change: dict[str, Any]) -> str:
-    from replaykit.server.diff import change_text  # the server is running when a request went unmatched
+def _change(change: dict[str, Any], width: int | None = None) -> str:
+    from replaykit.server.diff import change_text  # the server is running when a request was served
 
-    return change_text(change)
+    return change_text(change, width)
+
+
+def differences(journal: list[Entry], display: Callable[[str], str] = str) -> list[list[str]]:
+    """Each request served although its body differs from the recording: ``request N: METHOD /path served
+    <cassette>:interactions[i]``, then one line per difference (values masked, cut to :data:`WIDTH`)."""
+    return [[f"{_request(entry)} served {display(entry.matched['cassette'])}:interactions"
+             f"[{entry.matched['index']}]", *(f"  {_change(change, WIDTH)}" for change in entry.diff)]
+            for entry in journal if entry.verdict == "served" and entry.diff and entry.matched]
 
 
 def _unused_line(row: dict[str, Any], display: Callable[[str], str]) -> str:

@@ -45,7 +45,7 @@ from replaykit.errors import CassetteError, located
 from replaykit.record.capture import secrets_line, violation_line
 from replaykit.record.tape import WARNINGS, recorded_with
 from replaykit.redact import redact, scan
-from replaykit.routes import classify_uri
+from replaykit.routes import provider_of
 
 __all__ = ["MATCH_ON", "Persister", "redact_request", "redact_response", "vcr_config"]
 
@@ -99,12 +99,6 @@ def redact_response(response: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _provider(tape: Cassette) -> str | None:
-    found = {classify_uri(item.request.method, item.request.uri).provider for item in tape.interactions}
-    found.discard(None)
-    return found.pop() if len(found) == 1 else ("mixed" if found else None)
-
-
 def _recorded(text: str, path: Path) -> Cassette:
     """vcrpy's YAML for ``path`` as a replaykit recording: redacted, marked, its contract warnings listed;
     a key still found refuses the write."""
@@ -116,7 +110,8 @@ def _recorded(text: str, path: Path) -> Cassette:
         found = secrets_line(left)
         raise CassetteError(located(path, None, f"not written: a key survived redaction ({found})",
                                     "scrub it with a before_record hook, and rotate the key"))
-    tape.meta.origin, tape.meta.provider = "recorded", _provider(tape)
+    tape.meta.origin, tape.meta.provider = "recorded", provider_of(
+        (item.request.method, item.request.uri) for item in tape.interactions)
     versions = f" vcr_config (vcrpy {vcr.__version__}, "
     tape.meta.recorded_with = recorded_with().replace(" record (", versions, 1)
     lines = [violation_line(index, v) for index, item in enumerate(tape.interactions)

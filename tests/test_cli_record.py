@@ -26,10 +26,11 @@ ROOT = Path(__file__).resolve().parents[1]
 PLAIN = "anthropic/web_search.yaml"
 
 
-def record(args: list[str], bodies: list[bytes], cwd: Path) -> tuple[int, str, list[int]]:
+def record(args: list[str], bodies: list[bytes], cwd: Path,
+           more_env: dict[str, str] | None = None) -> tuple[int, str, list[int]]:
     """Run ``replaykit record ARGS --json``, send ``bodies`` through it, stop it with SIGINT."""
     command = [sys.executable, "-m", "replaykit", "record", *args, "--json"]
-    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "PYTHONUNBUFFERED": "1"}
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "PYTHONUNBUFFERED": "1", **(more_env or {})}
     with subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True) as proc:
         try:
@@ -73,6 +74,37 @@ def test_check_exits_0_when_the_traffic_keeps_its_contracts_and_record_writes(tm
     assert checked[0] == EXIT_OK and checked[2] == [200], checked[1]
     assert recorded[0] == EXIT_OK and "1 recorded into new.yaml" in recorded[1], recorded[1]
     assert cassette.load(tmp_path / "new.yaml").meta.origin == "recorded"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["flag", "environment"])
+def test_mode_none_never_reaches_the_upstream_given(tmp_path: Path, how: str) -> None:
+    kept = tmp_path / "kept.yaml"
+    cassette.save(cassette.load(find_cassette(PLAIN)), kept)
+    unmatched = {**plain_body(), "model": "another-model"}
+    bodies = [json.dumps(plain_body()).encode(), json.dumps(unmatched).encode()]
+    with FakeProvider([PLAIN], repeat=True) as upstream:
+        args = ["--upstream", upstream.url, "--provider", "anthropic", "--cassette", "kept.yaml"]
+        if how == "flag":
+            code, err, statuses = record([*args, "--mode", "none"], bodies, tmp_path)
+        else:
+            code, err, statuses = record(args, bodies, tmp_path, {"REPLAYKIT_RECORD_MODE": "none"})
+        assert upstream.journal == [], "nothing may leave loopback in mode none"
+    assert (code, statuses) == (EXIT_OK, [200, 404]), err
+    ignored = (f"replaykit record: --mode none only replays: --upstream {upstream.url} is ignored; "
+               "nothing is forwarded")
+    assert err.splitlines().count(ignored) == 1 and "2 requests, 2 replayed" in err, err
+    assert cassette.load(kept).interactions == cassette.load(find_cassette(PLAIN)).interactions
+
+
+def test_a_bad_record_mode_in_the_environment_is_one_usage_line(monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("REPLAYKIT_RECORD_MODE", "sometimes")
+    code = main(["record", "--upstream", "http://127.0.0.1:9", "--provider", "anthropic"])
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE
+    assert err == ("replaykit: error: REPLAYKIT_RECORD_MODE='sometimes' must be one of once, new (or "
+                   "new_episodes), all, none\n")
 
 
 def test_an_existing_cassette_under_once_is_a_usage_error(tmp_path: Path,

@@ -12,6 +12,7 @@ import _socket
 import asyncio
 import contextlib
 import socket
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,17 @@ import pytest
 import uvloop
 
 from replaykit.errors import NetworkBlockedError, ReplaykitError, UsageError
-from replaykit.netguard import DEFAULT_HINT, NO_PROXY, REFUSING_PROXY, NetworkGuard, is_loopback, proxy_env
+from replaykit.netguard import (
+    DEFAULT_HINT,
+    NO_PROXY,
+    REFUSING_PROXY,
+    NetworkGuard,
+    is_loopback,
+    proxy_env,
+    unguard_thread,
+)
 from replaykit.provenance import classify
+from replaykit.server.background import Background
 
 LOOKUPS = ("getaddrinfo", "gethostbyname", "gethostbyname_ex")
 CONNECTS = ("connect", "connect_ex")
@@ -326,6 +336,55 @@ def test_the_error_is_a_refused_connection() -> None:
     assert guard.refused == [str(error)]
     info = classify(error)
     assert (info.code, info.provenance) == ("TRANSPORT_ERROR", "transport")
+
+
+# ---------------------------------------------------------------- an unguarded thread
+
+
+def _in_a_thread(call: Callable[[], Any], unguarded: bool) -> BaseException | None:
+    """What ``call()`` raised in a new thread (that first called ``unguard_thread`` when ``unguarded``)."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        if unguarded:
+            unguard_thread()
+        try:
+            call()
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    return raised[0] if raised else None
+
+
+def test_an_unguarded_thread_passes_and_no_other_does(guard: NetworkGuard, floor: Floor) -> None:
+    def leave() -> None:
+        socket.create_connection(("10.0.0.1", 443))
+
+    assert isinstance(_in_a_thread(leave, unguarded=True), Reached)  # the guard let it through
+    assert floor.calls == [("create_connection", "10.0.0.1")] and guard.refused == []
+    assert isinstance(_in_a_thread(leave, unguarded=False), NetworkBlockedError)
+    with pytest.raises(NetworkBlockedError):  # the thread that installed the guard
+        leave()
+    assert len(guard.refused) == 2 and len(floor.calls) == 1
+
+
+@pytest.mark.parametrize("unguarded", [True, False])
+def test_a_background_loop_unguarded_resolves_in_unguarded_threads(guard: NetworkGuard, floor: Floor,
+                                                                   unguarded: bool) -> None:
+    async def setup(sock: socket.socket) -> None:  # a lookup in a thread of the loop's executor
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, socket.gethostbyname, "example.com")
+
+    async def cleanup() -> None:
+        pass
+
+    server = Background("probe", setup, cleanup, unguarded=unguarded)
+    with pytest.raises(Reached if unguarded else NetworkBlockedError):
+        server.start(socket.create_server(("127.0.0.1", 0)))
+    assert floor.calls == ([("gethostbyname", "example.com")] if unguarded else [])
 
 
 # ---------------------------------------------------------------- install and restore

@@ -183,6 +183,42 @@ def test_all_records_again_and_none_only_replays(upstream: FakeProvider, tmp_pat
     assert len(cassette.load(path).interactions) == 1
 
 
+@pytest.mark.parametrize("given", ["url", "per provider"])
+def test_none_forwards_nothing_whatever_upstream_is_given(upstream: FakeProvider, tmp_path: Path,
+                                                          given: str) -> None:
+    path, plain, said = tmp_path / "kept.yaml", recording(PLAIN), []
+    cassette.save(cassette.load(find_cassette(PLAIN)), path)
+    url = upstream.url if given == "url" else {"anthropic": upstream.url, "openai": upstream.url}
+    with RecordingProxy(path, upstream=url, provider="anthropic", mode="none", say=said.append) as proxy:
+        replayed = post(proxy.base_url(), plain)
+        missing = post(proxy.base_url(), recording(STREAM))  # not in the cassette
+    assert upstream.journal == [] and (proxy.tally.replayed, proxy.tally.recorded) == (2, 0)
+    assert replayed.status_code == 200 and replayed.json() == plain.response.json()
+    assert missing.status_code == 404, "an unmatched request is answered as replaykit serve answers it"
+    assert missing.headers["x-replaykit-error"].startswith("replaykit: no recorded interaction for POST")
+    assert "kept.yaml#0 (refused by: stream" in missing.headers["x-replaykit-error"]  # the near miss
+    shown = upstream.url if given == "url" else f"anthropic={upstream.url}, openai={upstream.url}"
+    assert said == [f"--mode none only replays: --upstream {shown} is ignored; nothing is forwarded"]
+    assert cassette.load(path).interactions == cassette.load(find_cassette(PLAIN)).interactions
+
+
+def test_one_upstream_per_provider_is_chosen_by_the_base_url_and_the_route(tmp_path: Path) -> None:
+    plain, path = recording(PLAIN), tmp_path / "two.yaml"
+    with FakeProvider([PLAIN], repeat=True) as anthropic_api, FakeProvider([PLAIN]) as other_api, \
+            RecordingProxy(path, upstream={"anthropic": anthropic_api.url, "openai": other_api.url},
+                           isolate=False) as proxy:
+        assert proxy.base_urls()["openai"] == f"{proxy.url}/openai/v1"
+        assert post(proxy.base_urls()["anthropic"], plain).status_code == 200  # /anthropic/v1/messages
+        assert post(proxy.url, plain).status_code == 200  # no prefix: its route says anthropic
+        no_upstream = post(proxy.base_urls()["cloudflare"], plain)
+    assert [entry.path for entry in anthropic_api.journal] == ["/v1/messages", "/v1/messages"]
+    assert other_api.journal == [] and no_upstream.status_code == 502
+    assert "no upstream was given for cloudflare's API" in no_upstream.headers["x-replaykit-error"]
+    tape = cassette.load(path)
+    assert tape.meta.provider == "anthropic" and len(tape.interactions) == 2
+    assert tape.interactions[0].request.uri == f"{anthropic_api.url}/v1/messages"
+
+
 def test_usage_errors_are_refused_before_anything_runs(tmp_path: Path) -> None:
     cases = [({"upstream": None}, "--upstream URL is required"),
              ({"upstream": "ftp://example.com"}, "must be an http"),

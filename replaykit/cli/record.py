@@ -5,7 +5,8 @@ Prints the base URL to give the provider's SDK (``--json``: one JSON line, the b
 arrives, recording it (see :mod:`replaykit.record.proxy` for the modes), until SIGINT or SIGTERM; then
 prints a summary on stderr. Contract violations are printed as they are found and kept in the cassette's
 ``replaykit: {contract_warnings: [...]}``. ``--check`` forwards and checks without writing: the live contract
-test.
+test. ``--mode`` defaults to ``REPLAYKIT_RECORD_MODE`` when it is set (the pytest plugin reads it too), else
+``once``; under ``none`` nothing is forwarded, and an ``--upstream`` given is ignored with one line saying so.
 
 Exit 0 when done; 1 when ``--check`` found a contract error, when a key survived redaction (the cassette is
 not written past it), the upstream could not be reached or the recorder process stopped unexpectedly (the
@@ -17,13 +18,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK
 from replaykit.cli.serve import _port, until_signalled
 from replaykit.contracts import PROFILES
-from replaykit.record import MODES, RecordingProxy
+from replaykit.record import RecordingProxy
+from replaykit.record.options import ALIASES, MODE_ENV, MODES, record_mode
 from replaykit.routes import PROVIDERS
 
 __all__ = ["register", "run"]
@@ -44,10 +47,10 @@ def register(subparsers: Any) -> None:
                         help="whose API it is: the base URL printed, the error envelopes, the cassette's "
                              "provider")
     parser.add_argument("--cassette", metavar="FILE", help="the cassette to write (not needed with --check)")
-    parser.add_argument("--mode", choices=MODES, default="once",
-                        help="once (default): record into a new file, refuse an existing one; new: replay "
-                             "what the file holds, record what it does not; all: record everything again; "
-                             "none: only replay")
+    parser.add_argument("--mode", choices=[*MODES, *ALIASES], default=None,
+                        help=f"once (default, or ${MODE_ENV}): record into a new file, refuse an existing "
+                             "one; new (new_episodes): replay what the file holds, record what it does not; "
+                             "all: record everything again; none: only replay, forward nothing")
     parser.add_argument("--check", action="store_true",
                         help="forward and check every exchange against the contracts, write nothing; exit 1 "
                              "on a contract error (the live contract test)")
@@ -62,11 +65,18 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Record until SIGINT / SIGTERM; the summary, and the exit code."""
-    proxy = RecordingProxy(args.cassette, upstream=args.upstream, provider=args.provider, mode=args.mode,
+    mode = record_mode(args.mode, "--mode") if args.mode else _mode_from_env()
+    proxy = RecordingProxy(args.cassette, upstream=args.upstream, provider=args.provider, mode=mode,
                            check=args.check, host=args.host, port=args.port, profile=args.profile)
     until_signalled(proxy, lambda: _announce(proxy, args.json))
     proxy.check_errors()
     return _summary(proxy)
+
+
+def _mode_from_env() -> str:
+    """The mode ``REPLAYKIT_RECORD_MODE`` names, else ``once``."""
+    value = os.environ.get(MODE_ENV, "")
+    return record_mode(value, MODE_ENV) if value.strip() else "once"
 
 
 def _announce(proxy: RecordingProxy, as_json: bool) -> None:
@@ -82,13 +92,7 @@ def _announce(proxy: RecordingProxy, as_json: bool) -> None:
 def _summary(proxy: RecordingProxy) -> int:
     tally, tape = proxy.tally, proxy.tape
     written = f", {tally.recorded} recorded into {tape.path}" if tape is not None else ""
-    why = []
-    if proxy.check and tally.errors:
-        why.append(f"{tally.errors} contract error{'s' * (tally.errors != 1)}")
-    if tape is not None and tape.refused:
-        why.append("a key survived redaction (the cassette was not written past it)")
-    if tally.failed:
-        why.append(f"the upstream could not be reached {tally.failed} time{'s' * (tally.failed != 1)}")
+    why = proxy.problems()
     print(f"replaykit record: {tally.requests} requests, {tally.replayed} replayed{written}, "
           f"{tally.errors} contract errors, {tally.warnings} warnings, {tally.incomplete} not recorded "
           f"(incomplete)" + (f"; exit 1: {', '.join(why)}" if why else ""),

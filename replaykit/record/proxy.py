@@ -16,16 +16,24 @@ Modes, as vcrpy's record modes (https://vcrpy.readthedocs.io/en/latest/usage.htm
   fields aside: :class:`replaykit.server.matching.Pool` with ``strict``) is replayed, once per recording;
   any other is forwarded and recorded, added after what the file held (vcrpy's ``new_episodes``);
 - ``all``: forward and record everything; the file is replaced by the new recording;
-- ``none``: forward nothing: the cassette is served as ``replaykit serve`` serves it.
+- ``none``: forward nothing, whatever upstream is given (it is ignored, with one line saying so): the
+  cassette is served as ``replaykit serve`` serves it, an unmatched request answered 404 with its near misses.
 
 Replays come from a :class:`~replaykit.server.FakeProvider` on loopback, started by the proxy, holding the
 cassette as it was when the proxy started; in ``new`` mode each replayed request is pinned to the interaction
 chosen (``x-replaykit-cassette``, ``x-replaykit-interaction``). ``check=True`` forwards everything, checks
 every exchange against the contracts and writes nothing: the live contract test.
 
-Only the upstream's origin is ever connected to (and the proxy's own fake provider on loopback): redirects
-are passed to the client, never followed; proxy variables of the environment are ignored. An upstream that
-cannot be reached gets the client a 502 in the provider's error envelope, with ``x-replaykit-error``. An
+One upstream (``upstream="https://api.anthropic.com"``, ``provider="anthropic"``) gets every request. Several
+(``upstream={"anthropic": ..., "openai": ...}``) are chosen per request: by the provider a base URL of
+:meth:`RecordingProxy.base_urls` names (``http://127.0.0.1:PORT/openai/v1``: the prefix ``/openai`` is not
+forwarded), else by the request's route; the cassette's provider is then the one its requests' routes name.
+
+Only the upstreams' origins are ever connected to (and the proxy's own fake provider on loopback): redirects
+are passed to the client, never followed; proxy variables of the environment are ignored. The serving thread
+passes the network guard (:func:`replaykit.netguard.unguard_thread`) when there is an upstream to reach: the
+code under test, in other threads, stays guarded. An upstream that cannot be reached, or a request for a
+provider given none, gets the client a 502 in the provider's error envelope, with ``x-replaykit-error``. An
 exchange that does not end (the client left, the upstream broke the stream) is not recorded.
 """
 
@@ -34,10 +42,10 @@ from __future__ import annotations
 import asyncio
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 import aiohttp
 from aiohttp import web
@@ -47,10 +55,12 @@ from replaykit import cassette as cassettes
 from replaykit.cassette import Headers, Request
 from replaykit.contracts import Profile, resolve_profile
 from replaykit.errors import UsageError
+from replaykit.netguard import proxy_env
 from replaykit.record.capture import Capture
+from replaykit.record.options import MODES, upstream_url
 from replaykit.record.recorder import Recorder, Settings, Tally
 from replaykit.record.tape import Tape
-from replaykit.routes import PROVIDERS, base_urls, classify
+from replaykit.routes import PROVIDERS, base_url_env, base_urls, classify
 from replaykit.server import FakeProvider, envelopes
 from replaykit.server.background import Background, bind, cancel_pending
 from replaykit.server.matching import CASSETTE_HEADER, INTERACTION_HEADER, Pool, Received, slots_of
@@ -59,7 +69,6 @@ from replaykit.server.runner import check_host
 
 __all__ = ["MODES", "RecordingProxy", "Tally"]
 
-MODES = ("once", "new", "all", "none")
 READ_TIMEOUT = 600.0  # seconds the upstream may pause between two pieces of a response
 CONNECT_TIMEOUT = 30.0
 WRITE_BUFFER = 4 << 20  # bytes written to a client before the proxy waits for it to read (asyncio: 64 KiB)
@@ -68,18 +77,22 @@ READ_BUFFER = 1 << 20  # bytes of an upstream answer read ahead (aiohttp's 64 Ki
 _NOT_FORWARDED = (HOP_BY_HOP - {"content-encoding"}) | {"host"}
 
 
-def _upstream(url: str | None, mode: str) -> str | None:
-    """The upstream base URL, checked: http(s), a host, no query or fragment (None only in mode none)."""
-    if url is None:
+def _upstreams(upstream: str | Mapping[str, str] | None, provider: str | None, mode: str) -> dict[str, str]:
+    """``{provider: URL}``, each URL checked (:func:`~replaykit.record.options.upstream_url`)."""
+    if not upstream:
         if mode != "none":
             raise UsageError("--upstream URL is required (e.g. https://api.anthropic.com); only --mode none "
                              "replays without one")
-        return None
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-        raise UsageError(f"--upstream {url!r} must be an http(s) URL with a host and no query, e.g. "
-                         "https://api.anthropic.com")
-    return url.rstrip("/")
+        return {}
+    if isinstance(upstream, str):
+        if provider is None:
+            raise UsageError(f"--provider is required with --upstream {upstream!r}: one of "
+                             f"{', '.join(PROVIDERS)}")
+        return {provider: upstream_url(upstream)}
+    unknown = sorted(set(upstream) - set(PROVIDERS))
+    if unknown:
+        raise UsageError(f"upstream for {unknown[0]!r}: the providers are {', '.join(PROVIDERS)}")
+    return {name: upstream_url(url, f"upstream {name}=") for name, url in upstream.items()}
 
 
 def _headers(pairs: list[tuple[str, str]]) -> Headers:
@@ -91,19 +104,21 @@ def _headers(pairs: list[tuple[str, str]]) -> Headers:
 
 class RecordingProxy:
     """A recording reverse proxy on loopback; see :mod:`replaykit.record.proxy`. A context manager, like
-    :class:`~replaykit.server.FakeProvider`; ``say`` gets each line worth telling (default: stderr);
-    ``isolate=False``: the recorder runs in a thread of this process, not a process of its own."""
+    :class:`~replaykit.server.FakeProvider`; ``upstream``: one URL (then ``provider`` says whose API it is) or
+    ``{provider: URL}``; ``say`` gets each line worth telling (default: stderr); ``isolate=False``: the
+    recorder runs in a thread of this process, not a process of its own."""
 
-    def __init__(self, cassette: str | Path | None, *, upstream: str | None, provider: str,
-                 mode: str = "once", check: bool = False, host: str = "127.0.0.1", port: int = 0,
-                 profile: str | Profile | None = None, say: Callable[[str], None] | None = None,
-                 isolate: bool = True) -> None:
+    def __init__(self, cassette: str | Path | None, *, upstream: str | Mapping[str, str] | None,
+                 provider: str | None = None, mode: str = "once", check: bool = False,
+                 host: str = "127.0.0.1", port: int = 0, profile: str | Profile | None = None,
+                 say: Callable[[str], None] | None = None, isolate: bool = True) -> None:
         if mode not in MODES:
             raise UsageError(f"--mode {mode!r} must be one of {', '.join(MODES)}")
-        if provider not in PROVIDERS:
+        if provider is not None and provider not in PROVIDERS:
             raise UsageError(f"--provider {provider!r} must be one of {', '.join(PROVIDERS)}")
         check_host(host, allow_remote=False)
-        self.upstream, self.provider, self.mode, self.check = _upstream(upstream, mode), provider, mode, check
+        self.provider, self.mode, self.check = provider, mode, check
+        self.upstreams, self.routed = _upstreams(upstream, provider, mode), isinstance(upstream, Mapping)
         self.host, self._port, self.profile = host, port, resolve_profile(profile)
         self.say = say or (lambda line: print(f"replaykit record: {line}", file=sys.stderr, flush=True))
         self.path = None if cassette is None else Path(cassette)
@@ -111,12 +126,23 @@ class RecordingProxy:
         self.tape = self._tape()
         self.replay = self._replay()
         self._pool = self._pinning()
-        self.recorder = None if self.upstream is None else Recorder(
+        self.recorder = None if mode == "none" else Recorder(
             Settings(None if self.tape is None else self.path, provider, self.mode == "new", self.profile),
             tally=self.tally, tape=self.tape, say=self.say, isolate=isolate)
-        self._background = Background("replaykit-record", self._setup, self._cleanup)
+        self._background = Background("replaykit-record", self._setup, self._cleanup,
+                                      unguarded=mode != "none")
         self._runner: web.ServerRunner | None = None
         self._session: aiohttp.ClientSession | None = None
+        if mode == "none" and self.upstreams:
+            given = (", ".join(f"{name}={url}" for name, url in self.upstreams.items()) if self.routed
+                     else self.upstreams[str(provider)])
+            self.say(f"--mode none only replays: --upstream {given} is ignored; nothing is forwarded")
+            self.upstreams = {}
+
+    @property
+    def upstream(self) -> str | None:
+        """The one upstream every request goes to (None: none, or one per provider)."""
+        return None if self.routed or not self.upstreams else next(iter(self.upstreams.values()))
 
     # ------------------------------------------------------------ what is recorded, what is replayed
 
@@ -224,13 +250,39 @@ class RecordingProxy:
         """``http://host:port`` of the running proxy."""
         return f"http://[{self.host}]:{self._port}" if ":" in self.host else f"http://{self.host}:{self._port}"
 
+    def origins(self) -> dict[str, str]:
+        """Where each provider's requests are sent: the proxy, under ``/<provider>`` when it has one upstream
+        per provider."""
+        return {name: f"{self.url}/{name}" if self.routed else self.url for name in PROVIDERS}
+
     def base_urls(self) -> dict[str, str]:
         """Each provider's SDK base URL at the proxy (see :func:`replaykit.routes.base_urls`)."""
-        return base_urls(self.url)
+        return {name: base_urls(origin)[name] for name, origin in self.origins().items()}
 
-    def base_url(self) -> str:
-        """The base URL to give the ``provider``'s SDK."""
-        return self.base_urls()[self.provider]
+    def base_url(self, provider: str | None = None) -> str:
+        """The base URL to give ``provider``'s SDK (default: the proxy's ``provider``)."""
+        name = provider or self.provider
+        if name not in PROVIDERS:
+            raise UsageError(f"provider={name!r} must be one of {', '.join(PROVIDERS)}")
+        return self.base_urls()[name]
+
+    def env(self) -> dict[str, str]:
+        """The target protocol's base URL variables at the proxy, and the proxy variables that keep a child
+        process from anything else (:func:`replaykit.netguard.proxy_env`); no keys: the child's own go
+        upstream."""
+        return {**base_url_env(self.origins()), **proxy_env(self.host)}
+
+    def problems(self) -> list[str]:
+        """Why this run failed, if it did: contract errors under ``check``, a key that survived redaction, an
+        upstream that could not be reached."""
+        tally, why = self.tally, []
+        if self.check and tally.errors:
+            why.append(f"{tally.errors} contract error{'s' * (tally.errors != 1)}")
+        if self.tape is not None and self.tape.refused:
+            why.append("a key survived redaction (the cassette was not written past it)")
+        if tally.failed:
+            why.append(f"the upstream could not be reached {tally.failed} time{'s' * (tally.failed != 1)}")
+        return why
 
     # ------------------------------------------------------------ one exchange
 
@@ -238,44 +290,59 @@ class RecordingProxy:
         body = await request.read()
         self.tally.requests += 1
         forwarded = [(k, v) for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED]
-        pins = self._pins(request, body)
+        provider, prefix = self._provider(request)
+        path, path_qs = request.path[len(prefix):], request.path_qs[len(prefix):]
+        pins = self._pins(request, path, body)
         if pins is not None:
             assert self.replay is not None  # modes none and new: a replay source was started
             self.tally.replayed += 1
             if pins:  # replaykit's own choice replaces any the client made
                 forwarded = [(k, v) for k, v in forwarded if not k.lower().startswith("x-replaykit-")]
-            return await self._pipe(request, self.replay.url, [*forwarded, *pins.items()], body, None)
-        assert self.upstream is not None
-        uri = self.upstream + request.path_qs
-        recorded = Request(request.method, uri, _headers(forwarded), body or None)
-        return await self._pipe(request, self.upstream, forwarded, body, recorded)
+            headers = [*forwarded, *pins.items()]
+            return await self._pipe(request, self.replay.url, path_qs, headers, body, None)
+        origin = self.upstreams.get(provider or "")
+        if origin is None:
+            why = (f"no upstream was given for {provider}'s API" if provider else
+                   f"{path}: no provider's route; send it to the proxy's base URL of its provider")
+            return self._unreachable(provider, why)
+        recorded = Request(request.method, origin + path_qs, _headers(forwarded), body or None)
+        return await self._pipe(request, origin, path_qs, forwarded, body, recorded, provider)
 
-    def _pins(self, request: web.BaseRequest, body: bytes) -> dict[str, str] | None:
+    def _provider(self, request: web.BaseRequest) -> tuple[str | None, str]:
+        """Whose API ``request`` is for, and the path prefix that said so (``/openai``; not forwarded)."""
+        if not self.routed:
+            return self.provider, ""
+        first = request.path.split("/", 2)[1]
+        if first in PROVIDERS:
+            return first, f"/{first}"
+        return classify(request.method, request.path).provider or self.provider, ""
+
+    def _pins(self, request: web.BaseRequest, path: str, body: bytes) -> dict[str, str] | None:
         """None when the request goes upstream; else the headers that choose what replays it: none in mode
         ``none`` (the fake provider chooses), in mode ``new`` the interaction recorded for it."""
-        if self.upstream is None:
+        if self.mode == "none":
             return {}
         if self._pool is None:
             return None
         query = parse_qs(request.query_string, keep_blank_values=True) if request.query_string else {}
         headers = {k.lower(): v for k, v in request.headers.items()}
-        received = Received.build(request.method, request.path, query, headers, body,
-                                  classify(request.method, request.path))
+        received = Received.build(request.method, path, query, headers, body, classify(request.method, path))
         slot = self._pool.match(received).slot
         if slot is None:
             return None
         return {CASSETTE_HEADER: Path(slot.cassette).name, INTERACTION_HEADER: str(slot.index)}
 
-    async def _pipe(self, request: web.BaseRequest, origin: str, headers: list[tuple[str, str]], body: bytes,
-                    recorded: Request | None) -> web.StreamResponse:
-        """Send the request to ``origin`` and stream its answer back, captured when ``recorded`` is given."""
+    async def _pipe(self, request: web.BaseRequest, origin: str, path_qs: str, headers: list[tuple[str, str]],
+                    body: bytes, recorded: Request | None, provider: str | None = None) -> web.StreamResponse:
+        """Send the request to ``origin`` + ``path_qs`` and stream its answer back, captured when ``recorded``
+        is given."""
         assert self._session is not None
         try:
-            upstream = await self._session.request(request.method, origin + request.path_qs,
+            upstream = await self._session.request(request.method, origin + path_qs,
                                                    headers=CIMultiDict(headers), data=body or None,
                                                    allow_redirects=False)
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            return self._unreachable(origin, exc)
+            return self._unreachable(provider, f"cannot reach {origin}: {type(exc).__name__}: {exc}")
         try:
             return await self._relay(request, upstream, recorded)
         finally:
@@ -307,11 +374,11 @@ class RecordingProxy:
             self.recorder.take(capture)
         return response
 
-    def _unreachable(self, origin: str, exc: BaseException) -> web.Response:
+    def _unreachable(self, provider: str | None, why: str) -> web.Response:
         self.tally.failed += 1
-        message = f"replaykit record: cannot reach {origin}: {type(exc).__name__}: {exc}"
+        message = f"replaykit record: {why}"
         self.say(message)
-        reply = envelopes.error_reply(self.provider, 502, message=message,
+        reply = envelopes.error_reply(provider or self.provider, 502, message=message,
                                       headers={"x-replaykit-error": message.encode("ascii", "replace")
                                                .decode()[:500]})
         return web.Response(status=502, body=reply.body, headers=reply.headers)

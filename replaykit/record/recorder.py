@@ -68,10 +68,11 @@ WRITE_SHARE = 0.1  # at most this share of the recorder's time goes to rewriting
 @dataclass(frozen=True, slots=True)
 class Settings:
     """What the recorder process needs to start: the cassette (``path`` None: check only, write nothing),
-    whose traffic it is, whether it adds to what the file holds (``--mode new``) and the contract profile."""
+    whose traffic it is (None: the routes of each request say), whether it adds to what the file holds
+    (``--mode new``) and the contract profile."""
 
     path: Path | None
-    provider: str
+    provider: str | None
     keep: bool
     profile: Profile
 

@@ -6,7 +6,8 @@ it.
 Each interaction is added redacted (:mod:`replaykit.record.capture`). When the secret scanner still finds a
 key in one, nothing more is written: the file stays as it was before that interaction, and
 :attr:`Tape.refused` says why, the key masked. The contract violations of the interactions recorded are kept,
-one line each, in the cassette's ``replaykit: {contract_warnings: [...]}``.
+one line each, in the cassette's ``replaykit: {contract_warnings: [...]}``. A tape given no provider (a proxy
+forwarding to several providers' APIs) takes it from the routes of what it holds (``mixed`` for several).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from replaykit import cassette as cassettes
 from replaykit.cassette import Cassette, Meta
 from replaykit.errors import CassetteError, UsageError
 from replaykit.record.capture import Checked, secrets_line, violation_line
+from replaykit.routes import provider_of
 
 __all__ = ["WARNINGS", "Tape", "recorded_with"]
 
@@ -36,7 +38,7 @@ def recorded_with() -> str:
     return f"replaykit {version} record (aiohttp {aiohttp.__version__}, Python {python})"
 
 
-def _existing(path: Path, provider: str) -> Cassette:
+def _existing(path: Path, provider: str | None) -> Cassette:
     """The cassette at ``path`` to add to; refused when it is not a recording (never mix origins)."""
     try:
         tape = cassettes.load(path, cache=False)
@@ -51,10 +53,11 @@ def _existing(path: Path, provider: str) -> Cassette:
 
 @dataclass(slots=True)
 class Tape:
-    """The cassette at ``path`` being recorded; ``keep``: start from what the file holds (``--mode new``)."""
+    """The cassette at ``path`` being recorded; ``keep``: start from what the file holds (``--mode new``);
+    ``provider`` None: the routes of what it holds say (:func:`replaykit.routes.provider_of`)."""
 
     path: Path
-    provider: str
+    provider: str | None
     keep: bool = False
     say: Callable[[str], None] = print
     cassette: Cassette = field(init=False)
@@ -97,6 +100,9 @@ class Tape:
         True when it wrote."""
         if not self.dirty or self.refused is not None:
             return False
+        if self.provider is None:
+            held = [(item.request.method, item.request.uri) for item in self.cassette.interactions]
+            self.cassette.meta.provider = provider_of(held)
         cassettes.save(self.cassette, self.path)
         self.dirty = False
         return True

@@ -4,7 +4,9 @@ Used by :class:`~replaykit.server.FakeProvider` and :class:`~replaykit.record.pr
 :func:`bind` the socket (a clear usage error when the port is taken), then :meth:`Background.start` runs
 ``setup(sock)`` on a new loop in a daemon thread and returns once it has finished (raising, in the caller's
 thread, what it raised); :meth:`Background.stop` stops the loop, runs ``cleanup()`` on it and joins the
-thread.
+thread. ``unguarded=True``: the thread, and those its loop resolves names in, pass any
+:class:`~replaykit.netguard.NetworkGuard` (:func:`~replaykit.netguard.unguard_thread`): the recording
+proxy's, which must reach its upstream.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ import asyncio
 import socket
 import threading
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from replaykit.errors import UsageError
+from replaykit.netguard import unguard_thread
 
 __all__ = ["Background", "bind", "cancel_pending", "new_loop"]
 
@@ -55,8 +58,9 @@ class Background:
     runs in the thread once the loop is closed (whether setup succeeded or not)."""
 
     def __init__(self, name: str, setup: Callable[[socket.socket], Awaitable[None]],
-                 cleanup: Callable[[], Awaitable[None]], closed: Callable[[], None] = lambda: None) -> None:
-        self.name = name
+                 cleanup: Callable[[], Awaitable[None]], closed: Callable[[], None] = lambda: None, *,
+                 unguarded: bool = False) -> None:
+        self.name, self.unguarded = name, unguarded
         self._setup, self._cleanup, self._closed = setup, cleanup, closed
         self.thread: threading.Thread | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -80,6 +84,10 @@ class Background:
 
     def _serve(self, sock: socket.socket, ready: Future[None]) -> None:
         loop = self.loop = new_loop()
+        if self.unguarded:
+            unguard_thread()
+            loop.set_default_executor(ThreadPoolExecutor(thread_name_prefix=f"{self.name}-resolve",
+                                                         initializer=unguard_thread))
         try:
             loop.run_until_complete(self._setup(sock))
         except BaseException as exc:

@@ -26,7 +26,7 @@ from replaykit.contracts import Profile, resolve_profile
 from replaykit.errors import MatchError, UsageError
 from replaykit.netguard import proxy_env
 from replaykit.resources import find_cassette
-from replaykit.routes import PROVIDERS, base_urls, classify_uri
+from replaykit.routes import PROVIDERS, base_url_env, base_urls, classify_uri
 from replaykit.server import admin
 from replaykit.server.app import Settings, State, make_server
 from replaykit.server.background import Background, bind, cancel_pending, new_loop
@@ -218,13 +218,8 @@ class FakeProvider:
     def env(self) -> dict[str, str]:
         """Environment variables pointing a harness at this server, with dummy keys, and the proxy
         variables of :func:`replaykit.netguard.proxy_env`: it reaches this server and nothing else."""
-        urls = self.base_urls()
         return {
-            "ANTHROPIC_BASE_URL": urls["anthropic"],
-            "OPENAI_BASE_URL": urls["openai"],
-            "REPLAYKIT_AZURE_BASE_URL": urls["azure"],
-            "AZURE_OPENAI_ENDPOINT": self.url,
-            "REPLAYKIT_WEBSEARCH_BASE_URL": urls["cloudflare"],
+            **base_url_env(dict.fromkeys(PROVIDERS, self.url)),
             "ANTHROPIC_API_KEY": DUMMY_KEY,
             "OPENAI_API_KEY": DUMMY_KEY,
             "AZURE_OPENAI_API_KEY": DUMMY_KEY,

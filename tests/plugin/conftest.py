@@ -5,9 +5,14 @@ from __future__ import annotations
 import httpcore2  # noqa: F401 - see below
 import pytest
 
+import replaykit.record.proxy  # noqa: F401 - see below
+
 # pytester's in-process runs drop every module first imported inside them. httpx2 imports httpcore2
 # lazily, on the first request: imported inside an inner run, it would be imported again afterwards and
 # the outer tests' SDK clients would no longer recognise its exception classes. Import it once, here.
+# Likewise the recording proxy, which the plugin imports when a test records: the package would keep the
+# first run's proxy module while the next run imports its recorder again (whose settings then no longer
+# pickle).
 
 INI = """\
 [pytest]

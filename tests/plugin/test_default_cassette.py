@@ -69,7 +69,9 @@ def test_the_default_cassette_is_named_after_the_test(rk: pytest.Pytester) -> No
             r"_+ test_no_default_file _+",
             r"  request 1: POST /v1/messages got 404: .*",
             r"no cassette was named and the default one, cassettes/test_inner/test_no_default_file.yaml, "
-            r"does not exist: record it there, or name cassettes in @pytest.mark.replaykit\(...\)",
+            r"does not exist: record it there with --replaykit-record-mode=once \(env "
+            r"REPLAYKIT_RECORD_MODE=once; from the provider's real API unless --replaykit-upstream "
+            r"PROVIDER=URL names another\), or name cassettes in @pytest.mark.replaykit\(...\)",
         ],
         consecutive=False,
     )

@@ -17,13 +17,18 @@ def test_show(replaykit_options, replaykit_server, replaykit):
 def test_the_command_line_wins(rk: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     rk.makepyfile(test_inner=SHOW)
     monkeypatch.setenv("REPLAYKIT_TIMING", "recorded")
+    monkeypatch.setenv("REPLAYKIT_RECORD_MODE", "all")
+    monkeypatch.setenv("REPLAYKIT_UPSTREAM", "openai=http://127.0.0.1:7")
     result = rk.runpytest("-rA", "--replaykit-timing=fixed:5", "--replaykit-enforce-contracts",
-                          "--replaykit-cassette-dir=elsewhere")
+                          "--replaykit-cassette-dir=elsewhere", "--replaykit-record-mode=NONE",
+                          "--replaykit-upstream", "openai=http://127.0.0.1:8", "--replaykit-strict")
     result.assert_outcomes(passed=1)
     result.stdout.re_match_lines(
         [
             rf"OPTIONS ReplaykitOptions\(cassette_dir=PosixPath\('{rk.path}/elsewhere'\), timing='fixed:5', "
-            r"enforce_contracts=True, allow_network=False\)",
+            r"enforce_contracts=True, allow_network=False, record_mode='none', upstreams=\{'anthropic': "
+            r"'https://api.anthropic.com', 'openai': 'http://127.0.0.1:8', 'cloudflare': "
+            r"'https://api.cloudflare.com'\}, strict=True\)",
             r"SETTINGS Settings\(timing=Timing\(mode='fixed', ms=5.0\), enforce_contracts=True, "
             r"profile=Profile\(name='strict', spans_optional=False\)\)",
         ]
@@ -34,15 +39,20 @@ def test_the_environment_wins_over_ini(rk: pytest.Pytester, monkeypatch: pytest.
     rk.makepyfile(test_inner=SHOW)
     ini = rk.path / "pytest.ini"
     ini.write_text(ini.read_text() + "\nreplaykit_timing = fixed:9\nreplaykit_cassette_dir = data\n"
-                   "replaykit_allow_network = 1\n")
+                   "replaykit_allow_network = 1\nreplaykit_record_mode = all\nreplaykit_strict = 1\n"
+                   "replaykit_upstream = anthropic=http://127.0.0.1:9, azure=https://rk.openai.azure.com\n")
     monkeypatch.setenv("REPLAYKIT_TIMING", "recorded")
     monkeypatch.setenv("REPLAYKIT_ENFORCE_CONTRACTS", "yes")
+    monkeypatch.setenv("REPLAYKIT_RECORD_MODE", "none")
+    monkeypatch.setenv("REPLAYKIT_STRICT", "no")
     result = rk.runpytest("-rA")
     result.assert_outcomes(passed=1)
     result.stdout.re_match_lines(
         [
             rf"OPTIONS ReplaykitOptions\(cassette_dir=PosixPath\('{rk.path}/data'\), timing='recorded', "
-            r"enforce_contracts=True, allow_network=True\)",
+            r"enforce_contracts=True, allow_network=True, record_mode='none', upstreams=\{'anthropic': "
+            r"'http://127.0.0.1:9', 'openai': 'https://api.openai.com', 'cloudflare': "
+            r"'https://api.cloudflare.com', 'azure': 'https://rk.openai.azure.com'\}, strict=False\)",
         ]
     )
 
@@ -142,11 +152,22 @@ def test_help_lists_the_options(rk: pytest.Pytester) -> None:
             r"  --replaykit-timing=MODE",
             r"  --replaykit-enforce-contracts",
             r"  --replaykit-allow-network",
+            r"  --replaykit-record-mode=MODE",
+            r"  --replaykit-upstream=PROVIDER=URL",
+            r"  --replaykit-strict",
         ]
     )
     result.stdout.re_match_lines(
-        [r"  replaykit_cassette_dir \(string\):.*", r"  replaykit_allow_network \(bool\):.*"]
+        [r"  replaykit_cassette_dir \(string\):.*", r"  replaykit_allow_network \(bool\):.*",
+         r"  replaykit_record_mode \(string\):.*", r"  replaykit_upstream \(string\):.*",
+         r"  replaykit_strict \(bool\):.*"]
     )
+
+
+def test_without_pytest_recording_its_record_mode_is_ours(rk: pytest.Pytester) -> None:
+    result = rk.runpytest("-p", "no:recording", "--help")
+    result.stdout.re_match_lines([r"  --record-mode=MODE +pytest-recording's name of "
+                                  r"--replaykit-record-mode"])
 
 
 INERT = '''
