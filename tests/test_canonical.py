@@ -1,5 +1,5 @@
-"""The canonical view (replaykit.canonical): each rule makes two encodings of one meaning equal, and without it
-they differ; an expectation reads the view unless ``raw: true``, which still tells the encodings apart."""
+"""The canonical view (replaykit.canonical): each rule makes two encodings of one meaning equal, and without
+it they differ; an expectation reads the view unless ``raw: true``, which still tells the encodings apart."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from replaykit.scenario import Evidence, Scenario, check_all
 
 JSON = dict[str, Any]
 A = "anthropic.messages"
-O = "openai.responses"
+R = "openai.responses"
 
 
 def _user(content: Any) -> JSON:
@@ -39,17 +39,18 @@ CASES: list[tuple[Any, str, JSON, JSON]] = [
      {"system": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}], "messages": []},
      {"system": [{"type": "text", "text": "s"}], "messages": []}),
     (rules.no_false_stream, A, {"messages": [], "stream": False}, {"messages": []}),
-    (rules.o_input_items, O, {"input": "hi"},
+    (rules.o_input_items, R, {"input": "hi"},
      {"input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]}),
-    (rules.o_message_type, O, {"input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]},
-     {"input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]}),
-    (rules.o_instructions, O,
+    (rules.o_message_type, R, {"input": [{"role": "user", "content": [{"type": "input_text", "text": "h"}]}]},
+     {"input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "h"}]}]}),
+    (rules.o_instructions, R,
      {"instructions": "Be brief.", "input": [{"type": "message", "role": "user", "content": "hi"}]},
      {"input": [{"type": "message", "role": "developer", "content": "Be brief."},
                 {"type": "message", "role": "user", "content": "hi"}]}),
-    (rules.o_content_parts, O, {"input": [{"type": "message", "role": "assistant", "content": "ok"}]},
-     {"input": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}]}),
-    (rules.o_defaults, O, {"input": [], "store": True}, {"input": []}),
+    (rules.o_content_parts, R, {"input": [{"type": "message", "role": "assistant", "content": "ok"}]},
+     {"input": [{"type": "message", "role": "assistant",
+                 "content": [{"type": "output_text", "text": "ok"}]}]}),
+    (rules.o_defaults, R, {"input": [], "store": True}, {"input": []}),
 ]
 
 
@@ -75,7 +76,7 @@ def test_a_real_difference_stays_a_difference() -> None:
     assert canonical(A, {"messages": [_user("hi")]}) != canonical(A, {"messages": [_user("bye")]})
     later = {"input": [{"type": "message", "role": "user", "content": "hi"},
                        {"type": "message", "role": "developer", "content": "Be brief."}]}
-    assert canonical(O, later)["input"][1]["role"] == "developer"  # only a leading one is the system prompt
+    assert canonical(R, later)["input"][1]["role"] == "developer"  # only a leading one is the system prompt
 
 
 def test_the_key_of_a_streamed_and_a_plain_request_is_one() -> None:
@@ -88,8 +89,8 @@ def test_a_transcript_by_meaning_keeps_what_it_says_and_leaves_bookkeeping_out()
     raw = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
     one = {"version": 1, "system": None, "tools": [], "systemHistory": [{"timestamp": 1}],
            "messages": [{"role": "user", "content": "hi", "timestamp": 1},
-                        {"role": "assistant", "provider": "anthropic", "api": "anthropic-messages", "model": "m",
-                         "stopReason": "stop", "timestamp": 2, "usage": {"input": 5},
+                        {"role": "assistant", "provider": "anthropic", "api": "anthropic-messages",
+                         "model": "m", "stopReason": "stop", "timestamp": 2, "usage": {"input": 5},
                          "content": [{"type": "hostedSearch", "phase": "result", "provider": "anthropic",
                                       "api": "anthropic-messages", "toolUseId": "srvtoolu_1", "results": [],
                                       "raw": raw}]}]}

@@ -42,8 +42,8 @@ def test_lenient(replaykit):
 TITLE = r"=+ replaykit: served with body differences \(--replaykit-strict fails them\) =+"
 PLACE = r"request 1: POST /v1/messages served cassettes/with_user.yaml:interactions\[0\]"
 CHANGES = [r"  /max_tokens: sent 99, recorded 4096",
-           r'  /messages/0/content: sent "sk-a…AA \(105 chars\) and something else", recorded \[\{"type": '
-           r'"text", "text": "When was Pyt…',
+           r'  /messages/0/content/0/text: sent "sk-a…AA \(105 chars\) and something else", recorded "When '
+           r'was Python 3.13 released, and wha…',
            r'  /model: sent "claude-opus-4-1", recorded "claude-sonnet-4-6"',
            r'  /tools/0: only in the recording: \{"type": "web_search_20250305", "name":…']
 

@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = load_all([ROOT / "scenarios"])
 NAMES = {scenario.name: scenario for scenario in SCENARIOS}
 JS = ROOT / "tests" / "fixtures" / "targets" / "js" / "target.mjs"
-# What the JavaScript target lacks (its manifest, replaykit-target.yaml beside it): OpenAI and Azure, sub-tasks,
-# the client-side web_search tool, durable turns, research steps.
+# What the JavaScript target lacks (its manifest, replaykit-target.yaml beside it): OpenAI and Azure,
+# sub-tasks, the client-side web_search tool, durable turns, research steps.
 JS_LACKS = {"openai-responses", "azure-responses", "tool:task", "tool:web_search", "durable", "research"}
 
 

@@ -81,8 +81,8 @@ def test_what_a_scenario_needs_is_what_its_parts_show(tmp_path: Path) -> None:
     needs = _needs(tmp_path, name="two", cassettes=[], tools=tools, steps=[step, restart],
                    requires=["tool:read"], expectations={"outcome": "ok", "persistedSnapshot": True,
                                                          "estimates": [{"step": 0, "max": 9}]})
-    assert needs == {"openai-responses", "azure-responses", "hosted-search", "tool:task", "tool:read", "cancel",
-                     "durable", "restart", "persisted-transcript", "estimates"}
+    assert needs == {"openai-responses", "azure-responses", "hosted-search", "tool:task", "tool:read",
+                     "cancel", "durable", "restart", "persisted-transcript", "estimates"}
     assert "durable" in _needs(tmp_path, name="kill", faults=[{"kind": "kill", "after": 1}])
 
 

@@ -120,15 +120,16 @@ def test_redgreen_table_markdown_and_json(tmp_path: Path, capsys: pytest.Capture
     markdown = capsys.readouterr().out
     assert (
         "| retries | regression | 🔴 red | 🟢 green | OK | baseline: providerRequests: expected 2 provider "
-        "request(s), the journal holds 1: #1 POST /v1/messages -> 529 [anthropic.messages] faults: status=529 |"
-        in markdown
+        "request(s), the journal holds 1: #1 POST /v1/messages -> 529 [anthropic.messages] faults: "
+        "status=529 |" in markdown
     )
     assert markdown.splitlines()[2].startswith("| scenario | kind |")
     assert main([*argv, "--json"]) == 1
     document = json.loads(capsys.readouterr().out)
     assert not document["ok"]
     retries = next(row for row in document["rows"] if row["scenario"] == "retries")
-    assert retries["baseline"]["firstFailure"]["name"] == "providerRequests" and retries["candidate"]["passed"]
+    assert retries["baseline"]["firstFailure"]["name"] == "providerRequests"
+    assert retries["candidate"]["passed"]
 
 
 def test_a_bad_command_line_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from replaykit.canonical import canonical_transcript
 from replaykit.scenario import Check, Evidence, Scenario, check_all
 from replaykit.scenario.expect import in_count
-from replaykit.canonical import canonical_transcript
 from replaykit.scenario.snapshot import normalize, serialize
 
 JSON = dict[str, Any]
@@ -311,7 +311,7 @@ def test_persisted_snapshot(tmp_path: Path) -> None:
     restamped = copy.deepcopy(TRANSCRIPT)
     restamped["messages"][0]["timestamp"] = 99  # timestamps are normalized: still equal
     assert failed(check_all(scenario(tmp_path, persistedSnapshot=True), changed(persisted=restamped))) == []
-    blocks = copy.deepcopy(TRANSCRIPT)  # by meaning: a string content is one text block; bookkeeping is left out
+    blocks = copy.deepcopy(TRANSCRIPT)  # by meaning: a string content is a text block; no bookkeeping
     blocks["messages"][0]["content"] = [{"type": "text", "text": "hi"}]
     blocks["systemHistory"] = [{"timestamp": 1, "system": None, "tools": []}]
     assert failed(check_all(scenario(tmp_path, persistedSnapshot=True), changed(persisted=blocks))) == []

@@ -59,7 +59,8 @@ def _scenario(folder: Path, name: str, cassette: str, step: dict[str, Any], **re
 
 def test_every_bundled_scenario_passes_is_na_or_fails_on_a_named_library_defect(command: str) -> None:
     results = _run([SCENARIOS], command)
-    failed = {name: [check.name for check in r.checks if not check.ok] for name, r in results.items() if r.failed}
+    failed = {name: [check.name for check in r.checks if not check.ok]
+              for name, r in results.items() if r.failed}
     assert sorted(failed) == sorted(DEFECTS), {name: results[name].failure_text() for name in failed}
     assert {name: check in failed[name] for name, check in DEFECTS.items()} == dict.fromkeys(DEFECTS, True)
     assert {need for r in results.values() for need in r.missing} <= LACKS

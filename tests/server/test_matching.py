@@ -155,7 +155,8 @@ def test_without_strict_the_diff_is_still_journaled(serve: Any) -> None:
     fake = serve(message_cassette("a"))
     assert _post(fake, anthropic_request("different")).status_code == 200
     assert fake.journal[0].diff == [
-        {"pointer": "/messages/0/content/0/text", "change": "changed", "received": "different", "recorded": "a"}
+        {"pointer": "/messages/0/content/0/text", "change": "changed", "received": "different",
+         "recorded": "a"}
     ]
 
 
@@ -289,8 +290,8 @@ def test_a_json_request_never_gets_a_stream_recorded_without_stream_in_its_reque
 
 
 def test_body_matching_is_by_meaning_a_string_prompt_matches_it_recorded_as_blocks(serve: Any) -> None:
-    blocks = {**anthropic_request("b"), "messages": [{"role": "user", "content": [{"type": "text", "text": "b"}]}],
-              "system": [{"type": "text", "text": "Be brief."}]}
+    blocks = {**anthropic_request("b"), "system": [{"type": "text", "text": "Be brief."}],
+              "messages": [{"role": "user", "content": [{"type": "text", "text": "b"}]}]}
     recorded = cassette_of(json_interaction(ANTHROPIC, anthropic_request("a"), anthropic_message("a")),
                            json_interaction(ANTHROPIC, blocks, anthropic_message("b")))
     fake = serve(recorded, match_on=["body"])
