@@ -53,7 +53,7 @@ def install_wheel(work: Path) -> Installed:
     # without hatchling in this venv, build makes an isolated environment and fetches it from the index
     isolation = ["--no-isolation"] if importlib.util.find_spec("hatchling") else []
     run(sys.executable, "-m", "build", "--wheel", *isolation, "--outdir", work / "dist", ROOT, cwd=work)
-    [wheel] = (work / "dist").glob("replaykit-*.whl")
+    [wheel] = (work / "dist").glob("replaykit_llm-*.whl")
     run(sys.executable, "-m", "venv", "--without-pip", work / "venv", cwd=work)
     python = work / "venv" / "bin" / "python"
     run(sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", wheel, cwd=work)

@@ -47,6 +47,7 @@ __all__ = [
 
 MAX_FILES = 20_000
 SDKS = ("anthropic", "openai")
+DISTRIBUTION = "replaykit-llm"  # replaykit's name on the package index (pyproject.toml's [project] name)
 _SKIPPED = {"__pycache__", "node_modules"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -54,7 +55,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
 def key_packages() -> list[str]:
     """replaykit's own dependencies (not the extras') and the provider SDKs, sorted by name."""
     try:
-        declared = importlib.metadata.requires("replaykit") or []
+        declared = importlib.metadata.requires(DISTRIBUTION) or []
     except importlib.metadata.PackageNotFoundError:  # a checkout on PYTHONPATH, never installed
         declared = []
     names = {match[0].lower() for spec in declared if "extra ==" not in spec and (match := _NAME.match(spec))}
