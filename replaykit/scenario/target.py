@@ -61,10 +61,11 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 def _absolute(word: str, index: int, here: Path) -> str:
     """``word`` made absolute when it names a file of ``here`` (the target runs in another folder); the
-    command itself only when written as a path (``./target.sh``), never ``node`` found on PATH."""
+    command itself only when written as a path (``./target.sh``), never ``node`` found on PATH. Symlinks are
+    kept, not followed: a virtualenv's ``.venv/bin/python`` is a link whose target is not the venv."""
     if os.path.isabs(word) or word.startswith("-") or (index == 0 and "/" not in word):
         return word
-    return str((here / word).resolve()) if (here / word).exists() else word
+    return os.path.abspath(here / word) if (here / word).exists() else word
 
 
 def _python_path(here: Path) -> list[str]:

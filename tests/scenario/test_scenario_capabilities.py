@@ -123,3 +123,12 @@ def test_a_mutant_runs_with_its_manifest_environment(tmp_path: Path) -> None:
     assert target.mutant_env("estimator-assumes-name") == {
         "REPLAYKIT_MUTANT": "estimator-assumes-name", "REPLAYKIT_MUTANT_ALIAS": "no-persist"}
     assert target.mutant_env("other") == {"REPLAYKIT_MUTANT": "other"}
+
+
+def test_a_relative_command_keeps_its_symlinks_and_its_leading_assignments(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").symlink_to(sys.executable)  # as a virtualenv's python is
+    target = Target.parse("A=1 B=two=2 bin/python -m replaykit.reference", tmp_path)
+    assert target.argv[0] == str(tmp_path / "bin" / "python")  # not the link's target: the venv would be lost
+    assert ("A", "1") in target.env and ("B", "two=2") in target.env
+    assert target.manifest.path == MANIFEST
