@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from replaykit.cli import EXIT_INTERNAL, EXIT_USAGE, main
+from replaykit.cli.parser import COMMANDS
 
 
 def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -24,8 +25,6 @@ def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
-    from replaykit.cli import COMMANDS
-
     with pytest.raises(SystemExit) as exit_info:
         main(["--help"])
     assert exit_info.value.code == 0
@@ -92,6 +91,27 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out == f"replaykit {replaykit.__version__}\n"
+
+
+def test_version_anywhere_else_on_the_line_is_argparse_s_with_the_same_text(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version", "verify"])
+    assert exit_info.value.code == 0
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    argparse_said, ours = capsys.readouterr().out.splitlines()
+    assert argparse_said == ours
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_each_command_gets_its_arguments_when_chosen(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([name, "--help"])
+    assert exit_info.value.code == 0
+    usage = capsys.readouterr().out.split("\n\n")[0].split()
+    assert usage[:4] == ["usage:", "replaykit", name, "[-h]"] and len(usage) > 4  # unregistered: [-h] alone
 
 
 @pytest.mark.parametrize(("argv", "start"), [

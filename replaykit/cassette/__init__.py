@@ -53,23 +53,38 @@ with lines), :mod:`~replaykit.cassette.parsed` (parsed documents on disk), :mod:
 
 from __future__ import annotations
 
-from replaykit.cassette.build import MAX_BODY, MAX_EXPANSION
-from replaykit.cassette.model import (
-    ORIGINS,
-    Cassette,
-    Headers,
-    Interaction,
-    Meta,
-    Origin,
-    Request,
-    Response,
-    body_json,
-    canonical_parts,
-    header,
-)
-from replaykit.cassette.paths import iter_paths, named_paths
-from replaykit.cassette.read import clear_cache, load, loads, read_yaml, yaml_line
-from replaykit.cassette.write import dumps, save, stale_temporaries, write_atomic
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from replaykit.cassette.build import MAX_BODY, MAX_EXPANSION
+    from replaykit.cassette.model import (
+        ORIGINS,
+        Cassette,
+        Headers,
+        Interaction,
+        Meta,
+        Origin,
+        Request,
+        Response,
+        body_json,
+        canonical_parts,
+        header,
+    )
+    from replaykit.cassette.paths import iter_paths, named_paths
+    from replaykit.cassette.read import clear_cache, load, loads, read_yaml, yaml_line
+    from replaykit.cassette.write import dumps, save, stale_temporaries, write_atomic
+
+# Each name -> its module, imported on first use: a header lookup or an atomic write (what a target run by a
+# scenario needs) loads neither rapidyaml, the YAML reader nor the parse cache.
+_HOMES = {
+    **dict.fromkeys(("MAX_BODY", "MAX_EXPANSION"), "build"),
+    **dict.fromkeys(("ORIGINS", "Cassette", "Headers", "Interaction", "Meta", "Origin", "Request", "Response",
+                     "body_json", "canonical_parts", "header"), "model"),
+    **dict.fromkeys(("iter_paths", "named_paths"), "paths"),
+    **dict.fromkeys(("clear_cache", "load", "loads", "read_yaml", "yaml_line"), "read"),
+    **dict.fromkeys(("dumps", "save", "stale_temporaries", "write_atomic"), "write"),
+}
 
 __all__ = [
     "MAX_BODY",
@@ -97,3 +112,11 @@ __all__ = [
     "write_atomic",
     "yaml_line",
 ]
+
+
+if not TYPE_CHECKING:  # a type checker reads the imports above: a misspelt name stays an error
+
+    def __getattr__(name: str) -> object:
+        if name not in _HOMES:
+            raise AttributeError(f"module 'replaykit.cassette' has no attribute {name!r}")
+        return getattr(importlib.import_module(f"replaykit.cassette.{_HOMES[name]}"), name)

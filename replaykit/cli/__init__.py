@@ -6,25 +6,25 @@ Bad input never prints a traceback: a ``ReplaykitError`` becomes one line on std
 (``replaykit: error: ...``; a bad command line ``replaykit serve: error: ...``, the prefix once), an
 unexpected exception one ``internal error`` line with key-shaped text masked (set ``REPLAYKIT_TRACEBACK=1``
 to see the stack). ``replaykit --version`` prints the version.
+
+A command's module is imported only when that command runs (:mod:`~replaykit.cli.parser`: the commands'
+table): ``replaykit --help`` imports none, ``replaykit verify`` loads the contract engine, never the
+fake provider (aiohttp) or Hypothesis, and ``replaykit --version`` nothing at all. This module imports only
+``os`` and ``sys`` (already loaded by the interpreter); its functions import what they use.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import importlib
 import os
-import re
 import sys
-import traceback
-from collections.abc import Collection, Sequence
-from pathlib import Path
 
 from replaykit import __version__
-from replaykit.cassette import MAX_BODY
-from replaykit.errors import ReplaykitError, UsageError
-from replaykit.redact import safe_message
-from replaykit.resources import find_cassette
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as true
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Collection, Sequence
+    from pathlib import Path
 
 __all__ = [
     "EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE",
@@ -37,49 +37,24 @@ EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 EXIT_PIPE = 128 + 13  # SIGPIPE, as a shell reports a writer whose reader closed the pipe
 
-# One module per subcommand under replaykit/cli/; each defines register(subparsers).
-COMMANDS: tuple[str, ...] = (
-    "serve",
-    "verify",
-    "show",
-    "cassettes",
-    "redact",
-    "drift",
-    "properties",
-    "scenarios",
-    "qualify",
-    "record",
-    "repro",
-)
-
-
-class _CommandLineError(UsageError):
-    """A command line argparse refused; ``prog`` is the command it was given to (``replaykit serve``)."""
-
-    def __init__(self, prog: str, message: str) -> None:
-        super().__init__(message)
-        self.prog = prog
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _CommandLineError(self.prog, message)
-
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand registered."""
-    parser = _Parser(prog="replaykit", description="Offline replay and contract checks for LLM harnesses.")
-    parser.add_argument("--version", action="version", version=f"replaykit {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for name in COMMANDS:
-        importlib.import_module(f"replaykit.cli.{name}").register(sub)
-    return parser
+    """The argument parser (:func:`replaykit.cli.parser.build_parser`)."""
+    from replaykit.cli.parser import build_parser as build
+
+    return build()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (also used by the console script)."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    if words == ["--version"]:  # argparse answers it too; here, before argparse is even imported
+        print(f"replaykit {__version__}")
+        raise SystemExit(EXIT_OK)
+    from replaykit.errors import ReplaykitError, UsageError
+
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(words)
         code: int = args.func(args)
         return code
     except UsageError as exc:
@@ -103,12 +78,14 @@ def table(rows: Sequence[Sequence[str]], right: Collection[int] = ()) -> list[st
             for row in rows]
 
 
-_SIZE = re.compile(r"(\d+)\s*([kmg]i?b?)?", re.IGNORECASE)
+_SIZE = r"(\d+)\s*([kmg]i?b?)?"
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
 def positive(text: str) -> int:
     """An argparse type: a whole number, 1 or more (a count of jobs, of examples)."""
+    import argparse
+
     try:
         value = int(text)
     except ValueError:
@@ -121,7 +98,10 @@ def positive(text: str) -> int:
 def byte_size(text: str) -> int:
     """A positive size in bytes from ``1048576``, ``512K``, ``256M``, ``1G`` (binary units; ``MiB``, ``MB``
     and ``M`` all mean 2**20): an argparse ``type``."""
-    match = _SIZE.fullmatch(text.strip())
+    import argparse
+    import re
+
+    match = re.fullmatch(_SIZE, text.strip(), re.IGNORECASE)
     if not match or int(match[1]) == 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size; write bytes, or e.g. 512K, 256M, 1G")
     return int(match[1]) * _UNITS[(match[2] or "")[:1].lower()]
@@ -129,6 +109,8 @@ def byte_size(text: str) -> int:
 
 def add_max_body(parser: argparse.ArgumentParser) -> None:
     """The ``--max-body SIZE`` option of the commands that read cassettes (``args.max_body``, bytes)."""
+    from replaykit.cassette import MAX_BODY
+
     parser.add_argument("--max-body", type=byte_size, default=MAX_BODY, metavar="SIZE",
                         help=f"refuse a compressed body that decodes to more than SIZE (e.g. 512M; default "
                              f"{MAX_BODY >> 20}M): a decompression bomb is an error, not a hang")
@@ -137,6 +119,10 @@ def add_max_body(parser: argparse.ArgumentParser) -> None:
 def cassette_args(names: Sequence[str]) -> list[Path]:
     """The cassettes named on the command line, each found by :func:`replaykit.resources.find_cassette`
     (as given, else among the bundled cassettes: then a note on stderr says which file is used)."""
+    from pathlib import Path
+
+    from replaykit.resources import find_cassette
+
     found = [find_cassette(name) for name in names]
     for name, path in zip(names, found, strict=True):
         if path != Path(name):
@@ -147,17 +133,24 @@ def cassette_args(names: Sequence[str]) -> list[Path]:
 def _closed_pipe() -> int:
     """The reader closed stdout: stop quietly (point stdout at /dev/null so the interpreter's final flush
     does not complain again)."""
+    import contextlib
+
     with contextlib.suppress(OSError, ValueError):  # stdout is not a file (captured in tests)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return EXIT_PIPE
 
 
 def _fail(exc: BaseException, code: int, internal: bool = False) -> int:
+    from replaykit.cli.parser import CommandLineError
+    from replaykit.redact import safe_message
+
     if os.environ.get("REPLAYKIT_TRACEBACK"):
+        import traceback
+
         traceback.print_exception(exc)
     label = "internal error" if internal else "error"
     hint = " (a replaykit bug: rerun with REPLAYKIT_TRACEBACK=1 and report it)" if internal else ""
     text = safe_message(str(exc)) if internal else str(exc)  # ours are written safe; a bug's may hold a key
-    prog = exc.prog if isinstance(exc, _CommandLineError) else "replaykit"
+    prog = exc.prog if isinstance(exc, CommandLineError) else "replaykit"
     print(f"{prog}: {label}: {text}{hint}", file=sys.stderr)
     return code

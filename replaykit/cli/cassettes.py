@@ -30,7 +30,7 @@ WIDTH = 100  # characters of a description shown in the table (the whole one wit
 def register(subparsers: Any) -> None:
     """Add the ``cassettes`` subcommand."""
     parser = subparsers.add_parser(
-        "cassettes", help="list the bundled cassettes: provider, route, stream, origin, description",
+        "cassettes",
         description="List the cassettes bundled with replaykit (or those under FOLDER): the name to give "
                     "serve, verify or show, provider, route, streamed or not, origin and what each shows.")
     parser.add_argument("folders", nargs="*", metavar="FOLDER",

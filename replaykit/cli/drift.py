@@ -24,7 +24,7 @@ _HEAD = ("verdict", "sdk", "sdk type", "contract", "gap", "detail")
 def register(subparsers: Any) -> None:
     """Add the ``drift`` subcommand."""
     parser = subparsers.add_parser(
-        "drift", help="compare the contracts with the installed SDKs' models",
+        "drift",
         description="Compare the wire contracts with the installed anthropic / openai SDK models (enum "
                     "values, required fields, discriminators). Exit 1 when a payload the SDK accepts would "
                     "fail a contract and the contract does not explain it (x-drift-ignore).")

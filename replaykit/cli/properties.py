@@ -31,7 +31,7 @@ _BAR = 20  # cells of the progress bar at most
 def register(subparsers: Any) -> None:
     """Add the ``properties`` subcommand."""
     parser = subparsers.add_parser(
-        "properties", help="check a token estimator against the replay-aware property suite",
+        "properties",
         description="Run the estimator property suite (Hypothesis) against a Python callable or a JSON Lines "
                     "command. Exit 0 when every property holds, 1 on a failure, 2 on usage errors.")
     which = parser.add_mutually_exclusive_group(required=True)

@@ -34,7 +34,6 @@ def register(subparsers: Any) -> None:
 
     parser = subparsers.add_parser(
         "qualify",
-        help="qualify a target and an estimator on this environment: every check, one report",
         description="Record the environment (versions, SHA-256 of contracts, cassettes, scenarios and the "
         "target), then run verify, the contracts, drift, the scenarios on the target, the mutant "
         "matrix and the estimator property suite; write report.md and report.json. With "

@@ -35,7 +35,7 @@ __all__ = ["register", "run"]
 def register(subparsers: Any) -> None:
     """Add the ``record`` subcommand."""
     parser = subparsers.add_parser(
-        "record", help="record a new cassette through a loopback reverse proxy to the real API",
+        "record",
         description="Forward each request to --upstream and stream the answer back as it arrives, recording "
                     "it redacted and checked against the contracts, until SIGINT or SIGTERM. Exit 0 when "
                     "done, 1 when --check finds a contract error, a key survives redaction or the upstream "

@@ -29,7 +29,7 @@ __all__ = ["register", "run"]
 def register(subparsers: Any) -> None:
     """Add the ``redact`` subcommand."""
     parser = subparsers.add_parser(
-        "redact", help="scrub keys, tokens and credentials from cassettes",
+        "redact",
         description="Scrub every secret replaykit finds (credential headers, keys of known shapes anywhere, "
                     "secret query parameters and JSON fields, URL-encoded or base64-encoded too) from "
                     "cassette files. Exit 0 when done, 1 when --check finds something to scrub or a file "

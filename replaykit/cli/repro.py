@@ -30,7 +30,7 @@ __all__ = ["register", "run"]
 def register(subparsers: Any) -> None:
     """Add the ``repro`` subcommand."""
     parser = subparsers.add_parser(
-        "repro", help="turn a reported transcript into a scenario that replays its failure offline",
+        "repro",
         description="Read a reported transcript (neutral JSON, an Anthropic Messages or OpenAI Responses "
                     "request body or its messages / input array, or a JSONL session log of either), redact "
                     "it, find where restore, projection or estimation first fails, and write DIR: "

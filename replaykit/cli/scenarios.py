@@ -85,7 +85,6 @@ def register(subparsers: Any) -> None:
     """Add the ``run``, ``mutants`` and ``redgreen`` subcommands."""
     parser = subparsers.add_parser(
         "run",
-        help="run scenarios on a target and check their expectations",
         description="Run each scenario: start a fake provider on its cassettes and faults, run the target "
         "with the target protocol's environment, check every expectation against its outcome and "
         "the journal. Exit 0 when all pass, 1 when one fails, 2 on a bad scenario file.",
@@ -103,7 +102,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
     parser = subparsers.add_parser(
         "mutants",
-        help="run scenarios on every mutant of a target: the kill matrix",
         description="Run every scenario on the target and on each mutant (REPLAYKIT_MUTANT=name) and print "
         "the kill matrix. Exit 1 when a scenario's declared kill survives, a mutant survives "
         "every scenario or a scenario fails on the target itself; a scenario that kills nothing "
@@ -125,7 +123,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run_mutants)
     parser = subparsers.add_parser(
         "redgreen",
-        help="regression scenarios red on a baseline and green on a candidate",
         description="Run every scenario on a baseline and a candidate target: a regression scenario "
         "must fail on the baseline and pass on the candidate, a contract scenario pass on both. Exit 1 "
         "when one does not.",

@@ -57,7 +57,7 @@ def _port(text: str) -> int:
 def register(subparsers: Any) -> None:
     """Add the ``serve`` subcommand."""
     parser = subparsers.add_parser(
-        "serve", help="serve cassettes on loopback as a fake Anthropic / OpenAI / Azure / Cloudflare API",
+        "serve",
         description="Replay cassettes from a loopback fake provider until SIGINT or SIGTERM. Prints each "
                     "provider's base URL; journals each request as it completes.",
         epilog="\n".join(kinds_help()), formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -29,7 +29,7 @@ LONG = 240  # characters a string of the body may have before it is shortened (t
 def register(subparsers: Any) -> None:
     """Add the ``show`` subcommand."""
     parser = subparsers.add_parser(
-        "show", help="print what a cassette expects and answers: requests, streams, event types",
+        "show",
         description="Print each interaction of a cassette: method, path, route, the request body (secrets "
                     "scrubbed), whether the response streams, its status and its events' types.")
     parser.add_argument("cassette", metavar="CASSETTE",

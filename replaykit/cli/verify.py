@@ -23,7 +23,7 @@ _HEAD = ("result", "interactions", "origin", "fingerprint", "file")
 def register(subparsers: Any) -> None:
     """Add the ``verify`` subcommand."""
     parser = subparsers.add_parser(
-        "verify", help="check cassettes for parse errors, secrets, SSE framing and contract violations",
+        "verify",
         description="Check cassette files (or folders of them) for parse errors, leftover secrets, SSE "
                     "framing problems and contract violations (traffic on a route no contract covers is a "
                     "warning). Exit 0 when clean, 1 on findings, 2 on usage errors.")

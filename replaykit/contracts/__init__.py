@@ -42,27 +42,44 @@ decides, stock jsonschema words the rare keywords and is the tests' reference),
 
 from __future__ import annotations
 
-from replaykit.contracts.interactions import (
-    EXPECTED_VIOLATIONS,
-    check_body,
-    check_interaction,
-    expected_keys,
-    expected_violations,
-    place,
-)
-from replaykit.contracts.profiles import (
-    OPENAI_COMPATIBLE,
-    PROFILES,
-    STRICT,
-    Profile,
-    profile_of,
-    resolve_profile,
-)
-from replaykit.contracts.registry import BASE_URI as BASE_URI  # the contracts' $id prefix, not in __all__
-from replaykit.contracts.registry import PROVIDER_KINDS, Contracts, default, kinds, validate
-from replaykit.contracts.rules import RULES
-from replaykit.contracts.streams import check_events
-from replaykit.contracts.violations import Violation
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from replaykit.contracts.interactions import (
+        EXPECTED_VIOLATIONS,
+        check_body,
+        check_interaction,
+        expected_keys,
+        expected_violations,
+        place,
+    )
+    from replaykit.contracts.profiles import (
+        OPENAI_COMPATIBLE,
+        PROFILES,
+        STRICT,
+        Profile,
+        profile_of,
+        resolve_profile,
+    )
+    from replaykit.contracts.registry import BASE_URI as BASE_URI  # the contracts' $id prefix, not in __all__
+    from replaykit.contracts.registry import PROVIDER_KINDS, Contracts, default, kinds, validate
+    from replaykit.contracts.rules import RULES
+    from replaykit.contracts.streams import check_events
+    from replaykit.contracts.violations import Violation
+
+# Each name -> its module, imported on first use: a profile (``STRICT``, ``resolve_profile``) costs no schema
+# engine, so the reference target and ``replaykit.citations`` load jsonschema only when they validate.
+_HOMES = {
+    **dict.fromkeys(("EXPECTED_VIOLATIONS", "check_body", "check_interaction", "expected_keys",
+                     "expected_violations", "place"), "interactions"),
+    **dict.fromkeys(("OPENAI_COMPATIBLE", "PROFILES", "STRICT", "Profile", "profile_of", "resolve_profile"),
+                    "profiles"),
+    **dict.fromkeys(("BASE_URI", "PROVIDER_KINDS", "Contracts", "default", "kinds", "validate"), "registry"),
+    "RULES": "rules",
+    "check_events": "streams",
+    "Violation": "violations",
+}
 
 __all__ = [
     "EXPECTED_VIOLATIONS",
@@ -86,3 +103,11 @@ __all__ = [
     "resolve_profile",
     "validate",
 ]
+
+
+if not TYPE_CHECKING:  # a type checker reads the imports above: a misspelt name stays an error
+
+    def __getattr__(name: str) -> object:
+        if name not in _HOMES:
+            raise AttributeError(f"module 'replaykit.contracts' has no attribute {name!r}")
+        return getattr(importlib.import_module(f"replaykit.contracts.{_HOMES[name]}"), name)

@@ -21,7 +21,6 @@ from typing import Any
 from replaykit.callables import load_callable
 from replaykit.cassette import write_atomic
 from replaykit.errors import UsageError
-from replaykit.redact import safe_message
 
 __all__ = ["internal_error", "main"]
 
@@ -29,6 +28,8 @@ __all__ = ["internal_error", "main"]
 def internal_error(exc: BaseException) -> dict[str, Any]:
     """The outcome of a target function that raised ``exc``: ``error``, ``INTERNAL_ERROR``, nothing
     persisted."""
+    from replaykit.redact import safe_message  # the secret shapes, loaded only when a target fails
+
     text = str(exc)
     message = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     return {

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from typing import Any, cast
-
-import jsonschema  # type: ignore[import-untyped]
+from typing import TYPE_CHECKING, Any, cast
 
 from replaykit import contracts
 from replaykit.errors import LocalRequestError
 from replaykit.pointer import json_pointer, resolve
 from replaykit.transcript.model import CONTRACT, JSON, Transcript, _finite
+
+if TYPE_CHECKING:
+    import jsonschema  # type: ignore[import-untyped]
 
 __all__ = ["restore", "schema"]
 
@@ -28,6 +29,8 @@ def schema() -> JSON:
 
 @cache
 def _validator() -> jsonschema.protocols.Validator:
+    import jsonschema  # stock jsonschema words a failure: imported when a transcript fails
+
     cls = jsonschema.validators.validator_for(schema())
     validator: jsonschema.protocols.Validator = cls(schema())
     return validator
