@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["WILDCARD", "json_pointer", "matches", "resolve"]
+__all__ = ["WILDCARD", "json_pointer", "matches", "pointer_parts", "resolve"]
 
 WILDCARD = "*"
 """In a pointer given to :func:`matches`, a token that stands for every index of an array."""
@@ -15,6 +15,12 @@ def json_pointer(parts: Iterable[object]) -> str:
     """The pointer of ``parts`` (in each token ``~`` becomes ``~0``, ``/`` becomes ``~1``); ``""`` is the
     root."""
     return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
+
+
+def pointer_parts(pointer: str) -> list[str | int]:
+    """The tokens of a JSON pointer, digits as ints (list indexes, as a YAML path names them)."""
+    parts = [part.replace("~1", "/").replace("~0", "~") for part in pointer.split("/")[1:]]
+    return [int(part) if part.isdigit() else part for part in parts]
 
 
 def resolve(document: object, pointer: str) -> object:

@@ -30,7 +30,7 @@ from replaykit.cli import EXIT_FINDINGS, EXIT_OK, positive, table
 from replaykit.errors import ScenarioError, UsageError
 from replaykit.scenario import DEFAULT_TARGET, Result, Scenario, Target, load_all, run_many
 from replaykit.scenario import report as reports
-from replaykit.scenario.mutants import Matrix, check_kills, defect_classes, run_matrix
+from replaykit.scenario.mutants import Matrix, check_kills, run_matrix
 from replaykit.scenario.redgreen import markdown, redgreen, table_rows, to_json
 
 __all__ = ["register", "run", "run_mutants", "run_redgreen"]
@@ -216,6 +216,13 @@ def _matrix_text(matrix: Matrix) -> str:
         f"{'' if matrix.full else ' (the declared kills)'}, {killed} killed: {verdict}"
     )
     return "\n".join(lines)
+
+
+def defect_classes() -> frozenset[str]:
+    """The defect classes a ``kills:`` may name: the reference's mutants, imported only when asked for."""
+    from replaykit.reference.mutants import MUTANTS
+
+    return frozenset(MUTANTS)
 
 
 def run_mutants(args: argparse.Namespace, known: Callable[[], Collection[str]] = defect_classes) -> int:

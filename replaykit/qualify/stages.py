@@ -21,8 +21,9 @@ from replaykit import contracts, drift, properties
 from replaykit.errors import ContractError, ScenarioError, UsageError
 from replaykit.findings import Finding
 from replaykit.qualify.identity import installed_version
+from replaykit.reference.mutants import MUTANTS
 from replaykit.scenario.model import Scenario, load_all
-from replaykit.scenario.mutants import check_kills, decides, defect_classes, run_matrix
+from replaykit.scenario.mutants import check_kills, decides, run_matrix
 from replaykit.scenario.report import counts as report_counts
 from replaykit.scenario.report import coverage
 from replaykit.scenario.runner import Result, run_many
@@ -303,7 +304,7 @@ def mutants_section(
     only the cells that decide it (each mutant on the scenarios that declare it) unless ``full``."""
     start = time.monotonic()
     try:
-        check_kills(scenarios, {*target.manifest.mutants, *mutants}, defect_classes())
+        check_kills(scenarios, {*target.manifest.mutants, *mutants}, frozenset(MUTANTS))
     except UsageError as exc:
         return failed_section([Finding("error", "mutants", str(exc), "kills")], "a kills: name is unknown")
     applies = [s for s, ran in zip(scenarios, on_target, strict=True) if ran.applicable]

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from replaykit.errors import UsageError, located
+from replaykit.pointer import pointer_parts
 
 if TYPE_CHECKING:
-    from replaykit.scenario.model import Scenario
+    from replaykit.server.faults import Fault
 
 __all__ = ["API_OF", "CAPABILITIES", "MANIFEST_NAMES", "Manifest", "Mutant", "find_manifest", "load_manifest",
            "recorded_forms", "requirements"]
@@ -75,7 +76,6 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     from replaykit import contracts
     from replaykit.cassette import read_yaml, yaml_line
     from replaykit.errors import CassetteError
-    from replaykit.scenario.model import pointer_parts
 
     where = Path(path)
     try:
@@ -155,8 +155,8 @@ def find_manifest(argv: Iterable[str], module: str | None = None, search: Iterab
 # ---------------------------------------------------------------- what a scenario needs
 
 
-def recorded_forms(scenario: Scenario) -> dict[tuple[str, int], tuple[str, bool]]:
-    """Each recorded model request of the scenario's cassettes, by ``(cassette, index)``: its canonical key
+def recorded_forms(cassettes: Iterable[Path]) -> dict[tuple[str, int], tuple[str, bool]]:
+    """Each recorded model request of a scenario's ``cassettes``, by ``(cassette, index)``: its canonical key
     without ``stream`` (:func:`replaykit.canonical.canonical_key`) and whether it was recorded streamed. Two
     interactions of one key, one streamed and one not, are *twins*: one request recorded in both forms, so a
     target of either form is served (and the other twin is not expected to be)."""
@@ -165,7 +165,7 @@ def recorded_forms(scenario: Scenario) -> dict[tuple[str, int], tuple[str, bool]
     from replaykit.routes import classify_uri
 
     forms: dict[tuple[str, int], tuple[str, bool]] = {}
-    for path in scenario.cassettes:
+    for path in cassettes:
         for index, item in enumerate(cassette.load(path).interactions):
             route = classify_uri(item.request.method, item.request.uri)
             if route.name not in _MODEL_ROUTES:
@@ -176,11 +176,11 @@ def recorded_forms(scenario: Scenario) -> dict[tuple[str, int], tuple[str, bool]
     return forms
 
 
-def _stream_needs(scenario: Scenario) -> set[str]:
+def _stream_needs(cassettes: Iterable[Path]) -> set[str]:
     """stream / non-stream: a request recorded only streamed needs stream, only plain needs non-stream, in
     both forms (twins, :func:`recorded_forms`) neither."""
     forms: dict[str, set[bool]] = {}
-    for key, streamed in recorded_forms(scenario).values():
+    for key, streamed in recorded_forms(cassettes).values():
         forms.setdefault(key, set()).add(streamed)
     needs = set()
     for kinds in forms.values():
@@ -222,15 +222,15 @@ def _expectation_needs(expected: dict[str, Any]) -> set[str]:
     return needs
 
 
-def requirements(scenario: Scenario) -> frozenset[str]:
-    """What ``scenario`` needs of a target: its ``requires:``, and what its parts show: the APIs of its steps,
-    research / restart / cancelAfterMs / operationId steps, its tools (hostedSearch, function tools by name),
-    ``recovery`` or a ``kill`` fault (durable), a persistedSnapshot, estimates, receipts, and stream or
-    non-stream from its recordings."""
-    doc = scenario.doc
+def requirements(doc: dict[str, Any], cassettes: Iterable[Path], faults: Iterable[Fault]) \
+        -> frozenset[str]:
+    """What a scenario (its document, cassettes and faults) needs of a target: its ``requires:``, and what its
+    parts show: the APIs of its steps, research / restart / cancelAfterMs / operationId steps, its tools
+    (hostedSearch, function tools by name), ``recovery`` or a ``kill`` fault (durable), a persistedSnapshot,
+    estimates, receipts, and stream or non-stream from its recordings."""
     needs = set(doc.get("requires", ()))
-    needs |= _step_needs(scenario.steps) | _tool_needs(doc.get("tools", []))
-    needs |= _expectation_needs(scenario.expectations) | _stream_needs(scenario)
-    if doc.get("recovery") or any(fault.kind == "kill" for fault in scenario.faults):
+    needs |= _step_needs(doc["steps"]) | _tool_needs(doc.get("tools", []))
+    needs |= _expectation_needs(doc["expectations"]) | _stream_needs(cassettes)
+    if doc.get("recovery") or any(fault.kind == "kill" for fault in faults):
         needs.add("durable")
     return frozenset(needs)

@@ -10,6 +10,7 @@ traceback.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -20,11 +21,11 @@ from typing import Any
 from replaykit import cassette, contracts
 from replaykit.cassette import read_yaml, yaml_line
 from replaykit.errors import CassetteError, ScenarioError, UsageError, located
-from replaykit.pointer import json_pointer
-from replaykit.scenario.capabilities import MANIFEST_NAMES
+from replaykit.pointer import json_pointer, pointer_parts
+from replaykit.scenario.capabilities import MANIFEST_NAMES, requirements
 from replaykit.server.faults import Fault
 
-__all__ = ["MAX_FILE", "Scenario", "discover", "load", "load_all", "pointer_parts"]
+__all__ = ["MAX_FILE", "Scenario", "discover", "load", "load_all"]
 
 MAX_FILE = 8 << 20  # bytes: a scenario is a page of YAML; more is a mistake (a cassette named as a scenario)
 JSON = dict[str, Any]
@@ -74,6 +75,11 @@ class Scenario:
         """How many times a ``kill`` fault can fire: the restarts the runner makes at most."""
         return sum(fault.times for fault in self.faults if fault.kind == "kill")
 
+    @functools.cached_property
+    def needs(self) -> frozenset[str]:
+        """What the scenario needs of a target (:func:`replaykit.scenario.capabilities.requirements`)."""
+        return requirements(self.doc, self.cassettes, self.faults)
+
     @property
     def timeout(self) -> float:
         """The wall-clock budget of the whole scenario, in seconds (``timeoutMs``, default 60000)."""
@@ -105,12 +111,6 @@ class Scenario:
             "system": doc.get("system"),
             "recovery": doc.get("recovery"),
         }
-
-
-def pointer_parts(pointer: str) -> list[str | int]:
-    """The tokens of a JSON pointer, digits as ints (list indexes, as a YAML path names them)."""
-    parts = [part.replace("~1", "/").replace("~0", "~") for part in pointer.split("/")[1:]]
-    return [int(part) if part.isdigit() else part for part in parts]
 
 
 def _fail(path: Path, text: str, pointer: str, message: str, fix: str) -> ScenarioError:

@@ -21,12 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from replaykit.errors import UsageError
-from replaykit.scenario.capabilities import requirements
 from replaykit.scenario.model import Scenario
 from replaykit.scenario.runner import Result, run_jobs
 from replaykit.scenario.target import Target
 
-__all__ = ["Matrix", "check_kills", "decides", "defect_classes", "run_matrix"]
+__all__ = ["Matrix", "check_kills", "decides", "run_matrix"]
 
 
 @dataclass(frozen=True)
@@ -150,17 +149,7 @@ def run_matrix(
 
 
 def _applies(scenario: Scenario, target: Target) -> bool:
-    return not target.manifest.missing(requirements(scenario))
-
-
-def defect_classes() -> frozenset[str]:
-    """The known defect classes a ``kills:`` may name: the reference's mutants (none when it is not
-    installed)."""
-    try:
-        from replaykit.reference.mutants import MUTANTS
-    except ImportError:  # pragma: no cover - the reference ships with replaykit
-        return frozenset()
-    return frozenset(MUTANTS)
+    return not target.manifest.missing(scenario.needs)
 
 
 def check_kills(scenarios: Sequence[Scenario], target_mutants: Collection[str],

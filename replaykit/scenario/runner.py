@@ -32,7 +32,7 @@ from tempfile import TemporaryDirectory
 from typing import Any
 
 from replaykit.cassette import write_atomic
-from replaykit.scenario.capabilities import recorded_forms, requirements
+from replaykit.scenario.capabilities import recorded_forms
 from replaykit.scenario.expect import Check, Evidence, check_all
 from replaykit.scenario.model import Scenario
 from replaykit.scenario.target import Run, Target, read_outcome, run_segment, target_env
@@ -133,7 +133,7 @@ def _merge(merged: JSON | None, outcome: JSON, first_step: int) -> JSON:
 def _without_served_twins(unused: list[JSON], scenario: Scenario) -> list[JSON]:
     """``unused`` without the interactions whose twin (the same request recorded in the other form, streamed
     or not) was served: a target of one form is never expected to take both."""
-    forms = recorded_forms(scenario)
+    forms = recorded_forms(scenario.cassettes)
     places = [(str(u["cassette"]), int(u["index"])) for u in unused]
     served = {form for place, form in forms.items() if place not in places}
     twins = {place for place in places if place in forms and (forms[place][0], not forms[place][1]) in served}
@@ -228,7 +228,7 @@ def run_scenario(
 ) -> Result:
     """Run ``scenario`` on ``target`` (as ``mutant`` when given) and check every expectation; n/a without a
     run when the target lacks a capability it needs."""
-    missing = target.manifest.missing(requirements(scenario))
+    missing = target.manifest.missing(scenario.needs)
     if missing:
         return Result(scenario, target.spec, [], mutant=mutant, missing=missing)
     start = time.monotonic()

@@ -15,7 +15,7 @@ from replaykit.cli import main
 from replaykit.errors import UsageError
 from replaykit.reference.mutants import MANIFEST, MUTANTS
 from replaykit.scenario import Target, load, run_scenario
-from replaykit.scenario.capabilities import CAPABILITIES, Manifest, find_manifest, load_manifest, requirements
+from replaykit.scenario.capabilities import CAPABILITIES, Manifest, find_manifest, load_manifest
 
 SEARCH = {"type": "hostedSearch", "maxUses": 5}
 
@@ -70,7 +70,7 @@ def test_a_bad_manifest_is_one_line_with_its_place_and_fix(tmp_path: Path, text:
 
 
 def _needs(tmp_path: Path, **changes: Any) -> frozenset[str]:
-    return requirements(load(write_scenario(tmp_path, scenario_doc(**changes))))
+    return load(write_scenario(tmp_path, scenario_doc(**changes))).needs
 
 
 def test_what_a_scenario_needs_is_what_its_parts_show(tmp_path: Path) -> None:
@@ -88,9 +88,9 @@ def test_what_a_scenario_needs_is_what_its_parts_show(tmp_path: Path) -> None:
 
 def test_recordings_only_streamed_need_stream_and_twins_need_neither() -> None:
     scenarios = ROOT / "scenarios"
-    assert "stream" in requirements(load(scenarios / "search-next-prompt.yaml"))
+    assert "stream" in load(scenarios / "search-next-prompt.yaml").needs
     for name in ("example-nameless-search-block", "nameless-search-block-no-anchor"):
-        assert not {"stream", "non-stream"} & requirements(load(scenarios / f"{name}.yaml"))
+        assert not {"stream", "non-stream"} & load(scenarios / f"{name}.yaml").needs
 
 
 def test_a_scenario_the_target_cannot_run_is_na_never_pass_nor_fail(
