@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any, ClassVar
 
+from replaykit import jsondoc
 from replaykit.contracts.profiles import STRICT, Profile
 from replaykit.contracts.registry import Contracts, default
 from replaykit.contracts.rules import _is_int
@@ -143,8 +144,8 @@ def check_events(route: Route, events: Iterable[Event], contracts: Contracts | N
             continue
         try:
             data = event.json()
-        except ValueError:
-            found.append(Violation("", "json", "data is not JSON", event=index))
+        except ValueError as exc:
+            found.append(Violation("", "json", _not_json(exc), event=index))
             continue
         found += [replace(v, event=index) for v in chosen.validate(kind, data, profile)]
         if isinstance(data, dict):
@@ -152,6 +153,10 @@ def check_events(route: Route, events: Iterable[Event], contracts: Contracts | N
             sequence.feed(index, data)
             last = index
     return found + sequence.finish(last)
+
+
+def _not_json(exc: ValueError) -> str:
+    return f"data: {exc}" if isinstance(exc, jsondoc.TooDeep) else "data is not JSON"
 
 
 def _event_name(index: int, event: Event, data: dict[str, Any]) -> list[Violation]:
