@@ -17,7 +17,9 @@
 
 A hit is never shown whole: :func:`excerpt` keeps at most its first 4 and last 2 characters and its length,
 :func:`mask` replaces each secret of a text by its excerpt, and :func:`safe_message` makes any text safe to
-print (secrets replaced, one line, bounded).
+print (secrets replaced, one line, bounded). A received value a message quotes, key or not, is shown as
+:func:`glimpse` shows it: a key of no known shape (an Azure key, a password) is not found, so no value long
+enough to be one is shown whole.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ __all__ = [
     "encoded_forms",
     "excerpt",
     "find",
+    "glimpse",
     "is_placeholder",
     "kind_label",
     "looks_random",
@@ -495,6 +498,15 @@ def excerpt(secret: str) -> str:
     """A masked excerpt: at most its first 4 and last 2 characters, and its length."""
     shown = f"{secret[:4]}…{secret[-2:]}" if len(secret) >= 12 else "…"
     return f"{shown} ({len(secret)} chars)"
+
+
+def glimpse(value: str) -> str:
+    """``value`` quoted for a message, key or not: whole when shorter than any key (12 characters), else
+    only its :func:`excerpt`: ``'f317…9b' (32 chars)``."""
+    if len(value) < _SHORTEST:
+        return repr(value)
+    shown, _, size = excerpt(value).partition(" ")
+    return f"{shown!r} {size}"
 
 
 def mask(text: str, replacement: str | None = None) -> str:
