@@ -166,6 +166,19 @@ def test_a_cassette_is_judged_by_its_own_profile_unless_told(capsys: pytest.Capt
     assert _run(capsys, "--profile", "openai-compatible", str(strict))[0] == EXIT_OK
 
 
+X_SEARCH = Path(__file__).resolve().parent / "data" / "contracts" / "xai_x_search_call.yaml"
+
+
+def test_an_xai_x_search_call_verifies_under_its_profile_and_is_refused_strictly(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, str(X_SEARCH))
+    assert code == EXIT_OK and "0 errors, 10 warnings" in out
+    item = f"{X_SEARCH}:interactions[0]: contract: response /output/0/type 'x_se…ll' (13 chars) is not one"
+    assert item in out and "(OpenAI only: a warning under profile openai-compatible) (warning)" in out
+    code, out, _ = _run(capsys, "--profile", "strict", str(X_SEARCH))
+    assert code == EXIT_FINDINGS and item in out and "10 findings: FAILED" in out
+
+
 def test_an_unknown_profile_is_a_finding_in_the_file_or_a_usage_error(capsys: pytest.CaptureFixture[str],
                                                                       tmp_path: Path) -> None:
     odd = tmp_path / "odd.yaml"

@@ -368,3 +368,45 @@ def test_a_stream_rule_shows_a_received_type_only_as_a_short_excerpt() -> None:
     assert f"the stream starts with '{key[:4]}…{key[-2:]}' (32 chars)" in found
     assert f"the SSE event name is 'mess…rt' (13 chars) but the data's type is '{key[:4]}…" in found
     assert key not in found
+
+
+# ---------------------------------------------------------------- a compatible provider's own tool calls
+
+
+def _xai_call(kind: str, **fields: Any) -> dict[str, Any]:
+    """A tool call item of xAI's (the shape of vercel/ai packages/xai/src/responses/xai-responses-api.ts)."""
+    return {"type": kind, "id": "fc_84c1a8ea_0", "status": "completed", "name": "x_semantic_search",
+            "arguments": '{"query":"AI"}', "call_id": "", **fields}
+
+
+@pytest.mark.parametrize("kind", ["openai.output_item", "openai.input_item"])
+@pytest.mark.parametrize("item_type", ["x_search_call", "code_execution_call", "view_image_call",
+                                       "view_x_video_call"])
+def test_an_unknown_tool_call_item_is_a_warning_only_under_the_compatible_profile(kind: str,
+                                                                                   item_type: str) -> None:
+    item = _xai_call(item_type)
+    strict = contracts.validate(kind, item, contracts.STRICT)
+    lenient = contracts.validate(kind, item, contracts.OPENAI_COMPATIBLE)
+    assert [(v.pointer, v.keyword, v.severity) for v in strict] == [("/type", "enum", "error")]
+    assert [(v.pointer, v.keyword, v.severity) for v in lenient] == [("/type", "enum", "warning")]
+
+
+@pytest.mark.parametrize("kind", ["openai.output_item", "openai.input_item"])
+@pytest.mark.parametrize(("item", "pointer", "keyword"), [
+    (_xai_call("x_search_call", status=None), "/status", "type"),  # not the shape of a tool call
+    ({"type": "x_search_call", "status": "completed"}, "/id", "required"),
+    (_xai_call("x_search"), "/type", "enum"),  # not a tool call: an unknown item type stays an error
+    (_xai_call("X_Search_Call"), "/type", "enum"),
+])
+def test_an_unknown_item_is_an_error_under_both_profiles_unless_it_is_a_tool_call(
+        kind: str, item: dict[str, Any], pointer: str, keyword: str) -> None:
+    for profile in (contracts.STRICT, contracts.OPENAI_COMPATIBLE):
+        found = contracts.validate(kind, item, profile)
+        assert (pointer, keyword) in [(v.pointer, v.keyword) for v in found if v.severity == "error"]
+
+
+def test_an_unknown_tool_type_is_a_warning_only_under_the_compatible_profile() -> None:
+    body = {"model": "grok-4", "input": "hi", "tools": [{"type": "x_search"}]}
+    assert [v.severity for v in contracts.validate("openai.request", body, contracts.STRICT)] == ["error"]
+    assert [v.severity for v in contracts.validate("openai.request", body, contracts.OPENAI_COMPATIBLE)] == \
+        ["warning"]
