@@ -444,6 +444,7 @@ def _openai_shapes() -> dict[str, str]:
         "project": "sk" + "-proj-" + halves(74),
         "service account": "sk" + "-svcacct-" + halves(58),
         "admin": "sk" + "-admin-" + halves(58),
+        "admin, no marker": "sk" + "-admin-" + _random(rng, 120, _URLSAFE),
         "user": "sk" + "-None-" + _random(rng, 48, _URLSAFE),
         "named (2023)": "sk" + "-my-project-" + _random(rng, 20) + marker + _random(rng, 20),
         "legacy with marker": "sk" + "-" + _random(rng, 20) + marker + _random(rng, 20),
@@ -576,6 +577,11 @@ def test_base64_that_decodes_to_binary_or_is_a_large_blob_is_not_searched() -> N
 def test_an_excerpt_shows_ends_only_from_twelve_characters() -> None:
     assert (shapes.excerpt("abcdefghijk"), shapes.excerpt("abcdefghijkl")) == (
         "… (11 chars)", "abcd…kl (12 chars)")
+
+
+def test_a_glimpse_quotes_a_value_whole_only_below_twelve_characters() -> None:
+    assert (shapes.glimpse("abcdefghijk"), shapes.glimpse("abcdefghijkl")) == (
+        "'abcdefghijk'", "'abcd…kl' (12 chars)")
 
 
 def test_every_kind_has_its_label() -> None:
