@@ -212,6 +212,9 @@ class _Schemas:
             return {schema["const"]}
         if "enum" in schema:
             return {value for value in schema["enum"] if value is not None}
+        if "then" in schema and "else" in schema:  # values split by a condition (call item types and others)
+            chosen, other = (self.values(schema[key], base) for key in ("then", "else"))
+            return None if chosen is None or other is None else chosen | other
         for key in ("else", "items"):
             if key in schema:
                 return self.values(schema[key], base)

@@ -9,12 +9,11 @@ the types of its events. Both only read the cassette: nothing is served, nothing
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from replaykit import redact
+from replaykit import jsondoc, redact
 from replaykit.cassette import Cassette, Interaction, Response
 from replaykit.routes import classify_uri
 from replaykit.sse import Event
@@ -109,7 +108,7 @@ def _body(raw: bytes | None) -> tuple[BodyKind, Any]:
     except UnicodeDecodeError:
         return "binary", None
     try:
-        return "json", json.loads(text)
+        return "json", jsondoc.loads(text)
     except ValueError:
         return "text", text
 
@@ -128,7 +127,7 @@ def event_type(event: Event) -> str:
     if data == "[DONE]":
         return data
     try:
-        parsed = json.loads(data)
+        parsed = event.json()
     except ValueError:
         return "message"
     found = parsed.get("type") if isinstance(parsed, dict) else None

@@ -25,7 +25,6 @@ them; ``severity="warning"`` findings are shown but do not fail the run.
 from __future__ import annotations
 
 import codecs
-import json
 import os
 import re
 from collections import Counter
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from replaykit import cassette as cassettes
-from replaykit import contracts, redact
+from replaykit import contracts, jsondoc, redact
 from replaykit.cassette import Cassette, Interaction
 from replaykit.errors import CassetteError, ContractError
 from replaykit.findings import Finding
@@ -198,7 +197,8 @@ def _streams_json(cassette: Cassette, item: Interaction) -> bool:
 
 
 def check_sse_framing(path: Path, cassette: Cassette) -> list[Finding]:
-    """Streams with no events, a last event lacking its blank line, non-JSON data where JSON is streamed."""
+    """Streams with no events, a last event lacking its blank line, non-JSON data where JSON is streamed (or
+    JSON nested deeper than :data:`replaykit.jsondoc.MAX_DEPTH`)."""
     found: list[Finding] = []
     for index, item in enumerate(cassette.interactions):
         if item.response.is_stream:
@@ -215,9 +215,9 @@ def _framing(item: Interaction, wants_json: bool) -> list[str]:
     for index, last in enumerate(item.response.iter_events()):
         if last.data is not None:
             dispatched = True
-            if wants_json and not _is_json(last.data):
-                not_json.append(f"/events[{index}]: data is not JSON ({len(last.data)} characters); "
-                                "this provider streams JSON")
+            problem = _json_problem(last.data) if wants_json else None
+            if problem is not None:
+                not_json.append(f"/events[{index}]: {problem}")
     if last is None or not dispatched:
         return [": a text/event-stream body with no events; record the stream again or fix its content-type"]
     if last.terminated:
@@ -226,14 +226,17 @@ def _framing(item: Interaction, wants_json: bool) -> list[str]:
             "line", *not_json]
 
 
-def _is_json(data: str) -> bool:
+def _json_problem(data: str) -> str | None:
+    """Why ``data`` is not the JSON a provider streams (``None`` when it is), parsed with a depth limit."""
     if data.strip() == _DONE:
-        return True
+        return None
     try:
-        json.loads(data)
+        jsondoc.loads(data)
+    except jsondoc.TooDeep as exc:
+        return f"data: {exc}; no provider streams such JSON"
     except ValueError:
-        return False
-    return True
+        return f"data is not JSON ({len(data)} characters); this provider streams JSON"
+    return None
 
 
 def check_fingerprint(path: Path, cassette: Cassette) -> list[Finding]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -64,6 +66,22 @@ def test_a_contract_violation_is_a_finding_with_its_place_part_and_pointer(
         f"{path}:interactions[0]:events[0]: contract: response /message/role 'user' must be 'assistant'",
     ]
     assert out.rstrip().endswith("1 cassette, 1 interaction, 2 findings: FAILED")
+
+
+@pytest.mark.parametrize("key", [secrets.token_hex(16), secrets.token_urlsafe(30),
+                                 base64.b64encode(secrets.token_bytes(30)).decode(),
+                                 f"svc-deploy:{secrets.token_urlsafe(12)}"],
+                         ids=["azure", "cloudflare", "aws-secret", "basic"])
+def test_a_key_of_no_shape_in_checked_fields_is_never_printed_whole(
+        tmp_path: Path, key: str, capsys: pytest.CaptureFixture[str]) -> None:
+    text = (DATA / "contract_violation.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "keyed.yaml"  # the key as max_tokens (type), a role (enum) and the event's role (const)
+    path.write_text(text.replace('\\"role\\":\\"user\\"', f'\\"role\\":\\"{key}\\"')
+                    .replace('"max_tokens":"64"', f'"max_tokens":"{key}"')
+                    .replace('"role":"user"', f'"role":"{key}"'), encoding="utf-8")
+    code, out, _ = _run(capsys, str(path))
+    assert code == EXIT_FINDINGS and out.count(f"'{key[:4]}…{key[-2:]}' ({len(key)} chars)") == 3
+    assert key not in out and key[4:-2] not in out
 
 
 def test_warnings_alone_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
@@ -146,6 +164,19 @@ def test_a_cassette_is_judged_by_its_own_profile_unless_told(capsys: pytest.Capt
     strict.write_text(COMPAT.read_text(encoding="utf-8").replace("  profile: openai-compatible\n", ""))
     assert _run(capsys, str(strict))[0] == EXIT_FINDINGS
     assert _run(capsys, "--profile", "openai-compatible", str(strict))[0] == EXIT_OK
+
+
+X_SEARCH = Path(__file__).resolve().parent / "data" / "contracts" / "xai_x_search_call.yaml"
+
+
+def test_an_xai_x_search_call_verifies_under_its_profile_and_is_refused_strictly(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, str(X_SEARCH))
+    assert code == EXIT_OK and "0 errors, 10 warnings" in out
+    item = f"{X_SEARCH}:interactions[0]: contract: response /output/0/type 'x_se…ll' (13 chars) is not one"
+    assert item in out and "(OpenAI only: a warning under profile openai-compatible) (warning)" in out
+    code, out, _ = _run(capsys, "--profile", "strict", str(X_SEARCH))
+    assert code == EXIT_FINDINGS and item in out and "10 findings: FAILED" in out
 
 
 def test_an_unknown_profile_is_a_finding_in_the_file_or_a_usage_error(capsys: pytest.CaptureFixture[str],

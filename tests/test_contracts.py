@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from replaykit import contracts
+from replaykit import contracts, routes, sse
 from replaykit.contracts import Contracts
 from replaykit.contracts.violations import _explain, _without_cascades
 from replaykit.errors import ContractError, UsageError
@@ -300,3 +302,111 @@ def test_profiles_are_named_and_checked(tmp_path: Path) -> None:
     _write(tmp_path, "replaykit/marked.schema.json", _schema("marked", **marks))
     with pytest.raises(ContractError, match=r"marked\.schema\.json:x-profiles: unknown profile 'lenient'"):
         Contracts(tmp_path).kinds()
+
+
+# ---------------------------------------------------------------- a received value is never echoed whole
+
+
+def _unshaped_keys() -> dict[str, str]:
+    """Keys of no shape the scanner knows, made at run time: an Azure key, a Cloudflare API token, an AWS
+    secret access key, HTTP Basic credentials as typed."""
+    return {"azure": secrets.token_hex(16), "cloudflare": secrets.token_urlsafe(30),
+            "aws": base64.b64encode(secrets.token_bytes(30)).decode(),
+            "basic": f"svc-deploy:{secrets.token_urlsafe(12)}"}
+
+
+# each keyword whose message quotes the value it received, and where that value sits
+_ECHOING = {
+    "enum": ({"enum": ["a", "b"]}, lambda key: key),
+    "const": ({"const": "message"}, lambda key: key),
+    "pattern": ({"type": "string", "pattern": "^[a-z]+$"}, lambda key: key),
+    "type": ({"type": "integer"}, lambda key: key),
+    "maxLength": ({"type": "string", "maxLength": 4}, lambda key: key),
+    "minLength": ({"type": "string", "minLength": 80}, lambda key: key),
+    "anyOf": ({"anyOf": [{"type": "integer"}, {"type": "boolean"}]}, lambda key: {"note": key}),
+    "oneOf": ({"oneOf": [{"type": "integer"}, {"type": "boolean"}]}, lambda key: key),
+    "not": ({"not": {"type": "object"}}, lambda key: {"note": key}),
+    "uniqueItems": ({"uniqueItems": True}, lambda key: [key, key]),
+    "maxItems": ({"maxItems": 1}, lambda key: [key, key]),
+    "contains": ({"type": "array", "contains": {"type": "integer"}}, lambda key: [key]),
+    "propertyNames": ({"type": "object", "propertyNames": {"maxLength": 8}}, lambda key: {key: 1}),
+    "object const": ({"const": {"a": 1}}, lambda key: {"note": key}),
+    "object enum": ({"enum": [{"a": 1}]}, lambda key: {"note": key}),
+}
+
+
+@pytest.mark.parametrize("keyword", sorted(_ECHOING))
+@pytest.mark.parametrize("kind", sorted(_unshaped_keys()))
+def test_a_message_shows_a_received_value_only_as_a_short_excerpt(tmp_path: Path, keyword: str,
+                                                                  kind: str) -> None:
+    rule, place = _ECHOING[keyword]
+    _write(tmp_path, "replaykit/echo.schema.json", _schema("echo", properties={"field": rule}))
+    key = _unshaped_keys()[kind]
+    local = Contracts(tmp_path)
+    for found in (local.validate("replaykit.echo", {"field": place(key)}),
+                  local._by_reference("replaykit.echo", {"field": place(key)}, contracts.STRICT)):
+        assert found and all(key not in str(v) and key[4:-2] not in str(v) for v in found), found
+
+
+def test_a_long_value_is_quoted_by_its_excerpt_and_a_short_one_whole() -> None:
+    key = secrets.token_hex(16)
+
+    def role(value: str) -> list[str]:
+        body = {"model": "m", "max_tokens": 8, "messages": [{"role": value, "content": "hi"}]}
+        return [v.message for v in contracts.validate("anthropic.request", body)]
+
+    assert role(key) == [f"'{key[:4]}…{key[-2:]}' (32 chars) is not one of user, assistant, system"]
+    assert role("bot") == ["'bot' is not one of user, assistant, system"]
+
+
+def test_a_stream_rule_shows_a_received_type_only_as_a_short_excerpt() -> None:
+    key = secrets.token_hex(16)
+    route = routes.known("POST", "https://api.anthropic.com/v1/messages")
+    assert route is not None
+    events = [sse.encode(json.dumps({"type": key}), event="message_start")]
+    found = " ".join(str(v) for v in contracts.check_events(route, events))
+    assert f"the stream starts with '{key[:4]}…{key[-2:]}' (32 chars)" in found
+    assert f"the SSE event name is 'mess…rt' (13 chars) but the data's type is '{key[:4]}…" in found
+    assert key not in found
+
+
+# ---------------------------------------------------------------- a compatible provider's own tool calls
+
+
+def _xai_call(kind: str, **fields: Any) -> dict[str, Any]:
+    """A tool call item of xAI's (the shape of vercel/ai packages/xai/src/responses/xai-responses-api.ts)."""
+    return {"type": kind, "id": "fc_84c1a8ea_0", "status": "completed", "name": "x_semantic_search",
+            "arguments": '{"query":"AI"}', "call_id": "", **fields}
+
+
+@pytest.mark.parametrize("kind", ["openai.output_item", "openai.input_item"])
+@pytest.mark.parametrize("item_type", ["x_search_call", "code_execution_call", "view_image_call",
+                                       "view_x_video_call"])
+def test_an_unknown_tool_call_item_is_a_warning_only_under_the_compatible_profile(kind: str,
+                                                                                   item_type: str) -> None:
+    item = _xai_call(item_type)
+    strict = contracts.validate(kind, item, contracts.STRICT)
+    lenient = contracts.validate(kind, item, contracts.OPENAI_COMPATIBLE)
+    assert [(v.pointer, v.keyword, v.severity) for v in strict] == [("/type", "enum", "error")]
+    assert [(v.pointer, v.keyword, v.severity) for v in lenient] == [("/type", "enum", "warning")]
+
+
+@pytest.mark.parametrize("kind", ["openai.output_item", "openai.input_item"])
+@pytest.mark.parametrize(("item", "pointer", "keyword"), [
+    (_xai_call("x_search_call", status=None), "/status", "type"),  # not the shape of a tool call
+    ({"type": "x_search_call", "status": "completed"}, "/id", "required"),
+    (_xai_call("x_search"), "/type", "enum"),  # not a tool call: an unknown item type stays an error
+    (_xai_call("X_Search_Call"), "/type", "enum"),
+])
+def test_an_unknown_item_is_an_error_under_both_profiles_unless_it_is_a_tool_call(
+        kind: str, item: dict[str, Any], pointer: str, keyword: str) -> None:
+    for profile in (contracts.STRICT, contracts.OPENAI_COMPATIBLE):
+        found = contracts.validate(kind, item, profile)
+        assert (pointer, keyword) in [(v.pointer, v.keyword) for v in found if v.severity == "error"]
+
+
+def test_an_unknown_tool_type_is_a_warning_only_under_the_compatible_profile() -> None:
+    body = {"model": "grok-4", "input": "hi", "tools": [{"type": "x_search"}]}
+    assert [v.severity for v in contracts.validate("openai.request", body, contracts.STRICT)] == ["error"]
+    assert [v.severity for v in contracts.validate("openai.request", body, contracts.OPENAI_COMPATIBLE)] == \
+        ["warning"]

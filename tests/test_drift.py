@@ -78,7 +78,11 @@ def _remove_error_code(defs: dict[str, Any]) -> None:
 
 
 def _remove_item_type(defs: dict[str, Any]) -> None:
-    defs["output_item"]["properties"]["type"]["enum"].remove("web_search_call")
+    defs["call_type"]["enum"].remove("web_search_call")  # the item types ending in _call
+
+
+def _remove_message_type(defs: dict[str, Any]) -> None:
+    defs["output_item"]["properties"]["type"]["else"]["enum"].remove("message")  # the others
 
 
 def _require_page_age(defs: dict[str, Any]) -> None:
@@ -98,6 +102,8 @@ CASES = [
      "error_code: 'max_uses_exceeded' is allowed by the SDK, not by the contract"),
     ("openai/output-items.schema.json", _remove_item_type, "ResponseFunctionWebSearch", "discriminator",
      "type 'web_search_call' (ResponseFunctionWebSearch) is missing from the contract"),
+    ("openai/output-items.schema.json", _remove_message_type, "ResponseOutputMessage", "discriminator",
+     "type 'message' (ResponseOutputMessage) is missing from the contract"),
     ("anthropic/content-blocks.schema.json", _require_page_age, "WebSearchResultBlock", "required",
      "page_age: the contract requires it, the SDK marks it optional"),
     ("anthropic/content-blocks.schema.json", _drop_page_age, "WebSearchResultBlockParam", "closed",

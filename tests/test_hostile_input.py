@@ -22,8 +22,10 @@ import brotli  # type: ignore[import-untyped]
 import pytest
 
 from replaykit import cassette, jsondoc
-from replaykit.cli import EXIT_FINDINGS, EXIT_PIPE, EXIT_USAGE, main
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK, EXIT_PIPE, EXIT_USAGE, main
 from replaykit.errors import CassetteError
+from replaykit.record.capture import checked
+from replaykit.transcript import ConversionError, from_interaction
 
 BOMB = 64 << 20  # bytes a compressed bomb below expands to; the tests run with max_body far below it
 LIMIT = 1 << 20
@@ -134,6 +136,47 @@ def test_json_nested_past_the_limit_is_text_not_a_crash() -> None:
     assert len(jsondoc.loads(wide)) == 1000
     loaded = cassette.loads(_cassette("{string: '" + deep + "'}"))
     assert loaded.interactions[0].response.json() is None
+
+
+DEEP_DATA = {"array": "[" * 100_000 + "]" * 100_000, "object": '{"a":' * 100_000 + "1" + "}" * 100_000}
+
+
+def _deep_stream(folder: Path, data: str) -> Path:
+    """A stream whose one event's data nests far past the limit (no ``event:`` line: ``show`` reads its type
+    from the data)."""
+    path = folder / "deep_event.yaml"
+    path.write_text(_cassette(json.dumps({"string": f"data: {data}\n\n"}),
+                              "{content-type: [text/event-stream]}"))
+    return path
+
+
+@pytest.mark.parametrize("shape", sorted(DEEP_DATA))
+def test_a_stream_event_nested_past_the_limit_is_a_finding(shape: str, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    path = _deep_stream(tmp_path, DEEP_DATA[shape])
+    assert main(["verify", str(path)]) == EXIT_FINDINGS
+    out = capsys.readouterr().out
+    place = f"{path}:3: sse-framing: interactions[0].response.body/events[0]"
+    assert f"{place}: data: JSON nested deeper than 128 levels; no provider streams such JSON" in out
+    assert "interactions[0]:events[0]: contract" not in out  # one defect, one finding
+    assert main(["show", str(path)]) == EXIT_OK
+    assert "  events (1): message\n" in capsys.readouterr().out  # a type it cannot read
+
+
+def test_a_stream_event_nested_past_the_limit_is_a_contract_violation_when_recorded(tmp_path: Path) -> None:
+    [item] = cassette.load(_deep_stream(tmp_path, DEEP_DATA["array"])).interactions
+    deep = [(v.keyword, v.message, v.event) for v in checked(item).violations if v.event is not None]
+    assert deep == [("json", "data: JSON nested deeper than 128 levels", 0)]
+    with pytest.raises(ConversionError, match=r"stream event 0: .* JSON nested deeper than 128 levels"):
+        from_interaction(item, timestamp=1)
+
+
+def test_a_stream_event_nested_past_the_limit_ends_verify_and_show_cleanly(tmp_path: Path) -> None:
+    path = _deep_stream(tmp_path, DEEP_DATA["object"])
+    for command, code in (("verify", EXIT_FINDINGS), ("show", EXIT_OK)):
+        done = subprocess.run([sys.executable, "-m", "replaykit", command, str(path)], capture_output=True,
+                              text=True, timeout=120, check=False)
+        assert (done.returncode, done.stderr) == (code, "")
 
 
 def _bombs(folder: Path) -> dict[str, Path]:

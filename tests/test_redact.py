@@ -417,6 +417,11 @@ def test_redacted_cassette_scans_clean_after_every_kind_is_planted_in_scrubbed_p
 
 @pytest.mark.parametrize("text", [
     "sk" + "-learn-is-a-machine-learning-library",           # a slug, not random
+    "sk" + "-learn-compatible-Models-2024",                  # a slug with capitals and digits
+    "sk" + "-Torch2-Lightning-Models-v2-Compatible",         # another: words between dashes
+    "sk" + "-Abc123Def456-Ghi789Jkl012Mno345",               # random-looking runs cut by a dash
+    "sk" + "-Ab3dEfGh1jKlMn0pQrStUv",                        # too short for a legacy key, no marker
+    "sk" + "-proj",                                          # a prefix alone
     "Authorization: Bearer " + PLACEHOLDER,                  # the placeholder
     "Bearer <your-token-goes-here-please>",                  # documentation
     "gAAAAABo" + "x9Ksk-" + "proj-" + "Ab3dEfGh1jKlMn0pQrStUvWx",  # inside a base64url blob
@@ -426,6 +431,32 @@ def test_redacted_cassette_scans_clean_after_every_kind_is_planted_in_scrubbed_p
 ])
 def test_near_misses_are_not_flagged(text: str) -> None:
     assert scan_text(text) == []
+
+
+def _openai_shapes() -> dict[str, str]:
+    """OpenAI keys as issued (assembled at run time): by prefix, holding the base64 of "OpenAI", legacy."""
+    rng, marker = random.Random(11), "T3Blbk" + "FJ"
+
+    def halves(size: int) -> str:
+        return _random(rng, size, _URLSAFE) + marker + _random(rng, size, _URLSAFE)
+
+    return {
+        "project": "sk" + "-proj-" + halves(74),
+        "service account": "sk" + "-svcacct-" + halves(58),
+        "admin": "sk" + "-admin-" + halves(58),
+        "admin, no marker": "sk" + "-admin-" + _random(rng, 120, _URLSAFE),
+        "user": "sk" + "-None-" + _random(rng, 48, _URLSAFE),
+        "named (2023)": "sk" + "-my-project-" + _random(rng, 20) + marker + _random(rng, 20),
+        "legacy with marker": "sk" + "-" + _random(rng, 20) + marker + _random(rng, 20),
+        "legacy": "sk" + "-" + _random(rng, 48),
+        "legacy, shortest": "sk" + "-" + _random(rng, 32),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_openai_shapes()))
+def test_every_openai_key_shape_is_found(name: str) -> None:
+    key = _openai_shapes()[name]
+    assert [(f.kind, f.excerpt) for f in scan_text(f"OPENAI={key}")] == [("openai", shapes.excerpt(key))]
 
 
 @pytest.mark.parametrize("path", cassettes.iter_paths([data_dir("cassettes")]),
@@ -546,6 +577,11 @@ def test_base64_that_decodes_to_binary_or_is_a_large_blob_is_not_searched() -> N
 def test_an_excerpt_shows_ends_only_from_twelve_characters() -> None:
     assert (shapes.excerpt("abcdefghijk"), shapes.excerpt("abcdefghijkl")) == (
         "… (11 chars)", "abcd…kl (12 chars)")
+
+
+def test_a_glimpse_quotes_a_value_whole_only_below_twelve_characters() -> None:
+    assert (shapes.glimpse("abcdefghijk"), shapes.glimpse("abcdefghijkl")) == (
+        "'abcdefghijk'", "'abcd…kl' (12 chars)")
 
 
 def test_every_kind_has_its_label() -> None:

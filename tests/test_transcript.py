@@ -630,6 +630,17 @@ def test_conversion_errors_say_what_is_wrong() -> None:
         from_anthropic_stream([{"type": "ping"}], timestamp=1)
 
 
+def test_tool_arguments_nested_past_the_limit_are_not_parsed() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    use = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}
+    events = anthropic_stream_of({**_anthropic("tool_use"), "content": [use]}, size=1 << 20)
+    events[3]["delta"]["partial_json"] = deep  # the one input_json_delta
+    with pytest.raises(ConversionError, match="block 0: the streamed input is not JSON: JSON nested deeper"):
+        from_anthropic_stream(events, timestamp=1)
+    message = from_openai(_openai("completed", {**_CALL, "arguments": deep}), timestamp=1)
+    assert message["content"][0]["arguments"] == {}  # as for any arguments that are not JSON
+
+
 @pytest.mark.parametrize("content", [["just a string"], [42], "a string, not a list of parts"])
 def test_a_message_part_that_is_not_an_object_is_a_conversion_error(content: Any) -> None:
     item = {"type": "message", "id": "msg_1", "role": "assistant", "content": content}

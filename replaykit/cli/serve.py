@@ -7,8 +7,8 @@ stderr. ``--journal FILE`` is emptied at start and gets one JSON line per reques
 in it (default: the first 64 KiB, with the length and SHA-256 of the whole); ``--journal-window N`` is how
 many entries ``GET /__replaykit/journal`` keeps (the last N; the file gets every one). Faults come from
 ``--fault SPEC`` (repeatable, e.g. ``route=anthropic,nth=1,status=429,retry_after=0``) and ``--faults FILE``
-(YAML or JSON, a list of fault objects). ``--header-timeout``, ``--body-timeout`` and ``--max-connections``
-bound slow and numerous clients (see :mod:`replaykit.server.connections`).
+(YAML or JSON, a list of fault objects). ``--header-timeout``, ``--body-timeout``, ``--body-deadline`` and
+``--max-connections`` bound slow and numerous clients (see :mod:`replaykit.server.connections`).
 
 A request that matched no interaction, or that an interaction with a different body answered, gets a line on
 stderr as it completes (``-v``: every request does: :meth:`replaykit.server.Entry.summary`). Exit 0 after a
@@ -34,7 +34,7 @@ from replaykit.contracts import PROFILES
 from replaykit.errors import CassetteError, UsageError
 from replaykit.server import Entry, FakeProvider, Fault, load_faults
 from replaykit.server.app import ADMIN_PREFIX
-from replaykit.server.connections import BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS
+from replaykit.server.connections import BODY_DEADLINE, BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS
 from replaykit.server.faults import kinds_help
 from replaykit.server.journal import JOURNAL_BODIES, WINDOW
 from replaykit.server.matching import BUILTIN_MATCHERS
@@ -100,6 +100,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--body-timeout", type=float, default=BODY_TIMEOUT, metavar="SECONDS",
                         help="answer 408 when a request body pauses this long between two reads "
                              f"(default {BODY_TIMEOUT:g})")
+    parser.add_argument("--body-deadline", type=float, default=BODY_DEADLINE, metavar="SECONDS",
+                        help="answer 408 when a request body is not whole this long after its headers, "
+                             f"however steadily it trickles (default {BODY_DEADLINE:g})")
     parser.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS, metavar="N",
                         help=f"answer 503 to a connection beyond N open ones (default {MAX_CONNECTIONS})")
     add_max_body(parser)
@@ -128,7 +131,8 @@ def build(args: argparse.Namespace, watch: Callable[[Entry], None] | None = None
                             faults=_faults(args), profile=args.profile, journal_file=args.journal,
                             journal_bodies=args.journal_bodies, journal_window=args.journal_window,
                             header_timeout=args.header_timeout,
-                            body_timeout=args.body_timeout, max_connections=args.max_connections,
+                            body_timeout=args.body_timeout, body_deadline=args.body_deadline,
+                            max_connections=args.max_connections,
                             max_body=args.max_body, watch=watch)
     except CassetteError as exc:  # a cassette named on the command line: the user's input, exit 2
         raise UsageError(str(exc)) from exc

@@ -8,10 +8,11 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any, ClassVar
 
+from replaykit import jsondoc
 from replaykit.contracts.profiles import STRICT, Profile
 from replaykit.contracts.registry import Contracts, default
 from replaykit.contracts.rules import _is_int
-from replaykit.contracts.violations import Violation
+from replaykit.contracts.violations import Violation, received
 from replaykit.redact.shapes import mask
 from replaykit.routes import Route
 from replaykit.sse import Event
@@ -44,12 +45,13 @@ class _AnthropicStream:
     def feed(self, index: int, data: dict[str, Any]) -> None:
         kind = data.get("type")
         if self.first and kind != "message_start":
-            self.flag(index, "/type", f"the stream starts with {kind!r}; message_start must come first")
+            first = f"the stream starts with {received(kind)}; message_start must come first"
+            self.flag(index, "/type", first)
         elif not self.first and kind == "message_start":
             self.flag(index, "/type", "a second message_start; a stream carries one message")
         self.first = False
         if self.ended is not None and kind != "ping":
-            self.flag(index, "/type", f"{kind!r} after {self.ended}; {self.ended} ends the stream")
+            self.flag(index, "/type", f"{received(kind)} after {self.ended}; {self.ended} ends the stream")
         handler = getattr(self, f"_on_{kind}", None)
         if handler is not None and isinstance(data.get("index", 0), int):
             handler(index, data)
@@ -70,7 +72,8 @@ class _AnthropicStream:
         delta = _object(data.get("delta")).get("type")
         allowed = self._DELTAS.get(self.open[block])
         if allowed is not None and delta not in allowed:
-            self.flag(index, "/delta/type", f"{delta!r} cannot extend a {self.open[block]} block")
+            block_type = received(self.open[block])
+            self.flag(index, "/delta/type", f"{received(delta)} cannot extend a {block_type} block")
 
     def _on_content_block_stop(self, index: int, data: dict[str, Any]) -> None:
         if self.open.pop(data.get("index", 0), None) is None:
@@ -113,8 +116,9 @@ class _OpenAIStream:
                                             event=index))
             self.previous = number
         if self.terminal is not None:
-            self.found.append(Violation("/type", "sequence", f"{data.get('type')!r} after the terminal event "
-                                        f"{self.terminal[1]!r} (event {self.terminal[0]})", event=index))
+            late = f"{received(data.get('type'))} after the terminal event {self.terminal[1]!r} (event " \
+                   f"{self.terminal[0]})"
+            self.found.append(Violation("/type", "sequence", late, event=index))
         if data.get("type") in _OPENAI_TERMINAL and self.terminal is None:
             self.terminal = (index, str(data.get("type")))
 
@@ -143,8 +147,8 @@ def check_events(route: Route, events: Iterable[Event], contracts: Contracts | N
             continue
         try:
             data = event.json()
-        except ValueError:
-            found.append(Violation("", "json", "data is not JSON", event=index))
+        except ValueError as exc:
+            found.append(Violation("", "json", _not_json(exc), event=index))
             continue
         found += [replace(v, event=index) for v in chosen.validate(kind, data, profile)]
         if isinstance(data, dict):
@@ -154,8 +158,13 @@ def check_events(route: Route, events: Iterable[Event], contracts: Contracts | N
     return found + sequence.finish(last)
 
 
+def _not_json(exc: ValueError) -> str:
+    return f"data: {exc}" if isinstance(exc, jsondoc.TooDeep) else "data is not JSON"
+
+
 def _event_name(index: int, event: Event, data: dict[str, Any]) -> list[Violation]:
     if event.event is None or data.get("type") in (None, event.event):
         return []
-    return [Violation("/type", "event", f"the SSE event name is {event.event!r} but the data's type is "
-                      f"{data.get('type')!r}", event=index)]
+    named = f"the SSE event name is {received(event.event)}"
+    return [Violation("/type", "event", f"{named} but the data's type is {received(data.get('type'))}",
+                      event=index)]

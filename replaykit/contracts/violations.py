@@ -1,10 +1,12 @@
 """Violations: where (JSON pointer), which rule (keyword) and what is wrong; how an error of jsonschema-rs
 (the engine, :func:`_from_rust`) or of stock jsonschema (the reference and the phrasing of rare keywords,
 :func:`_explain`) becomes one, worded the same either way, relaxed to a warning where the profile in use says
-so (:mod:`replaykit.contracts.profiles`)."""
+so (:mod:`replaykit.contracts.profiles`). A message quotes a received value only as :func:`received` shows it:
+a value long enough to be a key is never shown whole, key or not."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -19,9 +21,9 @@ from jsonschema_rs import ValidationErrorKind as Kind
 from replaykit.contracts.profiles import STRICT, Profile, _relaxes
 from replaykit.contracts.rules import RULES
 from replaykit.pointer import json_pointer
-from replaykit.redact.shapes import mask
+from replaykit.redact.shapes import glimpse, mask
 
-__all__ = ["Violation"]
+__all__ = ["Violation", "received"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +54,43 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    """``value`` quoted for a message: any secret in it masked first (never shown whole), then clipped."""
+    """A schema's ``value`` quoted for a message: any secret in it masked first (never shown whole), then
+    clipped."""
     text = json.dumps(value, ensure_ascii=False, default=repr) if not isinstance(value, str) else repr(value)
     return _clip(mask(text), limit)
+
+
+def received(value: Any) -> str:
+    """A received ``value`` quoted for a message: a string as :func:`~replaykit.redact.shapes.glimpse` shows
+    it (never whole when long enough to be a key, key or not), an object or an array by its size, a number,
+    a boolean or null as JSON."""
+    if isinstance(value, str):
+        return glimpse(value)
+    if isinstance(value, dict):
+        return f"{{…}} ({len(value)} member{'s' if len(value) != 1 else ''})"
+    if isinstance(value, list):
+        return f"[…] ({len(value)} item{'s' if len(value) != 1 else ''})"
+    return _short(value, 40)
+
+
+def _unechoed(message: str, instance: Any) -> str:
+    """An engine's ``message`` with ``instance`` (as jsonschema or jsonschema-rs quote it) shown as
+    :func:`received` shows it."""
+    shown = received(instance)
+    for form in sorted(_quoted_forms(instance), key=len, reverse=True):
+        message = message.replace(form, shown)
+    return message
+
+
+def _quoted_forms(instance: Any) -> set[str]:
+    """How an engine's message may quote ``instance``: its repr, its JSON, and a long string as it is."""
+    forms = {repr(instance)}
+    with contextlib.suppress(TypeError, ValueError):  # not JSON (nan is): its repr only
+        forms |= {json.dumps(instance, ensure_ascii=ascii, separators=separators)
+                  for ascii in (True, False) for separators in ((", ", ": "), (",", ":"))}
+    if isinstance(instance, str) and received(instance) != repr(instance):
+        forms.add(instance)  # a long string, however an engine quotes it
+    return forms
 
 
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number",
@@ -157,7 +193,7 @@ def _worded(error: jsonschema_rs.ValidationError, at: list[Any], instance: Any, 
     elif keyword in _WORDED:
         found = [Violation(json_pointer(at), keyword, _message(keyword, instance, schema[keyword], ""))]
     else:
-        return _phrased(at, keyword, phrase(parent_uri, instance), error.message, chosen)
+        return _phrased(at, keyword, phrase(parent_uri, instance), _unechoed(error.message, instance), chosen)
     return _relaxing(found, schema, chosen)
 
 
@@ -211,12 +247,12 @@ def _message(keyword: str, instance: Any, expected: Any, message: str) -> str:
         return "must not be present"
     if keyword == "type":
         got = _JSON_TYPES.get(type(instance), "value")
-        return f"expected {_short(expected)}, got {got} {_short(instance)}"
+        return f"expected {_short(expected)}, got {got} {received(instance)}"
     if keyword == "const":
-        return f"{_short(instance)} must be {_short(expected)}"
+        return f"{received(instance)} must be {_short(expected)}"
     if keyword == "enum":
         shown = expected if len(expected) <= 12 else [*expected[:12], "…"]
-        return f"{_short(instance)} is not one of {', '.join(map(str, shown))}"
+        return f"{received(instance)} is not one of {', '.join(map(str, shown))}"
     if keyword == "pattern":
-        return f"{_short(instance)} does not match {expected!r}"
-    return _clip(mask(str(message)), 200)
+        return f"{received(instance)} does not match {expected!r}"
+    return _clip(mask(_unechoed(str(message), instance)), 200)

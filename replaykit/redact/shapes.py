@@ -3,10 +3,11 @@
 :func:`find` reports every secret in a text as a :class:`Hit`:
 
 * keys of a known shape (:data:`KINDS`): Anthropic ``sk-ant-…``, OpenAI ``sk-proj-…`` / ``sk-svcacct-…`` /
-  ``sk-…``, Cloudflare ``cfut_…`` and named tokens, AWS ``AKIA…`` / ``ASIA…``, GitHub ``ghp_…`` /
-  ``github_pat_…``, Google ``AIza…``, Slack ``xox?-…``, JWTs, bearer tokens, HTTP Basic credentials and PEM
-  private key blocks. A key starts at a token boundary (never inside a base64 blob) and, where its shape is
-  loose, must look random (letters and digits), so slugs and placeholders are not keys;
+  ``sk-admin-…``, any ``sk-…`` holding ``T3BlbkFJ`` and legacy ``sk-`` and 32 letters and digits or more,
+  Cloudflare ``cfut_…`` and named tokens, AWS ``AKIA…`` / ``ASIA…``, GitHub ``ghp_…`` / ``github_pat_…``,
+  Google ``AIza…``, Slack ``xox?-…``, JWTs, bearer tokens, HTTP Basic credentials and PEM private key blocks.
+  A key starts at a token boundary (never inside a base64 blob) and, where its shape is loose, must look
+  random (letters and digits), so slugs and placeholders are not keys;
 * a value labelled as a secret in prose, config text or a URL path (``api-key: …``,
   ``AWS_SECRET_ACCESS_KEY=…``, ``password is …``, ``/api_key/…``): shape-less keys (an Azure key, a
   Cloudflare token, an AWS secret key) are found by their label. Such a value has at least 16 characters,
@@ -17,7 +18,9 @@
 
 A hit is never shown whole: :func:`excerpt` keeps at most its first 4 and last 2 characters and its length,
 :func:`mask` replaces each secret of a text by its excerpt, and :func:`safe_message` makes any text safe to
-print (secrets replaced, one line, bounded).
+print (secrets replaced, one line, bounded). A received value a message quotes, key or not, is shown as
+:func:`glimpse` shows it: a key of no known shape (an Azure key, a password) is not found, so no value long
+enough to be one is shown whole.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ __all__ = [
     "encoded_forms",
     "excerpt",
     "find",
+    "glimpse",
     "is_placeholder",
     "kind_label",
     "looks_random",
@@ -113,6 +117,12 @@ _END = r"(?![A-Za-z0-9_-])"
 _LABEL = (r"(?:[A-Za-z0-9]+[_-])*(?:api[_-]?key|secret(?:[_-]?(?:access[_-]?)?key)?|password|passwd"
           r"|passphrase|private[_-]?key|access[_-]?key|credentials?|authorization"
           r"|(?:access|auth|api|bearer|session|refresh|oauth)[_-]?token|token)")
+# OpenAI keys: project, service account, admin and user keys (sk-proj-…, 156 URL-safe characters after the
+# prefix today), any key holding the base64 of "OpenAI" (T3BlbkFJ, as every key issued holds), legacy keys
+# (sk- and 48 letters and digits). A slug of words and dashes (sk-learn-compatible-Models-2024) is none.
+_OPENAI = (r"(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}"
+           r"|(?=[A-Za-z0-9_-]{40})[A-Za-z0-9_-]*T3BlbkFJ[A-Za-z0-9_-]*"
+           r"|[A-Za-z0-9]{32,}")
 _PEM_END = r"(?:(?:.|\n)*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)?"
 
 
@@ -125,7 +135,7 @@ def _kind(name: str, label: str, needles: str, pattern: str, check: Callable[[st
 #: :func:`safe_message` use. A later match overlapping an earlier one is the same secret.
 KINDS: tuple[Kind, ...] = (
     _kind("anthropic", "Anthropic API key", "sk-", rf"{_EDGE}sk-ant-[A-Za-z0-9_-]{{20,}}{_END}"),
-    _kind("openai", "OpenAI API key", "sk-", rf"{_EDGE}sk-(?!ant-)[A-Za-z0-9_-]{{20,}}{_END}"),
+    _kind("openai", "OpenAI API key", "sk-", rf"{_EDGE}sk-(?:{_OPENAI}){_END}"),
     _kind("cloudflare", "Cloudflare API token",
           "cfk_ cfut_ cfat_ token apikey api_key api-key",
           rf"{_EDGE}cf(?:k|ut|at)_[A-Za-z0-9]{{40,64}}{_END}|(?i:c(?:f|loudflare)[_-]?api[_-]?(?:token|key))"
@@ -495,6 +505,15 @@ def excerpt(secret: str) -> str:
     """A masked excerpt: at most its first 4 and last 2 characters, and its length."""
     shown = f"{secret[:4]}…{secret[-2:]}" if len(secret) >= 12 else "…"
     return f"{shown} ({len(secret)} chars)"
+
+
+def glimpse(value: str) -> str:
+    """``value`` quoted for a message, key or not: whole when shorter than any key (12 characters), else
+    only its :func:`excerpt`: ``'f317…9b' (32 chars)``."""
+    if len(value) < _SHORTEST:
+        return repr(value)
+    shown, _, size = excerpt(value).partition(" ")
+    return f"{shown!r} {size}"
 
 
 def mask(text: str, replacement: str | None = None) -> str:

@@ -19,12 +19,12 @@ the model's prose cannot carry it. An answer with no accepted claim is no answer
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from replaykit import jsondoc
 from replaykit.citations import errors_only, render_sources, verify_evidence_answer
 from replaykit.errors import CitationError, LocalRequestError
 from replaykit.reference.mutants import mutant
@@ -103,7 +103,7 @@ def parse_answer(text: str) -> object:
     body = text.strip()
     fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.DOTALL)
     try:
-        return json.loads(fenced.group(1) if fenced else body)
+        return jsondoc.loads(fenced.group(1) if fenced else body)
     except ValueError as exc:
         raise CitationError(f"the model's reply is not the JSON answer asked for ({exc})") from exc
 

@@ -44,6 +44,7 @@ from typing import Any
 
 import httpx
 
+from replaykit import jsondoc
 from replaykit.cassette import header
 from replaykit.errors import LocalRequestError, WebSearchError
 from replaykit.reference.mutants import mutant
@@ -260,7 +261,7 @@ async def _read_bounded(response: httpx.Response) -> bytes:
 
 def _json(answer: _Answer) -> object:
     try:
-        return json.loads(answer.body)
+        return jsondoc.loads(answer.body)
     except ValueError:
         if answer.status >= 400:
             return None  # the status alone classifies it

@@ -13,16 +13,17 @@ Point an application, in any language, at it instead of the real API::
 ``FakeProvider(cassettes=(), *, host="127.0.0.1", port=0, timing="fast", strict=False,
 enforce_contracts=False, allow_remote=False, match_on=(), volatile=DEFAULT_VOLATILE, repeat=False,
 faults=(), profile=None, journal_file=None, journal_bodies="head", journal_window=10_000, header_timeout=60,
-body_timeout=60, max_connections=256, max_body=256 MiB, watch=None)`` runs a server in a background thread
-with its own event loop, on loopback and a free port by default (a non-loopback ``host`` is refused unless
-``allow_remote``): a plain request whose answer is known whole is answered by replaykit's own protocol (the
-lane, :mod:`~replaykit.server.lane`), every other one by aiohttp, in the same bytes.
+body_timeout=60, max_connections=256, body_deadline=300, max_body=256 MiB, watch=None)`` runs a server in a
+background thread with its own event loop, on loopback and a free port by default (a non-loopback ``host`` is
+refused unless ``allow_remote``): a plain request whose answer is known whole is answered by replaykit's own
+protocol (the lane, :mod:`~replaykit.server.lane`), every other one by aiohttp, in the same bytes.
 It is a context manager; ``start()`` / ``stop()`` do the same by hand. A cassette whose compressed body
 decodes past ``max_body`` bytes, or whose YAML aliases expand like a bomb, is refused when loaded.
 
 Connections (:mod:`~replaykit.server.connections`): a client must send a request's headers within
 ``header_timeout`` seconds of connecting or of its previous response (an idle keep-alive connection is closed
-after as long), and may pause its body at most ``body_timeout`` seconds (then 408); beyond
+after as long), and may pause its body at most ``body_timeout`` seconds and must send it whole within
+``body_deadline`` seconds of its headers (then 408, journaled ``timeout`` with which limit closed it); beyond
 ``max_connections`` open connections a new one gets a 503 and is closed at once. A malformed request (bad
 request line, header, length or chunked framing) gets a 400 and one journal entry (``malformed``), nothing
 logged. A client that half-closes after its request still gets its response; one that closes while the

@@ -162,7 +162,7 @@ def _host(state: State) -> Host:
 
 async def _body(request: web.BaseRequest, state: State, where: str) -> bytes:
     try:
-        return await read_body(request, state.limits.body_timeout)
+        return await read_body(request, state.limits)
     except Unreadable as exc:
         raise _Refused(exc.status, f"{where}: {exc}") from None
 

@@ -3,7 +3,8 @@
 The handler reads the request, takes the next sequence number, picks the faults that apply, matches an
 interaction (unless a ``status`` fault or ``enforce_contracts`` answers first), builds the :class:`Plan`,
 lets the faults rewrite it, delivers it, and journals the outcome. A request whose body stops arriving for
-``body_timeout`` seconds is answered 408, one whose framing is broken 400, and journaled (``timeout``,
+``body_timeout`` seconds, or is not whole ``body_deadline`` seconds after its head, is answered 408, one
+whose framing is broken 400, and journaled (``timeout``,
 ``malformed``); so is a request aiohttp cannot parse at all (:mod:`~replaykit.server.connections`). Each
 entry goes to the journal file when its request is done, and to the state's ``watch`` callable when its
 response is over. Paths under ``/__replaykit/`` go to the admin API (:mod:`~replaykit.server.admin`), never
@@ -34,7 +35,7 @@ from replaykit.errors import ReplaykitError
 from replaykit.redact import redact_header
 from replaykit.redact.names import DEFAULT_RULES
 from replaykit.server import envelopes, verdicts
-from replaykit.server.connections import Limits, carried
+from replaykit.server.connections import Limits, body_began, carried
 from replaykit.server.diff import brief
 from replaykit.server.faults import (
     EVENT_KINDS,
@@ -158,18 +159,29 @@ class Unreadable(Exception):
         self.status, self.verdict = status, verdict
 
 
-async def _read_some(request: web.BaseRequest, idle: float) -> bytes:
+async def _read_some(request: web.BaseRequest, limits: Limits, due: float) -> bytes:
+    """The next bytes of the body, waiting at most ``body_timeout`` seconds and never past ``due`` (loop
+    time: the body's deadline)."""
     content = request.content
     try:
         if content.is_eof():  # the rest of the body is here already: no wait, no timer
             return await content.readany()
-        async with asyncio.timeout(idle):
+        idle = limits.body_timeout
+        async with asyncio.timeout_at(min(asyncio.get_running_loop().time() + idle, due)):
             return await content.readany()
     except TimeoutError:
-        raise Unreadable(408, "timeout", f"no byte of the request body came for {idle:g} s; send the body "
-                                          "without pausing, or raise --body-timeout") from None
+        raise _late(limits, due) from None
     except (web.RequestPayloadError, HttpProcessingError) as exc:
         raise Unreadable(400, "malformed", f"the request body is malformed: {exc}") from None
+
+
+def _late(limits: Limits, due: float) -> Unreadable:
+    """Why a body being read was given up: its deadline passed, or it paused too long."""
+    if asyncio.get_running_loop().time() >= due:
+        return Unreadable(408, "timeout", f"the request body was not whole {limits.body_deadline:g} s after "
+                                          "its head; send it at once, or raise --body-deadline")
+    return Unreadable(408, "timeout", f"no byte of the request body came for {limits.body_timeout:g} s; send "
+                                      "the body without pausing, or raise --body-timeout")
 
 
 def body_here(request: web.BaseRequest) -> bytes | None:
@@ -187,15 +199,17 @@ def body_here(request: web.BaseRequest) -> bytes | None:
     return body
 
 
-async def read_body(request: web.BaseRequest, idle: float) -> bytes:
-    """The whole body, each read waiting at most ``idle`` seconds (:class:`Unreadable` past that, or when
-    its framing is broken); over :data:`MAX_BODY` bytes, aiohttp's 413."""
+async def read_body(request: web.BaseRequest, limits: Limits) -> bytes:
+    """The whole body, each read waiting at most ``body_timeout`` seconds and all of it arrived within
+    ``body_deadline`` seconds of the head (:class:`Unreadable` past either, or when its framing is broken);
+    over :data:`MAX_BODY` bytes, aiohttp's 413."""
     body = body_here(request)
     if body is not None:
         return body
+    due = body_began(request) + limits.body_deadline
     parts: list[bytes] = []
     size = 0
-    while chunk := await _read_some(request, idle):
+    while chunk := await _read_some(request, limits, due):
         size += len(chunk)
         if size >= MAX_BODY:
             raise web.HTTPRequestEntityTooLarge(max_size=MAX_BODY, actual_size=size)
@@ -516,7 +530,7 @@ async def handle(request: web.BaseRequest, state: State) -> web.StreamResponse:
     if not isinstance(exchange, _Exchange):
         started = time.perf_counter()
         try:
-            received = _built(request, await read_body(request, state.limits.body_timeout))
+            received = _built(request, await read_body(request, state.limits))
         except Unreadable as unreadable:
             return await _refuse(state, request, unreadable)
         exchange = begin(state, received, started)
@@ -563,6 +577,7 @@ def make_server(state: State, admin: Handler | None = None, **options: Any) -> L
     loop = asyncio.get_running_loop()
 
     async def dispatch(request: web.BaseRequest) -> web.StreamResponse:
+        body_began(request)  # taken now, whether or not the handler reads the body
         _continue(request)
         path = request.path
         ours = admin is not None and (path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/"))

@@ -1,7 +1,7 @@
 """The connections under the fake provider: aiohttp's low-level server with the limits a real provider has.
 
-:class:`Limits` (``FakeProvider(header_timeout=, body_timeout=, max_connections=)``; ``replaykit serve
---header-timeout``, ``--body-timeout``, ``--max-connections``):
+:class:`Limits` (``FakeProvider(header_timeout=, body_timeout=, body_deadline=, max_connections=)``;
+``replaykit serve --header-timeout``, ``--body-timeout``, ``--body-deadline``, ``--max-connections``):
 
 - ``header_timeout`` (60 s): a connection must deliver a request's line and headers within this long of
   opening, or of the end of its previous response, or it is closed without an answer (a slowloris client
@@ -9,12 +9,16 @@
   keep-alive timer does both.
 - ``body_timeout`` (60 s): a request body may pause at most this long between two reads; then the request
   is answered 408 and journaled (``timeout``). The handler reads the body (:mod:`~replaykit.server.app`).
+- ``body_deadline`` (300 s): a request body must arrive whole within this long of its head, however often
+  it sends a byte (a body trickled a byte a second never pauses for ``body_timeout``); then it is answered
+  408 and journaled (``timeout``, the error saying which limit closed it).
 - ``max_connections`` (256): a connection beyond this many open ones is answered 503 at once and closed,
   before it sends anything, so it takes nothing from the clients already connected.
 
 The timeouts are nginx's defaults (``client_header_timeout``, ``client_body_timeout``), which the front ends
-of most APIs keep: no SDK pauses that long between its bytes on loopback. A test suite, even one run with
-many workers against one server, holds far fewer than 256 connections at once.
+of most APIs keep: no SDK pauses that long between its bytes on loopback. The body deadline is replaykit's
+own (nginx has none): five times the pause allowed; no client on loopback needs minutes to send a body. A
+test suite, even one run with many workers against one server, holds far fewer than 256 connections at once.
 
 :class:`Connection` (aiohttp's ``RequestHandler``) adds:
 
@@ -42,11 +46,12 @@ from aiohttp.web_protocol import RequestHandler
 
 from replaykit.errors import UsageError
 
-__all__ = ["BODY_TIMEOUT", "HEADER_TIMEOUT", "MAX_CONNECTIONS", "Connection", "Limits", "Malformed", "Server",
-           "carried", "half_closed"]
+__all__ = ["BODY_DEADLINE", "BODY_TIMEOUT", "HEADER_TIMEOUT", "MAX_CONNECTIONS", "Connection", "Limits",
+           "Malformed", "Server", "body_began", "carried", "half_closed"]
 
 HEADER_TIMEOUT = 60.0
 BODY_TIMEOUT = 60.0
+BODY_DEADLINE = 300.0
 MAX_CONNECTIONS = 256
 
 Malformed = Callable[[web.BaseRequest, str], web.StreamResponse]
@@ -59,9 +64,10 @@ class Limits:
     header_timeout: float = HEADER_TIMEOUT
     body_timeout: float = BODY_TIMEOUT
     max_connections: int = MAX_CONNECTIONS
+    body_deadline: float = BODY_DEADLINE
 
     def __post_init__(self) -> None:
-        for name in ("header_timeout", "body_timeout"):
+        for name in ("header_timeout", "body_timeout", "body_deadline"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
                 raise UsageError(f"{name}={value!r} must be a positive number of seconds "
@@ -98,7 +104,7 @@ def _refusal(cap: int) -> bytes:
 class Connection(RequestHandler):
     """One client connection: aiohttp's, plus half-close and quiet malformed requests."""
 
-    __slots__ = ("_on_malformed", "_open", "carried", "half_closed")
+    __slots__ = ("_on_malformed", "_open", "began", "carried", "half_closed", "headed")
 
     def __init__(self, manager: web.Server, *, on_malformed: Malformed, open_in: set[Connection],
                  **options: Any) -> None:
@@ -107,6 +113,8 @@ class Connection(RequestHandler):
         self._open = open_in  # where the connection is counted while its transport is open
         self.half_closed = asyncio.Event()
         self.carried: Carried | None = None  # what the lane began for the request it hands over, if anything
+        self.headed: float | None = None  # loop time the lane took the head of a request handed over unread
+        self.began: tuple[web.BaseRequest, float] | None = None  # the latest request's :func:`body_began`
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -208,6 +216,20 @@ def carried(request: web.BaseRequest) -> Carried | None:
         return None
     begun, protocol.carried = protocol.carried, None
     return begun
+
+
+def body_began(request: web.BaseRequest) -> float:
+    """The loop time the head of ``request`` came, from which its body's deadline counts: when the lane took
+    it, for the request it handed over with its connection, else when this was first asked for ``request``
+    (aiohttp starts the handler once the head is parsed; the server's dispatch asks for every request:
+    :func:`~replaykit.server.app.make_server`)."""
+    protocol = request.protocol
+    if not isinstance(protocol, Connection):
+        return asyncio.get_running_loop().time()
+    if protocol.began is None or protocol.began[0] is not request:
+        headed, protocol.headed = protocol.headed, None
+        protocol.began = (request, asyncio.get_running_loop().time() if headed is None else headed)
+    return protocol.began[1]
 
 
 def half_closed(request: web.BaseRequest) -> asyncio.Event | None:

@@ -24,7 +24,8 @@ The lane keeps the connection's limits (:class:`~replaykit.server.connections.Li
 ``max_connections``; a connection that sends no request for ``header_timeout`` after opening or after its
 last answer is closed; a head that does not arrive in one piece goes to aiohttp at once, and a body that
 arrives after its head waits at most :data:`GRACE` seconds in the lane before it does (aiohttp's
-``body_timeout`` then runs). While the kernel does not take what was written, the lane reads no more.
+``body_timeout`` then runs, and ``body_deadline`` counts from when the lane took the head). While the kernel
+does not take what was written, the lane reads no more.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ class Lane(asyncio.Protocol):
         self.parser = httptools.HttpRequestParser(self)
         self.pending: list[bytes] = []  # the bytes of the request at hand
         self.last = 0.0  # loop time of opening or of the last answer
+        self.head_at = 0.0  # loop time the head of the request at hand was whole
         self.idle: asyncio.TimerHandle | None = None
         self.grace: asyncio.TimerHandle | None = None
         self._reset()
@@ -174,6 +176,7 @@ class Lane(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         self.headed = True
+        self.head_at = self.loop.time()
         self.plain = self._plain_head()
 
     def on_body(self, body: bytes) -> None:
@@ -215,7 +218,8 @@ class Lane(asyncio.Protocol):
             if not (self.headed and self.plain):
                 self._hand_over()
             elif self.grace is None:
-                wait = min(GRACE, self.server.limits.body_timeout)
+                limits = self.server.limits
+                wait = min(GRACE, limits.body_timeout, limits.body_deadline)
                 self.grace = self.loop.call_later(wait, self._hand_over)
             return
         if self.complete > 1 or self.open or not self.plain:
@@ -261,6 +265,7 @@ class Lane(asyncio.Protocol):
             return
         connection = self.server.connection()
         connection.carried = begun
+        connection.headed = self.head_at if self.headed and self.open else None  # its body is still coming
         transport.set_protocol(connection)
         connection.connection_made(transport)
         data, self.pending = b"".join(self.pending), []

@@ -30,7 +30,7 @@ from replaykit.routes import PROVIDERS, base_url_env, base_urls, classify_uri
 from replaykit.server import admin
 from replaykit.server.app import Settings, State, make_server
 from replaykit.server.background import Background, bind, cancel_pending, new_loop
-from replaykit.server.connections import BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS, Limits
+from replaykit.server.connections import BODY_DEADLINE, BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS, Limits
 from replaykit.server.faults import Fault
 from replaykit.server.journal import WINDOW, Entry, Journal
 from replaykit.server.matching import DEFAULT_VOLATILE, Matcher, Pool, Slot, is_named, near_text, slots_of
@@ -115,6 +115,7 @@ class FakeProvider:
         header_timeout: float = HEADER_TIMEOUT,
         body_timeout: float = BODY_TIMEOUT,
         max_connections: int = MAX_CONNECTIONS,
+        body_deadline: float = BODY_DEADLINE,
         max_body: int = cassette_mod.MAX_BODY,
         watch: Callable[[Entry], None] | None = None,
     ) -> None:
@@ -128,7 +129,7 @@ class FakeProvider:
             pool = Pool((), match_on=list(match_on), volatile=volatile, strict=strict, repeat=repeat)
         except ValueError as exc:
             raise UsageError(str(exc)) from exc
-        limits = Limits(header_timeout, body_timeout, max_connections)
+        limits = Limits(header_timeout, body_timeout, max_connections, body_deadline)
         self._state = State(pool, settings, journal=Journal(journal_bodies, journal_window),
                             limits=limits, watch=watch)
         self._state.host = self

@@ -8,10 +8,10 @@ body as the SDK's accumulator does.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from replaykit import jsondoc
 from replaykit.transcript.convert import (
     _accumulate,
     _assistant,
@@ -200,7 +200,7 @@ class _AnthropicStream:
         buffer = self.json_bufs.pop(index, "") if isinstance(index, int) else ""
         if buffer:
             try:
-                self._message()["content"][index]["input"] = json.loads(buffer)
+                self._message()["content"][index]["input"] = jsondoc.loads(buffer)
             except ValueError as exc:
                 raise ConversionError(f"block {index}: the streamed input is not JSON: {exc}") from exc
 

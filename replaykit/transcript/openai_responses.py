@@ -8,10 +8,10 @@ up to its final response as the SDK's ``get_final_response`` does.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from replaykit import jsondoc
 from replaykit.transcript.convert import (
     _accumulate,
     _assistant,
@@ -123,7 +123,7 @@ def _openai_reasoning(item: JSON) -> ThinkingBlock:
 
 def _openai_function_call(item: JSON) -> ToolCallBlock:
     try:
-        arguments = json.loads(item.get("arguments") or "{}")
+        arguments = jsondoc.loads(item.get("arguments") or "{}")
     except ValueError:
         arguments = {}
     return {"type": "toolCall", "id": str(item.get("call_id")), "name": str(item.get("name")),

@@ -95,6 +95,8 @@ def test_parse_answer_reads_json_fenced_or_not_and_refuses_prose() -> None:
     assert parse_answer("```json\n" + json.dumps(reply) + "\n```") == reply
     with pytest.raises(CitationError, match="not the JSON answer"):
         parse_answer("Python 3.13 came out in October.")
+    with pytest.raises(CitationError, match=r"not the JSON answer asked for \(JSON nested deeper than 128"):
+        parse_answer("[" * 100_000 + "]" * 100_000)
 
 
 @pytest.mark.parametrize(("claim", "expected"), [

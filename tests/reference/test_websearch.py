@@ -216,6 +216,19 @@ def test_a_timeout_is_a_retryable_web_search_timeout(serve: Any) -> None:
     assert (error.code, error.retryable, error.status) == ("web_search_timeout", True, None)
 
 
+def test_an_answer_nested_past_the_limit_is_an_invalid_response() -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=deep))
+
+    async def go() -> SearchResult:
+        async with httpx.AsyncClient(transport=transport) as client:
+            return await search(client, SearchOptions.from_host(HOST), "q")
+
+    with pytest.raises(WebSearchError, match="a body that is not JSON") as raised:
+        asyncio.run(go())
+    assert (raised.value.code, raised.value.retryable) == ("web_search_invalid_response", False)
+
+
 @pytest.mark.parametrize("arguments", [{}, {"query": 5}, {"query": "q", "limit": 0},
                                        {"query": "q", "limit": "3"}, {"query": ""}])
 def test_bad_model_input_asks_for_a_fixed_query_without_a_request(arguments: Json) -> None:

@@ -161,12 +161,13 @@ def test_the_limits_and_journal_bodies_are_flags(tmp_path: Path, monkeypatch: py
     from replaykit.cli import serve
 
     args = ["serve", str(bundled("anthropic/web_search.yaml")), "--header-timeout", "5", "--body-timeout",
-            "7.5", "--max-connections", "9", "--journal-bodies", "full"]
+            "7.5", "--max-connections", "9", "--journal-bodies", "full", "--body-deadline", "30"]
     built: list[Any] = []
     monkeypatch.setattr(serve, "run", lambda parsed: built.append(serve.build(parsed)) or 0)
     assert main(args) == 0
     fake = built[0]
     assert (fake.limits.header_timeout, fake.limits.body_timeout, fake.limits.max_connections) == (5, 7.5, 9)
+    assert fake.limits.body_deadline == 30
     assert fake.journal_bodies == "full"
 
 
@@ -174,7 +175,8 @@ def test_serve_help_names_the_new_flags(capsys: Any) -> None:
     with pytest.raises(SystemExit):
         main(["serve", "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    for flag in ("--header-timeout", "--body-timeout", "--max-connections", "--journal-bodies"):
+    flags = ("--header-timeout", "--body-timeout", "--body-deadline", "--max-connections", "--journal-bodies")
+    for flag in flags:
         assert flag in out
     assert "as each request completes" in out
 

@@ -38,7 +38,7 @@ from server_support import (
 from replaykit import contracts
 from replaykit.errors import UsageError
 from replaykit.server import FakeProvider, Fault, app
-from replaykit.server.connections import Limits, Server, carried, half_closed
+from replaykit.server.connections import Limits, Server, body_began, carried, half_closed
 
 SLOWLORIS = 50
 
@@ -107,6 +107,47 @@ def test_a_body_that_stops_arriving_is_answered_408_and_journaled(serve: Any) ->
     assert contracts.validate("replaykit.journal-entry", entry.to_json()) == []
 
 
+def _trickled(url: str, head: bytes) -> bytes:
+    """Send ``head``, then its body a byte at a time, never pausing long, until the server closes the
+    connection; all the server sent."""
+    stop = threading.Event()
+    with connect(url) as sock:
+        sock.sendall(head)
+
+        def trickle() -> None:
+            with contextlib.suppress(OSError):  # the server closed it
+                while not stop.wait(0.02):
+                    sock.sendall(b" ")
+
+        trickler = threading.Thread(target=trickle)
+        trickler.start()
+        try:
+            return read_all(sock)  # the server answers, then closes
+        finally:
+            stop.set()
+            trickler.join()
+
+
+@pytest.mark.parametrize("version", ["1.1", "1.0"], ids=["lane", "aiohttp"])  # the lane takes no HTTP/1.0
+def test_a_body_trickled_past_its_deadline_is_answered_408_and_journaled(serve: Any, version: str) -> None:
+    fake = serve(message_cassette("a"), body_deadline=0.2)  # body_timeout stays 60 s: never reached
+    head = post_head(10_000).replace(b"HTTP/1.1", f"HTTP/{version}".encode(), 1)
+    reply = _trickled(fake.url, head)
+    assert reply.startswith(f"HTTP/{version} 408 ".encode())
+    [entry] = fake.journal
+    assert (entry.verdict, entry.status, entry.path) == ("timeout", 408, "/v1/messages")
+    assert entry.error == ("the request body was not whole 0.2 s after its head; send it at once, or raise "
+                           "--body-deadline")
+    assert contracts.validate("replaykit.journal-entry", entry.to_json()) == []
+
+
+def test_an_admin_body_trickled_past_its_deadline_is_answered_408(serve: Any) -> None:
+    fake = serve(message_cassette("a"), body_deadline=0.2)
+    reply = _trickled(fake.url, post_head(10_000, path="/__replaykit/faults"))
+    assert reply.startswith(b"HTTP/1.1 408 ") and b"--body-deadline" in reply
+    assert fake.journal == []  # the admin API is never journaled
+
+
 def _held(fake: FakeProvider) -> socket.socket:
     """A keep-alive connection the server has surely accepted: one request answered on it."""
     sock = connect(fake.url)
@@ -144,6 +185,7 @@ def test_a_connection_over_the_cap_is_refused_at_once_and_others_are_served(serv
         ({"body_timeout": float("nan")}, "body_timeout=nan must be a positive number of seconds "
                                           "(--body-timeout)"),
         ({"body_timeout": float("inf")}, "body_timeout=inf must be a positive number"),
+        ({"body_deadline": -1}, "body_deadline=-1 must be a positive number of seconds (--body-deadline)"),
         ({"header_timeout": True}, "header_timeout=True must be a positive number"),
         ({"header_timeout": "5"}, "header_timeout='5' must be a positive number"),
         ({"max_connections": 0}, "max_connections=0 must be a whole number >= 1 (--max-connections)"),
@@ -158,8 +200,9 @@ def test_bad_limits_are_usage_errors(options: dict[str, Any], message: str) -> N
 
 
 def test_the_least_limits_are_accepted() -> None:
-    limits = Limits(header_timeout=0.001, body_timeout=1, max_connections=1)
+    limits = Limits(header_timeout=0.001, body_timeout=1, max_connections=1, body_deadline=0.001)
     assert (limits.header_timeout, limits.body_timeout, limits.max_connections) == (0.001, 1, 1)
+    assert limits.body_deadline == 0.001
 
 
 def _server(cap: int = 256) -> Server:
@@ -221,6 +264,19 @@ def test_what_the_lane_began_is_carried_once_and_only_on_a_connection() -> None:
         assert carried(request) is begun and carried(request) is None  # given once
         elsewhere = SimpleNamespace(protocol=SimpleNamespace(carried=begun, half_closed=asyncio.Event()))
         assert carried(elsewhere) is None and half_closed(elsewhere) is None
+
+    asyncio.run(run())
+
+
+def test_the_head_time_the_lane_took_is_one_requests_and_kept_for_it() -> None:
+    async def run() -> None:
+        connection = _server().connection()
+        connection.headed = 5.0  # the lane took the head, then handed the connection over
+        first, second = (cast(Any, SimpleNamespace(protocol=connection)) for _ in range(2))
+        assert body_began(first) == 5.0 and body_began(first) == 5.0  # the dispatch's, then read_body's
+        now = asyncio.get_running_loop().time()
+        assert body_began(second) >= now and connection.headed is None
+        assert body_began(cast(Any, SimpleNamespace(protocol=object()))) >= now
 
     asyncio.run(run())
 

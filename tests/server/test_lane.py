@@ -524,6 +524,37 @@ def test_the_idle_timer_leaves_a_request_at_hand_to_its_body_wait() -> None:
     _in_loop(run)
 
 
+def test_a_body_handed_over_unread_counts_its_deadline_from_when_the_lane_took_its_head() -> None:
+    server, transport, clock = _server(), _transport(), mock.Mock()
+    server.limits = Limits(body_deadline=0.05)
+
+    async def run() -> None:
+        protocol = Lane(server)
+        protocol.loop = clock
+        clock.time.return_value = 100.0
+        protocol.connection_made(transport)
+        clock.time.return_value = 100.5
+        protocol.data_received(post_head(5))  # its body yet to come
+        assert clock.call_later.call_args == mock.call(0.05, protocol._hand_over)  # the wait: the deadline
+        clock.time.return_value = 100.55
+        protocol._hand_over()
+        assert server.connection.return_value.headed == 100.5
+
+    _in_loop(run)
+
+
+def test_a_request_handed_over_whole_leaves_no_deadline_behind() -> None:
+    server, transport = _server(), _transport()
+
+    async def run() -> None:
+        protocol = Lane(server)
+        protocol.connection_made(transport)
+        protocol.data_received(post_head(2, extra="Expect: 100-continue\r\n") + b"{}")  # not plain, whole
+        assert server.connection.return_value.headed is None
+
+    _in_loop(run)
+
+
 _GET = b"GET /v1/models HTTP/1.1\r\n\r\n"  # no header: two in a row are told apart by their count only
 
 

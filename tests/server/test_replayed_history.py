@@ -5,6 +5,7 @@ not; a ``web_search_call`` without ``action``; an OpenAI-compatible provider's i
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -89,6 +90,32 @@ def test_an_openai_compatible_history_replays_under_its_profile_and_is_refused_s
             pytest.raises(openai.BadRequestError, match="does not match"):
         client.responses.create(**body)
     assert strict.settings.profile.name == "strict" and lenient.settings.profile.name == "openai-compatible"
+
+
+X_SEARCH = Path(__file__).resolve().parents[1] / "data" / "contracts" / "xai_x_search_call.yaml"
+
+
+def test_an_xai_x_search_call_is_served_and_replayed_under_its_profile_and_refused_strictly(
+        serve: Any) -> None:
+    tape = cassette.load(X_SEARCH)
+    first, follow_up = (item.request.json() for item in tape.interactions)
+    lenient = serve(tape, enforce_contracts=True)  # the cassette declares profile openai-compatible
+    with openai.OpenAI(base_url=lenient.base_url("openai"), api_key="x", max_retries=0) as client:
+        answer = client.responses.create(**first)
+        assert [item.type for item in answer.output] == ["x_search_call", "message"]
+        turn = from_interaction(tape.interactions[0], timestamp=2)
+        transcript = restore({"version": 1, "messages": [{**follow_up["input"][0], "timestamp": 1}, turn,
+                                                         {**follow_up["input"][3], "timestamp": 3}]})
+        target = Target("openai", "openai-responses", first["model"])
+        body = {**project(transcript, target), "tools": first["tools"]}
+        assert body["input"][1] == follow_up["input"][1]  # the x_search_call item, replayed verbatim
+        assert client.responses.create(**body).status == "completed"
+    assert [e.status for e in lenient.journal] == [200, 200]
+    assert {v["severity"] for e in lenient.journal for v in e.to_json()["request_violations"]} == {"warning"}
+    strict = serve(replace(tape, meta=replace(tape.meta, extra={})), enforce_contracts=True)
+    with openai.OpenAI(base_url=strict.base_url("openai"), api_key="x", max_retries=0) as client, \
+            pytest.raises(openai.BadRequestError, match="is not one of"):
+        client.responses.create(**body)
 
 
 def test_cassettes_that_declare_different_profiles_need_an_explicit_one() -> None:

@@ -45,6 +45,18 @@ def test_a_body_nested_too_deep_to_parse_is_served_like_any_non_json_body(serve:
         "the request body is empty, not JSON, or nested deeper than 128 levels"]
 
 
+def test_a_stream_event_nested_too_deep_is_replayed_and_journaled_as_not_json(serve: Any) -> None:
+    deep = sse.encode("[" * 100_000 + "]" * 100_000, event="message_start").raw
+    tape = stream_cassette()
+    tape.interactions[0].response.body = deep + tape.interactions[0].response.body
+    fake = serve(tape, enforce_contracts=True)
+    response = httpx.post(f"{fake.url}/v1/messages", json=stream_request())
+    assert response.status_code == 200 and response.content.startswith(deep)
+    [entry] = fake.journal
+    assert {"keyword": "json", "message": "data: JSON nested deeper than 128 levels", "event": 0}.items() \
+        <= entry.response_violations[0].items()
+
+
 def test_an_http_1_0_client_gets_the_events_without_chunk_framing(serve: Any) -> None:
     fake = serve(stream_cassette())
     reply = _raw_post(fake.url, json.dumps(stream_request()).encode(), version="1.0")

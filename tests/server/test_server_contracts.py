@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import secrets
 from typing import Any
 
 import anthropic
@@ -52,6 +53,18 @@ def test_enforce_contracts_answers_an_invalid_request_with_400(serve: Any) -> No
         assert contracts.validate("anthropic.error", caught.value.body) == []
         assert client.messages.create(**anthropic_request()).content[0].text == "a"  # not used up
     assert [e.verdict for e in fake.journal] == ["invalid", "served"]
+
+
+def test_a_key_in_an_enum_field_is_never_answered_or_journaled_whole(serve: Any) -> None:
+    key = secrets.token_hex(16)  # an Azure key: no shape the scanner knows
+    fake = serve(message_cassette("a"), enforce_contracts=True)
+    body = {**anthropic_request(), "messages": [{"role": key, "content": "hi"}]}
+    response = httpx.post(f"{fake.url}/v1/messages", json=body)
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == \
+        f"/messages/0/role: '{key[:4]}…{key[-2:]}' (32 chars) is not one of user, assistant, system"
+    assert key not in response.text and key not in str(response.headers)
+    assert key not in json.dumps(fake.journal[0].request_violations)
 
 
 def test_a_missing_body_is_a_request_violation(serve: Any) -> None:
