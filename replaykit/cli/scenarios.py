@@ -152,7 +152,10 @@ def _scenarios(args: argparse.Namespace) -> list[Scenario]:
 
 
 def _target(args: argparse.Namespace) -> Target:
-    return Target.parse(args.target, manifest=args.manifest)
+    """The target named, its manifest read at once (a bad one is a usage error before anything runs)."""
+    target = Target.parse(args.target, manifest=args.manifest)
+    _ = target.manifest
+    return target
 
 
 class _Progress:
@@ -247,6 +250,7 @@ def run_redgreen(args: argparse.Namespace) -> int:
     scenarios = _scenarios(args)
     baseline = Target.parse(args.baseline, flag="--baseline")
     candidate = Target.parse(args.candidate, flag="--candidate")
+    _ = baseline.manifest, candidate.manifest  # read now: a bad one is an error before any run
     rows = redgreen(scenarios, baseline, candidate, jobs=args.jobs)
     if args.json:
         print(json.dumps(to_json(rows, args.baseline, args.candidate), indent=2, ensure_ascii=False))

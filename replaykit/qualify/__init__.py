@@ -237,7 +237,7 @@ class _Run:
             self.stage(
                 "mutants",
                 stages.skipped(
-                    f"no mutants for the target {target.label}: declare them in its manifest (mutants:) or "
+                    f"no mutants for the target {target.spec}: declare them in its manifest (mutants:) or "
                     "name them with --mutant NAME"
                 ),
             )

@@ -279,11 +279,11 @@ def scenarios_section(
         if r.failed
     ]
     if results and not any(r.applicable for r in results):
-        none = f"no scenario applies to {target.label}: {coverage(results)}"
+        none = f"no scenario applies to {target.spec}: {coverage(results)}"
         failures.append(Finding("error", "scenario", none, "scenarios",
                                 fix="declare what the target has in its manifest"))
     counts = report_counts(results)
-    summary = f"{len(results)} scenarios on {target.label}, {counts['failed']} failed; {coverage(results)}"
+    summary = f"{len(results)} scenarios on {target.spec}, {counts['failed']} failed; {coverage(results)}"
     verdicts = {r.scenario.name: r.verdict for r in results}
     section = failed_section(
         failures, summary, counts=counts, verdicts=verdicts, seconds=time.monotonic() - start

@@ -31,6 +31,7 @@ The outcome file is read and checked against ``contracts/replaykit/target-outcom
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -40,7 +41,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -84,10 +85,9 @@ def _assignments(words: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
 
 
 def _manifest(given: str | os.PathLike[str] | None, argv: tuple[str, ...], module: str | None,
-              search: list[str]) -> Manifest:
-    """The manifest named, else the one beside the target (:func:`find_manifest`), else none."""
-    path = Path(given) if given is not None else find_manifest(argv, module, search)
-    return load_manifest(path) if path is not None else Manifest()
+              search: list[str]) -> Path | None:
+    """The manifest's path: the one named, else the one beside the target (:func:`find_manifest`), if any."""
+    return Path(given) if given is not None else find_manifest(argv, module, search)
 
 
 @dataclass(frozen=True)
@@ -99,12 +99,13 @@ class Target:
     spec: str
     argv: tuple[str, ...]
     env: tuple[tuple[str, str], ...] = ()
-    manifest: Manifest = field(default_factory=Manifest)
+    manifest_path: Path | None = None
 
-    @property
-    def label(self) -> str:
-        """The target's name in reports: its manifest's ``name``, else the spec."""
-        return self.manifest.name or self.spec
+    @functools.cached_property
+    def manifest(self) -> Manifest:
+        """What the target has and its mutants (:mod:`~replaykit.scenario.capabilities`), read when first
+        asked for (a bad one is a usage error); with no manifest, every capability is given."""
+        return load_manifest(self.manifest_path) if self.manifest_path is not None else Manifest()
 
     def mutant_env(self, mutant: str) -> dict[str, str]:
         """The environment that runs the target as ``mutant``: ``REPLAYKIT_MUTANT`` and the manifest's."""
