@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from replaykit.verify import Report, verify_paths
 
 __version__ = "0.1.0"
+#: replaykit's name on the package index (``replaykit`` there is an unrelated project); the module and the
+#: command are ``replaykit``.
+DISTRIBUTION = "replaykit-llm"
 
 # Each exported name -> the module that defines it, imported on first use (the imports above are for type
 # checkers only).

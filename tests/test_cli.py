@@ -90,7 +90,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["--version"])
     assert exit_info.value.code == 0
-    assert capsys.readouterr().out == f"replaykit {replaykit.__version__}\n"
+    assert capsys.readouterr().out == f"replaykit {replaykit.__version__} (replaykit-llm)\n"
 
 
 def test_version_anywhere_else_on_the_line_is_argparse_s_with_the_same_text(

@@ -53,7 +53,7 @@ def test_version_loads_nothing_but_the_command_line(tmp_path: Path) -> None:
     names = loaded(tmp_path, "-m", "replaykit", "--version")
     assert among(names, TEST_TOOLS + CONTRACT_ENGINE + ("argparse", "typing")) == []
     assert sorted(name for name in names if name.startswith("replaykit")) == [
-        "replaykit", "replaykit.cli"]
+        "replaykit", "replaykit.cli", "replaykit.cli.version"]
 
 
 def test_help_loads_no_command(tmp_path: Path) -> None:
@@ -69,7 +69,7 @@ def test_verify_loads_the_contract_engine_and_no_test_tool(tmp_path: Path) -> No
     names = loaded(tmp_path, "-m", "replaykit", "verify", str(cassette))
     assert "replaykit.contracts" in names and among(names, TEST_TOOLS) == []
     assert sorted(name for name in names if name.startswith("replaykit.cli.")) == [
-        "replaykit.cli.parser", "replaykit.cli.verify"]
+        "replaykit.cli.parser", "replaykit.cli.verify", "replaykit.cli.version"]
 
 
 def test_a_python_target_run_loads_no_test_tool_nor_the_contract_engine(tmp_path: Path) -> None:

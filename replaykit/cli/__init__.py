@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 
-from replaykit import __version__
+from replaykit.cli.version import version_line
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as true
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (also used by the console script)."""
     words = sys.argv[1:] if argv is None else list(argv)
     if words == ["--version"]:  # argparse answers it too; here, before argparse is even imported
-        print(f"replaykit {__version__}")
+        print(version_line())
         raise SystemExit(EXIT_OK)
     from replaykit.errors import ReplaykitError, UsageError
 

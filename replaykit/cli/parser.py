@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from replaykit import __version__
+from replaykit.cli.version import version_line
 from replaykit.errors import UsageError
 
 __all__ = ["COMMANDS", "CommandLineError", "build_parser"]
@@ -83,6 +83,6 @@ class _Commands(_SubParsers):
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser; a subcommand's arguments are registered when it is chosen."""
     parser = _Parser(prog="replaykit", description="Offline replay and contract checks for LLM harnesses.")
-    parser.add_argument("--version", action="version", version=f"replaykit {__version__}")
+    parser.add_argument("--version", action="version", version=version_line())
     parser.add_subparsers(dest="command", required=True, parser_class=_Parser, action=_Commands)
     return parser

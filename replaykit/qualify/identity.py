@@ -27,7 +27,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from replaykit import __version__
+from replaykit import DISTRIBUTION, __version__
 from replaykit.errors import UsageError, located
 
 __all__ = [
@@ -47,7 +47,6 @@ __all__ = [
 
 MAX_FILES = 20_000
 SDKS = ("anthropic", "openai")
-DISTRIBUTION = "replaykit-llm"  # replaykit's name on the package index (pyproject.toml's [project] name)
 _SKIPPED = {"__pycache__", "node_modules"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
 
