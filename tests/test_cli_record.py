@@ -148,6 +148,12 @@ def gone(pid: int) -> bool:
         return True
 
 
+def _written(path: Path) -> int:
+    """How many interactions the cassette at ``path`` holds now (0 while there is none: writes are atomic, so
+    a file there is always whole)."""
+    return len(cassette.load(path).interactions) if path.exists() else 0
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the recorder process in /proc")
 def test_a_recorder_killed_mid_session_exits_1_with_one_clear_line(tmp_path: Path) -> None:
@@ -157,8 +163,8 @@ def test_a_recorder_killed_mid_session_exits_1_with_one_clear_line(tmp_path: Pat
                                         "kept.yaml"], tmp_path)
         try:
             assert httpx.post(f"{base}/v1/messages", content=body, timeout=30).status_code == 200
-            deadline = time.monotonic() + 20
-            while not (tmp_path / "kept.yaml").exists():  # the recorder's first write
+            deadline = time.monotonic() + 60
+            while _written(tmp_path / "kept.yaml") < 1:  # the recorder's first write holding the exchange
                 assert time.monotonic() < deadline
                 time.sleep(0.02)
             os.kill(recorder, signal.SIGKILL)
