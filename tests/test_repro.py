@@ -363,6 +363,18 @@ def test_a_bundled_bad_transcript_fails_on_its_mutant_and_passes_on_the_referenc
         assert not run_scenario(scenario, target, mutant=mutant).passed, f"{mutant} survives {name}"
 
 
+def test_with_no_anchor_the_band_proves_that_search_content_is_counted(tmp_path: Path) -> None:
+    transcript = json.loads((BUNDLED / "nameless-search-block-no-anchor.json").read_text())
+    prose = "The free-threaded build of CPython lets threads run Python code in parallel. " * 50
+    transcript["messages"][0]["content"] = [{"type": "text", "text": prose}]  # the search: a third of it
+    reproduce(_file(tmp_path, "long.json", transcript), tmp_path / "out")
+    scenario, target = load(tmp_path / "out" / SCENARIO), Target.parse(DEFAULT_TARGET)
+    assert "Leaving the hosted search blocks out gives 1,379" in scenario.doc["description"]
+    assert scenario.expectations["estimates"] == [{"step": 0, "min": 1828, "max": 8160}]
+    assert run_scenario(scenario, target).passed
+    assert not run_scenario(scenario, target, mutant="search-not-estimated").passed
+
+
 def test_the_scenario_names_what_a_correct_harness_sends(tmp_path: Path) -> None:
     reproduce(BUNDLED / "example-nameless-search-block.json", tmp_path / "out")
     expected = yaml.safe_load((tmp_path / "out" / SCENARIO).read_text())["expectations"]
