@@ -199,7 +199,7 @@ def _yaml(doc: JSON) -> bytes:
 
 
 def _summary(reported: Reported, diagnosis: Diagnosis, name: str) -> JSON:
-    failure = diagnosis.failure
+    failure, band = diagnosis.failure, diagnosis.band
     return {
         "tool": "replaykit repro", "version": __version__, "scenario": name, "input": reported.path.name,
         "form": reported.form,
@@ -209,6 +209,7 @@ def _summary(reported: Reported, diagnosis: Diagnosis, name: str) -> JSON:
         "target": {"provider": diagnosis.target.provider, "api": diagnosis.target.api,
                    "model": diagnosis.target.model},
         "estimate": diagnosis.tokens,
+        "estimateBand": None if band is None else {"min": band.low, "max": band.high},
         "notes": [str(note) for note in diagnosis.notes],
         "files": [SCENARIO, TRANSCRIPT, CASSETTE],
     }
