@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from recordings import recorded
 from test_redact import planted
 
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, main
@@ -36,6 +37,17 @@ def test_it_says_what_it_read_found_and_wrote(tmp_path: Path, capsys: pytest.Cap
                                "cassettes/repro.yaml, repro.json")
     assert lines[3] == f"replay: replaykit run {tmp_path / 'd'}"
     assert main(["run", str(tmp_path / "d")]) == EXIT_OK  # replays offline, as said
+
+
+def test_a_cassette_says_which_request_it_reproduces(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    source = recorded("pydantic-ai__openai_responses_web_search_tool.yaml")
+    code, out, _ = _run(capsys, str(source), "--out", str(tmp_path / "d"), "--json")
+    report = json.loads(out)
+    assert code == EXIT_OK
+    assert report["form"] == ("cassette, interaction 1 of 2 (the last request: no response is an error): "
+                              "OpenAI Responses request body")
+    assert report["estimateBand"]["min"] <= report["estimate"] <= report["estimateBand"]["max"]
 
 
 def test_redacted_keys_are_listed_masked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

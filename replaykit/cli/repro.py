@@ -1,10 +1,12 @@
 """``replaykit repro TRANSCRIPT --out DIR [--target CMD] [--json]``: a reported transcript into a scenario.
 
 Reads the transcript in any form users paste (neutral JSON, an Anthropic Messages or OpenAI Responses request
-body or its messages / input array, a JSONL session log of either), scrubs its keys, pinpoints the first
-failure of restore, projection and estimation with its JSON pointer, and writes DIR (a scenario, the
-transcript, a synthesized cassette, ``repro.json``: see :mod:`replaykit.repro`). With ``--target`` the new
-scenario runs at once on that target and its verdict is printed.
+body or its messages / input array, a JSONL session log of either, a pydantic-ai message history, or a
+cassette: its failing request, which the ``read:`` line names), scrubs its keys, pinpoints the first failure
+of restore, projection and estimation with its JSON pointer, and writes DIR (a scenario any correct harness
+passes, the transcript, a synthesized cassette answering plain and streamed requests, ``repro.json``: see
+:mod:`replaykit.repro`). With ``--target`` the new scenario runs at once on that target and its verdict is
+printed.
 
 Exit 0 when written (and, with ``--target``, the scenario passes); 1 when a key survived the scrub (nothing
 written) or the scenario fails on the target; 2 on a file that is no transcript, or a DIR that is neither
@@ -32,12 +34,15 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "repro",
         description="Read a reported transcript (neutral JSON, an Anthropic Messages or OpenAI Responses "
-                    "request body or its messages / input array, or a JSONL session log of either), redact "
-                    "it, find where restore, projection or estimation first fails, and write DIR: "
-                    f"{SCENARIO}, the transcript and a synthesized cassette ({CASSETTE}), so that "
-                    "`replaykit run DIR` replays it offline. Exit 0 when written, 1 when a key survived "
-                    "redaction (nothing written) or the scenario fails on --target, 2 on bad input.")
-    parser.add_argument("transcript", type=Path, metavar="TRANSCRIPT", help="the reported transcript file")
+                    "request body or its messages / input array, a JSONL session log of either, a "
+                    "pydantic-ai message history, or a cassette: its last request answered with an error, "
+                    "else its last request), redact it, find where restore, projection or estimation first "
+                    f"fails, and write DIR: {SCENARIO}, the transcript and a synthesized cassette "
+                    f"({CASSETTE}), so that `replaykit run DIR` replays it offline. Exit 0 when written, 1 "
+                    "when a key survived redaction (nothing written) or the scenario fails on --target, 2 on "
+                    "bad input.")
+    parser.add_argument("transcript", type=Path, metavar="TRANSCRIPT",
+                        help="the reported transcript file (JSON, JSONL, or a cassette's YAML)")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR",
                         help="the folder to write: new, empty, or an earlier repro output (replaced)")
     parser.add_argument("--target", metavar="CMD",
@@ -69,7 +74,8 @@ def _lines(done: Repro, out: Path, result: Result | None) -> list[str]:
     passed = f"none (restore, projection and estimate pass: {done.diagnosis.tokens} tokens)"
     lines.append(f"first failure: {failure or passed}")
     lines += [f"note: {note}" for note in done.diagnosis.notes]
-    lines.append(f"wrote: {out} ({done.folder}): {', '.join(FILES)} (the cassette is origin: synthesized)")
+    lines.append(f"wrote: {out} ({done.folder}): {', '.join(FILES)} (the cassette is origin: synthesized, "
+                 "its answer plain and streamed)")
     lines.append(f"replay: replaykit run {out}" if result is None else f"verdict: {reports.line(result)}")
     return lines
 

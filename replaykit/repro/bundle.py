@@ -4,16 +4,19 @@ Layout (``replaykit run DIR`` finds the scenario; the other files sit in subfold
 
     DIR/scenario.yaml           contracts/replaykit/scenario.schema.json: one follow-up step on the transcript
     DIR/transcripts/repro.json  the reported transcript, redacted, in the neutral form
-    DIR/cassettes/repro.yaml    origin: synthesized: the answer to the follow-up, streamed
+    DIR/cassettes/repro.yaml    origin: synthesized: the answer to the follow-up, plain and streamed (twins)
     DIR/repro.json              what was read and found (the marker of a repro folder)
 
-The scenario says what a correct harness does with the transcript. When restore or projection fails (a
-contract violation, a projection error) it refuses locally: ``LOCAL_REQUEST_ERROR``, phase ``validation``,
-no request, nothing persisted (the cassette then holds the answer a harness that sends anyway would get).
-Otherwise it sends one request that replays every provider block verbatim (``reaches`` on their ids) and
-none of the transcript's own fields (``neverReaches``), persists once, and estimates what replaykit's
-estimator counts (``estimates``: that count up to 2% more). An estimator exception is replaykit's own
-defect: its scenario expects the turn to go through, and fails until the estimator is fixed.
+The scenario says what any correct harness does with the transcript, whatever its language, its encoding of a
+request or its estimator. When restore or projection fails (a contract violation, a projection error) it
+refuses locally: ``LOCAL_REQUEST_ERROR``, phase ``validation``, no request, nothing persisted (the cassette
+then holds the answer a harness that sends anyway would get). Otherwise it sends one request that replays
+every provider block verbatim (``reaches`` on their ids, each checked against the canonical view of the
+request: :mod:`replaykit.canonical`) and none of the transcript's own fields (``neverReaches``), persists
+once, and estimates within the policy band of :mod:`replaykit.repro.band` (derived in the description). An
+estimator exception is replaykit's own defect: its scenario expects the turn to go through, and fails until
+the estimator is fixed. The answer is recorded in both forms, plain and streamed (the same request but for
+``stream``), so the scenario needs neither ``stream`` nor ``non-stream`` of a target.
 
 Every file is checked for keys before any is written (:func:`replaykit.redact.scan_text`). A new folder is
 written beside its place and renamed into it, so it appears whole or not at all; into an empty folder or an
@@ -34,8 +37,10 @@ from typing import Any
 import yaml
 
 from replaykit import __version__, cassette
+from replaykit.canonical import canonical
 from replaykit.cassette import Cassette, Interaction, Meta, Request, Response, write_atomic
 from replaykit.errors import UsageError, located
+from replaykit.pointer import matches
 from replaykit.redact import SecretFinding, scan, scan_text
 from replaykit.reference.wire import wire_body
 from replaykit.replay import Target
@@ -65,6 +70,7 @@ _URIS = {"anthropic": "https://api.anthropic.com/v1/messages", "openai": "https:
          "azure": "https://replaykit-example.openai.azure.com/openai/v1/responses"}
 _KEY_HEADERS = {"anthropic": ("x-api-key", "REDACTED"), "openai": ("authorization", "Bearer REDACTED"),
                 "azure": ("api-key", "REDACTED")}
+_ROUTES = {"anthropic": "anthropic.messages", "openai": "openai.responses", "azure": "azure.responses"}
 _IDS = ("id", "tool_use_id", "call_id")
 _MAX_REACHES = 32
 
@@ -114,7 +120,8 @@ def _scenario(reported: Reported, diagnosis: Diagnosis, name: str) -> JSON:
     transcript = reported.transcript if isinstance(reported.transcript, dict) else {}
     tools = transcript.get("tools")
     description = (f"Reproduces {reported.path.name} ({reported.form}): {_what(diagnosis)}. Written by "
-                   f"replaykit repro; its cassette is synthesized.")
+                   "replaykit repro; its cassette is synthesized, the answer recorded plain and streamed "
+                   f"(twins), so a harness of either form is served. {_estimate_policy(diagnosis)}")
     return {
         "name": name, "kind": "regression", "description": description,
         "cassettes": [CASSETTE], "transcript": TRANSCRIPT,
@@ -122,6 +129,15 @@ def _scenario(reported: Reported, diagnosis: Diagnosis, name: str) -> JSON:
         "tools": tools if diagnosis.body is not None and isinstance(tools, list) else [],
         "expectations": _expectations(diagnosis),
     }
+
+
+def _estimate_policy(diagnosis: Diagnosis) -> str:
+    if diagnosis.band is not None:
+        return f"The policy of the estimate: {diagnosis.band.why}"
+    if diagnosis.failure is None or diagnosis.failure.kind == "estimator exception":
+        return ("No estimate is checked: the estimator raises on this transcript, so no policy count can be "
+                "made here; the turn going through is the check.")
+    return "No estimate is checked: a correct harness refuses before it estimates."
 
 
 def _expectations(diagnosis: Diagnosis) -> JSON:
@@ -132,10 +148,10 @@ def _expectations(diagnosis: Diagnosis) -> JSON:
                 "providerRequests": 0, "persistWrites": 0, "unused": True}
     expected: JSON = {"outcome": "ok", "providerRequests": 1, "requestContractsHold": True,
                       "persistWrites": 1}
-    if diagnosis.tokens is not None:
-        expected["estimates"] = [{"step": 0, "min": diagnosis.tokens,
-                                  "max": diagnosis.tokens + max(64, diagnosis.tokens // 50)}]
-    if reaches := list(_reaches(diagnosis.body or {}, diagnosis.target)):
+    if diagnosis.band is not None:
+        expected["estimates"] = [{"step": 0, "min": diagnosis.band.low, "max": diagnosis.band.high}]
+    view = canonical(_ROUTES[diagnosis.target.provider], wire_body(diagnosis.body or {}, diagnosis.target))
+    if reaches := [check for check in _reaches(view, diagnosis.target) if _holds(check, view)]:
         expected["reaches"] = reaches[:_MAX_REACHES]
     listed = "/messages" if diagnosis.target.api == "anthropic-messages" else "/input"
     expected["neverReaches"] = [{"pointer": "/version"}, {"pointer": "/systemHistory"},
@@ -143,25 +159,37 @@ def _expectations(diagnosis: Diagnosis) -> JSON:
     return expected
 
 
-def _reaches(body: JSON, target: Target) -> Iterator[JSON]:
-    """A check per provider block the request replays (by its id), so a harness that drops one fails."""
+def _reaches(view: JSON, target: Target) -> Iterator[JSON]:
+    """A check per provider block the request replays (by its id), so a harness that drops one fails; read
+    from the canonical view (``view``) of the request, as the check reads what a harness sends."""
     if target.api == "anthropic-messages":
-        blocks = [("/messages/*/content/*", block) for message in body.get("messages", [])
+        blocks = [("/messages/*/content/*", block) for message in view.get("messages", [])
                   if isinstance(message.get("content"), list) for block in message["content"]]
         plain: tuple[str, ...] = ("text", "image", "tool_result", "thinking", "redacted_thinking")
     else:
-        blocks = [("/input/*", item) for item in body.get("input", [])]
-        plain = ("function_call_output",)
+        blocks = [("/input/*", item) for item in view.get("input", [])]
+        plain = ("function_call_output", "message")
     seen: set[str] = set()
     for where, block in blocks:
         if not isinstance(block, dict) or "role" in block or block.get("type") in plain:
             continue
-        key = next((key for key in _IDS if isinstance(block.get(key), str)), None)
+        key = _key(block)
         check = {"request": 1, "pointer": f"{where}/{key}", "equals": block[key]} if key else \
             {"request": 1, "pointer": where, "equals": block}
         if (text := json.dumps(check, sort_keys=True)) not in seen:
             seen.add(text)
             yield check
+
+
+def _key(block: JSON) -> str | None:
+    """The field naming a block: a function call by its ``call_id`` (its item ``id`` is optional on input)."""
+    keys = ("call_id", *_IDS) if block.get("type") == "function_call" else _IDS
+    return next((key for key in keys if isinstance(block.get(key), str)), None)
+
+
+def _holds(check: JSON, view: JSON) -> bool:
+    """Whether ``check`` holds on the canonical ``view`` of the request the reference sends."""
+    return any(value == check["equals"] for _, value in matches(view, check["pointer"]))
 
 
 def _yaml(doc: JSON) -> bytes:
@@ -171,7 +199,7 @@ def _yaml(doc: JSON) -> bytes:
 
 
 def _summary(reported: Reported, diagnosis: Diagnosis, name: str) -> JSON:
-    failure = diagnosis.failure
+    failure, band = diagnosis.failure, diagnosis.band
     return {
         "tool": "replaykit repro", "version": __version__, "scenario": name, "input": reported.path.name,
         "form": reported.form,
@@ -181,6 +209,7 @@ def _summary(reported: Reported, diagnosis: Diagnosis, name: str) -> JSON:
         "target": {"provider": diagnosis.target.provider, "api": diagnosis.target.api,
                    "model": diagnosis.target.model},
         "estimate": diagnosis.tokens,
+        "estimateBand": None if band is None else {"min": band.low, "max": band.high},
         "notes": [str(note) for note in diagnosis.notes],
         "files": [SCENARIO, TRANSCRIPT, CASSETTE],
     }
@@ -190,21 +219,25 @@ def _summary(reported: Reported, diagnosis: Diagnosis, name: str) -> JSON:
 
 
 def _cassette(diagnosis: Diagnosis, description: str) -> Cassette:
+    """The answer to the follow-up twice, plain then streamed: the same request but for ``stream``."""
     target = diagnosis.target
     sent = diagnosis.body is not None
-    body = diagnosis.body if sent else _bare_request(target)
-    events = _reply_events(target, diagnosis.tokens or 1)
+    body = wire_body(diagnosis.body if diagnosis.body is not None else _bare_request(target), target)
     name, value = _KEY_HEADERS[target.provider]
-    request = Request("POST", _URIS[target.provider], {"content-type": ["application/json"], name: [value]},
-                      compact(wire_body(body or {}, target)).encode())
+    headers = {"content-type": ["application/json"], name: [value]}
+    final, events = _reply(target, diagnosis.tokens or 1)
+    plain_body = {key: item for key, item in body.items() if key != "stream"}
+    plain = Interaction(Request("POST", _URIS[target.provider], headers, compact(plain_body).encode()),
+                        Response(200, "OK", {"content-type": ["application/json"]}, compact(final).encode()))
     offsets = a_offsets(events) if target.api == "anthropic-messages" else o_offsets(events)
-    response = Response(200, "OK", {"content-type": ["text/event-stream; charset=utf-8"]}, sse_body(events),
-                        event_offsets_ms=offsets)
+    streamed = Interaction(Request("POST", _URIS[target.provider], headers, compact(body).encode()),
+                           Response(200, "OK", {"content-type": ["text/event-stream; charset=utf-8"]},
+                                    sse_body(events), event_offsets_ms=offsets))
     shows = description if sent else (f"{description}. The answer a harness that sends the follow-up anyway "
                                       "would get (a correct one sends nothing)")
-    meta = Meta(origin="synthesized", provider=target.provider, description=shows,
+    meta = Meta(origin="synthesized", provider=target.provider, description=f"{shows}; plain and streamed",
                 recorded_with=f"replaykit repro {__version__}", extra={"sources": ["replaykit repro"]})
-    return Cassette(interactions=[Interaction(request, response)], meta=meta)
+    return Cassette(interactions=[plain, streamed], meta=meta)
 
 
 def _bare_request(target: Target) -> JSON:
@@ -215,16 +248,17 @@ def _bare_request(target: Target) -> JSON:
     return {"model": target.model, "input": [{"role": "user", "content": PROMPT}]}
 
 
-def _reply_events(target: Target, tokens: int) -> list[tuple[str, JSON]]:
+def _reply(target: Target, tokens: int) -> tuple[JSON, list[tuple[str, JSON]]]:
+    """The final body of the answer and its stream."""
     text = {"type": "text", "text": REPLY}
     if target.api == "anthropic-messages":
         message = anthropic_message("msg_01replaykitrepro", target.model, [text], anthropic_usage(tokens, 24))
-        return a_stream_events(message, tokens)
+        return message, a_stream_events(message, tokens)
     item = {"id": "msg_replaykitrepro", "type": "message", "status": "completed", "role": "assistant",
             "content": [{"type": "output_text", "annotations": [], "logprobs": [], "text": REPLY}]}
     response = openai_response("resp_replaykitrepro", 1_764_662_400, target.model, [item], (tokens, 0, 24),
                                None, [])
-    return o_stream_events(response)
+    return response, o_stream_events(response)
 
 
 # ---------------------------------------------------------------- the folder

@@ -21,6 +21,7 @@ from replaykit.errors import LocalRequestError
 from replaykit.estimate import estimate
 from replaykit.redact import safe_message
 from replaykit.replay import Note, Projection, Target, projection
+from replaykit.repro.band import Band, policy_band
 from replaykit.routes import MODEL_APIS
 from replaykit.transcript import restore
 
@@ -49,13 +50,15 @@ class Failure:
 class Diagnosis:
     """What a replay of the transcript does: the ``failure`` (None: restore, projection and estimate pass),
     the ``target``, the request ``body`` a correct harness sends for the follow-up (None when it sends
-    none), what the projection leaves out (``notes``) and the ``tokens`` it estimates."""
+    none), what the projection leaves out (``notes``), the ``tokens`` replaykit's estimator counts and the
+    ``band`` of estimates a sound estimator makes (:mod:`replaykit.repro.band`)."""
 
     target: Target
     failure: Failure | None = None
     body: JSON | None = None
     notes: tuple[Note, ...] = ()
     tokens: int | None = None
+    band: Band | None = None
 
 
 def target_of(transcript: object, provider: str | None = None, model: str | None = None) -> Target:
@@ -97,11 +100,11 @@ def diagnose(transcript: object, source: str, provider: str | None = None,
         tokens = estimate(grown, target).tokens
     except Exception as exc:  # an estimator's defect, whatever it raises, is what is being pinpointed
         return Diagnosis(target, _estimator_failure(grown, target, exc, source), built.body, built.notes)
-    return _passed(target, built, tokens)
+    return _passed(target, built, tokens, policy_band(grown, target))
 
 
-def _passed(target: Target, built: Projection, tokens: int) -> Diagnosis:
-    return Diagnosis(target, None, built.body, built.notes, tokens)
+def _passed(target: Target, built: Projection, tokens: int, band: Band) -> Diagnosis:
+    return Diagnosis(target, None, built.body, built.notes, tokens, band)
 
 
 def _said(exc: Exception, source: str) -> str:

@@ -7,7 +7,11 @@ The forms, told apart by their shape (:func:`read`):
 - an Anthropic Messages request body (an object with ``messages``) or its bare ``messages`` array;
 - an OpenAI Responses request body (an object with ``input``) or its bare ``input`` array (items with a
   ``type``, ``input_text`` parts, ``system`` / ``developer`` roles);
-- a JSONL session log of either: one JSON value a line, each a message (or ``{"message": {...}}``, the
+- a pydantic-ai message history (the JSON ``ModelMessagesTypeAdapter`` dumps: a list of
+  ``{"kind": "request" | "response", "parts": [...]}``, :mod:`~replaykit.repro.pydantic_history`);
+- a cassette (vcrpy or replaykit YAML, :func:`replaykit.cassette.loads`): its failing request's body
+  (:mod:`~replaykit.repro.failing`: the last request answered with an error, else the last request);
+- a JSONL session log of either API: one JSON value a line, each a message (or ``{"message": {...}}``, the
   envelope session logs wrap one in) or a whole request body (then the last one, the fullest conversation).
 
 A bare array of plain ``{role, content: "text"}`` messages fits both APIs; it is read as Anthropic Messages,
@@ -19,15 +23,19 @@ JSON nested at most :data:`replaykit.jsondoc.MAX_DEPTH` levels. Every key in it 
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from replaykit import jsondoc
-from replaykit.errors import UsageError, located
+from replaykit import cassette, jsondoc
+from replaykit.errors import CassetteError, UsageError, located
 from replaykit.redact import SecretFinding, redact_document
+from replaykit.repro.failing import failing_request
+from replaykit.repro.pydantic_history import from_pydantic_ai, is_history
 from replaykit.transcript import ConversionError, from_anthropic_request, from_openai_request
 
 __all__ = ["MAX_INPUT", "MAX_LINES", "TIMESTAMP", "Reported", "read"]
@@ -37,7 +45,9 @@ MAX_LINES = 100_000
 TIMESTAMP = 1_764_662_400_000  # 2025-12-02T08:00:00Z: the first converted message's time (never "now")
 JSON = dict[str, Any]
 _FIX = ("give a neutral transcript (contracts/replaykit/transcript.schema.json), an Anthropic Messages or "
-        "OpenAI Responses request body, its messages / input array, or a JSONL log of them")
+        "OpenAI Responses request body, its messages / input array, a JSONL log of them, a pydantic-ai "
+        "message history or a cassette")
+_CASSETTE = re.compile(r"^interactions:", re.M)  # a cassette's top-level list, vcrpy's or replaykit's
 _OPENAI_ITEMS = frozenset({"message", "function_call", "function_call_output", "reasoning", "web_search_call",
                            "item_reference", "code_interpreter_call", "file_search_call", "mcp_call"})
 _OPENAI_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file", "refusal"})
@@ -66,7 +76,7 @@ def read(path: Path) -> Reported:
         raise UsageError(located(path, None, str(exc), "a transcript nests 10-20 levels; this is not one")) \
             from exc
     except ValueError as exc:
-        return _jsonl(path, text, exc)
+        return _recorded(path, text) if _CASSETTE.search(text) else _jsonl(path, text, exc)
     scrubbed, found = redact_document(doc, str(path))
     return _convert(path, scrubbed, found, _same, "")
 
@@ -110,6 +120,8 @@ def _convert(path: Path, doc: Any, found: list[SecretFinding], place: Place, log
         return _converted(path, doc, found, place, f"{log}Anthropic Messages request body", "anthropic")
     if isinstance(doc, dict) and "input" in doc:
         return _converted(path, doc, found, place, f"{log}OpenAI Responses request body", "openai")
+    if is_history(doc):
+        return _history(path, doc, found, place, f"{log}pydantic-ai message history")
     if isinstance(doc, list):
         return _array(path, doc, found, place, log)
     got = "an object without messages or input" if isinstance(doc, dict) else f"a JSON {_kind(doc)}"
@@ -146,8 +158,9 @@ def _openai_item(item: object) -> bool:
             or any(isinstance(part, dict) and part.get("type") in _OPENAI_PARTS for part in parts))
 
 
-_CONVERTERS: dict[str, Callable[..., Any]] = {"anthropic": from_anthropic_request,
-                                              "openai": from_openai_request}
+_CONVERTERS: dict[str, Callable[..., Any]] = {
+    "anthropic": from_anthropic_request, "openai": from_openai_request,
+    "azure": functools.partial(from_openai_request, provider="azure")}
 
 
 def _converted(path: Path, doc: Any, found: list[SecretFinding], place: Place, form: str,
@@ -155,11 +168,52 @@ def _converted(path: Path, doc: Any, found: list[SecretFinding], place: Place, f
     try:
         transcript = _CONVERTERS[provider](doc, timestamp=TIMESTAMP)
     except ConversionError as exc:
-        pointer, _, message = str(exc).partition(": ")
-        raise UsageError(located(path, place("" if pointer == "/" else pointer), message,
-                                 f"read as: {form}; fix that value, or give the neutral transcript")) from exc
+        raise _unconverted(path, exc, place, form) from exc
     model = doc.get("model") if isinstance(doc, dict) and isinstance(doc.get("model"), str) else None
     return Reported(path, form, transcript, found, provider, model or None)
+
+
+def _unconverted(path: Path, exc: ConversionError, place: Place, form: str) -> UsageError:
+    pointer, _, message = str(exc).partition(": ")
+    return UsageError(located(path, place("" if pointer == "/" else pointer), message,
+                              f"read as: {form}; fix that value, or give the neutral transcript"))
+
+
+def _history(path: Path, doc: list[Any], found: list[SecretFinding], place: Place, form: str) -> Reported:
+    try:
+        converted = from_pydantic_ai(doc, timestamp=TIMESTAMP)
+    except ConversionError as exc:
+        raise _unconverted(path, exc, place, form) from exc
+    left = converted.left_out
+    if left:
+        form += f" (left out, no neutral form: {', '.join(left[:3])}{' ...' if len(left) > 3 else ''})"
+    return Reported(path, form, converted.transcript, found)
+
+
+# ---------------------------------------------------------------- a cassette
+
+
+def _recorded(path: Path, text: str) -> Reported:
+    """The failing request of the cassette ``text`` (:func:`replaykit.repro.failing.failing_request`)."""
+    try:
+        tape = cassette.loads(text, path, cache=False)
+    except CassetteError as exc:
+        raise UsageError(str(exc)) from exc
+    chosen = failing_request(tape)
+    if chosen is None:
+        raise UsageError(located(path, None, "a cassette without an Anthropic Messages or OpenAI Responses "
+                                 "request", "give the cassette of the failing model call"))
+    where = f"interaction {chosen.index}"
+    body = chosen.interaction.request.json()
+    if not isinstance(body, dict):
+        raise UsageError(located(path, where, "its request body is not a JSON object",
+                                 "give the cassette of the failing model call"))
+    scrubbed, found = redact_document(body, str(path))
+    found = [replace(finding, field=f"{where} request {finding.field}") for finding in found]
+    form = (f"cassette, interaction {chosen.index} of {len(tape.interactions)} ({chosen.why}): "
+            f"{'Anthropic Messages' if chosen.provider == 'anthropic' else 'OpenAI Responses'} request body")
+    return _converted(path, scrubbed, found, lambda pointer: f"{where} request {pointer or '/'}", form,
+                      chosen.provider)
 
 
 def _kind(value: object) -> str:
@@ -236,4 +290,5 @@ def _where(error: ValueError) -> str | None:
 
 
 def _reason(error: ValueError) -> str:
-    return error.msg if isinstance(error, json.JSONDecodeError) else str(error)
+    """Why a text is not JSON, without a "not JSON:" of its own (the message says it once)."""
+    return error.msg if isinstance(error, json.JSONDecodeError) else str(error).removeprefix("not JSON: ")
