@@ -33,7 +33,7 @@ class ProviderError:
     type: str
     message: str
     param: str | None = None
-    code: str | None = None
+    code: str | int | None = None
 
 
 @dataclass(frozen=True, slots=True)
