@@ -1,6 +1,7 @@
 """The rulebook through a real SDK: against ``enforce_contracts``, each rule's failing example raises the
-SDK's own error class with the provider's real message, status and type, and its passing example is served; the
-journal names the rule. One server for every rule (requests match on method and path, replayed again)."""
+SDK's own error class with the provider's real message, status and type, and its passing example is
+served; the journal names the rule. One server for every rule (requests match on method and path, replayed
+again)."""
 
 from __future__ import annotations
 
