@@ -12,6 +12,7 @@ gap                        meaning                                              
 ``enum``                   a Literal value the SDK has, the contract's enum lacks  blocking
 ``required``               the contract requires a field the SDK marks optional    blocking
 ``closed``                 a closed (request) object lacks a field the SDK sends   blocking
+``unparsed``               a member the provider sends that the SDK cannot parse   blocking
 ``contract-only``          a discriminator or enum value only the contract has     info
 ``sdk-required``           the SDK requires a field the contract leaves optional   info
 ``sdk-missing``            the installed SDK has no such type (older or newer)     info
@@ -20,8 +21,11 @@ gap                        meaning                                              
 A blocking gap means a payload the SDK accepts would fail the contract; :func:`compare` reports it and
 ``replaykit drift`` exits 1, unless the contract explains it: an ``x-drift-ignore`` mapping on the
 ``$defs`` entry, from the gap id (``enum:<field>:<value>``, ``required:<field>``,
-``discriminator:<value>``, ``closed:<field>``, ``sdk-required:<field>``) to the reason, turns it into
-``explained``. For a union the members are compared too, each with the branch of its discriminator value.
+``discriminator:<value>``, ``closed:<field>``, ``sdk-required:<field>``, ``unparsed:<value>``) to the
+reason, turns it into ``explained``. An entry marked ``parsed`` is a union the SDK parses from the provider's
+responses (content blocks, output items): a member the contract says the provider sends and the installed
+SDK has no model for is ``unparsed`` (named with the SDK's version), not ``contract-only``. For a union
+the members are compared too, each with the branch of its discriminator value.
 
 Gaps are :class:`~replaykit.findings.Finding` s: ``code`` the gap, ``message`` its detail, ``file`` the
 contract entry, ``place`` ``<sdk>:<type>``, ``note`` the reason of an explained gap; :func:`verdict` reads
@@ -47,7 +51,7 @@ __all__ = ["MAPPING", "SDKS", "Entry", "Verdict", "compare", "sdk_version", "ver
 
 Verdict = Literal["blocking", "info", "explained"]
 SDKS = ("anthropic", "openai")
-_BLOCKING = {"discriminator", "enum", "required", "closed"}
+_BLOCKING = {"discriminator", "enum", "required", "closed", "unparsed"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +61,7 @@ class Entry:
     sdk: str
     contract: str
     discriminator: str = "type"
+    parsed: bool = False  # a union the SDK parses from responses: each member the provider sends must parse
 
     @property
     def package(self) -> str:
@@ -78,7 +83,7 @@ _OUT = "openai/output-items.schema.json#/$defs/"
 MAPPING: tuple[Entry, ...] = (
     # Anthropic: messages, content blocks (web search, web fetch), citations, usage, stream events, errors
     Entry(f"{_A}:Message", "anthropic/message.schema.json#/$defs/message"),
-    Entry(f"{_A}:ContentBlock", _ACB + "content_block"),
+    Entry(f"{_A}:ContentBlock", _ACB + "content_block", parsed=True),
     Entry(f"{_A}:WebSearchResultBlock", _ACB + "web_search_result"),
     Entry(f"{_A}:WebSearchToolResultErrorObject", _ACB + "web_search_tool_result_error"),
     Entry(f"{_A}:WebFetchToolResultBlock.content", _ACB + "web_fetch_tool_result/properties/content"),
@@ -88,7 +93,7 @@ MAPPING: tuple[Entry, ...] = (
     Entry(f"{_A}:MessageDeltaUsage", "anthropic/usage.schema.json#/$defs/message_delta_usage"),
     Entry(f"{_A}:ServerToolUsage", "anthropic/usage.schema.json#/$defs/server_tool_usage"),
     Entry(f"{_A}:RawMessageStreamEvent", "anthropic/stream-event.schema.json#"),
-    Entry(f"{_A}:RawContentBlockDelta", "anthropic/stream-event.schema.json#/$defs/delta"),
+    Entry(f"{_A}:RawContentBlockDelta", "anthropic/stream-event.schema.json#/$defs/delta", parsed=True),
     Entry(f"{_A}.shared:ErrorResponse", "anthropic/error.schema.json#"),
     Entry(f"{_A}.shared:ErrorObject", "anthropic/error.schema.json#/$defs/error_object"),
     Entry(f"{_A}.shared:ErrorType", "anthropic/error.schema.json#/$defs/error_object/properties/type"),
@@ -99,9 +104,9 @@ MAPPING: tuple[Entry, ...] = (
     Entry(f"{_A}:WebSearchResultBlockParam", "anthropic/request.schema.json#/$defs/web_search_result"),
     # OpenAI Responses: response, output items, web_search_call and its actions, url_citation, usage, events
     Entry(f"{_O}:Response", "openai/response.schema.json#/$defs/response"),
-    Entry(f"{_O}:ResponseOutputItem", _OUT + "output_item"),
-    Entry(f"{_O}:ResponseOutputMessage.content", _OUT + "content_part"),
-    Entry(f"{_O}:ResponseOutputText.annotations", _OUT + "annotation"),
+    Entry(f"{_O}:ResponseOutputItem", _OUT + "output_item", parsed=True),
+    Entry(f"{_O}:ResponseOutputMessage.content", _OUT + "content_part", parsed=True),
+    Entry(f"{_O}:ResponseOutputText.annotations", _OUT + "annotation", parsed=True),
     Entry(f"{_O}:ResponseFunctionWebSearch.action", _OUT + "action"),
     Entry(f"{_O}.response_function_web_search:ActionSearch.sources", _OUT + "source"),
     Entry(f"{_O}:ResponseUsage", "openai/usage.schema.json#/$defs/usage"),
@@ -315,8 +320,19 @@ class _Comparison:
                 seen.add(value)
                 self.member(member, value, union, (schema, base), allowed)
         for value in sorted(map(str, (allowed or set()) - seen)):
+            self.only_in_contract(union, prop, value)
+
+    def only_in_contract(self, union: _Target, prop: str, value: str) -> None:
+        """A union member only the contract has: blocking where the SDK parses the union (it cannot parse
+        a block the provider sends), else information."""
+        if not self.entry.parsed:
             self.add(union, "contract-only", f"discriminator:{value}",
                      f"{prop} {value!r} is in the contract but in no SDK model")
+            return
+        package = self.entry.package
+        self.add(union, "unparsed", f"unparsed:{value}",
+                 f"{prop} {value!r}: the provider sends it and {package} {sdk_version(package)} has no model "
+                 "for it (the SDK cannot parse it); upgrade the SDK")
 
     def member(self, model: Any, value: Any, union: _Target, located: tuple[Any, str],
                allowed: set[Any] | None) -> None:

@@ -267,8 +267,10 @@ def check_contracts(path: Path, cassette: Cassette) -> list[Finding]:
     under ``replaykit: {x-expected-violations: ["response /items/1/url", ...]}`` (``<part> <pointer>``, or
     ``<place> <part> <pointer>`` for one interaction or event): those are ``expected`` (never failing; the
     pytest plugin leaves them out of a test's report), and a listed violation that no longer occurs is an
-    error. Traffic on a route no contract covers is a warning, and so is a rule
-    the profile relaxes; event data that is not JSON is left to :func:`check_sse_framing`, so one defect
+    error. A request that breaks a rulebook rule where the recorded response is the rule's own refusal (its
+    status) is ``expected`` too: the recording shows the provider enforcing it. Traffic on a route no
+    contract covers is a warning, and so is a rule the profile relaxes; event data that is not JSON is left
+    to :func:`check_sse_framing`, so one defect
     makes one finding.
     """
     try:
@@ -285,6 +287,9 @@ def check_contracts(path: Path, cassette: Cassette) -> list[Finding]:
                 continue  # event data that is not JSON is check_sse_framing's finding
             listed = contracts.expected_keys(index, violation) & expected
             unmet -= listed
+            if _refused_as_recorded(item, violation):
+                found.append(_refused_finding(path, index, violation, item.response.status))
+                continue
             found.append(_contract_finding(path, index, violation, bool(listed)))
     gone = f"is listed in {contracts.EXPECTED_VIOLATIONS} but no longer occurs"
     return found + [Finding("error", "contract", f"{key} {gone}", str(path),
@@ -300,6 +305,19 @@ def _contract_finding(path: Path, index: int, violation: contracts.Violation, li
                        note=f"listed in {contracts.EXPECTED_VIOLATIONS}")
     note = _leniency(violation)
     return Finding("warning" if note else "error", "contract", message, str(path), place, note=note)
+
+
+def _refused_as_recorded(item: Interaction, violation: contracts.Violation) -> bool:
+    """Whether the recording itself shows the provider refusing a request that breaks a rule: the rule's
+    real status is the recorded one (a recorded 404 for ``store: false`` with an item by id, say)."""
+    spec = contracts.rule_spec(violation.rule) if violation.part == "request" and violation.rule else None
+    return spec is not None and spec.error.status == item.response.status
+
+
+def _refused_finding(path: Path, index: int, violation: contracts.Violation, status: int) -> Finding:
+    message = f"{violation.part} {violation.pointer or '/'} {violation.message}"
+    return Finding("expected", "contract", message, str(path), contracts.place(index, violation),
+                   note=f"the recorded response refuses it too (HTTP {status}): it records the rule")
 
 
 def _leniency(violation: contracts.Violation) -> str:

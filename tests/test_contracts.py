@@ -214,9 +214,10 @@ def test_a_binary_value_is_reported_not_crashed_on() -> None:
 def test_a_failing_branch_does_not_echo_every_member_as_unevaluated() -> None:
     block = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01", "name": "web_search",
              "content": []}
-    body = {"model": "m", "max_tokens": 8, "messages": [{"role": "assistant", "content": [block]}]}
+    call = {"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {"query": "q"}}
+    body = {"model": "m", "max_tokens": 8, "messages": [{"role": "assistant", "content": [call, block]}]}
     found = contracts.validate("anthropic.request", body)
-    assert {(v.pointer, v.keyword) for v in found} == {("/messages/0/content/0/name", "false")}
+    assert {(v.pointer, v.keyword) for v in found} == {("/messages/0/content/1/name", "false")}
 
 
 def test_an_unexpected_member_alone_is_still_reported() -> None:

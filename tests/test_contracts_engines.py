@@ -30,7 +30,7 @@ def reference(kind: str, value: Any, profile: contracts.Profile) -> list[Violati
         registry = contracts.default().reference_registry()
         validator = _REFERENCES[uri] = Reference({"$ref": uri}, registry=registry)
     found = [v for error in validator.iter_errors(value) for v in _explain(error, profile)]
-    return _without_cascades(list(dict.fromkeys(found)))
+    return contracts.default().booked(_without_cascades(list(dict.fromkeys(found))), profile)
 
 
 def same(ours: list[Violation], theirs: list[Violation]) -> bool:

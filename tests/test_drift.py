@@ -175,3 +175,42 @@ def test_a_type_the_installed_sdk_lacks_is_an_info_gap_not_a_crash() -> None:
     assert [(g.code, drift.verdict(g), g.place) for g in found] == [
         ("sdk-missing", "info", "anthropic:anthropic.types:NoSuchBlockParam")]
     assert "has no anthropic.types:NoSuchBlockParam" in found[0].message
+
+
+# ---------------------------------------------------------------- an SDK that cannot parse what is sent
+
+
+def _old_content_block() -> Any:
+    """The content block union of an SDK release before server tools (anthropic 0.49 has no
+    ``server_tool_use`` nor ``web_search_tool_result`` model): text, thinking and client tool blocks only."""
+    import typing
+
+    from anthropic.types import RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
+
+    return typing.Union[TextBlock, ThinkingBlock, RedactedThinkingBlock, ToolUseBlock]  # noqa: UP007
+
+
+def test_a_block_the_sdk_cannot_parse_is_blocking_named_with_the_sdk_version(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    old = types.ModuleType("anthropic._replaykit_old_types")
+    old.ContentBlock = _old_content_block()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, old.__name__, old)
+    blocks = "anthropic/content-blocks.schema.json#/$defs/content_block"
+    entry = drift.Entry(f"{old.__name__}:ContentBlock", blocks, parsed=True)
+    found = drift.compare(("anthropic",), mapping=(entry,))
+    version = importlib.metadata.version("anthropic")
+    blocking = {g.message for g in found if drift.verdict(g) == "blocking"}
+    assert all(g.code == "unparsed" for g in found if drift.verdict(g) == "blocking")
+    for block in ("server_tool_use", "web_search_tool_result"):
+        said = f"type {block!r}: the provider sends it and anthropic {version} has no model for it"
+        assert f"{said} (the SDK cannot parse it); upgrade the SDK" in blocking
+
+
+def test_the_same_member_missing_from_an_unparsed_union_is_only_information() -> None:
+    # Without ``parsed`` (a union the SDK does not parse from responses) it stays contract-only.
+    entry = drift.Entry("anthropic.types:RawMessageStreamEvent", "anthropic/stream-event.schema.json#")
+    found = drift.compare(("anthropic",), mapping=(entry,))
+    assert {g.code for g in found if "'ping'" in g.message} == {"contract-only"}

@@ -6,8 +6,10 @@ The second venv is this one's packages (a ``.pth`` file naming this environment'
 ``$REPLAYKIT_WHEELHOUSE`` (default ``.cache/wheels/`` in the repository, ignored by git), else from the
 package index (pip's own cache first), the wheels kept in the wheelhouse for the next run. With neither, the
 test is skipped and says why. ``OLDER`` is the lowest release the test extra allows (``anthropic>=0.70``): it
-lacks SDK types the contracts map, which ``drift`` reports as ``sdk-missing`` gaps, so the drift verdicts
-differ between the two.
+lacks SDK types the contracts map, which ``drift`` reports as ``sdk-missing`` gaps, and it cannot parse
+content blocks the provider sends (web fetch and code execution results), which ``drift`` reports as
+blocking ``unparsed`` gaps naming the block type and the SDK version: that qualification fails, the
+upgrade's passes.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from replaykit.cli import EXIT_OK
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK
 from replaykit.resources import data_dir
 
 pytestmark = pytest.mark.slow
@@ -71,10 +73,13 @@ def qualify(python: Path, out: Path, *more: str) -> tuple[subprocess.CompletedPr
 def test_an_upgrade_of_anthropic_lists_the_version_change_and_the_verdict_changes(tmp_path: Path) -> None:
     older = older_anthropic_venv(tmp_path / "older")
     before_run, before = qualify(older, tmp_path / "before")
-    assert before_run.returncode == EXIT_OK, before_run.stdout + before_run.stderr
+    assert before_run.returncode == EXIT_FINDINGS, before_run.stdout + before_run.stderr
     assert before["environment"]["packages"]["anthropic"] == OLDER
-    assert any(name.startswith("anthropic/") and "sdk-missing" in name
-               for name in before["sections"]["drift"]["verdicts"])
+    verdicts = before["sections"]["drift"]["verdicts"]
+    assert any(name.startswith("anthropic/") and "sdk-missing" in name for name in verdicts)
+    unparsed = {name for name, verdict in verdicts.items() if " unparsed: " in name and verdict == "blocking"}
+    said = f"type 'web_fetch_tool_result': the provider sends it and anthropic {OLDER} has no model for it"
+    assert any(said in name for name in unparsed), sorted(unparsed)
 
     after_run, after = qualify(Path(sys.executable), tmp_path / "after", "--baseline-report",
                                str(tmp_path / "before" / "report.json"))
@@ -84,6 +89,9 @@ def test_an_upgrade_of_anthropic_lists_the_version_change_and_the_verdict_change
     assert {"name": "anthropic", "from": OLDER, "to": installed} in after["dependencies"]
     gone = [c for c in after["changes"]["verdicts"] if c["section"] == "drift" and "sdk-missing" in c["name"]]
     assert gone and all(c["from"] == "info" and c["to"] is None and not c["flipped"] for c in gone)
+    parsed = [c for c in after["changes"]["verdicts"]
+              if c["section"] == "drift" and " unparsed: " in c["name"]]
+    assert parsed and all(c["from"] == "blocking" and c["to"] is None for c in parsed)
     assert after["changes"]["hashes"] == []  # same inputs: only the SDK changed
     assert f"  version anthropic: {OLDER} -> {installed}" in after_run.stdout.splitlines()
     md = (tmp_path / "after" / "report.md").read_text(encoding="utf-8")

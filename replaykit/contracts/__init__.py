@@ -35,6 +35,8 @@ Contract kinds (``validate(kind, value)``)::
 Azure OpenAI shares the ``openai.*`` shapes. The parts: :mod:`~replaykit.contracts.validator` (jsonschema-rs
 decides, stock jsonschema words the rare keywords and is the tests' reference),
 :mod:`~replaykit.contracts.rules` (the cross-field rules of the ``x-rules`` keyword),
+:mod:`~replaykit.contracts.rulebook` (the providers' request rules across fields, blocks and messages, each
+with the provider's real error: :func:`first_violation`, :func:`rule_spec`, :func:`refusal`),
 :mod:`~replaykit.contracts.profiles` (``strict`` and ``openai-compatible``),
 :mod:`~replaykit.contracts.streams` (stream sequence rules) and :mod:`~replaykit.contracts.interactions`
 (which contracts a recorded interaction is checked against, and its deliberate violations).
@@ -63,7 +65,16 @@ if TYPE_CHECKING:
         resolve_profile,
     )
     from replaykit.contracts.registry import BASE_URI as BASE_URI  # the contracts' $id prefix, not in __all__
-    from replaykit.contracts.registry import PROVIDER_KINDS, Contracts, default, kinds, validate
+    from replaykit.contracts.registry import (
+        PROVIDER_KINDS,
+        Contracts,
+        default,
+        first_violation,
+        kinds,
+        rule_spec,
+        validate,
+    )
+    from replaykit.contracts.rulebook import ProviderError, RuleSpec, refusal
     from replaykit.contracts.rules import RULES
     from replaykit.contracts.streams import check_events
     from replaykit.contracts.violations import Violation
@@ -75,7 +86,9 @@ _HOMES = {
                      "expected_violations", "place"), "interactions"),
     **dict.fromkeys(("OPENAI_COMPATIBLE", "PROFILES", "STRICT", "Profile", "profile_of", "resolve_profile"),
                     "profiles"),
-    **dict.fromkeys(("BASE_URI", "PROVIDER_KINDS", "Contracts", "default", "kinds", "validate"), "registry"),
+    **dict.fromkeys(("BASE_URI", "PROVIDER_KINDS", "Contracts", "default", "first_violation", "kinds",
+                     "rule_spec", "validate"), "registry"),
+    **dict.fromkeys(("ProviderError", "RuleSpec", "refusal"), "rulebook"),
     "RULES": "rules",
     "check_events": "streams",
     "Violation": "violations",
@@ -90,6 +103,8 @@ __all__ = [
     "STRICT",
     "Contracts",
     "Profile",
+    "ProviderError",
+    "RuleSpec",
     "Violation",
     "check_body",
     "check_events",
@@ -97,10 +112,13 @@ __all__ = [
     "default",
     "expected_keys",
     "expected_violations",
+    "first_violation",
     "kinds",
     "place",
     "profile_of",
+    "refusal",
     "resolve_profile",
+    "rule_spec",
     "validate",
 ]
 

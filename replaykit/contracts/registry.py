@@ -10,6 +10,7 @@ per kind.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +27,15 @@ from replaykit.contracts.profiles import (
     _profile_names,
     resolve_profile,
 )
+from replaykit.contracts.rulebook import RULEBOOK_GLOB, WIRE_RULES, Rulebook, RuleSpec, read_rulebook
 from replaykit.contracts.rules import RULES, _rule_names
 from replaykit.contracts.validator import Reference, compile_kind, rust_registry
 from replaykit.contracts.violations import Violation, _explain, _from_rust, _misread, _without_cascades
 from replaykit.errors import ContractError, located
 from replaykit.resources import data_dir
 
-__all__ = ["BASE_URI", "PROVIDER_KINDS", "Contracts", "default", "kinds", "validate"]
+__all__ = ["BASE_URI", "PROVIDER_KINDS", "Contracts", "default", "first_violation", "kinds", "rule_spec",
+           "validate"]
 
 BASE_URI = "https://replaykit.dev/contracts/"
 
@@ -101,6 +104,7 @@ class Contracts:
         self._validators: dict[str, jsonschema_rs.Validator] = {}
         self._references: dict[str, Any] = {}
         self._plain: Registry[Any] | None = None
+        self._rulebook: Rulebook | None = None
 
     def _load(self) -> Registry[Any]:
         if self._registry is not None:
@@ -135,6 +139,38 @@ class Contracts:
             if name not in PROFILES:
                 raise ContractError(located(path, PROFILE_KEYWORD, f"unknown profile {name!r}",
                                             f"use one of {', '.join(PROFILES)}"))
+
+    def rulebook(self) -> Rulebook:
+        """The rulebook files (``contracts/*/*.rules.json``), each checked against ``replaykit.rulebook``;
+        every rule has a check in :data:`RULES` and is named by its contract's ``x-rules``, and every wire
+        check has a rule."""
+        if self._rulebook is None:
+            files = [(path, self._read_rulebook(path)) for path in sorted(self.root.rglob(RULEBOOK_GLOB))]
+            book = Rulebook(files)
+            for spec in book.specs.values():
+                self._check_spec(book.files[spec.id], spec)
+            unbooked = sorted(name for name in WIRE_RULES if book.get(name) is None)
+            if unbooked and files:
+                raise ContractError(f"{self.root}: rules {', '.join(unbooked)} have no rulebook entry; "
+                                    f"describe each in contracts/<provider>/request.rules.json")
+            self._rulebook = book
+        return self._rulebook
+
+    def _read_rulebook(self, path: Path) -> dict[str, Any]:
+        contents = read_rulebook(path)
+        problems = [v for v in self.validate("replaykit.rulebook", contents) if v.severity == "error"]
+        if problems:
+            raise ContractError(located(path, problems[0].pointer or "/", problems[0].message,
+                                        "see contracts/replaykit/rulebook.schema.json"))
+        return contents
+
+    def _check_spec(self, path: Path, spec: RuleSpec) -> None:
+        if spec.id not in RULES:
+            raise ContractError(located(path, "/rules", f"rule {spec.id!r} has no check",
+                                        "add its function to replaykit.contracts.rulebook"))
+        if spec.id not in self.rule_names(spec.contract):
+            raise ContractError(located(path, "/rules", f"rule {spec.id!r} is not named by {spec.contract}",
+                                        f"add it to the x-rules of {self.file(spec.contract).name}"))
 
     def kinds(self) -> dict[str, str]:
         """Every contract kind and the URI of its schema."""
@@ -204,12 +240,29 @@ class Contracts:
         if any(_misread(error, value) for error in errors):
             return self._by_reference(kind, value, profile)
         found = [v for error in errors for v in _from_rust(error, value, self.lookup, self._phrase, profile)]
-        return _without_cascades(list(dict.fromkeys(found)))
+        return self.booked(_without_cascades(list(dict.fromkeys(found))), profile)
+
+    def booked(self, found: list[Violation], profile: Profile) -> list[Violation]:
+        """``found`` with the rulebook applied: a rule that words the provider's answer for a place replaces
+        the schema's report of the same place, and a rule the profile relaxes is a warning."""
+        if not any(v.rule in WIRE_RULES for v in found):
+            return found
+        book = self.rulebook()
+        ruled = {v.pointer for v in found if book.get(v.rule) is not None}
+        kept = [v for v in found if book.get(v.rule) is not None or v.pointer not in ruled]
+        return [_relaxed(v, profile) if profile.name in _relaxed_under(book.get(v.rule)) else v for v in kept]
+
+    def first_violation(self, kind: str, value: Any, profile: Profile = STRICT) -> Violation | None:
+        """The first error of ``value`` against ``kind`` as the provider meets it: a schema violation first
+        (shapes are checked before rules), else the first broken rule (with its id in ``rule``); None when
+        it conforms."""
+        errors = [v for v in self.validate(kind, value, profile) if v.severity == "error"]
+        return next((v for v in errors if not v.rule), None) or next(iter(errors), None)
 
     def _by_reference(self, kind: str, value: Any, profile: Profile) -> list[Violation]:
         """Stock jsonschema's verdict, for a value jsonschema-rs does not take or misreads (bytes, nan)."""
         found = [v for error in self._phrase(self._kinds[kind], value) for v in _explain(error, profile)]
-        return _without_cascades(list(dict.fromkeys(found)))
+        return self.booked(_without_cascades(list(dict.fromkeys(found))), profile)
 
     def _phrase(self, uri: str, instance: Any) -> list[Any]:
         """Stock jsonschema's errors (x-rules too) of ``instance`` against the schema at ``uri``."""
@@ -233,6 +286,15 @@ class Contracts:
                        "fix the $ref to point at a contract's $id and $defs entry")
 
 
+def _relaxed_under(spec: RuleSpec | None) -> tuple[str, ...]:
+    return spec.relaxed_under if spec is not None else ()
+
+
+def _relaxed(violation: Violation, profile: Profile) -> Violation:
+    message = f"{violation.message} (OpenAI only: a warning under profile {profile.name})"
+    return replace(violation, message=message, severity="warning")
+
+
 _DEFAULT: list[Contracts] = []
 
 
@@ -251,3 +313,14 @@ def kinds() -> dict[str, str]:
 def validate(kind: str, value: Any, profile: str | Profile | None = None) -> list[Violation]:
     """Violations of ``value`` against the bundled contract ``kind`` (under ``profile``, default strict)."""
     return default().validate(kind, value, resolve_profile(profile))
+
+
+def first_violation(kind: str, value: Any, profile: str | Profile | None = None) -> Violation | None:
+    """The first error of ``value`` against the bundled contract ``kind``, as the provider meets it (see
+    :meth:`Contracts.first_violation`): what a reproduction pinpoints, with the rule id and JSON pointer."""
+    return default().first_violation(kind, value, resolve_profile(profile))
+
+
+def rule_spec(rule: str) -> RuleSpec | None:
+    """The bundled rulebook's entry for ``rule`` (its statement, the provider's real error, its sources)."""
+    return default().rulebook().get(rule)

@@ -1,7 +1,9 @@
 """Cross-field rules: value rules that JSON Schema cannot state (e.g. ``start_index <= end_index``).
 
 Each is a small named Python check (:data:`RULES`) that a schema object names in its ``x-rules`` list; they
-run inside the same validation (the ``x-rules`` keyword) and report violations the same way.
+run inside the same validation (the ``x-rules`` keyword) and report violations the same way. The providers'
+request rules (ids such as ``anthropic.tool_use_answered``) come from :mod:`replaykit.contracts.rulebook`,
+which holds each one's real error and source.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeGuard
 
 from jsonschema import ValidationError  # type: ignore[import-untyped]
+
+from replaykit.contracts.rulebook import WIRE_RULES
 
 __all__ = ["RULES", "Rule"]
 
@@ -101,6 +105,7 @@ RULES: dict[str, Rule] = {
     "min_max": _min_max,
     "reserve_below_window": _reserve_below_window,
     "non_decreasing_timestamps": _non_decreasing("systemHistory"),
+    **WIRE_RULES,  # the providers' request rules, by rulebook id (contracts/<provider>/request.rules.json)
 }
 
 

@@ -30,7 +30,9 @@ def _rules_keyword(validator: Any, names: list[str], instance: Any, schema: Any)
     """``x-rules`` for stock jsonschema: every failure of the rules ``names``, located by the rule."""
     if isinstance(instance, dict):
         for name in names:
-            yield from RULES[name](instance)
+            for error in RULES[name](instance):
+                error.validator_value = name  # kept by jsonschema (it fills only unset fields): the rule's id
+                yield error
 
 
 def _properties(validator: Any, properties: dict[str, Any], instance: Any,

@@ -19,6 +19,7 @@ from jsonschema import ValidationError  # type: ignore[import-untyped]
 from jsonschema_rs import ValidationErrorKind as Kind
 
 from replaykit.contracts.profiles import STRICT, Profile, _relaxes
+from replaykit.contracts.rulebook import RuleError
 from replaykit.contracts.rules import RULES
 from replaykit.pointer import json_pointer
 from replaykit.redact.shapes import glimpse, mask
@@ -33,7 +34,8 @@ class Violation:
     ``event`` is the index of the SSE event in a stream, ``part`` is ``request`` or ``response`` when the
     violation comes from :func:`check_interaction` (empty from :func:`validate`). ``severity`` is
     ``warning`` for a rule the profile in use relaxes (see :mod:`replaykit.contracts.profiles`), else
-    ``error``.
+    ``error``. ``rule`` is the id of the ``x-rules`` rule that failed (a rulebook id such as
+    ``anthropic.tool_use_answered``), empty for a schema keyword.
     """
 
     pointer: str
@@ -42,6 +44,7 @@ class Violation:
     event: int | None = None
     part: str = ""
     severity: Literal["error", "warning"] = "error"
+    rule: str = ""
 
     def __str__(self) -> str:
         head = f"{self.part} " if self.part else ""
@@ -125,6 +128,8 @@ def _violations(error: ValidationError) -> list[Violation]:
     if keyword == "required":
         name = _QUOTED.match(error.message)
         return _required(at, name.group(1) if name else "")
+    if keyword == "x-rules":  # the path is the failure's own, already under the object's
+        return [_ruled([], str(error.validator_value), error, at)]
     if keyword in ("additionalProperties", "unevaluatedProperties"):
         return _closed(at, keyword, _QUOTED.findall(_unexpected_part(error.message)))
     return [Violation(json_pointer(at), keyword, _message(keyword, instance, error.validator_value,
@@ -187,14 +192,20 @@ def _worded(error: jsonschema_rs.ValidationError, at: list[Any], instance: Any, 
     elif isinstance(kind, Kind.AdditionalProperties | Kind.UnevaluatedProperties):
         found = _closed(at, keyword, sorted(map(str, kind.unexpected)))
     elif keyword == "x-rules":  # the rules run again to say where and why
-        found = [Violation(json_pointer([*at, *failure.path]), keyword, _message(keyword, instance, None,
-                                                                                   failure.message))
-                 for rule in schema[keyword] for failure in RULES[rule](instance)]
+        found = [_ruled(at, rule, failure) for rule in schema[keyword] for failure in RULES[rule](instance)]
     elif keyword in _WORDED:
         found = [Violation(json_pointer(at), keyword, _message(keyword, instance, schema[keyword], ""))]
     else:
         return _phrased(at, keyword, phrase(parent_uri, instance), _unechoed(error.message, instance), chosen)
     return _relaxing(found, schema, chosen)
+
+
+def _ruled(at: list[Any], rule: str, failure: ValidationError, where: list[Any] | None = None) -> Violation:
+    """A failure of the ``x-rules`` rule ``rule`` on the object at ``at`` (placed at ``where`` when given); a
+    rulebook rule's message starts with its id."""
+    text = f"{rule}: {failure.message}" if isinstance(failure, RuleError) else failure.message
+    place = where if where is not None else [*at, *failure.path]
+    return Violation(json_pointer(place), "x-rules", _message("x-rules", None, None, text), rule=rule)
 
 
 def _phrased(at: list[Any], keyword: str, errors: list[ValidationError], fallback: str,

@@ -344,8 +344,12 @@ def _choose(state: State, received: Received, entry: Entry, faults: list[Fault])
                ] if state.settings.enforce_contracts else []
     if refused:
         entry.verdict = "invalid"
-        first = refused[0]
+        first = verdicts.first_refused(refused)
         message = f"{first.get('pointer') or '/'}: {first.get('message')}"
+        ruled = verdicts.rule_reply(received, first, _header_text(f"contract rule {first.get('rule')} at "
+                                                                  f"{first.get('pointer') or '/'}"))
+        if ruled is not None:  # the provider's own answer: its status, error type and message
+            return error_plan(ruled), None
         return _replaykit_error(received, 400, message, f"contract violation at {message}"), None
     with state.lock:
         match = state.pool.match(received)

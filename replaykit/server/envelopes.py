@@ -94,12 +94,14 @@ def _anthropic(status: int, message: str, error_type: str | None, rid: str) -> d
     return {"type": "error", "error": {"type": kind, "message": message}, "request_id": rid}
 
 
-def _openai(status: int, message: str, error_type: str | None, code: str | None) -> dict[str, Any]:
+def _openai(status: int, message: str, error_type: str | None, code: str | None,
+            param: str | None = None) -> dict[str, Any]:
     kind, default_code = _OPENAI_TYPES.get(
         status, ("server_error", None) if status >= 500 else ("invalid_request_error", None)
     )
     return {
-        "error": {"message": message, "type": error_type or kind, "param": None, "code": code or default_code}
+        "error": {"message": message, "type": error_type or kind, "param": param,
+                  "code": code or default_code}
     }
 
 
@@ -134,8 +136,10 @@ def error_reply(
     error_type: str | None = None,
     code: str | None = None,
     headers: dict[str, str] | None = None,
+    param: str | None = None,
 ) -> ErrorReply:
-    """The body and headers ``provider`` answers ``status`` with (``None``: the OpenAI shape)."""
+    """The body and headers ``provider`` answers ``status`` with (``None``: the OpenAI shape; ``param`` is
+    OpenAI's only)."""
     rid = request_id(provider)
     text = message or f"replaykit fault: HTTP {status}"
     if provider == "anthropic":
@@ -143,7 +147,7 @@ def error_reply(
     elif provider == "cloudflare":
         body = _cloudflare(status, message, code, rid)
     else:
-        body = _openai(status, text, error_type, code)
+        body = _openai(status, text, error_type, code, param)
     head = {"content-type": "application/json", _REQUEST_ID_HEADER.get(provider or "", "x-request-id"): rid}
     head.update(headers or {})
     return ErrorReply(status, json.dumps(body).encode(), head)

@@ -24,10 +24,12 @@ from typing import Any
 from replaykit import contracts, sse
 from replaykit.cassette import body_json
 from replaykit.routes import Kinds, Route
+from replaykit.server import envelopes
 from replaykit.server.matching import Received, Slot
 from replaykit.server.plan import Plan
 
-__all__ = ["CHECK_LIMIT", "REQUEST_CACHE", "Row", "request_violations", "response_violations"]
+__all__ = ["CHECK_LIMIT", "REQUEST_CACHE", "Row", "first_refused", "request_violations",
+           "response_violations", "rule_reply"]
 
 CHECK_LIMIT = 16 << 20
 REQUEST_CACHE = 512
@@ -83,8 +85,8 @@ _RESPONSES = _Verdicts()  # the verdicts of recorded responses, by contract and 
 
 
 def _rows(found: list[contracts.Violation]) -> list[Row]:
-    return [Row(pointer=v.pointer, keyword=v.keyword, message=v.message, event=v.event, severity=v.severity)
-            for v in found]
+    return [Row(pointer=v.pointer, keyword=v.keyword, message=v.message, event=v.event, severity=v.severity,
+                **({"rule": v.rule} if v.rule else {})) for v in found]
 
 
 def request_violations(received: Received,
@@ -104,6 +106,26 @@ def request_violations(received: Received,
         rows = tuple(_rows(found))
         _VERDICTS.put(key, rows)
     return list(rows)
+
+
+def first_refused(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The violation a refused request is answered for, as the provider meets them: the first of the
+    schema (shapes are checked first), else the first broken rule."""
+    return next((row for row in rows if not row.get("rule")), rows[0])
+
+
+def rule_reply(received: Received, row: dict[str, Any], header: str) -> envelopes.ErrorReply | None:
+    """The provider's own answer to a request that breaks the rulebook rule of ``row`` (its real status,
+    error type and message, naming the request's ids), with ``x-replaykit-error: header``; None when the
+    row is no rulebook rule's."""
+    spec = contracts.rule_spec(str(row.get("rule"))) if row.get("rule") else None
+    if spec is None:
+        return None
+    reply = contracts.refusal(spec, received.json)
+    provider = received.route.provider
+    code = reply.code if isinstance(reply.code, str) and provider != "cloudflare" else None
+    return envelopes.error_reply(provider, reply.status, message=reply.message, error_type=reply.type,
+                                 code=code, param=reply.param, headers={"x-replaykit-error": header})
 
 
 def _check_plan(route: Route, kinds: Kinds, plan: Plan,

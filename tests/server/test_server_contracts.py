@@ -49,7 +49,8 @@ def test_enforce_contracts_answers_an_invalid_request_with_400(serve: Any) -> No
         with pytest.raises(anthropic.BadRequestError) as caught:
             client.messages.create(**BOTH_DOMAIN_LISTS)
         assert caught.value.body["error"]["type"] == "invalid_request_error"
-        assert caught.value.body["error"]["message"].startswith("/tools/0/blocked_domains: ")
+        assert "(replaykit rule anthropic.one_domain_list; the provider's exact wording is not public)" in \
+            caught.value.body["error"]["message"]
         assert contracts.validate("anthropic.error", caught.value.body) == []
         assert client.messages.create(**anthropic_request()).content[0].text == "a"  # not used up
     assert [e.verdict for e in fake.journal] == ["invalid", "served"]
