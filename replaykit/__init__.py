@@ -62,6 +62,7 @@ _HOMES = {
 }
 
 __all__ = [
+    "DISTRIBUTION",
     "Budget",
     "Cassette",
     "CassetteError",

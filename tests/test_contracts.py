@@ -8,6 +8,7 @@ import json
 import secrets
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -187,7 +188,8 @@ def _mutants(draw: st.DrawFn) -> tuple[str, Any]:
 def test_replaykit_and_stock_jsonschema_agree(mutant: tuple[str, Any]) -> None:
     kind, document = mutant
     stock = _STOCK.get(kind) or _STOCK.setdefault(kind, _stock_validator(kind))
-    ours = [v for v in contracts.validate(kind, document) if v.keyword != "x-rules"]  # rules: ours only
+    with mock.patch.object(Contracts, "booked", lambda self, found, profile: found):  # the schema's own words
+        ours = [v for v in contracts.validate(kind, document) if v.keyword != "x-rules"]  # rules: ours only
     assert (ours == []) == stock.is_valid(document)
     parent_keywords = {"required", "additionalProperties", "unevaluatedProperties", "false"}
     ours_places = {v.pointer.rsplit("/", 1)[0] if v.keyword in parent_keywords else v.pointer for v in ours}

@@ -166,18 +166,19 @@ async def _read_some(request: web.BaseRequest, limits: Limits, due: float) -> by
     try:
         if content.is_eof():  # the rest of the body is here already: no wait, no timer
             return await content.readany()
-        idle = limits.body_timeout
-        async with asyncio.timeout_at(min(asyncio.get_running_loop().time() + idle, due)):
+        paused = asyncio.get_running_loop().time() + limits.body_timeout
+        async with asyncio.timeout_at(min(paused, due)):
             return await content.readany()
     except TimeoutError:
-        raise _late(limits, due) from None
+        raise _late(limits, due <= paused) from None
     except (web.RequestPayloadError, HttpProcessingError) as exc:
         raise Unreadable(400, "malformed", f"the request body is malformed: {exc}") from None
 
 
-def _late(limits: Limits, due: float) -> Unreadable:
-    """Why a body being read was given up: its deadline passed, or it paused too long."""
-    if asyncio.get_running_loop().time() >= due:
+def _late(limits: Limits, deadline: bool) -> Unreadable:
+    """Why a body being read was given up: its ``deadline`` came first, or it paused too long (decided by
+    which bound the timer was set to: a timer may fire a tick before its time)."""
+    if deadline:
         return Unreadable(408, "timeout", f"the request body was not whole {limits.body_deadline:g} s after "
                                           "its head; send it at once, or raise --body-deadline")
     return Unreadable(408, "timeout", f"no byte of the request body came for {limits.body_timeout:g} s; send "
