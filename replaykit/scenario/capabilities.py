@@ -73,34 +73,45 @@ class Manifest:
 
 def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     """Read and check the manifest at ``path``; a bad one is a usage error naming the place and the fix."""
-    from replaykit import contracts
-    from replaykit.cassette import read_yaml, yaml_line
+    where = Path(path)
+    data, doc = _read(where)
+    _check(where, data, doc)
+    mutants = {name: Mutant(name, spec.get("defect", ""), dict(spec.get("env", {})))
+               for name, spec in (doc.get("mutants") or {}).items()}
+    given = doc.get("capabilities")
+    return Manifest(where, str(doc.get("name", "")), None if given is None else frozenset(given), mutants)
+
+
+def _read(where: Path) -> tuple[bytes, Any]:
+    """The manifest's bytes and its YAML document (read the cassette's way: bounded, UTF-8 checked)."""
+    from replaykit.cassette import read_yaml
     from replaykit.errors import CassetteError
 
-    where = Path(path)
     try:
         data = where.read_bytes()
-        doc = read_yaml(data, str(where))
+        return data, read_yaml(data, str(where))
     except OSError as exc:
         raise UsageError(located(where, None, f"cannot read: {exc.strerror or exc}",
                                  "check the path given to --manifest")) from exc
     except CassetteError as exc:
         raise UsageError(str(exc)) from exc
+
+
+def _check(where: Path, data: bytes, doc: Any) -> None:
+    """Refuse a document that is not a manifest: its first problem, at its line and JSON pointer."""
+    from replaykit import contracts
+    from replaykit.cassette import yaml_line
+
     if not isinstance(doc, dict):
-        raise UsageError(located(where, None, "a manifest is a YAML mapping", f"write `capabilities: [...]` "
-                                 f"({_SCHEMA})"))
-    found = [(v.pointer, v.message, f"see {_SCHEMA}") for v in
-             contracts.validate("replaykit.target-manifest", doc) if v.severity == "error"]
-    found = _unknown_words(doc) + found
+        raise UsageError(located(where, None, "a manifest is a YAML mapping",
+                                 f"write `capabilities: [...]` ({_SCHEMA})"))
+    errors = [v for v in contracts.validate("replaykit.target-manifest", doc) if v.severity == "error"]
+    found = _unknown_words(doc) + [(v.pointer, v.message, f"see {_SCHEMA}") for v in errors]
     if found:
         pointer, message, fix = found[0]
         line = yaml_line(data.decode("utf-8"), pointer_parts(pointer))
         place = f"{line} {pointer}" if line is not None and pointer else line or pointer
         raise UsageError(located(where, place or "/", message, fix))
-    mutants = {name: Mutant(name, spec.get("defect", ""), dict(spec.get("env", {})))
-               for name, spec in (doc.get("mutants") or {}).items()}
-    given = doc.get("capabilities")
-    return Manifest(where, str(doc.get("name", "")), None if given is None else frozenset(given), mutants)
 
 
 def _unknown_words(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
