@@ -135,7 +135,8 @@ _SIXTIETHS = {name: int(rate * _DENOMINATOR) for name, rate in RATES.items()}
 _URL_BYTES = re.compile(URL.pattern.encode())
 _MASK = bytes(ord("a") if chr(byte) in OPAQUE_ALPHABET else ord("s") if chr(byte) in STRUCTURE else ord(" ")
               for byte in range(256))
-_RUN = re.compile(b"a" * OPAQUE_MIN + b"a*")
+_RUN_START = b"a" * OPAQUE_MIN
+_RUN = re.compile(_RUN_START + b"a*")
 _DIGIT, _LETTER = re.compile(b"[0-9]"), re.compile(b"[A-Za-z]")
 _NOT_DIGITS = bytes(byte for byte in range(256) if not ord("0") <= byte <= ord("9"))
 _SPACED_CJK = re.compile(f" (?={CJK.pattern})")  # o200k_base joins a space to the word it starts (Korean)
@@ -220,6 +221,8 @@ class ExactModeUnavailable(ReplaykitError):
 
 def text_chars(text: str) -> Chars:
     """The characters of ``text`` by content class."""
+    if not text:
+        return Chars()
     raw = text.encode()
     digits = _digits(raw)
     blanked, url = _blank_urls(raw) if b"://" in raw else (raw, 0)
@@ -250,6 +253,8 @@ def _blank_urls(raw: bytes) -> tuple[bytes, int]:
 def _opaque(raw: bytes, mask: bytes) -> tuple[int, int]:
     """The bytes of ``raw`` in opaque runs (long runs of the alphabet, ``mask``, with a digit and a letter),
     and the digits among them."""
+    if _RUN_START not in mask:  # a search for the bytes alone is cheaper than starting the regex engine
+        return 0, 0
     digit, letter = _DIGIT.search, _LETTER.search
     runs = b"".join(run for match in _RUN.finditer(mask)
                     if digit(run := raw[match.start():match.end()]) and letter(run))
