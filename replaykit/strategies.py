@@ -22,6 +22,10 @@ strategy                    draws
 :func:`tool_result_messages`  answers to tool calls
 :func:`transcripts`         contract-valid transcripts
 :func:`system_changes`      a transcript after a system rebuild, an instruction change or a tool change
+:func:`passages`            real-looking prose, code and CJK text: runs of lines of :data:`PASSAGES`
+:func:`web_urls`            URLs as search results carry them
+:func:`encrypted`           base64 of random bytes, as encrypted fields are
+:func:`rich_messages`       messages rich in search, opaque blocks, CJK, code or prose (real-looking)
 :func:`rechunkings`         the same byte stream cut into chunks at arbitrary places
 ==========================  =====================================================================
 
@@ -30,13 +34,16 @@ Text never holds lone surrogates, so every transcript survives a round trip thro
 
 from __future__ import annotations
 
+import base64
 import copy
 import itertools
 import json
 import math
+import random
 import string
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
+from types import MappingProxyType
 from typing import Any, cast
 
 from hypothesis import strategies as st
@@ -48,7 +55,9 @@ from replaykit.transcript import STOP_REASONS
 
 __all__ = [
     "CJK_RANGES",
+    "CONTENT_KINDS",
     "OPAQUE_TYPES",
+    "PASSAGES",
     "PROVIDERS",
     "STOP_REASONS",
     "SYSTEM_CHANGES",
@@ -56,10 +65,13 @@ __all__ = [
     "assistant_messages",
     "citations",
     "cjk_text",
+    "encrypted",
     "hosted_search_blocks",
     "mixed_text",
+    "passages",
     "provider_blocks",
     "rechunkings",
+    "rich_messages",
     "system_changes",
     "targets",
     "tool_result_messages",
@@ -67,6 +79,7 @@ __all__ = [
     "transcripts",
     "usages",
     "user_messages",
+    "web_urls",
 ]
 
 JSON = dict[str, Any]
@@ -651,6 +664,342 @@ def _log(transcript: JSON, system: object, tool_list: object) -> JSON:
     history.append({"timestamp": when, "system": system, "tools": copy.deepcopy(tool_list)})
     changed["system"], changed["tools"] = system, copy.deepcopy(tool_list)
     return changed
+
+
+# ---------------------------------------------------------------- realistic content
+# Text as real traffic has it, for comparing an estimate with a real tokenizer: mixed_text and cjk_text draw
+# arbitrary code points, which a tokenizer splits into many more tokens than any real text holds.
+
+#: Lines of real-looking text, drawn by :func:`passages` as runs of consecutive lines (wrapping around).
+PASSAGES: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "prose": (
+        "The search API now returns up to 10 results per request, each with a title, a URL and a short "
+        "description.",
+        "Results carry the page's age when the publisher states it (for example \"3 days ago\" or \"April "
+        "30, 2026\").",
+        "Python 3.13 was released on October 7, 2024, with an experimental free-threaded build (PEP 703) "
+        "and a new REPL.",
+        "The free-threaded build isn't the default: it ships as a separate binary, `python3.13t`, and most "
+        "C extensions must be rebuilt for it.",
+        "When the context window fills up, the harness summarises older turns and keeps the last 20,000 "
+        "tokens verbatim.",
+        "Researchers found that the model cited sources it had never retrieved; every citation is now "
+        "checked against the evidence.",
+        "We moved the billing service from us-east-1 to eu-west-1 last week, and p95 latency dropped from "
+        "420 ms to 290 ms.",
+        "If the provider answers 529 (overloaded), wait for the `retry-after` header before trying again; "
+        "never retry a 400.",
+        "The museum reopened its east wing on 12 May after a two-year, €14 million renovation that restored "
+        "the original skylights.",
+        "Rainfall in the Po valley was 38% below average this spring, and farmers in Lombardy have started "
+        "to ration water.",
+        "A token is a piece of a word: common words are usually one token, while rare words, numbers and "
+        "names are split into several.",
+        "Q: Does the new release fix the memory leak? A: Partly: the leak in the parser is gone, the one in "
+        "the cache isn't (see #4127).",
+        "Please summarise the three articles above in two short paragraphs, then list every company they "
+        "mention with its ticker.",
+        "The council approved the 2026 budget on Tuesday by 7 votes to 2, including $3.5M for two libraries "
+        "and a bike lane on Main St.",
+        "Tickets go on sale at 9:00 a.m. on Friday; each customer may buy at most 4, and refunds aren't "
+        "available.",
+        "According to ACEA, battery-electric cars were 13.6% of new EU registrations in 2024, down from "
+        "14.6% in 2023.",
+        "The recipe calls for 2 cups (250 g) of flour, a pinch of salt, 3 eggs and ½ cup of warm milk.",
+        "During the outage, requests timed out after 30 s, and the retry storm that followed doubled the "
+        "load on the primary database.",
+        "He spent the afternoon in the archive, reading letters from 1912 for any mention of the ship's "
+        "last voyage.",
+        "To reproduce the bug: restore the stored transcript, ask the follow-up question, then diff the "
+        "request against the recording.",
+        "The committee will publish its findings in March, after a public consultation that runs until "
+        "January 31.",
+        "Most of the answer came from the first two sources [1][2]; the third was a forum post repeating "
+        "the claim without evidence.",
+        "In Q4, revenue rose 12% year over year to $4.2 billion, while operating costs were flat at $3.1 "
+        "billion.",
+        "Don't rely on the estimate alone: when the provider reports `usage.input_tokens`, that number is "
+        "the one to trust.",
+    ),
+    "code": (
+        "def estimate_tokens(transcript: dict, target: dict) -> int:",
+        "    \"\"\"Count the input tokens of the next request, anchored on the last reported usage.\"\"\"",
+        "    messages = transcript.get(\"messages\", [])",
+        "    anchor = next((i for i in range(len(messages) - 1, -1, -1) if has_usage(messages[i])), None)",
+        "    counted = messages if anchor is None else messages[anchor + 1:]",
+        "    total = 0 if anchor is None else messages[anchor][\"usage\"][\"totalTokens\"]",
+        "    for message in counted:  # only what follows the anchor is estimated",
+        "        total += sum(count_text(block) for block in message.get(\"content\", []))",
+        "    return total",
+        "",
+        "class SearchClient:",
+        "    def __init__(self, base_url: str, api_key: str, timeout: float = 30.0) -> None:",
+        "        headers = {\"authorization\": f\"Bearer {api_key}\", \"user-agent\": "
+        "\"research-agent/1.4\"}",
+        "        self.session = httpx.Client(base_url=base_url, headers=headers, timeout=timeout)",
+        "",
+        "    def search(self, query: str, limit: int = 5) -> list[dict[str, str]]:",
+        "        response = self.session.post(\"/search\", json={\"query\": query, \"limit\": min(limit, "
+        "10)})",
+        "        if response.status_code == 429:  # rate limited: the caller decides when to retry",
+        "            raise RateLimited(float(response.headers.get(\"retry-after\", \"1\")))",
+        "        response.raise_for_status()",
+        "        return [item for item in response.json()[\"items\"] if item.get(\"url\", "
+        "\"\").startswith(\"https://\")]",
+        "",
+        "// Ask the search endpoint, keep the first results that have a URL, and time out after 30 seconds.",
+        "export async function search(query, { limit = 5, signal = AbortSignal.timeout(30_000) } = {}) {",
+        "  const response = await fetch(`${BASE_URL}/search`, {",
+        "    method: \"POST\",",
+        "    headers: { \"content-type\": \"application/json\", authorization: `Bearer "
+        "${process.env.SEARCH_API_KEY}` },",
+        "    body: JSON.stringify({ query, limit: Math.min(limit, 10) }),",
+        "    signal,",
+        "  });",
+        "  if (!response.ok) throw new Error(`search failed with HTTP ${response.status}: ${await "
+        "response.text()}`);",
+        "  const { items = [] } = await response.json();",
+        "  return items.filter((item) => item.url).map(({ title, url, description }) => ({ title, url, "
+        "description }));",
+        "}",
+        "",
+    ),
+    "japanese": (
+        "東京の天気は明日から崩れる見込みで、週末は雨が続くでしょう。",
+        "このライブラリは、記録した通信を再生してテストを高速に実行します。",
+        "検索結果には、ページのタイトルとURL、そして短い要約が含まれています。",
+        "会議の議事録を読んで、決定事項と担当者を一覧にしてください。",
+        "新しいバージョンでは、起動時間が大幅に短縮されました。",
+        "彼は駅前の小さな書店で、古い地図を何枚も買い集めていた。",
+        "エラーが発生した場合は、数秒待ってから再試行してください。",
+        "来月の展示会に向けて、試作品の最終確認を進めています。",
+    ),
+    "chinese": (
+        "这个工具可以在本地重放录制的请求，不需要网络连接。",
+        "今天上午，市政府宣布将在明年扩建地铁三号线。",
+        "请把下面三篇文章的要点整理成一份简短的报告。",
+        "研究人员发现，模型引用的部分来源并不存在。",
+        "搜索结果包括网页标题、链接和一段简短的摘要。",
+        "由于天气原因，原定于周末举行的音乐节被推迟了。",
+        "新版本修复了多个安全问题，建议所有用户尽快升级。",
+        "他每天早上六点起床，先跑步半小时再去上班。",
+        "本週的更新改善了搜尋結果的排序方式，也修正了幾個錯誤。",
+        "請在下午五點前把報告寄給我，謝謝。",
+    ),
+    "korean": (
+        "이 도구는 녹화된 요청을 재생하여 네트워크 없이 테스트를 실행합니다.",
+        "내일부터 서울에는 비가 내리고 기온이 크게 떨어질 예정입니다.",
+        "검색 결과에는 페이지 제목과 주소, 짧은 요약이 포함되어 있습니다.",
+        "회의에서 결정된 사항과 담당자를 정리해 주세요.",
+        "새 버전에서는 시작 시간이 크게 단축되었습니다.",
+        "오류가 발생하면 잠시 기다린 후 다시 시도하십시오.",
+        "그는 주말마다 동네 도서관에서 책을 빌려 읽는다.",
+        "연구진은 모델이 인용한 출처 중 일부가 존재하지 않는다는 사실을 발견했다.",
+    ),
+})
+#: What joins the lines of each kind of passage, and the fewest lines :func:`passages` draws by default.
+_JOINS = {"prose": " ", "code": "\n", "japanese": "", "chinese": "", "korean": " "}
+_MIN_LINES = {"prose": 6, "code": 8, "japanese": 6, "chinese": 6, "korean": 6}
+_TITLES = (
+    "What's New In Python 3.13 — Python 3.13 documentation", "Python Release Python 3.13.0 | Python.org",
+    "PEP 703 – Making the Global Interpreter Lock Optional in CPython", "Web search tool - Anthropic",
+    "Free-threaded CPython is ready to experiment with! | Labs",
+    "python - Is the GIL removed in 3.13? - Stack Overflow",
+    "Cloudflare Web Search: search the web from your Worker",
+    "Release notes — Hypothesis 6.130 documentation",
+    "Battery-electric car sales in the EU, 2024 | ACEA",
+    "Lombardy drought: farmers ration water as Po falls - BBC News",
+)
+_HOSTS = ("docs.python.org", "www.python.org", "peps.python.org", "en.wikipedia.org", "github.com",
+          "stackoverflow.com", "developers.cloudflare.com", "docs.anthropic.com", "www.bbc.com",
+          "www.acea.auto")
+_SLUGS = ("whatsnew", "3.13", "release", "free-threading", "howto", "pep-0703", "questions", "78094021",
+          "is-the-gil-removed-in-python-3-13", "news", "world-europe-68231123", "ai-gateway", "web-search",
+          "en", "docs", "build-with-claude", "tool-use", "press-releases", "2024", "python-3-13-0")
+#: Content kinds :func:`rich_messages` draws.
+CONTENT_KINDS = ("search", "opaque", "cjk", "code", "prose")
+
+
+def passages(kind: str, min_lines: int | None = None, max_lines: int = 12) -> st.SearchStrategy[str]:
+    """Real-looking text: ``min_lines``..``max_lines`` consecutive lines of :data:`PASSAGES` ``[kind]`` (or,
+    for ``cjk``, of one of ``japanese``, ``chinese``, ``korean``), from any line, wrapping around.
+
+    ``min_lines`` defaults to enough lines that any run tokenizes like the whole passage (6 sentences, 8
+    lines of code).
+    """
+    if kind not in (*PASSAGES, "cjk"):
+        raise InvalidArgument(f"kind={kind!r} must be one of {(*PASSAGES, 'cjk')!r}.")
+    kinds = ("japanese", "chinese", "korean") if kind == "cjk" else (kind,)
+    low = max(_MIN_LINES[each] for each in kinds) if min_lines is None else min_lines
+    low, high = _check_range("min_lines", low, "max_lines", max_lines)
+    if low < 1:
+        raise InvalidArgument(f"min_lines={min_lines!r} must be at least 1.")
+    return st.one_of([_passages(each, low, high) for each in kinds])
+
+
+@cache
+def _passages(kind: str, low: int, high: int) -> st.SearchStrategy[str]:
+    lines, join = PASSAGES[kind], _JOINS[kind]
+    return st.builds(lambda start, count: join.join(lines[(start + n) % len(lines)] for n in range(count)),
+                     st.integers(0, len(lines) - 1), st.integers(low, high))
+
+
+@cache
+def web_urls() -> st.SearchStrategy[str]:
+    """URLs as search results carry them: a known host, a path of real slugs, sometimes a tracking query."""
+    path = st.lists(st.sampled_from(_SLUGS), min_size=1, max_size=4).map("/".join)
+    query = st.sampled_from(["", "?utm_source=chatgpt.com", "?ref=search", "#section-3"])
+    return st.builds(lambda host, where, tail: f"https://{host}/{where}{tail}", st.sampled_from(_HOSTS), path,
+                     query)
+
+
+def encrypted(min_bytes: int = 16, max_bytes: int = 3000) -> st.SearchStrategy[str]:
+    """An encrypted field as providers send it: the base64 of ``min_bytes``..``max_bytes`` random bytes (drawn
+    from a seed, so that a long field costs Hypothesis a few bytes of its own)."""
+    return _encrypted(*_check_range("min_bytes", min_bytes, "max_bytes", max_bytes))
+
+
+@cache
+def _encrypted(low: int, high: int) -> st.SearchStrategy[str]:
+    return st.builds(lambda seed, size: base64.b64encode(random.Random(seed).randbytes(size)).decode(),
+                     st.integers(0, 2**32 - 1), st.integers(low, high))
+
+
+def rich_messages(kind: str, provider: str | None = None) -> st.SearchStrategy[list[JSON]]:
+    """Messages rich in one kind of content (:data:`CONTENT_KINDS`), all of it real-looking
+    (:func:`passages`, :func:`web_urls`, :func:`encrypted`), none with usage that could anchor an estimate:
+
+    - ``search``: hosted search turns of ``provider`` (None: any): calls, results (encrypted content
+      included) and answers that cite them; or a search tool's call and its results as JSON text;
+    - ``opaque``: a turn of opaque provider blocks of ``provider`` (code execution: code, output, encrypted
+      output);
+    - ``cjk``, ``code``, ``prose``: a user message and an answer of that kind of text.
+    """
+    _check_choice("kind", kind, CONTENT_KINDS)
+    _check_choice("provider", provider, tuple(PROVIDERS))
+    return _rich(kind, (provider,) if provider else tuple(PROVIDERS))
+
+
+@cache
+def _rich(kind: str, providers: tuple[str, ...]) -> st.SearchStrategy[list[JSON]]:
+    if kind in ("cjk", "code", "prose"):
+        text = passages(kind)
+        return st.builds(lambda asked, said, provider: [
+            {"role": "user", "content": asked}, _turn(provider, [{"type": "text", "text": said}])],
+            text, text, st.sampled_from(providers)).map(_stamped)
+    build = _search_turns if kind == "search" else _opaque_turns
+    return st.one_of([build(provider) for provider in providers]).map(_stamped)
+
+
+def _stamped(messages: list[JSON]) -> list[JSON]:
+    for offset, message in enumerate(messages):
+        message["timestamp"] = _EPOCH_MS[0] + 1000 * offset
+    return messages
+
+
+def _turn(provider: str, blocks: list[JSON]) -> JSON:
+    return {"role": "assistant", "content": blocks, "provider": provider, "api": PROVIDERS[provider],
+            "model": _MODELS[provider][0], "usage": _usage_of((0, 0, 0, 0)), "stopReason": "stop"}
+
+
+@cache
+def _queries() -> st.SearchStrategy[str]:
+    return st.sampled_from(["python 3.13 release date", "free-threaded build default python 3.13",
+                            "PEP 703 status", "EU electric car registrations 2024", "Po valley drought 2026"])
+
+
+@cache
+def _search_turns(provider: str) -> st.SearchStrategy[list[JSON]]:
+    hosted = _anthropic_search if provider == "anthropic" else _openai_search
+    turns = st.lists(hosted(provider), min_size=1, max_size=3).map(lambda rounds: [
+        _turn(provider, [block for each in rounds for block in each])])
+    return st.one_of(turns, _search_tool(provider))
+
+
+@st.composite
+def _anthropic_search(draw: st.DrawFn, provider: str) -> list[JSON]:
+    ident, query = draw(_ids("srvtoolu_01")), draw(_queries())
+    pages = draw(st.lists(st.fixed_dictionaries({
+        "type": st.just("web_search_result"), "url": web_urls(), "title": st.sampled_from(_TITLES),
+        "encrypted_content": encrypted(200, 3000),
+        "page_age": st.sampled_from([None, "3 days ago", "April 30, 2026"])}), min_size=2, max_size=8))
+    call = {**_head(provider, "call"), "id": ident, "query": query,
+            "raw": {"type": "server_tool_use", "id": ident, "name": "web_search", "input": {"query": query}}}
+    results = [{"url": page["url"], "title": page["title"], "pageAge": page["page_age"]} for page in pages]
+    result = {**_head(provider, "result"), "toolUseId": ident, "results": results,
+              "raw": {"type": "web_search_tool_result", "tool_use_id": ident, "content": pages}}
+    cited = [{"type": "web_search_result_location", "url": page["url"], "title": page["title"],
+              "encrypted_index": draw(encrypted(60, 200)), "cited_text": draw(passages("prose", 1, 2))}
+             for page in pages[:draw(st.integers(1, len(pages)))]]
+    answer = {"type": "text", "text": draw(passages("prose", 1, 3)), "citations": cited}
+    return [call, result, answer]
+
+
+@st.composite
+def _openai_search(draw: st.DrawFn, provider: str) -> list[JSON]:
+    ident, query = draw(_ids("ws_0")), draw(_queries())
+    urls = draw(st.lists(web_urls(), min_size=2, max_size=8))
+    action = {"type": "search", "query": query, "sources": [{"type": "url", "url": url} for url in urls]}
+    call = {**_head(provider, "call"), "id": ident, "query": query,
+            "raw": {"id": ident, "type": "web_search_call", "status": "completed", "action": action}}
+    text = draw(passages("prose", 1, 3))
+    cited = [{"type": "url_citation", "start_index": 0, "end_index": len(text), "url": url,
+              "title": draw(st.sampled_from(_TITLES))} for url in urls[:draw(st.integers(1, len(urls)))]]
+    answer = {"type": "text", "text": text, "citations": cited, "signature": draw(_ids("msg_0"))}
+    return [call, answer]
+
+
+@st.composite
+def _search_tool(draw: st.DrawFn, provider: str) -> list[JSON]:
+    """A search tool's call, and its results as JSON text in the tool result (compact or indented). The
+    results' titles and descriptions are consecutive lines, as different pages have different ones."""
+    ident, query = draw(_ids("call_")), draw(_queries())
+    count, start = draw(st.integers(3, 10)), draw(st.integers(0, len(PASSAGES["prose"]) - 1))
+    items = [{"title": _TITLES[(start + n) % len(_TITLES)], "url": draw(web_urls()),
+              "description": PASSAGES["prose"][(start + n) % len(PASSAGES["prose"])],
+              "lastModifiedDate": draw(st.sampled_from(["2026-04-30T08:12:00Z", "2025-10-07"]))}
+             for n in range(count)]
+    indent = draw(st.sampled_from([None, 2]))
+    call = {"type": "toolCall", "id": ident, "name": "web_search", "arguments": {"query": query}}
+    result = {"role": "toolResult", "toolCallId": ident, "toolName": "web_search", "isError": False,
+              "content": json.dumps({"query": query, "items": items}, ensure_ascii=False, indent=indent)}
+    return [{**_turn(provider, [call]), "stopReason": "toolUse"}, result]
+
+
+@cache
+def _opaque_turns(provider: str) -> st.SearchStrategy[list[JSON]]:
+    blocks = _code_execution if provider == "anthropic" else _code_interpreter
+    return st.lists(blocks(provider), min_size=1, max_size=3).map(
+        lambda rounds: [_turn(provider, [block for each in rounds for block in each])])
+
+
+def _opaque_block(provider: str, raw: JSON) -> JSON:
+    return {"type": "providerBlock", "provider": provider, "api": PROVIDERS[provider],
+            "blockType": raw["type"], "raw": raw}
+
+
+@st.composite
+def _code_execution(draw: st.DrawFn, provider: str) -> list[JSON]:
+    ident, code = draw(_ids("srvtoolu_01")), draw(passages("code"))
+    if draw(st.booleans()):
+        output = {"type": "encrypted_code_execution_result", "encrypted_stdout": draw(encrypted(100, 2000)),
+                  "return_code": 0, "content": []}
+    else:
+        output = {"type": "code_execution_result", "stdout": draw(passages("prose", 1, 4)), "stderr": "",
+                  "return_code": 0, "content": []}
+    call = {"type": "server_tool_use", "id": ident, "name": "code_execution", "input": {"code": code}}
+    result = {"type": "code_execution_tool_result", "tool_use_id": ident, "content": output}
+    return [_opaque_block(provider, call), _opaque_block(provider, result)]
+
+
+@st.composite
+def _code_interpreter(draw: st.DrawFn, provider: str) -> list[JSON]:
+    raw = {"type": "code_interpreter_call", "id": draw(_ids("ci_0")), "status": "completed",
+           "code": draw(passages("code")), "container_id": draw(_ids("cntr_0")),
+           "outputs": [{"type": "logs", "logs": draw(passages("prose", 1, 4))}]}
+    reasoning = {"type": "reasoning", "id": draw(_ids("rs_0")), "summary": [],
+                 "encrypted_content": draw(encrypted(300, 3000))}
+    return [_opaque_block(provider, reasoning), _opaque_block(provider, raw)]
 
 
 # ---------------------------------------------------------------- byte streams

@@ -5,14 +5,17 @@ from __future__ import annotations
 import copy
 import importlib.util
 import math
+from fractions import Fraction
 from typing import Any
 
 import pytest
 
 from replaykit import estimate as est
+from replaykit import strategies as rs
 from replaykit.errors import LocalRequestError, UsageError
 from replaykit.estimate import (
     IMAGE_CHARS,
+    RATES,
     Anchor,
     Chars,
     ExactModeUnavailable,
@@ -30,6 +33,9 @@ JSON = dict[str, Any]
 ANTHROPIC = {"provider": "anthropic", "api": "anthropic-messages", "model": "claude-sonnet-4-5"}
 OPENAI = {"provider": "openai", "api": "openai-responses", "model": "gpt-5"}
 T0 = 1_764_662_400_000
+needs_ranks = pytest.mark.skipif(
+    importlib.util.find_spec("bpe_openai") is None or importlib.util.find_spec("tiktoken") is None,
+    reason="tiktoken or bpe-openai (the offline o200k_base ranks) is not installed")
 
 
 def _usage(total: float, **parts: float) -> JSON:
@@ -63,23 +69,68 @@ SEARCH_RESULT = {
 # ---------------------------------------------------------------- the heuristic on text
 
 
-@pytest.mark.parametrize(("text", "other", "cjk", "tokens"), [
-    ("", 0, 0, 0),
-    ("abcd", 4, 0, 1),
-    ("abcde", 5, 0, 2),
-    ("今日は", 0, 3, 3),
-    ("한국어 text", 5, 3, 5),
-    ("。、「」", 0, 4, 4),
-    ("\U00020000x", 1, 1, 2),  # CJK extension B, outside the BMP
-    ("é😀", 2, 0, 1),
+@pytest.mark.parametrize(("text", "chars", "tokens"), [
+    ("", Chars(), 0),
+    ("abcd", Chars(4), 1),
+    ("abcde", Chars(5), 2),  # rounded up
+    ("internationalization", Chars(20), 5),  # a long word is text, not an opaque run
+    ("今日は", Chars(0, 3), 3),
+    ("。、「」", Chars(0, 4), 3),
+    ("\U00020000x", Chars(1, 1), 1),  # CJK extension B, outside the BMP
+    ("한국어 text 이 도구는", Chars(5, 7), 7),  # a space before a CJK character is joined to it
+    ("é😀", Chars(2), 1),
+    ('{"a": [1, 2]}', Chars(13, structure=8, digits=2), 5),
+    ("In 2024, 13.6%", Chars(14, structure=1, digits=7), 6),
+    ("see https://example.com/a?b=1.", Chars(30, digits=1, url=25), 10),  # a URL's digits are digits
+    ("https://x.com/AbCdEf0123456789xyz", Chars(33, digits=10, url=23), 13),  # no opaque run in a URL
+    ("EqA1b2C3d4E5f6G7h8", Chars(18, opaque=18), 13),  # its digits are the run's
+    ("call_a1B2c3", Chars(11, digits=3), 4),  # under 12 characters: not an opaque run
 ])
-def test_text_counts_cjk_one_token_each(text: str, other: int, cjk: int, tokens: int) -> None:
-    assert text_chars(text) == Chars(other, cjk)
+def test_text_is_counted_per_content_class(text: str, chars: Chars, tokens: int) -> None:
+    assert text_chars(text) == chars
     assert text_tokens(text) == tokens
 
 
-def test_a_thousand_cjk_characters_add_750_over_chars_over_4() -> None:
-    assert text_tokens("中" * 1000) - math.ceil(1000 / 4) == 750
+def test_each_class_counts_at_its_rate() -> None:
+    assert text_tokens("中" * 1000) == 750
+    assert text_tokens("a" * 1000) == 250  # the seed's rule
+    assert text_tokens("https://" + "a" * 992) == 334
+    assert text_tokens("A1b2C3d4" * 125) == 700
+    assert text_tokens("7" * 1000) == 500
+    assert text_tokens("[]" * 500) == 334
+
+
+def test_every_rate_is_a_whole_number_of_sixtieths_and_none_under_a_quarter_token() -> None:
+    assert all((rate * 60).denominator == 1 for rate in RATES.values())
+    assert RATES["text"] == Fraction(1, 4) == min(RATES.values())  # +N search characters: >= N/4 tokens
+    assert set(RATES) == set(Chars().classes())
+
+
+def test_every_string_is_classified_on_its_own() -> None:
+    """A URL or an opaque run ends with its string: two strings are counted as their sum."""
+    first, second = "see https://example.com/a", "EqA1b2C3d4E5f6G7h8 and more"
+    body = {"messages": [{"role": "user", "content": [{"type": "text", "text": first},
+                                                      {"type": "text", "text": second}]}]}
+    parts = est.body_chars(body)
+    each = [text_chars(text) for text in ("user", "text", first, "text", second)]
+    assert parts["messages"] == each[0] + each[1] + each[2] + each[3] + each[4]
+    assert parts["messages"].url == 21 and parts["messages"].opaque == 18
+
+
+@needs_ranks
+@pytest.mark.parametrize("kind", ["prose", "code", "japanese", "chinese", "korean"])
+def test_the_rates_hold_on_every_passage_the_strategies_draw(kind: str) -> None:
+    """Every run of lines rs.passages can draw is estimated within 20% of o200k_base: the accuracy property
+    judges the estimate on them with a band of 25%."""
+    lines, joiner = rs.PASSAGES[kind], rs._JOINS[kind]
+    encoding = o200k_base()
+    errors = []
+    for count in range(rs._MIN_LINES[kind], 13):
+        for start in range(len(lines)):
+            text = joiner.join(lines[(start + n) % len(lines)] for n in range(count))
+            exact = len(encoding.encode_ordinary(text))
+            errors.append((text_tokens(text) - exact) / exact)
+    assert min(errors) >= -0.2 and max(errors) <= 0.2, (min(errors), max(errors))
 
 
 # ---------------------------------------------------------------- what project emits, counted
@@ -274,10 +325,6 @@ def test_targets_are_checked() -> None:
 
 # ---------------------------------------------------------------- exact mode (o200k_base, offline)
 
-needs_ranks = pytest.mark.skipif(
-    importlib.util.find_spec("bpe_openai") is None or importlib.util.find_spec("tiktoken") is None,
-    reason="tiktoken or bpe-openai (the offline o200k_base ranks) is not installed")
-
 
 @needs_ranks
 @pytest.mark.filterwarnings("ignore:open_binary is deprecated:DeprecationWarning")  # inside bpe_openai
@@ -299,6 +346,15 @@ def test_exact_mode_counts_the_same_strings_with_o200k_base() -> None:
     encoding = o200k_base()
     assert found.breakdown.system == len(encoding.encode("Be brief."))
     assert found.breakdown.messages == len(encoding.encode("user")) + len(encoding.encode("hello world"))
+
+
+@needs_ranks
+def test_o200k_tokens_counts_every_string_of_a_body_for_any_target() -> None:
+    transcript = _transcript(_user("hello world"), system="Be brief.")
+    body = project(transcript, Target("anthropic", "anthropic-messages", "m"))
+    encoding = o200k_base()
+    assert est.o200k_tokens(body) == sum(len(encoding.encode(text)) for text in ("Be brief.", "user",
+                                                                                  "hello world"))
 
 
 def test_exact_mode_is_for_openai_targets_only() -> None:

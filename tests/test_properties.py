@@ -16,19 +16,28 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from replaykit import properties
+from replaykit import strategies as rs
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, main
 from replaykit.contracts import validate
 from replaykit.errors import UsageError
-from replaykit.estimate import body_chars, estimate, estimate_tokens, to_target
+from replaykit.estimate import ExactModeUnavailable, body_chars, estimate, estimate_tokens, to_target
 from replaykit.properties import (
+    ACCURACY,
     PROPERTIES,
     CommandEstimator,
+    ContentError,
     EstimatorFailed,
+    Outcome,
     PropertyFailed,
+    accuracy,
     dumps,
     load_callable,
     run,
+    selected,
 )
 from replaykit.replay import project
 from replaykit.transcript import restore
@@ -155,6 +164,37 @@ def ignores_system_and_tools(transcript: JSON, target: JSON) -> int:
     return estimate_tokens({**transcript, "system": None, "tools": []}, target)
 
 
+def seed_rule(transcript: JSON, target: JSON) -> int:
+    """The seed's rule over what project emits: ceil(chars/4) plus one token per CJK character, anchored
+    (replaykit's own estimate before its per-class rates): search content is half what a tokenizer counts."""
+    found = estimate(transcript, target)
+    rest, parts = transcript, ["system", "tools", "messages"]
+    if found.anchor is not None:
+        later = transcript["messages"][found.anchor.index + 1:]
+        rest, parts = {**transcript, "system": None, "tools": [], "messages": later}, ["messages"]
+    counted = body_chars(project(rest, to_target(target)))
+    return found.breakdown.anchor + sum(math.ceil(counted[p].other / 4) + counted[p].cjk for p in parts)
+
+
+def pi_style(transcript: JSON, target: JSON) -> int:
+    """pi's compaction estimate, in kind (not its code): a quarter token per character of each message's
+    text, thinking and tool calls, an image as 1,200 tokens; other blocks, system and tools are not read."""
+    def chars(block: JSON) -> int:
+        kind = block.get("type")
+        if kind == "toolCall":
+            return len(block["name"]) + len(json.dumps(block["arguments"], separators=(",", ":")))
+        if kind == "image":
+            return 4800
+        return len(block.get("text") or block.get("thinking") or "") if kind in ("text", "thinking") else 0
+
+    total = 0
+    for message in transcript["messages"]:
+        content = message["content"]
+        counted = len(content) if isinstance(content, str) else sum(chars(block) for block in content)
+        total += math.ceil(counted / 4)
+    return total
+
+
 DEFECTS: list[tuple[Callable[[JSON, JSON], int], str]] = [
     (assumes_name, "never_raises"),
     (rejects_unknown_types, "never_raises"),
@@ -169,6 +209,8 @@ DEFECTS: list[tuple[Callable[[JSON, JSON], int], str]] = [
     (trusts_any_usage, "invalid_usage_falls_back"),
     (ignores_system_and_tools, "matches_projection"),
     (drops_anchor_on_rebuild, "system_rebuild"),
+    (seed_rule, "tracks_o200k"),
+    (pi_style, "tracks_o200k"),
 ]
 
 
@@ -181,7 +223,7 @@ def test_the_reference_estimator_passes(prop: Any) -> None:
 
 
 def test_every_property_has_a_name_and_a_one_line_statement() -> None:
-    assert len(BY_NAME) == len(PROPERTIES) == 10
+    assert len(BY_NAME) == len(PROPERTIES) == 11
     assert all(prop.statement and "\n" not in prop.statement for prop in PROPERTIES)
 
 
@@ -224,6 +266,65 @@ def test_a_failure_shows_the_statement_and_the_shrunk_transcript_as_json() -> No
     assert len(blocks) <= 2, blocks
 
 
+# ---------------------------------------------------------------- against a real tokenizer
+
+
+def _search_error(outcome: Outcome) -> ContentError:
+    return next(error for error in outcome.errors if error.content == "search")
+
+
+def test_the_seeds_rule_is_caught_under_on_search_content() -> None:
+    outcome = BY_NAME[ACCURACY].outcome(seed_rule, max_examples=60, seed=7, shrink=False)
+    assert outcome.failure is not None and outcome.failure.detail.startswith("search content adds ")
+    assert "not at most 10% under" in outcome.failure.detail
+    assert _search_error(outcome).high < -0.3  # base64 is 0.68 tokens a character, not 0.25
+
+
+def test_pi_style_is_caught_under_on_search_content() -> None:
+    outcome = BY_NAME[ACCURACY].outcome(pi_style, max_examples=60, seed=7, shrink=False)
+    assert outcome.status == "fail"
+    assert _search_error(outcome).high < -0.3  # hosted search unread, a search tool's JSON at chars/4
+
+
+def test_the_reference_reports_its_error_per_kind_of_content() -> None:
+    outcome = BY_NAME[ACCURACY].outcome(estimate_tokens, max_examples=60, seed=7)
+    assert outcome.passed
+    errors = {error.content: error for error in outcome.errors}
+    assert set(errors) == set(rs.CONTENT_KINDS)
+    assert errors["search"].low >= -0.10 and all(-0.25 <= e.low <= e.high <= 0.25 for e in errors.values()
+                                                   if e.content != "search")
+    assert sum(error.examples for error in errors.values()) <= 60
+
+
+def test_the_margins_are_options() -> None:
+    loose = accuracy(search_margin=0.9, band=0.9)
+    assert "never more than 90% under" in loose.statement and "+-90%" in loose.statement
+    assert loose.outcome(seed_rule, max_examples=30, seed=7).passed
+    chosen = selected([ACCURACY], search_margin=0.9, band=0.9)
+    assert chosen[0].statement == loose.statement
+    assert selected(None)[-1].statement == BY_NAME[ACCURACY].statement == accuracy().statement
+
+
+@pytest.mark.parametrize("value", [1.0, -0.1, True, "10%"])
+def test_the_margins_are_checked(value: Any) -> None:
+    with pytest.raises(UsageError, match="must be a fraction from 0 to below 1"):
+        accuracy(search_margin=value)
+
+
+def test_without_the_tokenizer_the_property_is_skipped_with_the_reason(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing() -> None:
+        raise ExactModeUnavailable("exact counting needs tiktoken: pip install 'tiktoken>=0.7'")
+
+    monkeypatch.setattr(properties, "o200k_base", missing)
+    outcome = BY_NAME[ACCURACY].outcome(estimate_tokens, max_examples=5, seed=1)
+    assert (outcome.status, outcome.passed, outcome.failure) == ("skipped", False, None)
+    assert outcome.unchecked is not None and "pip install 'replaykit-llm[exact]'" in outcome.unchecked
+    with pytest.raises(PropertyFailed, match="skipped: skipped: exact counting needs tiktoken"):
+        BY_NAME[ACCURACY].verify(estimate_tokens, max_examples=5)
+    assert BY_NAME["finite_non_negative"].outcome(estimate_tokens, max_examples=5, seed=1).passed
+
+
 # ---------------------------------------------------------------- another process, another language
 
 
@@ -233,6 +334,32 @@ def test_the_javascript_estimator_passes_the_suite() -> None:
         outcomes = run(estimator, max_examples=30, seed=11)
     assert [outcome.status for outcome in outcomes] == ["pass"] * len(PROPERTIES), [
         (outcome.name, outcome.failure) for outcome in outcomes if not outcome.passed]
+
+
+@node
+def test_the_seeds_rule_in_javascript_fails_under_on_search_content() -> None:
+    with CommandEstimator(["node", str(FIXTURES / "estimator_chars4.js")]) as estimator:
+        found = run(estimator, max_examples=30, seed=11, shrink=False)
+    outcomes = {outcome.name: outcome for outcome in found}
+    failed = {name for name, outcome in outcomes.items() if not outcome.passed}
+    assert failed == {ACCURACY, "matches_projection"}
+    detail = outcomes[ACCURACY].failure.detail  # type: ignore[union-attr]
+    assert detail.startswith("search content adds") and "not at most 10% under" in detail
+
+
+@node
+def test_the_javascript_estimator_counts_real_content_as_the_reference_does() -> None:
+    """The per-class rates, ported: URLs, opaque runs, digits, JSON punctuation and CJK (spaced Korean
+    included) on real-looking content, which random text seldom holds."""
+    with CommandEstimator(["node", str(FIXTURES / "estimator.js")]) as estimator:
+        @settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+        @given(rs.targets(), st.sampled_from(rs.CONTENT_KINDS).flatmap(rs.rich_messages))
+        def same(target: JSON, messages: list[JSON]) -> None:
+            transcript = {"version": 1, "system": "Cite https://example.com/a1 [1].", "tools": [],
+                          "messages": messages}
+            assert estimator(transcript, target) == estimate_tokens(transcript, target)
+
+        same()
 
 
 @node

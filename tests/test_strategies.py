@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import math
+import re
 from typing import Any
 
 import pytest
@@ -14,7 +16,8 @@ from hypothesis.errors import InvalidArgument
 
 from replaykit import strategies as rs
 from replaykit.errors import LocalRequestError
-from replaykit.estimate import CJK, find_anchor, usage_tokens
+from replaykit.estimate import CJK, find_anchor, to_target, usage_tokens
+from replaykit.replay import project
 from replaykit.transcript import restore
 
 JSON = dict[str, Any]
@@ -229,3 +232,68 @@ def test_bad_arguments_fail_when_the_strategy_is_made(build: Any, message: str) 
         build()
     assert message in str(caught.value)
     assert isinstance(caught.value, TypeError)
+
+
+# ---------------------------------------------------------------- real-looking content
+
+
+@FAST
+@given(st.sampled_from(["prose", "code", "japanese", "chinese", "korean"]).flatmap(
+    lambda kind: st.tuples(st.just(kind), rs.passages(kind, 2, 5))))
+def test_passages_are_runs_of_consecutive_lines(drawn: tuple[str, str]) -> None:
+    kind, text = drawn
+    lines = rs.PASSAGES[kind]
+    joiner = rs._JOINS[kind]
+    runs = {joiner.join(lines[(start + n) % len(lines)] for n in range(count))
+            for start in range(len(lines)) for count in range(2, 6)}
+    assert text in runs
+
+
+@FAST
+@given(rs.passages("cjk"))
+def test_cjk_passages_are_mostly_cjk(text: str) -> None:
+    assert len(CJK.findall(text)) > 0.7 * len(text)
+
+
+@FAST
+@given(rs.web_urls(), rs.encrypted(10, 40))
+def test_urls_are_urls_and_encrypted_fields_base64(url: str, secret: str) -> None:
+    assert re.fullmatch(r"https://[a-z.]+/[\w./-]+([?#][\w.=-]+)?", url), url
+    assert 10 <= len(base64.b64decode(secret, validate=True)) <= 40
+
+
+@FAST
+@given(rs.targets(), st.sampled_from(rs.CONTENT_KINDS).flatmap(
+    lambda kind: st.tuples(st.just(kind), rs.rich_messages(kind))))
+def test_rich_messages_restore_project_and_never_anchor(target: JSON, drawn: tuple[str, list[JSON]]) -> None:
+    kind, messages = drawn
+    transcript = {"version": 1, "system": None, "tools": [], "messages": messages}
+    assert restore(transcript) is transcript and find_anchor(transcript) is None
+    project(transcript, to_target(target))
+    blocks = {block["type"] for message in messages if message["role"] == "assistant"
+              for block in message["content"]}
+    if kind == "search":
+        assert blocks & {"hostedSearch", "toolCall"}
+    elif kind == "opaque":
+        assert blocks == {"providerBlock"}
+    else:
+        assert messages[0]["role"] == "user" and blocks == {"text"}
+
+
+@FAST
+@given(rs.rich_messages("opaque", "azure"))
+def test_opaque_content_is_of_the_provider_asked(messages: list[JSON]) -> None:
+    assert {block["provider"] for message in messages for block in message["content"]} == {"azure"}
+
+
+@pytest.mark.parametrize(("build", "message"), [
+    (lambda: rs.passages("latin"), "kind='latin' must be one of"),
+    (lambda: rs.passages("prose", 0), "min_lines=0 must be at least 1."),
+    (lambda: rs.passages("prose", 5, 4), "min_lines=5 must not exceed max_lines=4."),
+    (lambda: rs.encrypted(-1), "min_bytes=-1 must not be negative."),
+    (lambda: rs.rich_messages("images"), "kind='images'"),
+    (lambda: rs.rich_messages("search", "gemini"), "provider='gemini'"),
+])
+def test_bad_content_arguments_fail_when_the_strategy_is_made(build: Any, message: str) -> None:
+    with pytest.raises(InvalidArgument, match=re.escape(message)):
+        build()

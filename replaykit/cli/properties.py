@@ -2,12 +2,14 @@
 
 ``--estimator module:function`` loads a Python callable ``(transcript, target) -> tokens``;
 ``--estimator-cmd "CMD"`` runs a command speaking the JSON Lines estimator protocol. Prints one line per
-property (``PASS`` / ``FAIL`` / ``UNCHECKED``, its name and statement) as soon as that property is done; a
-failure adds what went wrong, the target and the shrunk transcript as JSON. ``--json`` prints one JSON
+property (``PASS`` / ``FAIL`` / ``UNCHECKED`` / ``SKIPPED``, its name and statement) as soon as that property
+is done; a failure adds what went wrong, the target and the shrunk transcript as JSON; ``tracks_o200k`` adds
+the estimate's error against o200k_base per kind of content (``--search-margin`` and ``--band`` set what it
+allows), or says why it was skipped (tiktoken not installed: not a pass). ``--json`` prints one JSON
 document at the end instead. On a terminal (stderr a TTY, ``CI`` not set) a status line on stderr says
-which property runs (``[##........] [3/10] cjk_chars_count``) and is wiped when the run ends; in CI and in
-pipes nothing but the report is written. Exit 0 when every property holds, 1 otherwise, 2 on usage errors
-(a bad ``module:function``, a command that cannot start).
+which property runs (``[##........] [3/11] cjk_chars_count``) and is wiped when the run ends; in CI and in
+pipes nothing but the report is written. Exit 0 when every property holds, 1 otherwise (a skipped property
+included), 2 on usage errors (a bad ``module:function``, a command that cannot start).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from replaykit.cli import EXIT_FINDINGS, EXIT_OK, positive
 if TYPE_CHECKING:  # replaykit.properties (and Hypothesis) load only when the command runs
     from replaykit.properties import Estimator, Outcome, Property
 
-__all__ = ["Progress", "register", "render", "run_command", "to_json"]
+__all__ = ["Progress", "percent", "register", "render", "run_command", "to_json"]
 
 _BAR = 20  # cells of the progress bar at most
 
@@ -48,7 +50,24 @@ def register(subparsers: Any) -> None:
                         help="report a failing example as found, without minimising it (faster)")
     parser.add_argument("--property", action="append", dest="names", metavar="NAME",
                         help="run only this property (repeatable): never_raises, finite_non_negative, ...")
+    parser.add_argument("--search-margin", type=percent, default=10.0, metavar="PERCENT",
+                        help="tracks_o200k: how far under o200k_base an estimate of search content may be "
+                             "(default 10)")
+    parser.add_argument("--band", type=percent, default=25.0, metavar="PERCENT",
+                        help="tracks_o200k: how far from o200k_base, either way, an estimate of opaque "
+                             "blocks, CJK, code and prose may be (default 25)")
     parser.set_defaults(func=run_command)
+
+
+def percent(text: str) -> float:
+    """An argparse type: a percentage from 0 to below 100."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 100:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a percentage from 0 to below 100")
+    return value
 
 
 class Progress:
@@ -83,7 +102,7 @@ def run_command(args: argparse.Namespace) -> int:
     JSON document at the end, no ``Infinity``)."""
     from replaykit.properties import dumps, open_estimator, selected
 
-    chosen = selected(args.names)
+    chosen = selected(args.names, search_margin=args.search_margin / 100, band=args.band / 100)
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     with open_estimator(args.estimator, args.estimator_cmd) as (label, estimator):
         header = {"estimator": label, "seed": seed, "maxExamples": args.max_examples}
@@ -131,29 +150,39 @@ def _lines(outcome: Outcome, width: int) -> list[str]:
     return [head, *_details(outcome)]
 
 
+def _counts(outcomes: list[Outcome]) -> tuple[int, int, int]:
+    """Passed, failed (unchecked included) and skipped."""
+    skipped = sum(outcome.skipped for outcome in outcomes)
+    passed = sum(outcome.passed for outcome in outcomes)
+    return passed, len(outcomes) - passed - skipped, skipped
+
+
 def _tally(outcomes: list[Outcome]) -> str:
-    failed = sum(not outcome.passed for outcome in outcomes)
-    return (f"{len(outcomes)} properties, {len(outcomes) - failed} passed, {failed} failed"
-            + ("" if failed else ": OK"))
+    passed, failed, skipped = _counts(outcomes)
+    return (f"{len(outcomes)} properties, {passed} passed, {failed} failed"
+            + (f", {skipped} skipped (not a pass)" if skipped else "")
+            + (": OK" if passed == len(outcomes) else ""))
 
 
 def _details(outcome: Outcome) -> list[str]:
     from replaykit.properties import dumps
 
+    errors = [f"          {error.content:7} error against o200k_base {error.low:+.1%} to {error.high:+.1%} "
+              f"({error.examples} examples)" for error in outcome.errors]
     if outcome.unchecked:
-        return [f"          {outcome.unchecked}"]
+        return [f"          {outcome.unchecked}", *errors]
     if outcome.failure is None:
-        return []
+        return errors
     failure = outcome.failure
-    return [f"          {failure.detail}", f"          target: {dumps(failure.target)}",
+    return [f"          {failure.detail}", *errors, f"          target: {dumps(failure.target)}",
             f"          transcript: {dumps(failure.transcript)}"]
 
 
 def to_json(header: dict[str, Any], outcomes: list[Outcome]) -> dict[str, Any]:
     """The ``--json`` document: the run's settings, one entry per property and the counts."""
     entries = [_entry(outcome) for outcome in outcomes]
-    failed = sum(not outcome.passed for outcome in outcomes)
-    return {**header, "ok": failed == 0, "passed": len(outcomes) - failed, "failed": failed,
+    passed, failed, skipped = _counts(outcomes)
+    return {**header, "ok": passed == len(outcomes), "passed": passed, "failed": failed, "skipped": skipped,
             "properties": entries}
 
 
@@ -161,6 +190,9 @@ def _entry(outcome: Outcome) -> dict[str, Any]:
     entry: dict[str, Any] = {"name": outcome.name, "statement": outcome.statement, "status": outcome.status}
     if outcome.unchecked:
         entry["reason"] = outcome.unchecked
+    if outcome.errors:
+        entry["errors"] = [{"content": error.content, "examples": error.examples, "min": error.low,
+                            "max": error.high} for error in outcome.errors]
     if outcome.failure is not None:
         failure = outcome.failure
         entry["failure"] = {"detail": failure.detail, "target": failure.target,

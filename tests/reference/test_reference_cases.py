@@ -182,14 +182,15 @@ def check_display_only(result: Result) -> None:
 def cjk_budget() -> Case:
     prompt = "请总结这篇关于东京机器人初创企业的长篇报道，并列出每一家公司的名称。"
     return Case("cjk-near-budget", [step(prompt)], transcript=stored("cjk-near-budget"), tools=[],
-                extra={"contextWindow": 4000, "reserve": 1000})
+                extra={"contextWindow": 4000, "reserve": 2900})
 
 
 def check_cjk_budget(result: Result) -> None:
     _error(result, 0, code="LOCAL_REQUEST_ERROR", phase="estimation", provenance="local", retryable=False)
     assert len(result.outcome["estimates"]) == 1  # one attempt: a local error is never retried
     (estimate,) = result.outcome["estimates"]
-    assert 3000 < estimate["tokens"] < 4000  # over contextWindow - reserve, one token per CJK character
+    # over contextWindow - reserve, under one token per CJK character (3,394 of them: o200k_base counts 2,181)
+    assert 1100 < estimate["tokens"] < 3394
 
 
 def _fault_case(name: str, fault: str, **extra: object) -> Case:
