@@ -15,4 +15,7 @@ if [ "$(cat "$VENV/.replaykit-stamp" 2>/dev/null)" != "$stamp" ]; then
   "$VENV/bin/python" -m pip install --quiet -e ".[test]" >&2
   echo "$stamp" > "$VENV/.replaykit-stamp"
 fi
+# replaykit's own bytecode, written once: every scenario run starts a Python target, which with
+# PYTHONDONTWRITEBYTECODE set (as on this kind of machine) would compile the editable package from source each time.
+"$VENV/bin/python" -m compileall -q replaykit >&2
 export PATH="$VENV/bin:$PATH"
