@@ -22,7 +22,7 @@ from replaykit.callables import load_callable
 from replaykit.cassette import write_atomic
 from replaykit.errors import UsageError
 
-__all__ = ["internal_error", "main"]
+__all__ = ["internal_error", "main", "target_function"]
 
 
 def internal_error(exc: BaseException) -> dict[str, Any]:
@@ -45,7 +45,8 @@ def internal_error(exc: BaseException) -> dict[str, Any]:
     }
 
 
-def _function(spec: str) -> Callable[[dict[str, Any]], Any]:
+def target_function(spec: str) -> Callable[[dict[str, Any]], Any]:
+    """The target function ``spec`` (``module:function``) names; a usage error when it cannot be found."""
     found: Callable[[dict[str, Any]], Any] = load_callable(
         spec, "--target python:", "replaykit.reference:run"
     )
@@ -61,13 +62,15 @@ def _variable(name: str) -> Path:
     return Path(value)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the target function named by ``argv[0]`` (see the module docstring)."""
+def main(argv: Sequence[str] | None = None,
+         function: Callable[[dict[str, Any]], Any] | None = None) -> int:
+    """Run the target function named by ``argv[0]`` (see the module docstring); ``function``: that function,
+    already found (a warm parent's child, :mod:`replaykit.scenario.warm`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if len(args) != 1:
             raise UsageError("usage: python -m replaykit.scenario.call module:function")
-        function = _function(args[0])
+        function = function or target_function(args[0])
         source, destination = _variable("REPLAYKIT_INPUT"), _variable("REPLAYKIT_OUTCOME")
         given = json.loads(source.read_text(encoding="utf-8"))
     except (UsageError, OSError, ValueError) as exc:

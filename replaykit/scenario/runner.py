@@ -36,6 +36,7 @@ from replaykit.scenario.capabilities import recorded_forms
 from replaykit.scenario.expect import Check, Evidence, check_all
 from replaykit.scenario.model import Scenario
 from replaykit.scenario.target import Run, Target, read_outcome, run_segment, target_env
+from replaykit.scenario.warm import Parents
 from replaykit.server import FakeProvider
 
 __all__ = ["Result", "run_jobs", "run_many", "run_scenario"]
@@ -166,6 +167,7 @@ class _Segments:
     target: Target
     root: Path
     mutant: str | None
+    parents: Parents | None = None
     outcome: JSON | None = None
     problem: str = ""
     kills: int = 0
@@ -217,17 +219,21 @@ class _Segments:
         as often as the scenario's kill faults fire)."""
         while True:
             ran = run_segment(self.target, self.root / "work", env, deadline - time.monotonic(), self.root,
-                              functools.partial(_new_kill_point, provider, len(provider.kill_points())))
+                              functools.partial(_new_kill_point, provider, len(provider.kill_points())),
+                              self.parents)
             if not ran.killed or self.kills >= self.scenario.kills_armed:
                 return ran
             self.kills += 1
 
 
 def run_scenario(
-    scenario: Scenario, target: Target, *, mutant: str | None = None, update_snapshots: bool = False
+    scenario: Scenario, target: Target, *, mutant: str | None = None, update_snapshots: bool = False,
+    parents: Parents | None = None,
 ) -> Result:
     """Run ``scenario`` on ``target`` (as ``mutant`` when given) and check every expectation; n/a without a
-    run when the target lacks a capability it needs."""
+    run when the target lacks a capability it needs. ``parents``: warm parents to fork a Python target's
+    runs from (:mod:`~replaykit.scenario.warm`; :func:`run_jobs` gives its batch's), else each run starts
+    cold."""
     missing = target.manifest.missing(scenario.needs)
     if missing:
         return Result(scenario, target.spec, [], mutant=mutant, missing=missing)
@@ -237,7 +243,7 @@ def run_scenario(
         (root / "work").mkdir()
         (root / "state").mkdir()
         _write_files(root / "work", dict(scenario.files))
-        segments = _Segments(scenario, target, root, mutant)
+        segments = _Segments(scenario, target, root, mutant, parents)
         with FakeProvider(scenario.cassettes, faults=scenario.faults, journal_bodies="full") as provider:
             segments.run(provider)
             journal = [entry.to_json() for entry in provider.journal]
@@ -281,14 +287,17 @@ def run_jobs(
     update_snapshots: bool = False,
     done: Callable[[Result], None] | None = None,
 ) -> list[Result]:
-    """Run each ``(scenario, target, mutant)``, ``jobs`` at a time (see :func:`run_many`)."""
+    """Run each ``(scenario, target, mutant)``, ``jobs`` at a time (see :func:`run_many`); a Python target's
+    runs are forked from warm parents, one per thread, ended with the batch."""
     if jobs < 1:
         raise ValueError(f"jobs={jobs!r} must be at least 1")
     results: list[Result | None] = [None] * len(jobs_)
-    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="replaykit-scenario") as pool:
+    with Parents() as parents, ThreadPoolExecutor(max_workers=jobs,
+                                                  thread_name_prefix="replaykit-scenario") as pool:
         futures = {
             pool.submit(
-                run_scenario, scenario, target, mutant=mutant, update_snapshots=update_snapshots
+                run_scenario, scenario, target, mutant=mutant, update_snapshots=update_snapshots,
+                parents=parents,
             ): index
             for index, (scenario, target, mutant) in enumerate(jobs_)
         }

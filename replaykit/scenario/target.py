@@ -43,12 +43,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from replaykit import contracts
 from replaykit.errors import UsageError
 from replaykit.redact import is_secret_field
+from replaykit.scenario import warm
 from replaykit.scenario.capabilities import Manifest, find_manifest, load_manifest
+from replaykit.scenario.warm import Parents
 
 __all__ = ["DEFAULT_TARGET", "Run", "Target", "read_outcome", "run_segment", "target_env"]
 
@@ -170,7 +172,7 @@ class Run:
     killed: bool = False
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
+def _kill_group(process: _Process) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone already
         os.killpg(process.pid, signal.SIGKILL)
 
@@ -228,7 +230,7 @@ def quiesce(pgid: int, deadline: float, quiet: float = _QUIET) -> None:
         last = used
 
 
-def _wait(process: subprocess.Popen[bytes], timeout: float, stop: Callable[[], bool] | None) -> str:
+def _wait(process: _Process, timeout: float, stop: Callable[[], bool] | None) -> str:
     """``exited``, ``timed_out`` or ``killed`` (``stop()`` turned true first: checked every few ms)."""
     deadline = time.monotonic() + max(timeout, 0.001)
     while True:
@@ -244,38 +246,51 @@ def _wait(process: subprocess.Popen[bytes], timeout: float, stop: Callable[[], b
                 return "timed_out"
 
 
-def run_segment(
-    target: Target, cwd: Path, env: Mapping[str, str], timeout: float, logs: Path,
-    stop: Callable[[], bool] | None = None,
-) -> Run:
-    """Run ``target`` once in ``cwd`` with ``env``; kill its process group after ``timeout`` seconds, or as
-    soon as ``stop()`` is true (and any process it left behind once it exits). Its stdout and stderr go to
-    files in ``logs``."""
-    start = time.monotonic()
-    err_path = logs / "stderr.txt"
-    with open(logs / "stdout.txt", "ab") as out, open(err_path, "ab") as err:
+class _Process(Protocol):
+    """A run's process: a :class:`subprocess.Popen`, or a :class:`~replaykit.scenario.warm.Forked` run."""
+
+    pid: int
+    returncode: int | None
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+def _start(target: Target, cwd: Path, env: Mapping[str, str], logs: Path,
+           parents: Parents | None) -> _Process:
+    """Start a run: forked from a warm parent for a Python target (:mod:`~replaykit.scenario.warm`), else
+    the target's command, in a session of its own, its output appended to ``logs``."""
+    out, err = logs / "stdout.txt", logs / "stderr.txt"
+    if parents is not None and target.spec.startswith(PYTHON_PREFIX) and warm.enabled():
+        imported_under = target_env({}, dict(target.env))
+        return parents.launch(target.spec[len(PYTHON_PREFIX):], imported_under, cwd, env, out, err)
+    with open(out, "ab") as out_file, open(err, "ab") as err_file:
         try:
-            process = subprocess.Popen(
-                target.argv,
-                cwd=cwd,
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,
-            )
+            return subprocess.Popen(target.argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+                                    stdout=out_file, stderr=err_file, start_new_session=True)
         except OSError as exc:
             raise UsageError(
                 f"target {target.spec!r} cannot start: {exc.strerror or exc}; "
                 "check the command and that it is installed"
             ) from exc
-        try:
-            ended = _wait(process, timeout, stop)
-        finally:
-            _kill_group(process)
-            process.wait()
+
+
+def run_segment(
+    target: Target, cwd: Path, env: Mapping[str, str], timeout: float, logs: Path,
+    stop: Callable[[], bool] | None = None, parents: Parents | None = None,
+) -> Run:
+    """Run ``target`` once in ``cwd`` with ``env``; kill its process group after ``timeout`` seconds, or as
+    soon as ``stop()`` is true (and any process it left behind once it exits). Its stdout and stderr go to
+    files in ``logs``. ``parents``: the batch's warm parents (a Python target's run is forked from one)."""
+    start = time.monotonic()
+    process = _start(target, cwd, env, logs, parents)
+    try:
+        ended = _wait(process, timeout, stop)
+    finally:
+        _kill_group(process)
+        process.wait()
     code = process.returncode if ended == "exited" else None
-    return Run(code, ended == "timed_out", _tail(err_path), time.monotonic() - start, ended == "killed")
+    return Run(code, ended == "timed_out", _tail(logs / "stderr.txt"), time.monotonic() - start,
+               ended == "killed")
 
 
 def read_outcome(path: Path) -> tuple[dict[str, Any] | None, str]:

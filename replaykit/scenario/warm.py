@@ -1,0 +1,212 @@
+"""A warm parent for Python targets: the target's module imported once, a fresh process forked for each run.
+
+``python -m replaykit.scenario.warm module:function`` imports the function (and so its module and replaykit),
+then reads one request a line on stdin (``{"cwd", "env", "stdout", "stderr"}``), forks, and answers
+``{"pid"}`` at once and ``{"pid", "code"}`` when the run ends. The child is what
+``python -m replaykit.scenario.call`` would be, without the start-up: a session (process group) of its own,
+that folder, exactly that environment, its output appended to those files; each run still gets its own
+process, so a crash or a hang in one never reaches another. The parent keeps no thread (a fork copies only
+the thread that forks). A module that reads the environment when it is imported sees the runner's, not the
+run's: ``REPLAYKIT_WARM=0`` starts each run cold instead.
+
+:class:`Parents` is the runner's side: a warm parent per runner thread and target (:class:`Warm`), started
+when first needed, ended with the batch; :class:`Forked` looks like the :class:`subprocess.Popen` of a cold
+run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["ENV", "Forked", "Parents", "Warm", "enabled", "main"]
+
+ENV = "REPLAYKIT_WARM"
+
+
+def enabled() -> bool:
+    """Whether Python targets run warm (``REPLAYKIT_WARM`` is not ``0``)."""
+    return os.environ.get(ENV, "1").strip() not in ("0", "false", "no", "off")
+
+
+# ---------------------------------------------------------------- the parent process
+
+
+def _child(function: Any, spec: str, order: Mapping[str, Any]) -> int:
+    """In the forked child: become the run (session, folder, environment, output), run it, give its code."""
+    from replaykit.scenario import call
+
+    os.setsid()
+    os.chdir(order["cwd"])
+    os.environ.clear()
+    os.environ.update(order["env"])
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        target = os.open(order[name], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.dup2(target, fd)
+        os.close(target)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    return call.main([spec], function=function)
+
+
+def _fork(function: Any, spec: str, order: Mapping[str, Any]) -> int:
+    pid = os.fork()
+    if pid == 0:
+        code = 70
+        try:
+            code = _child(function, spec, order)
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(code)
+    return pid
+
+
+def _found(spec: str) -> Any:
+    """The target function, or None when it cannot be found or its module fails to import (each run then
+    looks for it again and says why, as a cold run does)."""
+    from replaykit.scenario.call import target_function
+
+    try:
+        return target_function(spec)
+    except Exception:  # the target's own import error belongs to each run's report, not to this process
+        return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve forked runs of the target function named by ``argv[0]`` until stdin closes."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    spec = args[0] if len(args) == 1 else ""
+    function = _found(spec)
+    answers = sys.stdout
+    for line in sys.stdin:
+        order = json.loads(line)
+        pid = _fork(function, spec, order)
+        answers.write(json.dumps({"pid": pid}) + "\n")
+        answers.flush()
+        _, status = os.waitpid(pid, 0)
+        answers.write(json.dumps({"pid": pid, "code": os.waitstatus_to_exitcode(status)}) + "\n")
+        answers.flush()
+    return 0
+
+
+# ---------------------------------------------------------------- the runner's side
+
+
+class Forked:
+    """One forked run, as much of :class:`subprocess.Popen` as the runner uses: ``pid``, ``returncode`` and
+    :meth:`wait`."""
+
+    def __init__(self, parent: Warm, pid: int) -> None:
+        self.parent, self.pid = parent, pid
+        self.returncode: int | None = None
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The exit code (negative: the signal), once the run ended; :class:`subprocess.TimeoutExpired`
+        when ``timeout`` seconds pass first."""
+        if self.returncode is None:
+            self.returncode = int(self.parent.answer(timeout, self)["code"])
+        return self.returncode
+
+
+class Warm:
+    """A warm parent process for one Python target (``spec``), with the environment it imports under."""
+
+    def __init__(self, spec: str, env: Mapping[str, str]) -> None:
+        self.spec = spec
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "replaykit.scenario.warm", spec], env=dict(env), stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.orders: IO[bytes] = self.process.stdin
+        self.answers: IO[bytes] = self.process.stdout
+
+    def start(self, cwd: Path, env: Mapping[str, str], stdout: Path, stderr: Path) -> Forked:
+        """Fork one run; the handle to wait on it."""
+        order = {"cwd": str(cwd), "env": dict(env), "stdout": str(stdout), "stderr": str(stderr)}
+        self.orders.write(json.dumps(order).encode("utf-8") + b"\n")
+        self.orders.flush()
+        return Forked(self, int(self.answer(None)["pid"]))
+
+    def answer(self, timeout: float | None, waiting: Forked | None = None) -> dict[str, Any]:
+        """The parent's next line; :class:`subprocess.TimeoutExpired` after ``timeout`` seconds."""
+        if timeout is not None:
+            ready, _, _ = select.select([self.answers], [], [], max(timeout, 0.0))
+            if not ready:
+                raise subprocess.TimeoutExpired(self.spec, timeout)
+        line = self.answers.readline()
+        if not line:
+            raise OSError(f"the warm parent of {self.spec} ended (exit code {self.process.poll()})")
+        found: dict[str, Any] = json.loads(line)
+        return found
+
+    def alive(self) -> bool:
+        """True while the parent runs."""
+        return self.process.poll() is None
+
+    def close(self) -> None:
+        """End the parent: stdin closed, then its exit awaited (killed when it does not end at once)."""
+        with contextlib.suppress(OSError):
+            self.orders.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.answers.close()
+
+
+class Parents:
+    """The warm parents of one batch of runs (:func:`replaykit.scenario.runner.run_jobs`): one per runner
+    thread and target, started when first needed, all ended by :meth:`close`."""
+
+    def __init__(self) -> None:
+        self._parents: dict[tuple[int, str, tuple[tuple[str, str], ...]], Warm] = {}
+        self._lock = threading.Lock()
+
+    def launch(self, spec: str, warm_env: Mapping[str, str], cwd: Path, env: Mapping[str, str], stdout: Path,
+               stderr: Path) -> Forked:
+        """Fork a run of Python target ``spec`` (``module:function``) from this thread's warm parent for it,
+        started with ``warm_env`` when there is none or it ended."""
+        key = (threading.get_ident(), spec, tuple(sorted(warm_env.items())))
+        with self._lock:
+            parent = self._parents.get(key)
+        if parent is not None and parent.alive():
+            try:
+                return parent.start(cwd, env, stdout, stderr)
+            except OSError:  # it ended meanwhile (killed): a new one
+                pass
+        if parent is not None:
+            parent.close()
+        parent = Warm(spec, warm_env)
+        with self._lock:
+            self._parents[key] = parent
+        return parent.start(cwd, env, stdout, stderr)
+
+    def close(self) -> None:
+        """End every parent."""
+        with self._lock:
+            parents, self._parents = list(self._parents.values()), {}
+        for parent in parents:
+            parent.close()
+
+    def __enter__(self) -> Parents:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""Warm parents (replaykit.scenario.warm): each run of a Python target is a process of its own, forked from a
+parent that imported the target once, with the run's own folder, environment and output; a crash, a hang or
+a killed parent in one run never reaches another; REPLAYKIT_WARM=0 runs cold."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from scenario_support import FUNCTION, scenario_doc, tiny_target_importable, write_scenario
+
+from replaykit.scenario import Target, load, run_many
+from replaykit.scenario.warm import ENV, Parents, enabled
+
+PROBE = '''
+import json, os, time
+
+IMPORTED_UNDER = os.environ.get("PROBE_AT_IMPORT")
+
+
+def run(given):
+    with open("seen.json", "w") as out:
+        json.dump({"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0), "cwd": os.getcwd(),
+                   "run": os.environ.get("PROBE_RUN"), "imported_under": IMPORTED_UNDER}, out)
+    print("said on stdout")
+    how = given.get("how")
+    if how == "exit":
+        os._exit(3)
+    if how == "hang":
+        time.sleep(60)
+    return {"status": "ok", "persistWrites": 0}
+'''
+
+
+def _run(parents: Parents, tmp_path: Path, number: int, how: str = "", timeout: float | None = 60) -> tuple[
+        int, dict[str, object]]:
+    work = tmp_path / f"work-{number}"
+    work.mkdir()
+    (work / "input.json").write_text(json.dumps({"how": how}))
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(tmp_path), "PROBE_RUN": str(number),
+           "REPLAYKIT_INPUT": str(work / "input.json"), "REPLAYKIT_OUTCOME": str(work / "outcome.json")}
+    warm_env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(tmp_path), "PROBE_AT_IMPORT": "parent"}
+    run = parents.launch("probe:run", warm_env, work, env, work / "out.txt", work / "err.txt")
+    try:
+        code = run.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(run.pid, signal.SIGKILL)
+        code = run.wait()
+    seen = json.loads((work / "seen.json").read_text())
+    return code, seen
+
+
+def test_each_run_is_its_own_process_forked_from_one_parent(tmp_path: Path) -> None:
+    (tmp_path / "probe.py").write_text(PROBE)
+    with Parents() as parents:
+        (code, first), (again, second) = _run(parents, tmp_path, 1), _run(parents, tmp_path, 2)
+    assert (code, again) == (0, 0)
+    assert first["pid"] != second["pid"] and first["ppid"] == second["ppid"]  # one parent, two children
+    assert first["pgid"] == first["pid"]  # a session of its own: its group is killed, nothing else
+    assert (first["run"], second["run"]) == ("1", "2") and first["cwd"] == str(tmp_path / "work-1")
+    assert first["imported_under"] == "parent"  # imported once, by the parent
+    assert (tmp_path / "work-2" / "out.txt").read_text() == "said on stdout\n"
+    assert json.loads((tmp_path / "work-2" / "outcome.json").read_text())["status"] == "ok"
+
+
+def test_a_crash_or_a_hang_ends_that_run_only(tmp_path: Path) -> None:
+    (tmp_path / "probe.py").write_text(PROBE)
+    with Parents() as parents:
+        crashed, seen = _run(parents, tmp_path, 1, "exit")
+        hung, _ = _run(parents, tmp_path, 2, "hang", timeout=0.5)
+        after, later = _run(parents, tmp_path, 3)
+    assert (crashed, hung, after) == (3, -signal.SIGKILL, 0)
+    assert later["ppid"] == seen["ppid"]  # the same parent served the run after them
+
+
+def test_a_killed_parent_is_replaced_at_the_next_run(tmp_path: Path) -> None:
+    (tmp_path / "probe.py").write_text(PROBE)
+    with Parents() as parents:
+        _, first = _run(parents, tmp_path, 1)
+        os.kill(int(str(first["ppid"])), signal.SIGKILL)
+        code, second = _run(parents, tmp_path, 2)
+    assert code == 0 and second["ppid"] != first["ppid"]
+
+
+def test_a_target_that_cannot_be_imported_says_why_in_each_run(tmp_path: Path) -> None:
+    (tmp_path / "probe.py").write_text("raise RuntimeError('broken at import')\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(tmp_path), "REPLAYKIT_INPUT": str(work / "in.json"),
+           "REPLAYKIT_OUTCOME": str(work / "out.json")}
+    with Parents() as parents:
+        code = parents.launch("probe:run", env, work, env, work / "out.txt", work / "err.txt").wait(60)
+    assert code != 0 and "broken at import" in (work / "err.txt").read_text()
+
+
+@pytest.mark.parametrize("warm", ["1", "0"])
+def test_warm_and_cold_runs_give_the_same_verdicts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    warm: str) -> None:
+    tiny_target_importable(monkeypatch)
+    monkeypatch.setenv(ENV, warm)
+    assert enabled() is (warm == "1")
+    write_scenario(tmp_path, scenario_doc("good"))
+    write_scenario(tmp_path, scenario_doc("bad", expectations={"outcome": "ok", "persistWrites": 2}))
+    results = run_many([load(tmp_path / "good.yaml"), load(tmp_path / "bad.yaml")], Target.parse(FUNCTION),
+                       jobs=2)
+    assert [(r.scenario.name, r.verdict) for r in results] == [("good", "pass"), ("bad", "fail")]
+    assert results[1].failure_text() == "persistWrites: expected 2 write(s), got 1"
