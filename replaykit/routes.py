@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
-__all__ = ["APIS", "API_ORIGINS", "MODEL_APIS", "PROVIDERS", "ROUTES", "Api", "Kinds", "Provider", "Route",
-           "base_url_env", "base_urls", "classify", "classify_uri", "known", "provider_of"]
+__all__ = ["APIS", "API_ORIGINS", "MODEL_APIS", "MODEL_ROUTES", "PROVIDERS", "ROUTES", "Api", "Kinds",
+           "Provider", "Route", "base_url_env", "base_urls", "classify", "classify_uri", "known",
+           "provider_of"]
 
 Provider = Literal["anthropic", "openai", "azure", "cloudflare"]
 PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "azure", "cloudflare")
@@ -93,6 +94,8 @@ ROUTES: tuple[Route, ...] = (
 
 #: The API of the model turns each model provider serves (from the table): anthropic, openai, azure.
 MODEL_APIS: dict[str, Api] = {route.provider: route.api for route in ROUTES if route.provider and route.api}
+#: The route of each model provider's turns (anthropic.messages, openai.responses, azure.responses).
+MODEL_ROUTES: dict[str, Route] = {route.provider: route for route in ROUTES if route.provider and route.api}
 
 _HOSTS: tuple[tuple[str, Provider], ...] = (
     ("anthropic.com", "anthropic"),

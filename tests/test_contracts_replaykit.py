@@ -343,6 +343,10 @@ SCENARIO_CASES: list[Case] = [
     case("example", "/expectations", DELETE, "required"),
     case("example", "/expectation", {"outcome": "ok"}, "additionalProperties"),
     case("example", "/expectations/outcome", "passed", "enum"),
+    case("example", "/expectations/outcome", 3, "type"),
+    case("example", "/expectations/outcome", ["ok"], "minItems"),
+    case("example", "/expectations/outcome", ["ok", "ok"], "uniqueItems"),
+    case("example", "/expectations/outcome", ["ok", "passed"], "enum", "/expectations/outcome/1"),
     case("example", "/expectations/outcome", DELETE, "required"),
     case("example", "/expectations/error", {"code": "PROVIDER_ERROR"}, "false"),
     case("example", "/expectations/providerRequests", -1, "minimum"),
@@ -365,6 +369,7 @@ SCENARIO_CASES: list[Case] = [
     case("restore", "/expectations/error/code", DELETE, "required"),
     case("restore", "/expectations/error/retryable", False, "additionalProperties"),
     case("restore", "/expectations/outcome", "aborted", "const", "/expectations/error/code"),
+    case("restore", "/expectations/outcome", ["ok", "aborted"], "false", "/expectations/error"),
     case("restore", "/expectations/persistWrites", {"min": -1}, "minimum", "/expectations/persistWrites/min"),
     case("faults", "/expectations/error/phase", "validation", "false"),
 ]
@@ -542,6 +547,7 @@ def test_a_cross_field_rule_is_reported_with_its_pointer(base: str, at: str, val
 
 @pytest.mark.parametrize(("base", "at", "value"), [
     ("example", "/expectations/providerRequests", {"min": 2, "max": 2}),
+    ("restore", "/expectations/outcome", ["ok", "error"]),
     ("example", "/expectations/estimates/0", {"step": 0, "min": 7, "max": 7}),
     ("example", "/reserve", 199999),
     ("input", "/reserve", 199999),

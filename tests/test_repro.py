@@ -388,9 +388,12 @@ def test_each_reaches_check_is_written_as_the_canonical_view_holds_it(tmp_path: 
     future = {"type": "future_block", "note": None, "value": "kept", "cache_control": {"type": "ephemeral"}}
     messages = [{"role": "user", "content": QUESTION},
                 {"role": "assistant", "content": [SEARCH_CALL, SEARCH_RESULT, future]}]
-    reproduce(_file(tmp_path, "future.json", {"model": "claude-sonnet-4-6", "messages": messages}),
-              tmp_path / "a")
-    reaches = yaml.safe_load((tmp_path / "a" / SCENARIO).read_text())["expectations"]["reaches"]
+    done = reproduce(_file(tmp_path, "future.json", {"model": "claude-sonnet-4-6", "messages": messages}),
+                     tmp_path / "a")
+    assert (done.diagnosis.failure.kind, done.diagnosis.failure.pointer) == (  # type: ignore[union-attr]
+        "request violation", "/messages/1/content/2/type")  # a type the contracts do not know yet
+    sent = bundle.Diagnosis(done.diagnosis.target, None, done.diagnosis.body)  # were it known: replayed
+    reaches = bundle._expectations(sent)["reaches"]
     assert {"request": 1, "pointer": "/messages/*/content/*", "equals": {"type": "future_block",
                                                                          "value": "kept"}} in reaches
     calls = [{"role": "user", "content": QUESTION},

@@ -2,7 +2,9 @@
 of every bundled transcript, pydantic-ai history and cassette passes on harnesses of different languages,
 forms and estimators: the reference, the JavaScript fixture target streamed and plain, and a plain harness on
 the anthropic SDK (tests/fixtures/targets/sdk/target.py) estimating at four characters a token or with
-o200k_base. On the CJK transcript four characters a token is the defect the band is there to catch."""
+o200k_base. On the CJK transcript four characters a token is the defect the band is there to catch; after the
+paused turn of the pause_turn cassette the follow-up breaks a rule, which the harnesses replaying it as is
+send (the reference refuses it)."""
 
 from __future__ import annotations
 
@@ -118,6 +120,14 @@ def test_the_scenario_passes_on_harnesses_of_other_languages_forms_and_estimator
                 for name, target in _targets(tmp_path, source.stem).items()}
     anthropic = done.diagnosis.target.provider == "anthropic"
     wanted = {name: "pass" if name == "reference" or anthropic else "n/a" for name in verdicts}
+    failure = done.diagnosis.failure
+    if failure is not None and failure.kind == "request violation":  # the paused turn, then a user message
+        assert failure.rule == "anthropic.server_call_has_result", failure
+        sent = {name: verdicts.pop(name) for name in list(verdicts) if name != "reference"}  # replayed as is
+        broken = f"fail: requestContractsHold: request #1 breaks its contract at {failure.pointer}: " \
+                 f"{failure.rule}"
+        assert all(verdict.startswith(broken) for verdict in sent.values()), sent
+        wanted = {"reference": "pass"}  # it refuses the request locally
     if source.stem == CJK:  # four characters a token undercounts CJK: the defect this band catches
         caught = "fail: estimates[step 0]: expected 1517..7256 tokens, got "
         assert verdicts.pop("sdk chars4").startswith(caught)

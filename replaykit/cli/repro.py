@@ -3,10 +3,11 @@
 Reads the transcript in any form users paste (neutral JSON, an Anthropic Messages or OpenAI Responses request
 body or its messages / input array, a JSONL session log of either, a pydantic-ai message history, or a
 cassette: its failing request, which the ``read:`` line names), scrubs its keys, pinpoints the first failure
-of restore, projection and estimation with its JSON pointer, and writes DIR (a scenario any correct harness
-passes, the transcript, a synthesized cassette answering plain and streamed requests, ``repro.json``: see
-:mod:`replaykit.repro`). With ``--target`` the new scenario runs at once on that target and its verdict is
-printed.
+of restore, projection, the request (a broken provider rule: its rulebook id, the provider's own message,
+the request it is in, the other rules broken) and estimation with its JSON pointer, and writes DIR (a
+scenario any correct harness passes, the transcript, a synthesized cassette answering plain and streamed
+requests, ``repro.json``: see :mod:`replaykit.repro`). With ``--target`` the new scenario runs at once on
+that target and its verdict is printed.
 
 Exit 0 when written (and, with ``--target``, the scenario passes); 1 when a key survived the scrub (nothing
 written) or the scenario fails on the target; 2 on a file that is no transcript, or a DIR that is neither
@@ -36,11 +37,11 @@ def register(subparsers: Any) -> None:
         description="Read a reported transcript (neutral JSON, an Anthropic Messages or OpenAI Responses "
                     "request body or its messages / input array, a JSONL session log of either, a "
                     "pydantic-ai message history, or a cassette: its last request answered with an error, "
-                    "else its last request), redact it, find where restore, projection or estimation first "
-                    f"fails, and write DIR: {SCENARIO}, the transcript and a synthesized cassette "
-                    f"({CASSETTE}), so that `replaykit run DIR` replays it offline. Exit 0 when written, 1 "
-                    "when a key survived redaction (nothing written) or the scenario fails on --target, 2 on "
-                    "bad input.")
+                    "else its last request), redact it, find where restore, projection, the request (a "
+                    "broken provider rule, named) or estimation first fails, and write DIR: "
+                    f"{SCENARIO}, the transcript and a synthesized cassette ({CASSETTE}), so that "
+                    "`replaykit run DIR` replays it offline. Exit 0 when written, 1 when a key survived "
+                    "redaction (nothing written) or the scenario fails on --target, 2 on bad input.")
     parser.add_argument("transcript", type=Path, metavar="TRANSCRIPT",
                         help="the reported transcript file (JSON, JSONL, or a cassette's YAML)")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR",
@@ -73,6 +74,10 @@ def _lines(done: Repro, out: Path, result: Result | None) -> list[str]:
         lines.append(f"redacted: {len(keys)} key(s): {shown}" + (" ..." if len(keys) > 5 else ""))
     passed = f"none (restore, projection and estimate pass: {done.diagnosis.tokens} tokens)"
     lines.append(f"first failure: {failure or passed}")
+    if failure is not None and failure.kind == "request violation":
+        lines.append(f"where: {failure.request}")
+        lines += [f"rule: {failure.statement}"] if failure.statement else []
+        lines += [f"also broken: {other}" for other in failure.others]
     lines += [f"note: {note}" for note in done.diagnosis.notes]
     lines.append(f"wrote: {out} ({done.folder}): {', '.join(FILES)} (the cassette is origin: synthesized, "
                  "its answer plain and streamed)")

@@ -13,6 +13,8 @@ Each step of the input, in order::
     rebuild     the system prompt and tools of the input, logged in systemHistory
     project     replaykit.replay: search blocks verbatim to their provider, a text projection to another;
                 display-only records and other providers' opaque blocks left out
+    check       the request against its provider's contract, shapes and rules (replaykit.contracts):
+                LOCAL_REQUEST_ERROR (validation), no request, when the provider would refuse it
     estimate    replaykit.estimate, anchored on valid usage; refused above contextWindow - reserve
     request     streamed, retried up to maxRetries when replaykit.provenance says retryable;
                 idleTimeoutMs is the longest wait for the next bytes

@@ -1,8 +1,10 @@
 """The local steps around a request: validate a stored transcript, rebuild the system, choose what is
-replayed, estimate and preflight the budget, and check an answer's citations.
+replayed and check it against the provider's rules, estimate and preflight the budget, and check an answer's
+citations.
 
 Each is a thin use of the library (:func:`replaykit.transcript.restore`, :func:`replaykit.replay.projection`,
-:func:`replaykit.estimate.estimate`, :func:`replaykit.citations.verify_transcript`); the named mutants
+:func:`replaykit.contracts.first_violation`, :func:`replaykit.estimate.estimate`,
+:func:`replaykit.citations.verify_transcript`); the named mutants
 (:mod:`replaykit.reference.mutants`) live here, at the line each defect would sit in a real harness.
 """
 
@@ -13,11 +15,14 @@ import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from replaykit import contracts
 from replaykit.citations import errors_only, verify_transcript
 from replaykit.errors import LocalRequestError
 from replaykit.estimate import Chars, Estimate, body_chars, estimate
 from replaykit.reference.mutants import mutant
+from replaykit.reference.wire import wire_body
 from replaykit.replay import Target, project, projection
+from replaykit.routes import MODEL_ROUTES
 from replaykit.transcript import AssistantMessage, Transcript, restore
 
 __all__ = ["OverBudget", "checked_citations", "estimate_tokens", "prepare", "rebuild_system", "validate"]
@@ -89,7 +94,7 @@ def rebuild_system(transcript: JSON, system: str | None, tools: list[JSON], now:
 def prepare(transcript: JSON, target: Target) -> JSON:
     """The request body for ``target``: :func:`replaykit.replay.projection` of the transcript (search blocks
     verbatim to their own provider, a text projection to another; display-only records and another
-    provider's opaque blocks left out, each noted on stderr)."""
+    provider's opaque blocks left out, each noted on stderr), checked by :func:`preflight`."""
     replayed = transcript
     if mutant("search-dropped-on-replay"):
         replayed = _without(replayed, "hostedSearch")
@@ -101,7 +106,22 @@ def prepare(transcript: JSON, target: Target) -> JSON:
     if mutant("internal-fields-leak"):
         spread = {key: value for key, value in transcript.items() if key not in ("messages", "tools")}
         return spread | built.body
+    if not mutant("accept-corrupt-container"):  # its defect: the wrapped content goes out unchecked
+        preflight(built.body, target)
     return built.body
+
+
+def preflight(body: JSON, target: Target) -> None:
+    """Refuse a request the provider would refuse: ``body`` as sent (:func:`~.wire.wire_body`) against the
+    provider's request contract, shapes then rules (:func:`replaykit.contracts.first_violation`).
+    A transcript whose replay breaks a rule (a server tool id a proxy rewrote, a client tool_use before the
+    server blocks of its turn, a reasoning item without its encrypted content under ``store: false``) is
+    refused like a corrupt one: LOCAL_REQUEST_ERROR, phase validation, naming the rule and its place."""
+    kinds = MODEL_ROUTES[target.provider].contracts
+    found = contracts.first_violation(kinds.request, wire_body(body, target)) if kinds else None
+    if found is not None:
+        raise LocalRequestError(f"the request would break its contract at {found.pointer or '/'}: "
+                                f"{found.message}; refused before sending", phase="validation")
 
 
 def _without(transcript: Mapping[str, Any], kind: str) -> JSON:

@@ -3,11 +3,12 @@
 :func:`reproduce` reads the report in any form users paste (:mod:`~replaykit.repro.reported`: the neutral
 transcript, an Anthropic Messages or OpenAI Responses request body or its messages / input array, a JSONL
 session log of either, a pydantic-ai message history, a cassette's failing request), scrubs every key from
-it, finds where restore, projection or estimation first fails (:mod:`~replaykit.repro.diagnosis`) and writes a
-folder (:mod:`~replaykit.repro.bundle`): a scenario (``contracts/replaykit/scenario.schema.json``) that any
-correct harness passes, whatever its language, request encoding, streaming or estimator (its estimate a
-policy band, :mod:`~replaykit.repro.band`), the transcript and a synthesized cassette, so that
-``replaykit run DIR`` replays it with no network and no key::
+it, finds where restore, projection, the request (a broken provider rule, by its rulebook id) or estimation
+first fails (:mod:`~replaykit.repro.diagnosis`) and writes a folder (:mod:`~replaykit.repro.bundle`): a
+scenario (``contracts/replaykit/scenario.schema.json``) that any correct harness passes, whatever its
+language, request encoding, streaming or estimator (its estimate a policy band, :mod:`~replaykit.repro.band`),
+the transcript and a synthesized cassette, so that ``replaykit run DIR`` replays it with no network and no
+key::
 
     from pathlib import Path
     from replaykit.repro import reproduce
@@ -65,7 +66,8 @@ def reproduce(transcript: Path, out: Path) -> Repro:
     """Read, redact, diagnose the reported ``transcript`` and write its repro folder ``out``."""
     folder = prepare_folder(out)
     reported = read(transcript)
-    diagnosis = diagnose(reported.transcript, str(transcript), reported.provider, reported.model)
+    diagnosis = diagnose(reported.transcript, str(transcript), reported.provider, reported.model,
+                         reported.request)
     bundle = build(reported, diagnosis)
     left = leaks(bundle)
     if left:

@@ -10,7 +10,13 @@ Layout (``replaykit run DIR`` finds the scenario; the other files sit in subfold
 The scenario says what any correct harness does with the transcript, whatever its language, its encoding of a
 request or its estimator. When restore or projection fails (a contract violation, a projection error) it
 refuses locally: ``LOCAL_REQUEST_ERROR``, phase ``validation``, no request, nothing persisted (the cassette
-then holds the answer a harness that sends anyway would get). Otherwise it sends one request that replays
+then holds the answer a harness that sends anyway would get). When the request breaks the provider's
+contract (a request violation: a broken rule of the rulebook, or a shape), a correct harness never sends it:
+it refuses the transcript locally as above, or repairs it (leaves out what cannot be replayed, reorders) and
+sends one request that keeps the contract; the scenario takes either (``outcome: [ok, error]``, at most one
+request and one write, ``requestContractsHold``), names none of the broken parts in ``reaches`` and checks no
+estimate (a refusing harness makes none); its cassette answers whatever valid request comes. Otherwise it
+sends one request that replays
 every provider block verbatim (``reaches`` on their ids, each checked against the canonical view of the
 request: :mod:`replaykit.canonical`) and none of the transcript's own fields (``neverReaches``), persists
 once, and estimates within the policy band of :mod:`replaykit.repro.band` (derived in the description). An
@@ -44,8 +50,9 @@ from replaykit.pointer import matches
 from replaykit.redact import SecretFinding, scan, scan_text
 from replaykit.reference.wire import wire_body
 from replaykit.replay import Target
-from replaykit.repro.diagnosis import PROMPT, RESERVE, Diagnosis
+from replaykit.repro.diagnosis import PROMPT, RESERVE, Diagnosis, Failure
 from replaykit.repro.reported import Reported
+from replaykit.routes import MODEL_ROUTES
 from replaykit.synthesis import (
     a_offsets,
     a_stream_events,
@@ -70,7 +77,7 @@ _URIS = {"anthropic": "https://api.anthropic.com/v1/messages", "openai": "https:
          "azure": "https://replaykit-example.openai.azure.com/openai/v1/responses"}
 _KEY_HEADERS = {"anthropic": ("x-api-key", "REDACTED"), "openai": ("authorization", "Bearer REDACTED"),
                 "azure": ("api-key", "REDACTED")}
-_ROUTES = {"anthropic": "anthropic.messages", "openai": "openai.responses", "azure": "azure.responses"}
+_REFUSED = {"code": "LOCAL_REQUEST_ERROR", "phase": "validation", "provenance": "local"}
 _IDS = ("id", "tool_use_id", "call_id")
 _MAX_REACHES = 32
 
@@ -109,7 +116,18 @@ def _name(path: Path) -> str:
 def _what(diagnosis: Diagnosis) -> str:
     if diagnosis.failure is None:
         return "restore, projection and estimate pass; a correct harness sends the follow-up"
-    return str(diagnosis.failure)
+    failure = diagnosis.failure
+    if failure.kind != "request violation":
+        return str(failure)
+    return (f"{failure} (found in {failure.request}). A correct harness never sends a request that breaks "
+            "the provider's contract: it refuses the transcript locally (LOCAL_REQUEST_ERROR, validation, "
+            "nothing sent or persisted) or repairs it and sends one request that keeps the contract")
+
+
+def _sends(diagnosis: Diagnosis) -> bool:
+    """Whether a correct harness sends the replayed request as projected (its follow-up gets answered)."""
+    failure = diagnosis.failure
+    return diagnosis.body is not None and (failure is None or failure.kind == "estimator exception")
 
 
 # ---------------------------------------------------------------- the scenario
@@ -137,26 +155,36 @@ def _estimate_policy(diagnosis: Diagnosis) -> str:
     if diagnosis.failure is None or diagnosis.failure.kind == "estimator exception":
         return ("No estimate is checked: the estimator raises on this transcript, so no policy count can be "
                 "made here; the turn going through is the check.")
+    if diagnosis.failure.kind == "request violation":
+        return "No estimate is checked: a correct harness may refuse before it estimates."
     return "No estimate is checked: a correct harness refuses before it estimates."
 
 
 def _expectations(diagnosis: Diagnosis) -> JSON:
     failure = diagnosis.failure
-    if failure is not None and failure.kind != "estimator exception":
-        return {"outcome": "error",
-                "error": {"code": "LOCAL_REQUEST_ERROR", "phase": "validation", "provenance": "local"},
-                "providerRequests": 0, "persistWrites": 0, "unused": True}
+    if failure is not None and failure.kind == "request violation":
+        return {"outcome": ["ok", "error"], "error": dict(_REFUSED), "providerRequests": {"max": 1},
+                "requestContractsHold": True, "persistWrites": {"max": 1}, "unused": True,
+                "neverReaches": _internal(diagnosis.target)}
+    if not _sends(diagnosis):
+        return {"outcome": "error", "error": dict(_REFUSED), "providerRequests": 0, "persistWrites": 0,
+                "unused": True}
     expected: JSON = {"outcome": "ok", "providerRequests": 1, "requestContractsHold": True,
                       "persistWrites": 1}
     if diagnosis.band is not None:
         expected["estimates"] = [{"step": 0, "min": diagnosis.band.low, "max": diagnosis.band.high}]
-    view = canonical(_ROUTES[diagnosis.target.provider], wire_body(diagnosis.body or {}, diagnosis.target))
+    route = MODEL_ROUTES[diagnosis.target.provider].name
+    view = canonical(route, wire_body(diagnosis.body or {}, diagnosis.target))
     if reaches := [check for check in _reaches(view, diagnosis.target) if _holds(check, view)]:
         expected["reaches"] = reaches[:_MAX_REACHES]
-    listed = "/messages" if diagnosis.target.api == "anthropic-messages" else "/input"
-    expected["neverReaches"] = [{"pointer": "/version"}, {"pointer": "/systemHistory"},
-                                {"pointer": f"{listed}/*/timestamp"}]
+    expected["neverReaches"] = _internal(diagnosis.target)
     return expected
+
+
+def _internal(target: Target) -> list[JSON]:
+    """The transcript's own fields, which never reach the provider."""
+    listed = "/messages" if target.api == "anthropic-messages" else "/input"
+    return [{"pointer": "/version"}, {"pointer": "/systemHistory"}, {"pointer": f"{listed}/*/timestamp"}]
 
 
 def _reaches(view: JSON, target: Target) -> Iterator[JSON]:
@@ -204,8 +232,7 @@ def _summary(reported: Reported, diagnosis: Diagnosis, name: str) -> JSON:
         "tool": "replaykit repro", "version": __version__, "scenario": name, "input": reported.path.name,
         "form": reported.form,
         "redacted": [{"pointer": f.field, "kind": f.kind, "excerpt": f.excerpt} for f in reported.redacted],
-        "firstFailure": None if failure is None else {"kind": failure.kind, "pointer": failure.pointer,
-                                                      "message": failure.message},
+        "firstFailure": None if failure is None else _failure(failure),
         "target": {"provider": diagnosis.target.provider, "api": diagnosis.target.api,
                    "model": diagnosis.target.model},
         "estimate": diagnosis.tokens,
@@ -215,14 +242,22 @@ def _summary(reported: Reported, diagnosis: Diagnosis, name: str) -> JSON:
     }
 
 
+def _failure(failure: Failure) -> JSON:
+    found: JSON = {"kind": failure.kind, "pointer": failure.pointer, "message": failure.message}
+    if failure.kind == "request violation":
+        found.update({"rule": failure.rule or None, "request": failure.request,
+                      "statement": failure.statement or None, "others": list(failure.others)})
+    return found
+
+
 # ---------------------------------------------------------------- the synthesized cassette
 
 
 def _cassette(diagnosis: Diagnosis, description: str) -> Cassette:
     """The answer to the follow-up twice, plain then streamed: the same request but for ``stream``."""
     target = diagnosis.target
-    sent = diagnosis.body is not None
-    body = wire_body(diagnosis.body if diagnosis.body is not None else _bare_request(target), target)
+    sent = _sends(diagnosis)
+    body = wire_body(diagnosis.body if sent and diagnosis.body is not None else _bare_request(target), target)
     name, value = _KEY_HEADERS[target.provider]
     headers = {"content-type": ["application/json"], name: [value]}
     final, events = _reply(target, diagnosis.tokens or 1)
@@ -233,11 +268,18 @@ def _cassette(diagnosis: Diagnosis, description: str) -> Cassette:
     streamed = Interaction(Request("POST", _URIS[target.provider], headers, compact(body).encode()),
                            Response(200, "OK", {"content-type": ["text/event-stream; charset=utf-8"]},
                                     sse_body(events), event_offsets_ms=offsets))
-    shows = description if sent else (f"{description}. The answer a harness that sends the follow-up anyway "
-                                      "would get (a correct one sends nothing)")
+    shows = description if sent else f"{description}. {_unsent(diagnosis)}"
     meta = Meta(origin="synthesized", provider=target.provider, description=f"{shows}; plain and streamed",
                 recorded_with=f"replaykit repro {__version__}", extra={"sources": ["replaykit repro"]})
     return Cassette(interactions=[plain, streamed], meta=meta)
+
+
+def _unsent(diagnosis: Diagnosis) -> str:
+    """What the cassette of a transcript a correct harness does not replay as it is holds."""
+    if diagnosis.failure is not None and diagnosis.failure.kind == "request violation":
+        return ("The answer a harness that repairs the transcript gets (recorded for the follow-up alone; "
+                "served to the request that comes, which must keep the contract)")
+    return "The answer a harness that sends the follow-up anyway would get (a correct one sends nothing)"
 
 
 def _bare_request(target: Target) -> JSON:

@@ -1,11 +1,18 @@
-"""Where a reported transcript first fails: restore, then projection, then estimation, as a harness runs them.
+"""Where a reported transcript first fails: restore, projection, the request, estimation, as a harness runs.
 
 :func:`diagnose` appends the follow-up prompt a replay sends (a user message, as the reference harness
 appends it), then runs :func:`replaykit.transcript.restore` (a contract violation of
-``contracts/replaykit/transcript.schema.json``), :func:`replaykit.replay.projection` (a projection error)
-and :func:`replaykit.estimate.estimate` (an estimator exception), and stops at the first failure with its
-JSON pointer into the transcript. An exception that names no place is pinned to the first message whose
-inclusion makes it fail (the shortest failing prefix of ``messages``).
+``contracts/replaykit/transcript.schema.json``), :func:`replaykit.replay.projection` (a projection error),
+checks the request against the provider's request contract (a request violation) and runs
+:func:`replaykit.estimate.estimate` (an estimator exception), and stops at the first failure with its JSON
+pointer: into the transcript, or for a request violation into the request checked. That is the reported
+request when the input is one (a request body, a cassette's failing request), checked against the
+rulebook's rules only (a pasted body's shapes often say more about the paste, cut to its messages, than
+about the harness; the transcript's shapes were checked by restore); else, and when it breaks none, the
+request replaying the transcript as sent, checked against the rules and the shapes. A broken rule comes
+before a shape (the rules are what reported refusals are about), named by its rulebook id and worded as the
+provider answers it (:func:`replaykit.contracts.refusal`). An exception that names no place is pinned to the
+first message whose inclusion makes it fail (the shortest failing prefix of ``messages``).
 
 The target is the provider, API and model of the last assistant turn (Anthropic ``claude-sonnet-4-6`` when
 there is none), sent the scenario's default ``max_tokens`` (its ``reserve``) as the reference harness does.
@@ -17,33 +24,45 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from replaykit import contracts
 from replaykit.errors import LocalRequestError
 from replaykit.estimate import estimate
 from replaykit.redact import safe_message
+from replaykit.reference.wire import wire_body
 from replaykit.replay import Note, Projection, Target, projection
 from replaykit.repro.band import Band, policy_band
-from replaykit.routes import MODEL_APIS
+from replaykit.routes import MODEL_APIS, MODEL_ROUTES
 from replaykit.transcript import restore
 
-__all__ = ["DEFAULT_MODEL", "PROMPT", "RESERVE", "Diagnosis", "Failure", "diagnose", "follow_up", "target_of"]
+__all__ = ["DEFAULT_MODEL", "PROMPT", "REPLAYED", "REPORTED", "RESERVE", "Diagnosis", "Failure", "diagnose",
+           "follow_up", "target_of"]
 
 JSON = dict[str, Any]
 PROMPT = "Please continue."
 DEFAULT_MODEL = "claude-sonnet-4-6"
 RESERVE = 16384  # the scenario's default reserve: the max_tokens the reference harness sends
-Kind = Literal["contract violation", "projection error", "estimator exception"]
+Kind = Literal["contract violation", "projection error", "request violation", "estimator exception"]
+#: The requests a request violation is found in: the input itself, or the replay of the transcript.
+REPORTED, REPLAYED = "the reported request", "the request replaying the transcript"
 
 
 @dataclass(frozen=True)
 class Failure:
-    """The first failure: its ``kind``, the JSON ``pointer`` into the transcript, and what is wrong."""
+    """The first failure: its ``kind``, the JSON ``pointer`` (into the transcript; for a request violation
+    into the ``request`` named) and what is wrong (for a broken rule, the provider's own message). A request
+    violation also names its ``rule`` (a rulebook id; "" for a shape), the rule's statement and the
+    provider's answer (``statement``), and the ``others`` rules the request breaks (``id at pointer``)."""
 
     kind: Kind
     pointer: str
     message: str
+    rule: str = ""
+    request: str = ""
+    statement: str = ""
+    others: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        return f"{self.kind} at {self.pointer or '/'}: {self.message}"
+        return f"{f'rule {self.rule}' if self.rule else self.kind} at {self.pointer or '/'}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -83,9 +102,10 @@ def follow_up(transcript: JSON, timestamp: float) -> JSON:
 
 
 def diagnose(transcript: object, source: str, provider: str | None = None,
-             model: str | None = None) -> Diagnosis:
-    """Restore, project and estimate ``transcript`` with the follow-up prompt; the first failure. The target
-    is :func:`target_of` the transcript (``provider`` and ``model``: the request's, when it came in one)."""
+             model: str | None = None, request: object = None) -> Diagnosis:
+    """Restore, project, check and estimate ``transcript`` with the follow-up prompt; the first failure. The
+    target is :func:`target_of` the transcript (``provider`` and ``model``: the request's, when it came in
+    one); ``request``: the reported request body it came from, checked before the replayed one."""
     target = target_of(transcript, provider, model)
     try:
         restored = restore(transcript, source=source)
@@ -96,11 +116,34 @@ def diagnose(transcript: object, source: str, provider: str | None = None,
         built = projection(grown, target)
     except LocalRequestError as exc:
         return Diagnosis(target, Failure("projection error", exc.pointer, _said(exc, source)))
+    broken = (_broken(request, REPORTED, target, shapes=False) if isinstance(request, dict) else None) \
+        or _broken(wire_body(built.body, target), REPLAYED, target, shapes=True)
+    if broken is not None:
+        return Diagnosis(target, broken, built.body, built.notes)
     try:
         tokens = estimate(grown, target).tokens
     except Exception as exc:  # an estimator's defect, whatever it raises, is what is being pinpointed
         return Diagnosis(target, _estimator_failure(grown, target, exc, source), built.body, built.notes)
     return _passed(target, built, tokens, policy_band(grown, target))
+
+
+def _broken(body: JSON, request: str, target: Target, *, shapes: bool) -> Failure | None:
+    """The first broken rule of ``body`` (its provider's request contract), else with ``shapes`` its first
+    shape violation; with the other rules it breaks."""
+    kinds = MODEL_ROUTES[target.provider].contracts
+    found = [v for v in contracts.validate(kinds.request, body) if v.severity == "error"] if kinds else []
+    first = next((v for v in found if v.rule), None) or (next(iter(found), None) if shapes else None)
+    if first is None:
+        return None
+    others = tuple(dict.fromkeys(f"{v.rule} at {v.pointer}" for v in found
+                                 if v.rule and v.rule != first.rule))
+    spec = contracts.rule_spec(first.rule) if first.rule else None
+    if spec is None:
+        return Failure("request violation", first.pointer, first.message, request=request, others=others)
+    answer = contracts.refusal(spec, body)
+    statement = f"{spec.statement.rstrip('.')} (the provider answers {answer.status} {answer.type})"
+    return Failure("request violation", first.pointer, safe_message(answer.message), first.rule, request,
+                   statement, others)
 
 
 def _passed(target: Target, built: Projection, tokens: int, band: Band) -> Diagnosis:

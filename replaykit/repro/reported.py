@@ -56,8 +56,9 @@ _OPENAI_PARTS = frozenset({"input_text", "output_text", "input_image", "input_fi
 @dataclass
 class Reported:
     """What was read: the ``form`` in words, the neutral ``transcript`` (redacted; not yet validated), the
-    keys scrubbed from it (``redacted``, masked), and the ``provider`` and ``model`` of the request it came
-    from (None for a neutral transcript, or a bare list without a model)."""
+    keys scrubbed from it (``redacted``, masked), the ``provider`` and ``model`` of the request it came
+    from (None for a neutral transcript, or a bare list without a model), and that ``request`` body itself
+    (redacted) when the input is one: a request body, a JSONL log's last one, a cassette's failing one."""
 
     path: Path
     form: str
@@ -65,6 +66,7 @@ class Reported:
     redacted: list[SecretFinding] = field(default_factory=list)
     provider: str | None = None
     model: str | None = None
+    request: JSON | None = None
 
 
 def read(path: Path) -> Reported:
@@ -169,8 +171,9 @@ def _converted(path: Path, doc: Any, found: list[SecretFinding], place: Place, f
         transcript = _CONVERTERS[provider](doc, timestamp=TIMESTAMP)
     except ConversionError as exc:
         raise _unconverted(path, exc, place, form) from exc
-    model = doc.get("model") if isinstance(doc, dict) and isinstance(doc.get("model"), str) else None
-    return Reported(path, form, transcript, found, provider, model or None)
+    body = doc if isinstance(doc, dict) else None
+    model = body.get("model") if body is not None and isinstance(body.get("model"), str) else None
+    return Reported(path, form, transcript, found, provider, model or None, body)
 
 
 def _unconverted(path: Path, exc: ConversionError, place: Place, form: str) -> UsageError:

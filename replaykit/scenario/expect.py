@@ -5,8 +5,10 @@ failing one is the earliest cause (:data:`STAGES`): the target itself ran; a loc
 error of local provenance); its estimates; what it sent (``requestContractsHold``, ``reaches``,
 ``neverReaches``, ``providerRequests``, ``requests``); what was answered (``unmatched``, ``unused``); how the
 run ended (``outcome``, ``error``, ``reason``, ``receipts``, ``persistWrites``, ``outcomeHas``,
-``outcomeLacks``, ``persistedSnapshot``). ``reaches`` / ``neverReaches`` read each request's canonical view
-(:mod:`replaykit.canonical`) unless ``raw: true``; ``persistedSnapshot`` compares transcripts by meaning.
+``outcomeLacks``, ``persistedSnapshot``). ``outcome`` may list the statuses a correct target may end with;
+``error`` is then checked only when it ended with an error. ``reaches`` / ``neverReaches`` read each
+request's canonical view (:mod:`replaykit.canonical`) unless ``raw: true``; ``persistedSnapshot`` compares
+transcripts by meaning.
 What they read is an :class:`Evidence`: the outcome (segments merged), the journal as JSON, the unused
 interactions and the transcript the target persisted.
 """
@@ -110,20 +112,29 @@ def _end(seen: Evidence) -> int:
     return _LOCAL if seen.failed_locally else _ENDED
 
 
-def _outcome(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
+def _statuses(scenario: Scenario) -> tuple[str, ...]:
+    """The statuses the outcome may have: ``outcome``, one status or a list of them."""
     wanted = scenario.expectations["outcome"]
+    return tuple(wanted) if isinstance(wanted, list) else (wanted,)
+
+
+def _outcome(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
+    wanted = _statuses(scenario)
     if seen.outcome is None:
         yield Check("outcome", False, _NO_OUTCOME)
         return
     got, error = seen.outcome["status"], seen.outcome.get("error") or {}
-    said = f" ({error.get('code')}: {error.get('message', '')})" if error and got != wanted else ""
-    why = f"expected {wanted}, got {got}{said}" if got != wanted else ""
-    yield Check("outcome", got == wanted, why, _end(seen))
+    ok = got in wanted
+    said = f" ({error.get('code')}: {error.get('message', '')})" if error and not ok else ""
+    why = "" if ok else f"expected {' or '.join(wanted)}, got {got}{said}"
+    yield Check("outcome", ok, why, _end(seen))
 
 
 def _error(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
     wanted = scenario.expectations.get("error") or {}
     error = (seen.outcome or {}).get("error") or {}
+    if len(_statuses(scenario)) > 1 and seen.outcome is not None and seen.outcome["status"] != "error":
+        return  # with a list of statuses, the error is checked when the target ended with one
     for key in ("code", "phase", "provenance"):
         if key not in wanted:
             continue

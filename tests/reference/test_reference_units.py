@@ -1,4 +1,5 @@
-"""The reference's parts alone: the mutant switch, the read tool's fence, the command line, event errors."""
+"""The reference's parts alone: the mutant switch, the read tool's fence, the command line, event errors, the
+request's preflight."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from replaykit.errors import UsageError
+from replaykit.errors import LocalRequestError, UsageError
 from replaykit.provenance import event_error
 from replaykit.reference import MUTANTS, mutant
+from replaykit.reference.steps import preflight
 from replaykit.reference.tools import Tools
+from replaykit.replay import Target
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,3 +92,19 @@ def test_the_scenario_fixtures_are_what_the_generator_writes(tmp_path: Path) -> 
         committed = ROOT / "scenarios" / relative
         assert committed.read_bytes() == written.read_bytes(), f"rerun synthesize_cassettes: {relative}"
     assert json.loads((tmp_path / "s" / "transcripts" / "invalid-search-container.json").read_text())
+
+
+def test_the_preflight_refuses_a_request_the_provider_would_refuse_naming_the_rule() -> None:
+    call = {"type": "server_tool_use", "id": "srvtoolu_01A", "name": "web_search", "input": {"query": "q"}}
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01A", "content": []}
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [
+        {"role": "user", "content": "q"}, {"role": "assistant", "content": [call, result]},
+        {"role": "user", "content": "more"}]}
+    target = Target("anthropic", "anthropic-messages", "claude-sonnet-4-5", max_tokens=64)
+    preflight(body, target)  # the ids the API gave: sent
+    body["messages"][1]["content"] = [{**call, "id": "ws_01A"}, {**result, "tool_use_id": "ws_01A"}]
+    with pytest.raises(LocalRequestError) as refused:
+        preflight(body, target)
+    assert (refused.value.phase, refused.value.code) == ("validation", "LOCAL_REQUEST_ERROR")
+    assert str(refused.value).startswith("validation error: the request would break its contract at "
+                                         "/messages/1/content/0/id: anthropic.server_tool_use_id: ")

@@ -127,6 +127,22 @@ def test_outcome_status(tmp_path: Path) -> None:
     assert found == ("outcome", "expected ok, got error (PROVIDER_ERROR: HTTP 529)")
 
 
+def test_outcome_listing_statuses_takes_either_and_checks_the_error_only_on_an_error(tmp_path: Path) -> None:
+    either = {"outcome": ["ok", "error"], "error": {"code": "LOCAL_REQUEST_ERROR", "provenance": "local"}}
+    local = {"code": "LOCAL_REQUEST_ERROR", "provenance": "local", "retryable": False, "message": "refused"}
+    remote = {"code": "PROVIDER_ERROR", "provenance": "provider", "retryable": False, "message": "HTTP 400"}
+    assert failed(check_all(scenario(tmp_path, **either), good())) == []
+    assert failed(check_all(scenario(tmp_path, **either), changed(outcome=outcome(status="error",
+                                                                                  error=local)))) == []
+    assert failed(check_all(scenario(tmp_path, **either), changed(outcome=outcome(status="error",
+                                                                                  error=remote)))) == [
+        ("error.code", "expected LOCAL_REQUEST_ERROR, got PROVIDER_ERROR (HTTP 400)"),
+        ("error.provenance", "expected local, got provider (HTTP 400)")]
+    aborted = changed(outcome=outcome(status="aborted", error={**local, "code": "CANCELLED"}))
+    assert failed(check_all(scenario(tmp_path, **either), aborted))[0] == (
+        "outcome", "expected ok or error, got aborted (CANCELLED: refused)")
+
+
 @pytest.mark.parametrize(
     ("key", "wanted", "got"),
     [
