@@ -518,7 +518,9 @@ class Property:
         ``shrink=False`` reports the first failing example as found, without minimising it (faster).
         ``measures`` collects the errors a property measures.
         """
-        phases = [phase for phase in Phase if shrink or phase is not Phase.shrink]
+        # Phase.explain is left out: its notes are never shown, and it cost 18 of a failing run's 29 s
+        left_out = {Phase.explain} if shrink else {Phase.explain, Phase.shrink}
+        phases = [phase for phase in Phase if phase not in left_out]
         config = settings(max_examples=max_examples, deadline=None, database=None, report_multiple_bugs=False,
                           verbosity=Verbosity.quiet, suppress_health_check=list(HealthCheck), phases=phases)
 
