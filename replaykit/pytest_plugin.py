@@ -96,6 +96,7 @@ from replaykit.traffic import NETWORK_HINT, RECORD_HINT, differences, format_rep
 
 if TYPE_CHECKING:
     from replaykit.record import RecordingProxy
+    from replaykit.scenario.pytest_items import Suite
     from replaykit.server import Entry, FakeProvider, Fault
 
 __all__ = [
@@ -113,6 +114,7 @@ SERVER_KEYS = ("strict", "match_on", "volatile", "repeat", "timing", "enforce_co
 _EXAMPLES = {"timing": "'fixed:20'", "profile": "'openai-compatible'", "match_on": "['body', 'model']",
              "volatile": "['/metadata/user_id', '/messages/*/cache_control']"}
 _HANDLE = pytest.StashKey["ReplayHandle"]()
+_SUITE = pytest.StashKey["Suite"]()
 _SHOWN = {  # what a test's report carries to the terminal summary, shown under these titles
     "replaykit_differences": "replaykit: served with body differences (--replaykit-strict fails them)",
     "replaykit_recorded": "replaykit: what the tests recorded",
@@ -141,6 +143,14 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
          f"repeatable (default: {', '.join(f'{k}={v}' for k, v in API_ORIGINS.items())})", append=True)
     _add(parser, group, "strict", None, "a request whose body differs from the recording (volatile fields "
          "aside) is unmatched: the test fails (the marker's strict=False still serves it)")
+    _add(parser, group, "scenarios", "DIR", "collect the scenario files (*.yaml) of DIR as items, "
+         "repeatable; a scenario file or folder named as a pytest argument is collected too", append=True)
+    _add(parser, group, "target", "CMD", "the target scenario items run on: a command or "
+         "python:module:function (default: the reference, python:replaykit.reference:run)")
+    _add(parser, group, "manifest", "FILE", "the target's manifest (default: replaykit-target.yaml beside "
+         "it)")
+    _add(parser, group, "mutants", None, "also an item per scenario and mutant it declares in kills: (it "
+         "passes when the mutant fails the scenario)")
     if importlib.util.find_spec("pytest_recording") is None or pluginmanager.is_blocked("recording"):
         group.addoption("--record-mode", metavar="MODE", default=None, dest="record_mode",
                         help="pytest-recording's name of --replaykit-record-mode")
@@ -174,6 +184,64 @@ def pytest_configure(config: pytest.Config) -> None:
         "replay cassettes on replaykit's fake provider (default: cassettes/<module>/<test>.yaml); fail on "
         "unmatched, unused or invalid traffic",
     )
+
+
+# ---------------------------------------------------------------- scenarios as items
+
+
+def _scenario_folders(config: pytest.Config) -> list[Path]:
+    """The folders of ``--replaykit-scenarios`` (environment and ini: separated by spaces), resolved."""
+    value, source = _setting(config, "scenarios")
+    names = value if isinstance(value, list) else str(value).split()
+    base = (config.inipath.parent if config.inipath else config.rootpath) if source.startswith("ini") \
+        else config.invocation_params.dir
+    return [(base / name).resolve() for name in names]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    """The folders of ``--replaykit-scenarios`` are collected as if named on the command line."""
+    config = session.config
+    given = {(config.invocation_params.dir / arg).resolve() for arg in config.args}
+    config.args += [str(folder) for folder in _scenario_folders(config) if folder not in given]
+
+
+def _suite(config: pytest.Config) -> Suite:
+    """This process's scenario settings (:class:`~replaykit.scenario.pytest_items.Suite`), read once."""
+    if _SUITE not in config.stash:
+        from replaykit.scenario.pytest_items import Suite
+        from replaykit.scenario.target import DEFAULT_TARGET
+
+        here = config.invocation_params.dir
+        given = config.args if config.args_source == pytest.Config.ArgsSource.ARGS else []
+        named = [(here / arg.split("::")[0]).resolve() for arg in given]
+        target, source = _setting(config, "target")
+        manifest = _setting(config, "manifest")[0]
+        suite = Suite(str(target or DEFAULT_TARGET), config.rootpath if source.startswith("ini") else here,
+                      frozenset(named), frozenset(_scenario_folders(config)),
+                      here / str(manifest) if manifest else None, _flag(config, "mutants"), _defect_classes)
+        config.stash[_SUITE] = suite
+        config.add_cleanup(suite.close)
+    return config.stash[_SUITE]
+
+
+def _defect_classes() -> frozenset[str]:
+    """The defect classes a ``kills:`` may name (``replaykit mutants``'s)."""
+    from replaykit.cli.scenarios import defect_classes
+
+    return defect_classes()
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """A scenario file's items (:mod:`replaykit.scenario.pytest_items`); other files import nothing."""
+    if file_path.suffix not in (".yaml", ".yml"):
+        return None
+    from replaykit.scenario.pytest_items import collect_file
+
+    try:
+        return collect_file(file_path, parent, _suite(parent.config))
+    except ReplaykitError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
