@@ -44,6 +44,12 @@ pytest-recording's ``--record-mode`` is read too, and is ours while pytest-recor
 ``--replaykit-upstream PROVIDER=URL`` (``REPLAYKIT_UPSTREAM``; repeatable; default: each provider's real API,
 :data:`replaykit.routes.API_ORIGINS`).
 
+Scenarios as items (:mod:`replaykit.scenario.pytest_items`): a scenario file named on the command line, or
+directly in a folder named there or given to ``--replaykit-scenarios DIR`` (``REPLAYKIT_SCENARIOS``;
+repeatable), is collected as an item per scenario, run on ``--replaykit-target`` (``REPLAYKIT_TARGET``:
+``replaykit run --target``'s forms; default the reference) with ``--replaykit-manifest``
+(``REPLAYKIT_MANIFEST``); ``--replaykit-mutants`` (``REPLAYKIT_MUTANTS``) adds an item per declared kill.
+
 Recording, as vcrpy's record modes: under ``none`` (the default) nothing is recorded and nothing leaves
 loopback. Under ``once``, a test whose cassette file (its default one, or the one file it names) is found
 nowhere records it; under ``new_episodes`` and ``all``, every test with one cassette file does (one naming
@@ -193,33 +199,33 @@ def _scenario_folders(config: pytest.Config) -> list[Path]:
     """The folders of ``--replaykit-scenarios`` (environment and ini: separated by spaces), resolved."""
     value, source = _setting(config, "scenarios")
     names = value if isinstance(value, list) else str(value).split()
-    base = (config.inipath.parent if config.inipath else config.rootpath) if source.startswith("ini") \
-        else config.invocation_params.dir
-    return [(base / name).resolve() for name in names]
+    return [(_base(config, source) / name).resolve() for name in names]
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection(session: pytest.Session) -> None:
     """The folders of ``--replaykit-scenarios`` are collected as if named on the command line."""
     config = session.config
-    given = {(config.invocation_params.dir / arg).resolve() for arg in config.args}
+    given = {(config.invocation_params.dir / arg.split("::")[0]).resolve() for arg in config.args}
     config.args += [str(folder) for folder in _scenario_folders(config) if folder not in given]
+
+
+def _named(config: pytest.Config) -> frozenset[Path]:
+    """The files and folders named on pytest's command line (none when it fell back on ``testpaths``)."""
+    given = config.args if config.args_source == pytest.Config.ArgsSource.ARGS else []
+    return frozenset((config.invocation_params.dir / arg.split("::")[0]).resolve() for arg in given)
 
 
 def _suite(config: pytest.Config) -> Suite:
     """This process's scenario settings (:class:`~replaykit.scenario.pytest_items.Suite`), read once."""
     if _SUITE not in config.stash:
         from replaykit.scenario.pytest_items import Suite
-        from replaykit.scenario.target import DEFAULT_TARGET
 
-        here = config.invocation_params.dir
-        given = config.args if config.args_source == pytest.Config.ArgsSource.ARGS else []
-        named = [(here / arg.split("::")[0]).resolve() for arg in given]
         target, source = _setting(config, "target")
-        manifest = _setting(config, "manifest")[0]
-        suite = Suite(str(target or DEFAULT_TARGET), config.rootpath if source.startswith("ini") else here,
-                      frozenset(named), frozenset(_scenario_folders(config)),
-                      here / str(manifest) if manifest else None, _flag(config, "mutants"), _defect_classes)
+        manifest, where = _setting(config, "manifest")
+        suite = Suite(str(target or ""), _base(config, source), _named(config),
+                      frozenset(_scenario_folders(config)), _base(config, where) / str(manifest) if manifest
+                      else None, _flag(config, "mutants"), _defect_classes)
         config.stash[_SUITE] = suite
         config.add_cleanup(suite.close)
     return config.stash[_SUITE]
@@ -276,13 +282,15 @@ def _flag(config: pytest.Config, name: str) -> bool:
 
 def _directory(config: pytest.Config) -> Path | None:
     value, source = _setting(config, "cassette_dir")
-    if not value:
-        return None
+    return (_base(config, source) / str(value)).resolve() if value else None
+
+
+def _base(config: pytest.Config, source: str) -> Path:
+    """What a relative path given in ``source`` is relative to: the ini file's folder, else where pytest
+    was started."""
     if source.startswith("ini"):
-        base = config.inipath.parent if config.inipath else config.rootpath
-    else:
-        base = config.invocation_params.dir
-    return (base / str(value)).resolve()
+        return config.inipath.parent if config.inipath else config.rootpath
+    return config.invocation_params.dir
 
 
 def _record_mode(config: pytest.Config) -> str:

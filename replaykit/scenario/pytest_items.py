@@ -49,8 +49,8 @@ class ScenarioFailed(Exception):
 
 @dataclass
 class Suite:
-    """One pytest process's scenario settings, and what its items share: the target (parsed once), the
-    warm parents and each scenario's result on the target itself."""
+    """One pytest process's scenario settings (``spec``: the target, "" for the reference), and what its
+    items share: the target (parsed once), the warm parents and each scenario's result on the target."""
 
     spec: str
     here: Path
@@ -75,9 +75,10 @@ class Suite:
     def target(self) -> Target:
         """The target, parsed and its manifest read when first asked for (a bad one: a usage error)."""
         if self._target is None:
-            from replaykit.scenario.target import Target
+            from replaykit.scenario.target import DEFAULT_TARGET, Target
 
-            target = Target.parse(self.spec, self.here, self.manifest, flag="--replaykit-target")
+            spec = self.spec or DEFAULT_TARGET
+            target = Target.parse(spec, self.here, self.manifest, flag="--replaykit-target")
             _ = target.manifest
             self._target = target
         return self._target
