@@ -103,7 +103,9 @@ class Suite:
             return self._on_target[scenario.path]
         if self._parents is None:
             self._parents = Parents()
-        result = run_scenario(scenario, self.target(), mutant=mutant, parents=self._parents)
+        with pytest.MonkeyPatch.context() as patch:  # it changes with every item: the warm parent's
+            patch.delenv("PYTEST_CURRENT_TEST", raising=False)  # environment would, and a new one start
+            result = run_scenario(scenario, self.target(), mutant=mutant, parents=self._parents)
         if mutant is None:
             self._on_target[scenario.path] = result
         return result

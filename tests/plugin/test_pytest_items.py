@@ -130,3 +130,45 @@ def test_a_bad_scenario_file_is_a_collection_error_with_its_place(pytester: pyte
     result.stdout.fnmatch_lines(["*suite/retry-529.yaml:3 /kind: /kind 'contrakt' is not one of regression, "
                                  "contract; use one of the values the contract lists"])
     assert "Traceback" not in result.stdout.str()
+
+
+PROBE = '''
+import os
+
+
+def run(given):
+    with open(os.environ["PARENTS"], "a") as out:
+        out.write(f"{os.getppid()}\\n")
+    return {"status": "ok", "persistWrites": 0}
+'''
+STUB = """\
+name: {name}
+kind: contract
+description: The probe ends ok.
+steps:
+- {{prompt: hello, provider: anthropic, model: claude-sonnet-4-6}}
+expectations:
+  outcome: ok
+"""
+PID = """
+import os
+
+
+def pytest_configure(config):
+    with open(os.environ["PARENTS"] + ".pytest", "w") as out:
+        out.write(str(os.getpid()))
+"""
+
+
+def test_a_python_targets_runs_fork_from_one_warm_parent(pytester: pytest.Pytester,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(probe=PROBE)
+    pytester.makeconftest(PID)
+    for name in ("one", "two", "three"):
+        pytester.makefile(".yaml", **{name: STUB.format(name=name)})
+    parents = pytester.path / "parents.txt"
+    monkeypatch.setenv("PARENTS", str(parents))
+    pytester.runpytest_subprocess(".", "--replaykit-target", "python:probe:run").assert_outcomes(passed=3)
+    seen = parents.read_text(encoding="utf-8").split()
+    assert len(seen) == 3 and len(set(seen)) == 1  # one warm parent for every item
+    assert seen[0] != (pytester.path / "parents.txt.pytest").read_text(encoding="utf-8")  # not pytest itself
