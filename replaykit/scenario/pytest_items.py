@@ -1,5 +1,6 @@
 """Scenarios as pytest items: which YAML files pytest collects as scenarios, one item per scenario (and per
-declared kill), and how an item reports; each run is the runner's (:func:`~.runner.run_scenario`).
+declared kill), and how an item reports; each run is the runner's
+(:func:`replaykit.scenario.runner.run_scenario`).
 
 The plugin (:mod:`replaykit.pytest_plugin`) hands every ``*.yaml`` / ``*.yml`` file pytest meets to
 :func:`collect_file`. A file is a scenario file when it sits directly in a folder of ``--replaykit-scenarios``
@@ -15,8 +16,9 @@ is ``n/a`` (the reason: the capabilities the target lacks). With ``--replaykit-m
 gives an item per mutant of the target it declares in ``kills:`` (``name[mutant]``), which fails with the
 kill matrix's sentence (:meth:`~replaykit.scenario.mutants.Matrix.named_problems`) unless the mutant fails
 the scenario while the target passes it. A Python target's runs fork from a warm parent per pytest process
-(:mod:`~replaykit.scenario.warm`), ended with the session. Heavy modules are imported when a scenario is
-collected, never for other YAML files.
+(:mod:`~replaykit.scenario.warm`), ended with the session; the target's environment is pytest's without
+``PYTEST_CURRENT_TEST`` (it changes with every item, and a warm parent is one per environment). Heavy
+modules are imported when a scenario is collected, never for other YAML files.
 """
 
 from __future__ import annotations
