@@ -44,6 +44,12 @@ pytest-recording's ``--record-mode`` is read too, and is ours while pytest-recor
 ``--replaykit-upstream PROVIDER=URL`` (``REPLAYKIT_UPSTREAM``; repeatable; default: each provider's real API,
 :data:`replaykit.routes.API_ORIGINS`).
 
+Scenarios as items (:mod:`replaykit.scenario.pytest_items`): a scenario file named on the command line, or
+directly in a folder named there or given to ``--replaykit-scenarios DIR`` (``REPLAYKIT_SCENARIOS``;
+repeatable), is collected as an item per scenario, run on ``--replaykit-target`` (``REPLAYKIT_TARGET``:
+``replaykit run --target``'s forms; default the reference) with ``--replaykit-manifest``
+(``REPLAYKIT_MANIFEST``); ``--replaykit-mutants`` (``REPLAYKIT_MUTANTS``) adds an item per declared kill.
+
 Recording, as vcrpy's record modes: under ``none`` (the default) nothing is recorded and nothing leaves
 loopback. Under ``once``, a test whose cassette file (its default one, or the one file it names) is found
 nowhere records it; under ``new_episodes`` and ``all``, every test with one cassette file does (one naming
@@ -96,6 +102,7 @@ from replaykit.traffic import NETWORK_HINT, RECORD_HINT, differences, format_rep
 
 if TYPE_CHECKING:
     from replaykit.record import RecordingProxy
+    from replaykit.scenario.pytest_items import Suite
     from replaykit.server import Entry, FakeProvider, Fault
 
 __all__ = [
@@ -113,6 +120,7 @@ SERVER_KEYS = ("strict", "match_on", "volatile", "repeat", "timing", "enforce_co
 _EXAMPLES = {"timing": "'fixed:20'", "profile": "'openai-compatible'", "match_on": "['body', 'model']",
              "volatile": "['/metadata/user_id', '/messages/*/cache_control']"}
 _HANDLE = pytest.StashKey["ReplayHandle"]()
+_SUITE = pytest.StashKey["Suite"]()
 _SHOWN = {  # what a test's report carries to the terminal summary, shown under these titles
     "replaykit_differences": "replaykit: served with body differences (--replaykit-strict fails them)",
     "replaykit_recorded": "replaykit: what the tests recorded",
@@ -141,6 +149,14 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
          f"repeatable (default: {', '.join(f'{k}={v}' for k, v in API_ORIGINS.items())})", append=True)
     _add(parser, group, "strict", None, "a request whose body differs from the recording (volatile fields "
          "aside) is unmatched: the test fails (the marker's strict=False still serves it)")
+    _add(parser, group, "scenarios", "DIR", "collect the scenario files (*.yaml) of DIR as items, "
+         "repeatable; a scenario file or folder named as a pytest argument is collected too", append=True)
+    _add(parser, group, "target", "CMD", "the target scenario items run on: a command or "
+         "python:module:function (default: the reference, python:replaykit.reference:run)")
+    _add(parser, group, "manifest", "FILE", "the target's manifest (default: replaykit-target.yaml beside "
+         "it)")
+    _add(parser, group, "mutants", None, "also an item per scenario and mutant it declares in kills: (it "
+         "passes when the mutant fails the scenario)")
     if importlib.util.find_spec("pytest_recording") is None or pluginmanager.is_blocked("recording"):
         group.addoption("--record-mode", metavar="MODE", default=None, dest="record_mode",
                         help="pytest-recording's name of --replaykit-record-mode")
@@ -176,6 +192,64 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+# ---------------------------------------------------------------- scenarios as items
+
+
+def _scenario_folders(config: pytest.Config) -> list[Path]:
+    """The folders of ``--replaykit-scenarios`` (environment and ini: separated by spaces), resolved."""
+    value, source = _setting(config, "scenarios")
+    names = value if isinstance(value, list) else str(value).split()
+    return [(_base(config, source) / name).resolve() for name in names]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    """The folders of ``--replaykit-scenarios`` are collected as if named on the command line."""
+    config = session.config
+    given = {(config.invocation_params.dir / arg.split("::")[0]).resolve() for arg in config.args}
+    config.args += [str(folder) for folder in _scenario_folders(config) if folder not in given]
+
+
+def _named(config: pytest.Config) -> frozenset[Path]:
+    """The files and folders named on pytest's command line (none when it fell back on ``testpaths``)."""
+    given = config.args if config.args_source == pytest.Config.ArgsSource.ARGS else []
+    return frozenset((config.invocation_params.dir / arg.split("::")[0]).resolve() for arg in given)
+
+
+def _suite(config: pytest.Config) -> Suite:
+    """This process's scenario settings (:class:`~replaykit.scenario.pytest_items.Suite`), read once."""
+    if _SUITE not in config.stash:
+        from replaykit.scenario.pytest_items import Suite
+
+        target, source = _setting(config, "target")
+        manifest, where = _setting(config, "manifest")
+        suite = Suite(str(target or ""), _base(config, source), _named(config),
+                      frozenset(_scenario_folders(config)), _base(config, where) / str(manifest) if manifest
+                      else None, _flag(config, "mutants"), _defect_classes)
+        config.stash[_SUITE] = suite
+        config.add_cleanup(suite.close)
+    return config.stash[_SUITE]
+
+
+def _defect_classes() -> frozenset[str]:
+    """The defect classes a ``kills:`` may name (``replaykit mutants``'s)."""
+    from replaykit.cli.scenarios import defect_classes
+
+    return defect_classes()
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """A scenario file's items (:mod:`replaykit.scenario.pytest_items`); other files import nothing."""
+    if file_path.suffix not in (".yaml", ".yml"):
+        return None
+    from replaykit.scenario.pytest_items import collect_file
+
+    try:
+        return collect_file(file_path, parent, _suite(parent.config))
+    except ReplaykitError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test with the marker but without the fixture gets the fixture."""
     for item in items:
@@ -208,13 +282,15 @@ def _flag(config: pytest.Config, name: str) -> bool:
 
 def _directory(config: pytest.Config) -> Path | None:
     value, source = _setting(config, "cassette_dir")
-    if not value:
-        return None
+    return (_base(config, source) / str(value)).resolve() if value else None
+
+
+def _base(config: pytest.Config, source: str) -> Path:
+    """What a relative path given in ``source`` is relative to: the ini file's folder, else where pytest
+    was started."""
     if source.startswith("ini"):
-        base = config.inipath.parent if config.inipath else config.rootpath
-    else:
-        base = config.invocation_params.dir
-    return (base / str(value)).resolve()
+        return config.inipath.parent if config.inipath else config.rootpath
+    return config.invocation_params.dir
 
 
 def _record_mode(config: pytest.Config) -> str:
