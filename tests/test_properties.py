@@ -24,7 +24,7 @@ from replaykit import strategies as rs
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, main
 from replaykit.contracts import validate
 from replaykit.errors import UsageError
-from replaykit.estimate import ExactModeUnavailable, body_chars, estimate, estimate_tokens, to_target
+from replaykit.estimate import Chars, ExactModeUnavailable, body_chars, estimate, estimate_tokens, to_target
 from replaykit.properties import (
     ACCURACY,
     PROPERTIES,
@@ -109,13 +109,19 @@ def counts_foreign_opaque(transcript: JSON, target: JSON) -> int:
 
 def no_cjk_correction(transcript: JSON, target: JSON) -> int:
     """Plain ceil(chars/4): a CJK character counts a quarter token."""
+    anchor, tail = _anchored_chars(transcript, target)
+    return anchor + sum(math.ceil((chars.other + chars.cjk) / 4) for chars in tail)
+
+
+def _anchored_chars(transcript: JSON, target: JSON) -> tuple[int, list[Chars]]:
+    """The anchor's tokens (0 without one) and the characters of each part replayed after it."""
     found = estimate(transcript, target)
     rest, parts = transcript, ["system", "tools", "messages"]
     if found.anchor is not None:
         later = transcript["messages"][found.anchor.index + 1:]
         rest, parts = {**transcript, "system": None, "tools": [], "messages": later}, ["messages"]
     counted = body_chars(project(rest, to_target(target)))
-    return found.breakdown.anchor + sum(math.ceil((counted[p].other + counted[p].cjk) / 4) for p in parts)
+    return found.breakdown.anchor, [counted[part] for part in parts]
 
 
 def counts_prefix_twice(transcript: JSON, target: JSON) -> int:
@@ -167,13 +173,8 @@ def ignores_system_and_tools(transcript: JSON, target: JSON) -> int:
 def seed_rule(transcript: JSON, target: JSON) -> int:
     """The seed's rule over what project emits: ceil(chars/4) plus one token per CJK character, anchored
     (replaykit's own estimate before its per-class rates): search content is half what a tokenizer counts."""
-    found = estimate(transcript, target)
-    rest, parts = transcript, ["system", "tools", "messages"]
-    if found.anchor is not None:
-        later = transcript["messages"][found.anchor.index + 1:]
-        rest, parts = {**transcript, "system": None, "tools": [], "messages": later}, ["messages"]
-    counted = body_chars(project(rest, to_target(target)))
-    return found.breakdown.anchor + sum(math.ceil(counted[p].other / 4) + counted[p].cjk for p in parts)
+    anchor, tail = _anchored_chars(transcript, target)
+    return anchor + sum(math.ceil(chars.other / 4) + chars.cjk for chars in tail)
 
 
 def pi_style(transcript: JSON, target: JSON) -> int:
