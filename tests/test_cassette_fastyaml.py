@@ -176,11 +176,14 @@ def test_the_corpus_is_mostly_read_by_rapidyaml() -> None:
     "k: !!binary {a: 1}\n",
     b"k: v\n# caf\xe9\n",           # not UTF-8, in a comment rapidyaml skips
     b"k: v\n# caf\xc3",              # a character cut short by the end of the file, in a comment
+    'k: "a\\nb\\L\\L"\n',         # escaped LS: 'a\nb' + two LS to PyYAML, 'a b' + two LS to rapidyaml
+    'k: "a\\nb\\P\\P"\n',         # ... and PS
 ], ids=["escaped-break", "comment-in-flow", "flow-colon", "reserved", "directive", "ls", "crlf", "alias",
         "deep", "comment-first", "comment-second", "comment-not-last", "comment-between", "flow-first",
         "directive-first", "comment-later-line", "comment-after-nested", "comment-after-key",
         "comment-after-tag",
-        "tagged-top", "str-on-seq", "binary-on-map", "latin1-comment", "cut-utf8-comment"])
+        "tagged-top", "str-on-seq", "binary-on-map", "latin1-comment", "cut-utf8-comment", "escaped-ls",
+        "escaped-ps"])
 def test_what_rapidyaml_reads_apart_is_refused(text: str | bytes) -> None:
     assert _compare(text) == "refused"
 

@@ -9,7 +9,8 @@ error with its line, as before:
 
 * bytes that are not UTF-8, or hold a character YAML forbids, a tab, a carriage return, a YAML 1.1 line
   break (NEL, LS, PS) or a byte-order mark; a ``%`` directive line;
-* an escaped line break before a blank line (rapidyaml reads it otherwise);
+* an escaped line break before a blank line, or an escaped line or paragraph separator (``\\L``, ``\\P``:
+  rapidyaml 0.15 folds the ``\\n`` before a pair of them into a space);
 * a plain scalar that holds `` #``: a comment can end a plain scalar but never be part of one, so that is
   rapidyaml reading a comment inside a flow mapping into the scalar before it (``{a: b #c}`` left unclosed,
   ``b: x #c`` on a later line of one);
@@ -58,6 +59,9 @@ _PLAIN_BYTES = bytes(sorted({0x0A, *range(0x20, 0x7F), *range(0x80, 0x100)} - se
 _UNSAFE = re.compile(rb"\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]|\xef\xbb\xbf|\xef\xbf[\xbe\xbf]")
 # an escaped line break before a blank line: PyYAML keeps the blank line as a newline, rapidyaml does not
 _ESCAPED_BREAK = re.compile(rb"\\\n *\n")
+# an escaped line or paragraph separator (PyYAML writes U+2028 and U+2029 so): rapidyaml folds a "\n" before
+# two of them ("a\nb\L\L" read as "a b" and two LS)
+_ESCAPED_SEPARATOR = re.compile(rb"\\[LP]")
 _DIRECTIVE = re.compile(rb"\n%")
 _ASCII = bytes(range(0x80))
 # plain scalars libyaml refuses (reserved indicators) or reads differently in flow collections
@@ -106,6 +110,8 @@ def screen(data: bytes | bytearray) -> None:
     # each construct is looked for only when a byte it needs is there
     if b"\\" in kept and _ESCAPED_BREAK.search(data):
         raise Refused("an escaped line break before a blank line")
+    if b"\\" in kept and _ESCAPED_SEPARATOR.search(data):
+        raise Refused("an escaped line or paragraph separator")
     if b"%" in kept and (data.startswith(b"%") or _DIRECTIVE.search(data)):
         raise Refused("a directive")
     if not data.isascii():
