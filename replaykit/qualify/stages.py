@@ -201,12 +201,7 @@ def cassettes_of(scenarios: Sequence[Scenario]) -> list[Path]:
 
 def inputs_of(scenarios: Sequence[Scenario]) -> list[Path]:
     """The files the scenarios read: each scenario file, its cassettes and its stored transcript file."""
-    found: list[Path] = []
-    for scenario in scenarios:
-        stored = scenario.doc.get("transcript")
-        named = [scenario.path.parent / stored] if isinstance(stored, str) else []
-        found += [scenario.path, *scenario.cassettes, *(path for path in named if path.is_file())]
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(path for scenario in scenarios for path in scenario.inputs))
 
 
 # ---------------------------------------------------------------- drift

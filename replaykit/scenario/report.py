@@ -45,9 +45,10 @@ def counts(results: Sequence[Result]) -> dict[str, int]:
     return {"scenarios": len(results), "passed": tally["pass"], "failed": tally["fail"], "na": tally["n/a"]}
 
 
-def ok(results: Sequence[Result]) -> bool:
-    """True when no scenario failed and at least one ran (all n/a checks nothing)."""
-    return not any(result.failed for result in results) and any(result.applicable for result in results)
+def ok(results: Sequence[Result], shard: bool = False) -> bool:
+    """True when no scenario failed and at least one ran (all n/a checks nothing; ``shard``: a part of the
+    scenarios, where none applying is for the merged report to judge)."""
+    return not any(result.failed for result in results) and (shard or any(r.applicable for r in results))
 
 
 def coverage(results: Sequence[Result]) -> str:
@@ -69,14 +70,17 @@ def summary(results: Sequence[Result]) -> str:
     return f"{len(results)} {word}, {n['passed']} passed, {n['failed']} failed{na}: {verdict}"
 
 
-def to_json(results: Sequence[Result]) -> dict[str, Any]:
-    """``{passed, counts, coverage, results}`` (each result with every check)."""
-    return {
-        "passed": ok(results),
+def to_json(results: Sequence[Result], shard: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``{passed, counts, coverage, results}`` (each result with every check), and the ``shard`` block of a
+    shard's report (:meth:`replaykit.scenario.shard.Shard.pick`); its contract is
+    ``contracts/replaykit/run-report.schema.json``."""
+    doc = {
+        "passed": ok(results, shard is not None),
         "counts": counts(results),
         "coverage": coverage(results),
         "results": [result.to_json() for result in results],
     }
+    return doc if shard is None else {**doc, "shard": shard}
 
 
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
