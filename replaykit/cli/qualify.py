@@ -29,6 +29,7 @@ _DEFAULT_OUT = "qualify-report"
 
 def register(subparsers: Any) -> None:
     """Add the ``qualify`` subcommand."""
+    from replaykit.cli.scenarios import add_shard
     from replaykit.qualify import DEFAULT_ESTIMATOR
     from replaykit.scenario.target import DEFAULT_TARGET
 
@@ -121,6 +122,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="the property suite's seed (default 0: repeatable)"
     )
+    add_shard(parser)
     parser.set_defaults(func=run)
 
 
@@ -193,6 +195,8 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         baseline_report=args.baseline_report,
         full_matrix=args.full_matrix,
+        shard=args.shard,
+        durations=args.durations,
     )
     lines = Lines()
     done = qualify(options, lines)

@@ -24,6 +24,7 @@ from typing import Any
 from replaykit.errors import UsageError
 from replaykit.scenario.expect import Check
 from replaykit.scenario.model import Scenario
+from replaykit.scenario.report import Case
 from replaykit.scenario.runner import Result, run_jobs
 from replaykit.scenario.target import Target
 
@@ -105,6 +106,41 @@ class Matrix:
             rows.append([mutant, *cells, str(len(self.killers(mutant)))])
         return rows
 
+    def markdown(self) -> str:
+        """GitHub-flavoured Markdown: a heading with the verdict, the grid (:meth:`grid`), the scenarios'
+        numbers, the vacuous scenarios and the problems."""
+        problems = self.problems()
+        grid = [[cell.strip() or " " for cell in row] for row in self.grid()]
+        lines = [f"### replaykit mutants: {'FAILED' if problems else 'OK'}", "",
+                 "| " + " | ".join(grid[0]) + " |", "|" + "---|" * len(grid[0])]
+        lines += ["| " + " | ".join(cell.replace("!", "**!**") for cell in row) + " |" for row in grid[1:]]
+        lines += ["", *(f"{n}. {s.name}" for n, s in enumerate(self.scenarios, 1)), ""]
+        lines += [f"- vacuous (kills no mutant): {name}" for name in self.vacuous()]
+        lines += [f"- FAIL {problem.replace('|', '/')}" for problem in problems]
+        killed = len(self.mutants) - len(self.survivors())
+        lines.append(f"\n{len(self.scenarios)} scenarios x {len(self.mutants)} mutants, {killed} killed")
+        return "\n".join(lines) + "\n"
+
+    def cases(self) -> list[Case]:
+        """JUnit test cases: one per scenario (failed by the problems about it; skipped when n/a on the
+        target) and one per mutant (failed when it survives every scenario)."""
+        about: dict[str, list[str]] = {}
+        for name, sentence in self.named_problems():
+            about.setdefault(name, []).append(sentence)
+        found = []
+        for s in self.scenarios:
+            said = about.get(s.name)
+            on_target = self.results[(s.name, None)]
+            found.append(Case("replaykit.mutants.scenarios", s.name, str(s.path),
+                              sum(r.seconds for (n, _), r in self.results.items() if n == s.name),
+                              (said[0], "\n".join(said)) if said else None,
+                              None if on_target.applicable else f"n/a: {on_target.reason}"))
+        for mutant in self.mutants:
+            said = about.get(mutant)
+            failure = (said[0], said[0]) if said else None
+            found.append(Case("replaykit.mutants.mutants", mutant, failure=failure))
+        return found
+
     def to_json(self) -> dict[str, Any]:
         """``{ok, full, mutants, scenarios: [{scenario, kills, killed, passesOnTarget}], survivors, vacuous,
         problems}``."""
@@ -132,12 +168,13 @@ class Matrix:
 
     def _row(self, name: str) -> dict[str, Any]:
         """What :meth:`from_json` reads back: the first failure and the missing capabilities on the target,
-        and the verdict of each mutant's cell that ran."""
+        the verdict of each mutant's cell that ran, and the row's seconds."""
         first = self.results[(name, None)].first_failure
         return {
             "firstFailureOnTarget": None if first is None else first.to_json(),
             "missingOnTarget": list(self.results[(name, None)].missing),
             "cells": {m: self.results[(name, m)].verdict for m in self.mutants if (name, m) in self.results},
+            "seconds": round(sum(r.seconds for (row, _), r in self.results.items() if row == name), 3),
         }
 
     @classmethod
@@ -151,7 +188,8 @@ class Matrix:
             first = row["firstFailureOnTarget"]
             checks = [Check.from_json(first)] if first is not None else []
             missing = tuple(row["missingOnTarget"])
-            results[(scenario.name, None)] = Result(scenario, "", checks, missing=missing)
+            results[(scenario.name, None)] = Result(scenario, "", checks, seconds=row["seconds"],
+                                                    missing=missing)
             for mutant, verdict in row["cells"].items():
                 failed = [] if verdict == "pass" else [Check(mutant, False, "fails on the mutant")]
                 results[(scenario.name, mutant)] = Result(scenario, "", failed, mutant=mutant)
