@@ -9,6 +9,8 @@ in CI and in pipes, only the plain lines. With a baseline report, the verdicts t
 before the paths of the reports. Writes ``DIR/report.md`` and ``DIR/report.json`` (and appends report.md to
 ``$GITHUB_STEP_SUMMARY`` when set). Exit 0 when every check passes; 1 when one fails, the last line naming
 each failed check and its first failure; 2 on usage errors (a bad target, estimator or baseline report).
+``--shard K/N [--durations FILE]``: one part of the scenarios (the other checks in shard 1 only), for
+``replaykit merge``.
 """
 
 from __future__ import annotations

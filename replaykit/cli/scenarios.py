@@ -13,6 +13,10 @@ exit 1 when a declared kill survives, a mutant survives every scenario or a scen
 ``redgreen --baseline CMD --candidate CMD SCENARIO|DIR... [--markdown] [--json] [-j N]``: the red → green
 table; exit 1 when a row is wrong.
 
+``run`` and ``mutants`` also take ``--shard K/N [--durations FILE]`` (one part of the scenarios, the same on
+every machine: :mod:`replaykit.scenario.shard`; a shard fails only on what its own scenarios decide) and
+``--report FILE`` (the JSON report, what ``replaykit merge`` joins).
+
 Every command exits 2 on a bad scenario file (``file:line``, the JSON pointer and the fix) or command line.
 """
 
