@@ -245,3 +245,20 @@ def test_two_qualify_shards_merged_equal_the_unsharded_report(tmp_path: Path,
     assert (tmp_path / "merged" / "report.md").read_text().startswith("#")
     assert sorted(_load(tmp_path / "durations.json")["qualify"]) == ["no-retry-400", "retry-529",
                                                                       "web-search-empty"]
+
+
+def test_qualify_shards_whose_scenarios_did_not_load_merge_into_a_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: broken\nkind: smoke\n")
+    common = ["qualify", "--scenarios", str(broken), "--mutant", "no-retry-on-529", "--max-examples", "1",
+              "--durations", str(tmp_path / "none.json")]
+    for k in (1, 2):
+        assert _cli(*common, "--shard", f"{k}/2", "--out", str(tmp_path / f"q{k}")) == 1
+    capsys.readouterr()
+    assert _cli("merge", str(tmp_path / "q1" / "report.json"), str(tmp_path / "q2" / "report.json"), "--json",
+                "--durations", str(tmp_path / "durations.json")) == 1
+    merged = json.loads(capsys.readouterr().out)
+    assert merged["sections"]["scenarios"]["status"] == "fail"
+    assert str(broken) in merged["sections"]["scenarios"]["failures"][0]["message"]

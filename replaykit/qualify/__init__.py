@@ -188,7 +188,7 @@ class _Run:
     estimator: tuple[str, properties.Estimator]
     every: list[Scenario] = field(default_factory=list)
     sections: dict[str, Section] = field(default_factory=dict)
-    results: list[Result] = field(default_factory=list)
+    results: list[Result] | None = None  # None: the scenarios did not run (they did not load)
     matrix: Matrix | None = None
 
     def stage(self, name: str, section: Section) -> None:
@@ -276,16 +276,21 @@ class _Run:
 
     def seconds(self) -> dict[str, float]:
         """Each scenario's seconds: on the target and on each mutant."""
-        ran = [*self.results, *(r for (_, m), r in (self.matrix.results if self.matrix else {}).items() if m)]
+        ran = [*(self.results or []),
+               *(r for (_, m), r in (self.matrix.results if self.matrix else {}).items() if m)]
         seconds: dict[str, float] = {}
         for result in ran:
             seconds[result.scenario.name] = seconds.get(result.scenario.name, 0.0) + result.seconds
         return seconds
 
     def shard_results(self) -> JSON:
-        """What ``replaykit merge`` joins: the scenarios' results and the kill matrix of this shard."""
-        return {"scenarios": [result.to_json() for result in self.results],
-                "matrix": None if self.matrix is None else self.matrix.to_json()}
+        """What ``replaykit merge`` joins: the scenarios' results and the kill matrix of this shard (nothing
+        when the scenarios did not run: then the merge keeps shard 1's sections, which say why)."""
+        if self.results is None:
+            return {}
+        matrix = None if self.matrix is None else self.matrix.to_json()
+        scenarios = [result.to_json() for result in self.results]
+        return {"shardResults": {"scenarios": scenarios, "matrix": matrix}}
 
 
 def _mutants_of(options: Options, target: Target) -> tuple[str, ...]:
@@ -354,7 +359,7 @@ def qualify(options: Options, progress: Progress | None = None) -> Qualification
         "changes": None,
     }
     if shard is not None:
-        doc.update(shard=shard, shardResults=run.shard_results())
+        doc.update(shard=shard, **run.shard_results())
     elif options.durations is not None:
         write_durations(options.durations, "qualify", run.seconds())
     if before is not None and options.baseline_report is not None:
