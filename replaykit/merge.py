@@ -139,22 +139,25 @@ def _qualify(shards: Sequence[ShardReport]) -> Merged:
     parts = [report.doc.get("shardResults") for report in shards]
     results: list[Result] = []
     matrix = None
-    if all(part is not None for part in parts):
-        rows = _in_order(shards, [part["scenarios"] for part in parts if part is not None])
-        results = [Result.from_json(row) for row in rows]
-        seconds = sum(report.doc["sections"]["scenarios"].get("seconds", 0) for report in shards)
+    if all(part is not None for part in parts):  # else the scenarios did not load: shard 1 says why
+        results = [Result.from_json(row) for row in _in_order(shards, [p["scenarios"] for p in parts if p])]
         spec = first["subject"]["candidate"]["label"]
-        sections["scenarios"] = stages.scenarios_verdict(results, spec, seconds).to_json()
+        section = stages.scenarios_verdict(results, spec, _seconds(shards, "scenarios"))
+        sections["scenarios"] = section.to_json()
         matrices = [part["matrix"] for part in parts if part is not None and part["matrix"] is not None]
-        if len(matrices) == len(shards):
+        if len(matrices) == len(shards):  # else no mutants, or a kills: name unknown: shard 1 says so
             matrix = _matrix(matrices, shards)
-            seconds = sum(report.doc["sections"]["mutants"].get("seconds", 0) for report in shards)
-            sections["mutants"] = stages.matrix_verdict(matrix, seconds).to_json()
+            sections["mutants"] = stages.matrix_verdict(matrix, _seconds(shards, "mutants")).to_json()
     failed = any(section["status"] == "fail" for section in sections.values())
     doc = {key: value for key, value in first.items() if key not in ("shard", "shardResults")}
     doc.update(verdict="fail" if failed else "pass", sections=sections, changes=None, dependencies=[],
                generatedAt=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     return Merged("qualify", doc, results, matrix)
+
+
+def _seconds(shards: Sequence[ShardReport], section: str) -> float:
+    """The seconds the shards' ``section`` took, all told."""
+    return float(sum(report.doc["sections"][section].get("seconds", 0) for report in shards))
 
 
 def merge(shards: Sequence[ShardReport], baseline_report: Path | None = None) -> Merged:
