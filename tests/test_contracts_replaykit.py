@@ -1,4 +1,5 @@
-"""replaykit's own contracts: cassette, scenario, target input and outcome, qualification report.
+"""replaykit's own contracts: cassette, scenario, target input and outcome, the reports (run, kill matrix,
+qualification).
 
 Each contract is checked two ways: through :func:`replaykit.contracts.validate` (the registry the toolkit
 uses, which reports a JSON pointer and a keyword per violation) and through a stock
@@ -33,7 +34,8 @@ from replaykit.resources import data_dir
 from replaykit.server.faults import Fault
 
 JSON = dict[str, Any]
-OURS = ("cassette", "scenario", "target-input", "target-outcome", "qualification-report")
+OURS = ("cassette", "scenario", "target-input", "target-outcome", "qualification-report", "run-report",
+        "kill-matrix")
 BASE_URI = "https://replaykit.dev/contracts/replaykit/"
 DATA = Path(__file__).parent / "data" / "contracts_replaykit"
 SCENARIOS = data_dir("scenarios")
@@ -205,6 +207,42 @@ def _report(verdict: str) -> JSON:
     }
 
 
+def _shard() -> JSON:
+    return {"command": "run", "index": 2, "count": 4, "inputs": "sha256:" + "d" * 64, "total": 6,
+            "positions": [1, 5]}
+
+
+def _result(verdict: str) -> JSON:
+    check = {"name": "outcome", "ok": verdict != "fail", "why": "" if verdict != "fail" else "expected ok",
+             "stage": "ended"}
+    return {"scenario": "retry-529", "file": "scenarios/retry-529.yaml", "kind": "contract",
+            "target": "python:replaykit.reference:run", "mutant": None, "verdict": verdict,
+            "passed": verdict == "pass", "missing": ["research"] if verdict == "n/a" else [],
+            "firstFailure": check if verdict == "fail" else None,
+            "checks": [] if verdict == "n/a" else [check],
+            "providerRequests": 2, "seconds": 1.25, "outcome": None if verdict == "n/a" else {"status": "ok"}}
+
+
+def _run_report() -> JSON:
+    return {"passed": False, "counts": {"scenarios": 3, "passed": 1, "failed": 1, "na": 1},
+            "coverage": "2 of 3 apply (n/a: research 1)",
+            "results": [_result("pass"), _result("fail"), _result("n/a")], "shard": _shard()}
+
+
+def _matrix() -> JSON:
+    row = {"scenario": "retry-529", "file": "scenarios/retry-529.yaml", "kills": ["no-retry-on-529"],
+           "killed": ["no-retry-on-529"], "passesOnTarget": True, "verdictOnTarget": "pass",
+           "firstFailureOnTarget": None, "missingOnTarget": [], "cells": {"no-retry-on-529": "fail"},
+           "seconds": 2.5}
+    return {"ok": True, "full": True, "mutants": ["no-retry-on-529"], "scenarios": [row], "survivors": [],
+            "vacuous": [], "problems": [], "shard": {**_shard(), "command": "mutants"}}
+
+
+def _sharded() -> JSON:
+    return {**_report("pass"), "shard": {**_shard(), "command": "qualify"},
+            "shardResults": {"scenarios": [_result("pass")], "matrix": {**_matrix(), "shard": _shard()}}}
+
+
 BASES: dict[str, tuple[str, Callable[[], Any]]] = {
     "cassette": ("cassette", _cassette_doc),
     "parsed": ("cassette", _parsed_doc),
@@ -232,6 +270,9 @@ BASES: dict[str, tuple[str, Callable[[], Any]]] = {
     "aborted-bare": ("target-outcome", lambda: {"status": "aborted", "persistWrites": 0}),
     "pass": ("qualification-report", lambda: _report("pass")),
     "fail": ("qualification-report", lambda: _report("fail")),
+    "sharded": ("qualification-report", _sharded),
+    "run": ("run-report", _run_report),
+    "matrix": ("kill-matrix", _matrix),
 }
 
 
@@ -496,7 +537,27 @@ REPORT_CASES: list[Case] = [
          "required", "/changes/verdicts/0/flipped"),
 ]
 
-CASES = CASSETTE_CASES + SCENARIO_CASES + FAULT_CASES + INPUT_CASES + OUTCOME_CASES + REPORT_CASES
+SHARD_CASES: list[Case] = [
+    case("run", "/passed", "no", "type"),
+    case("run", "/counts/na", DELETE, "required"),
+    case("run", "/results/1/verdict", "maybe", "enum"),
+    case("run", "/results/1/checks/0/stage", "later", "enum"),
+    case("run", "/results/0/journal", [], "additionalProperties"),
+    case("run", "/shard/index", 0, "minimum"),
+    case("run", "/shard/inputs", "md5:abc", "pattern"),
+    case("run", "/shard/command", "redgreen", "enum"),
+    case("run", "/shard/positions", DELETE, "required"),
+    case("matrix", "/scenarios/0/cells/no-retry-on-529", "killed", "enum"),
+    case("matrix", "/scenarios/0/seconds", DELETE, "required"),
+    case("matrix", "/survivors", DELETE, "required"),
+    case("matrix", "/shard/count", "4", "type"),
+    case("sharded", "/shard/total", -1, "minimum"),
+    case("sharded", "/shardResults/matrix", DELETE, "required"),
+    case("sharded", "/shardResults/scenarios/0/verdict", "passed", "enum"),
+]
+
+CASES = (CASSETTE_CASES + SCENARIO_CASES + FAULT_CASES + INPUT_CASES + OUTCOME_CASES + REPORT_CASES
+         + SHARD_CASES)
 
 
 def _stock_found(errors: list[ValidationError], pointer: str, keyword: str) -> bool:

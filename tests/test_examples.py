@@ -62,3 +62,49 @@ def test_the_baseline_is_restored_for_pull_requests_and_saved_from_main() -> Non
     assert restore["with"]["path"] == save["with"]["path"] == "baseline"
     assert save["with"]["key"].startswith(restore["with"]["restore-keys"])
     assert "pull_request" in restore["if"] and "refs/heads/main" in save["if"]
+
+
+SHARDED = WORKFLOW.with_name("qualify-sharded.yml")
+
+
+def _command(steps: list[dict[str, Any]], command: str, shard: int = 0) -> tuple[dict[str, Any], list[str]]:
+    """The step that runs ``replaykit COMMAND`` and that line's words (``$@`` left out; the matrix's shard
+    number put in)."""
+    step = next(step for step in steps if f"replaykit {command}" in step.get("run", ""))
+    line = next(line for line in step["run"].splitlines() if line.strip().startswith(f"replaykit {command}"))
+    line = line.replace("${{ matrix.shard }}", str(shard))
+    return step, [word for word in shlex.split(line) if word != "$@"]
+
+
+def test_the_sharded_workflow_runs_each_shard_with_options_qualify_accepts() -> None:
+    from replaykit.scenario.shard import Shard
+
+    doc = yaml.safe_load(SHARDED.read_text(encoding="utf-8"))
+    assert list(doc["jobs"]) == ["shard", "merge"] and doc["env"] == _workflow()["env"]
+    job = doc["jobs"]["shard"]
+    shards = job["strategy"]["matrix"]["shard"]
+    assert shards == list(range(1, len(shards) + 1)) and job["strategy"]["fail-fast"] is False
+    for k in shards:
+        args = build_parser().parse_args(_command(job["steps"], "qualify", k)[1][1:])
+        assert args.func is qualify_run and args.shard == Shard(k, len(shards)) and str(args.out) == "shard"
+        assert str(args.durations) == ".replaykit-durations.json"
+    upload = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@"))
+    assert upload["if"] == "always()" and upload["with"]["path"] == "shard/report.json"
+
+
+def test_the_merge_job_joins_every_shard_whatever_their_verdicts() -> None:
+    from replaykit.cli.merge import run as merge_run
+
+    doc = yaml.safe_load(SHARDED.read_text(encoding="utf-8"))
+    job = doc["jobs"]["merge"]
+    assert job["needs"] == "shard" and job["if"] == "always()"
+    download = next(s for s in job["steps"]
+                    if str(s.get("uses", "")).startswith("actions/download-artifact@"))
+    assert download["with"] == {"pattern": "qualify-shard-*", "path": "shards"}
+    step, words = _command(job["steps"], "merge")
+    args = build_parser().parse_args(words[1:])
+    assert args.func is merge_run and [str(path) for path in args.reports] == ["shards/*/report.json"]
+    assert str(args.out) == "qualify-report" and str(args.durations) == ".replaykit-durations.json"
+    assert "--baseline-report baseline/report.json" in step["run"]
+    saved = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/cache/save@")]
+    assert {s["with"]["path"] for s in saved} == {"baseline", ".replaykit-durations.json"}

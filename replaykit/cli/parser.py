@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "redgreen": ("scenarios", "regression scenarios red on a baseline and green on a candidate"),
     "qualify": ("qualify", "qualify a target and an estimator on this environment: every check, one report"),
     "record": ("record", "record a new cassette through a loopback reverse proxy to the real API"),
+    "merge": ("merge", "join the reports of the shards of a run, mutants or qualify (--shard K/N) into one"),
     "repro": ("repro", "turn a reported transcript into a scenario that replays its failure offline"),
 }
 

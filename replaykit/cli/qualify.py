@@ -9,6 +9,8 @@ in CI and in pipes, only the plain lines. With a baseline report, the verdicts t
 before the paths of the reports. Writes ``DIR/report.md`` and ``DIR/report.json`` (and appends report.md to
 ``$GITHUB_STEP_SUMMARY`` when set). Exit 0 when every check passes; 1 when one fails, the last line naming
 each failed check and its first failure; 2 on usage errors (a bad target, estimator or baseline report).
+``--shard K/N [--durations FILE]``: one part of the scenarios (the other checks in shard 1 only), for
+``replaykit merge``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ _DEFAULT_OUT = "qualify-report"
 
 def register(subparsers: Any) -> None:
     """Add the ``qualify`` subcommand."""
+    from replaykit.cli.scenarios import add_shard
     from replaykit.qualify import DEFAULT_ESTIMATOR
     from replaykit.scenario.target import DEFAULT_TARGET
 
@@ -121,6 +124,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="the property suite's seed (default 0: repeatable)"
     )
+    add_shard(parser)
     parser.set_defaults(func=run)
 
 
@@ -193,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         baseline_report=args.baseline_report,
         full_matrix=args.full_matrix,
+        shard=args.shard,
+        durations=args.durations,
     )
     lines = Lines()
     done = qualify(options, lines)

@@ -13,6 +13,10 @@ exit 1 when a declared kill survives, a mutant survives every scenario or a scen
 ``redgreen --baseline CMD --candidate CMD SCENARIO|DIR... [--markdown] [--json] [-j N]``: the red → green
 table; exit 1 when a row is wrong.
 
+``run`` and ``mutants`` also take ``--shard K/N [--durations FILE]`` (one part of the scenarios, the same on
+every machine: :mod:`replaykit.scenario.shard`; a shard fails only on what its own scenarios decide) and
+``--report FILE`` (the JSON report, what ``replaykit merge`` joins).
+
 Every command exits 2 on a bad scenario file (``file:line``, the JSON pointer and the fix) or command line.
 """
 
@@ -22,20 +26,20 @@ import argparse
 import fnmatch
 import json
 import sys
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from replaykit.cassette import write_atomic
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK, positive, table
 from replaykit.errors import ScenarioError, UsageError
 from replaykit.scenario import DEFAULT_TARGET, Result, Scenario, Target, load_all, run_many
 from replaykit.scenario import report as reports
 from replaykit.scenario.mutants import Matrix, check_kills, run_matrix
 from replaykit.scenario.redgreen import markdown, redgreen, table_rows, to_json
+from replaykit.scenario.shard import DEFAULT_DURATIONS, Shard, read_durations, write_durations
 
-__all__ = ["register", "run", "run_mutants", "run_redgreen"]
-
-
+__all__ = ["add_shard", "matrix_text", "register", "run", "run_mutants", "run_redgreen"]
 
 def _common(parser: argparse.ArgumentParser, target: bool = True) -> None:
     parser.add_argument(
@@ -81,6 +85,31 @@ def _common(parser: argparse.ArgumentParser, target: bool = True) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
 
 
+def add_shard(parser: argparse.ArgumentParser) -> None:
+    """``--shard K/N`` and ``--durations FILE`` (:mod:`replaykit.scenario.shard`)."""
+    parser.add_argument(
+        "--shard",
+        type=Shard.parse,
+        metavar="K/N",
+        help="run only shard K of N: a part of the scenarios balanced on the durations file (by name when "
+        "there is none), the same on every machine; join the shards' JSON reports with replaykit merge",
+    )
+    parser.add_argument(
+        "--durations",
+        type=Path,
+        metavar="FILE",
+        help=f"the durations the shards are balanced on (default: ./{DEFAULT_DURATIONS}, if any); a run "
+        "without --shard records its durations there when FILE is given",
+    )
+
+
+def _report_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--report", type=Path, metavar="FILE",
+        help="also write the JSON report to FILE (what replaykit merge reads)",
+    )
+
+
 def register(subparsers: Any) -> None:
     """Add the ``run``, ``mutants`` and ``redgreen`` subcommands."""
     parser = subparsers.add_parser(
@@ -99,6 +128,8 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="write the persisted-transcript snapshots that are missing or differ",
     )
+    add_shard(parser)
+    _report_arg(parser)
     parser.set_defaults(func=run)
     parser = subparsers.add_parser(
         "mutants",
@@ -120,6 +151,8 @@ def register(subparsers: Any) -> None:
         help="run only the cells that decide the verdict: each mutant on the scenarios that declare it in "
         "kills: (a mutant none declares: on every scenario); the same failures, vacuous scenarios unseen",
     )
+    add_shard(parser)
+    _report_arg(parser)
     parser.set_defaults(func=run_mutants)
     parser = subparsers.add_parser(
         "redgreen",
@@ -185,34 +218,64 @@ class _Progress:
         self.out.flush()
 
 
+def _shard(args: argparse.Namespace, command: str, scenarios: list[Scenario], target: Target,
+           more: dict[str, Any] | None = None) -> tuple[list[Scenario], dict[str, Any] | None]:
+    """The scenarios this run runs (``--shard``: its part) and its report's ``shard`` block (None: all)."""
+    if args.shard is None:
+        return scenarios, None
+    durations = read_durations(args.durations or DEFAULT_DURATIONS, command)
+    picked, block = args.shard.pick(command, scenarios, target, durations, more)
+    return picked, block
+
+
+def _record(args: argparse.Namespace, command: str, results: Sequence[Result]) -> None:
+    """An unsharded run given ``--durations FILE`` records each scenario's seconds there."""
+    if args.durations is not None and args.shard is None:
+        seconds: dict[str, float] = {}
+        for result in results:
+            seconds[result.scenario.name] = seconds.get(result.scenario.name, 0.0) + result.seconds
+        write_durations(args.durations, command, seconds)
+
+
+def _write(path: Path | None, doc: dict[str, Any]) -> None:
+    if path is not None:
+        write_atomic(path, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+
+
 def run(args: argparse.Namespace) -> int:
     """``replaykit run``."""
-    scenarios = _scenarios(args)
     target = _target(args)
+    scenarios, shard = _shard(args, "run", _scenarios(args), target)
     progress = _Progress(len(scenarios), sys.stdout, args.json, args.verbose)
     progress.start()
     results = run_many(
         scenarios, target, jobs=args.jobs, update_snapshots=args.snapshot_update, done=progress
     )
+    _record(args, "run", results)
     if args.junit is not None:
         reports.write_junit(args.junit, results)
+    doc = reports.to_json(results, shard)
+    _write(args.report, doc)
     if args.json:
-        print(json.dumps(reports.to_json(results), indent=2, ensure_ascii=False))
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
-        print(reports.summary(results))
+        print(reports.summary(results) + (f" (shard {args.shard})" if shard else ""))
         if target.manifest.path is None and any(result.failed for result in results):
             print(f"(no manifest for {target.spec}: every capability is taken as given; declare what it has "
                   "in replaykit-target.yaml beside it, or with --manifest FILE, and the scenarios that need "
                   "more are n/a)")
-    return EXIT_OK if reports.ok(results) else EXIT_FINDINGS
+    return EXIT_OK if reports.ok(results, shard is not None) else EXIT_FINDINGS
 
 
-def _matrix_text(matrix: Matrix) -> str:
+def matrix_text(matrix: Matrix, shard: bool = False) -> str:
+    """The kill matrix as text: the grid, the scenarios' numbers, vacuous scenarios, the problems, a verdict
+    (``shard``: a part of the scenarios, whose survivors only the merged matrix decides)."""
+    problems = matrix.row_problems() if shard else matrix.problems()
     lines = table(matrix.grid())
     lines += ["", *(f"{n:>3}  {s.name}" for n, s in enumerate(matrix.scenarios, 1))]
     lines += [f"vacuous (kills no mutant): {name}" for name in matrix.vacuous()]
-    lines += [f"FAIL {problem}" for problem in matrix.problems()]
-    verdict = "FAILED" if matrix.problems() else "OK"
+    lines += [f"FAIL {problem}" for problem in problems]
+    verdict = "FAILED" if problems else "OK"
     killed = len(matrix.mutants) - len(matrix.survivors())
     lines.append(
         f"{len(matrix.scenarios)} scenarios x {len(matrix.mutants)} mutants"
@@ -240,9 +303,14 @@ def run_mutants(args: argparse.Namespace, known: Callable[[], Collection[str]] =
                          "declare its mutants in its manifest (replaykit-target.yaml: mutants: NAME: {env: "
                          "{VAR: value}, defect: ...}) or name them with --mutant NAME")
     check_kills(scenarios, {*declared, *names}, known())
-    matrix = run_matrix(scenarios, target, names, jobs=args.jobs, declared=args.declared)
-    print(json.dumps(matrix.to_json(), indent=2) if args.json else _matrix_text(matrix))
-    return EXIT_FINDINGS if matrix.problems() else EXIT_OK
+    mine, shard = _shard(args, "mutants", scenarios, target, {"mutants": names, "declared": args.declared})
+    matrix = run_matrix(mine, target, names, jobs=args.jobs, declared=args.declared, universe=scenarios)
+    _record(args, "mutants", list(matrix.results.values()))
+    doc = matrix.to_json() if shard is None else {**matrix.to_json(), "shard": shard}
+    _write(args.report, doc)
+    print(json.dumps(doc, indent=2) if args.json else matrix_text(matrix, shard is not None))
+    problems = matrix.problems() if shard is None else matrix.row_problems()
+    return EXIT_FINDINGS if problems else EXIT_OK
 
 
 def run_redgreen(args: argparse.Namespace) -> int:

@@ -39,6 +39,9 @@ from replaykit.qualify import baseline, identity, markdown, stages
 from replaykit.qualify.stages import Section
 from replaykit.resources import data_dir
 from replaykit.scenario.model import Scenario
+from replaykit.scenario.mutants import Matrix
+from replaykit.scenario.runner import Result
+from replaykit.scenario.shard import DEFAULT_DURATIONS, Shard, read_durations, write_durations
 from replaykit.scenario.target import DEFAULT_TARGET, Target
 
 __all__ = [
@@ -95,7 +98,9 @@ class _Silent:
 class Options:
     """What to qualify. Empty ``cassettes`` / ``scenarios``: the bundled ones; ``mutants`` None: those the
     target's manifest declares (the reference's 38 for the reference), empty: the kill matrix is skipped.
-    ``manifest``: the target's manifest (default: the one beside it, if any)."""
+    ``manifest``: the target's manifest (default: the one beside it, if any). ``shard``: run only that part of
+    the scenarios (balanced on ``durations``, :mod:`replaykit.scenario.shard`), and the checks that are not
+    per scenario only in shard 1; without it, ``durations`` is where the scenarios' seconds are recorded."""
 
     target: str = DEFAULT_TARGET
     manifest: Path | None = None
@@ -109,6 +114,8 @@ class Options:
     seed: int = 0
     baseline_report: Path | None = None
     full_matrix: bool = False
+    shard: Shard | None = None
+    durations: Path | None = None
 
 
 @dataclass
@@ -179,11 +186,19 @@ class _Run:
     options: Options
     progress: Progress
     estimator: tuple[str, properties.Estimator]
+    every: list[Scenario] = field(default_factory=list)
     sections: dict[str, Section] = field(default_factory=dict)
+    results: list[Result] | None = None  # None: the scenarios did not run (they did not load)
+    matrix: Matrix | None = None
 
     def stage(self, name: str, section: Section) -> None:
         self.sections[name] = section
         self.progress.finish(name, section)
+
+    def elsewhere(self) -> str:
+        """Why a check that is not per scenario does not run here ("": it does)."""
+        shard = self.options.shard
+        return "" if shard is None or shard.index == 1 else f"shard {shard}: shard 1/{shard.count} runs it"
 
     def checks(
         self,
@@ -192,12 +207,22 @@ class _Run:
         loaded: tuple[list[Scenario], Finding | None],
         schemas: tuple[int, list[Finding]],
     ) -> None:
+        if self.elsewhere():
+            for name in ("verify", "contracts", "drift", "properties"):
+                self.stage(name, stages.skipped(self.elsewhere()))
+            if not schemas[1]:
+                self.scenario_stages(target, *loaded)
+            else:
+                for name in ("scenarios", "mutants"):
+                    self.stage(name, stages.skipped(_BROKEN))
+            self.stage("redgreen", stages.skipped(_REDGREEN))
+            return
         cassette_roots, scenario_roots = roots
         scenarios, bad = loaded
         self.progress.start("verify")
         paths = [*named_paths(cassette_roots)]
         seen = {path.resolve() for path in paths}
-        paths += [path for path in stages.cassettes_of(scenarios) if path.resolve() not in seen]
+        paths += [path for path in stages.cassettes_of(self.every) if path.resolve() not in seen]
         every = [*cassette_roots, *scenario_roots]
         verify, contract = stages.verify_sections(
             paths, lambda path: identity.key(Path(path), every), schemas
@@ -228,11 +253,11 @@ class _Run:
             self.stage("mutants", stages.skipped("the scenarios did not load"))
             return
         self.progress.start("scenarios")
-        section, results = stages.scenarios_section(scenarios, target, self.options.jobs, self.progress.tick)
+        section, results = stages.scenarios_section(scenarios, target, self.options.jobs, self.progress.tick,
+                                                    whole=self.options.shard is None)
         self.stage("scenarios", section)
-        mutants = self.options.mutants
-        if mutants is None:
-            mutants = tuple(target.manifest.mutants)
+        self.results = results
+        mutants = _mutants_of(self.options, target)
         if not mutants:
             self.stage(
                 "mutants",
@@ -243,13 +268,46 @@ class _Run:
             )
             return
         self.progress.start("mutants")
-        self.stage(
-            "mutants",
-            stages.mutants_section(
-                scenarios, target, mutants, results, self.options.jobs, self.progress.tick,
-                full=self.options.full_matrix,
-            ),
+        section, self.matrix = stages.mutants_section(
+            scenarios, target, mutants, results, self.options.jobs, self.progress.tick,
+            full=self.options.full_matrix, universe=self.every if self.options.shard else None,
         )
+        self.stage("mutants", section)
+
+    def seconds(self) -> dict[str, float]:
+        """Each scenario's seconds: on the target and on each mutant."""
+        ran = [*(self.results or []),
+               *(r for (_, m), r in (self.matrix.results if self.matrix else {}).items() if m)]
+        seconds: dict[str, float] = {}
+        for result in ran:
+            seconds[result.scenario.name] = seconds.get(result.scenario.name, 0.0) + result.seconds
+        return seconds
+
+    def shard_results(self) -> JSON:
+        """What ``replaykit merge`` joins: the scenarios' results and the kill matrix of this shard (nothing
+        when the scenarios did not run: then the merge keeps shard 1's sections, which say why)."""
+        if self.results is None:
+            return {}
+        matrix = None if self.matrix is None else self.matrix.to_json()
+        scenarios = [result.to_json() for result in self.results]
+        return {"shardResults": {"scenarios": scenarios, "matrix": matrix}}
+
+
+def _mutants_of(options: Options, target: Target) -> tuple[str, ...]:
+    """The mutants named, else those the target's manifest declares."""
+    return options.mutants if options.mutants is not None else tuple(target.manifest.mutants)
+
+
+def _sharded(options: Options, target: Target, loaded: tuple[list[Scenario], Finding | None],
+             hashes: JSON) -> tuple[tuple[list[Scenario], Finding | None], JSON | None]:
+    """The scenarios of ``options.shard`` (all without one) and the report's ``shard`` block."""
+    if options.shard is None:
+        return loaded, None
+    durations = read_durations(options.durations or DEFAULT_DURATIONS, "qualify")
+    more = {"mutants": list(_mutants_of(options, target)), "full": options.full_matrix, "hashes": hashes,
+            "estimator": [options.estimator, options.estimator_cmd, options.max_examples, options.seed]}
+    mine, block = options.shard.pick("qualify", loaded[0], target, durations, more)
+    return (mine, loaded[1]), block
 
 
 def _existing(paths: list[Path], what: str) -> list[Path]:
@@ -283,8 +341,9 @@ def qualify(options: Options, progress: Progress | None = None) -> Qualification
             "estimator": _estimator_subject(options),
         }
         progress.note(_identity_line(subject, hashes))
-        run = _Run(options, progress, estimator)
-        run.checks(target, (cassette_roots, scenario_roots), loaded, schemas)
+        mine, shard = _sharded(options, target, loaded, hashes)
+        run = _Run(options, progress, estimator, loaded[0])
+        run.checks(target, (cassette_roots, scenario_roots), mine, schemas)
     sections = {name: run.sections[name] for name in SECTIONS}
     failed = any(section.status == "fail" for section in sections.values())
     doc: JSON = {
@@ -299,6 +358,10 @@ def qualify(options: Options, progress: Progress | None = None) -> Qualification
         "sections": {name: section.to_json() for name, section in sections.items()},
         "changes": None,
     }
+    if shard is not None:
+        doc.update(shard=shard, **run.shard_results())
+    elif options.durations is not None:
+        write_durations(options.durations, "qualify", run.seconds())
     if before is not None and options.baseline_report is not None:
         doc["dependencies"], doc["changes"] = baseline.compare(before, doc, str(options.baseline_report))
     if not schemas[1]:  # broken contracts cannot check the report (the contracts section says why)

@@ -25,7 +25,7 @@ from typing import Any
 from replaykit import contracts
 from replaykit.errors import UsageError, located
 
-__all__ = ["MAX_REPORT", "PASSING", "compare", "flipped", "load_report"]
+__all__ = ["MAX_REPORT", "PASSING", "check_json", "compare", "flipped", "load_report", "read_json"]
 
 JSON = dict[str, Any]
 MAX_REPORT = 64 << 20  # bytes: a report is a few hundred KiB; more is not a report
@@ -36,31 +36,39 @@ _FIX = "give the report.json an earlier `replaykit qualify` wrote"
 
 def load_report(path: Path) -> JSON:
     """The report at ``path``, checked (see the module docstring)."""
+    report = read_json(path, _FIX, "baseline report")
+    check_json(path, report, _KIND, "a qualification report", _FIX)
+    result: JSON = report
+    return result
+
+
+def read_json(path: Path, fix: str, what: str = "report") -> Any:
+    """The JSON document in the report file at ``path`` (at most :data:`MAX_REPORT` bytes of UTF-8); else a
+    usage error naming the file, the line and ``fix``."""
     try:
         size = path.stat().st_size
         if not path.is_file() or size > MAX_REPORT:
             why = "not a file" if not path.is_file() else f"{size} bytes, more than a report ({MAX_REPORT})"
-            raise UsageError(located(path, None, why, _FIX))
+            raise UsageError(located(path, None, why, fix))
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise UsageError(
-            located(path, None, f"cannot read the baseline report: {exc.strerror}", _FIX)
-        ) from exc
+        raise UsageError(located(path, None, f"cannot read the {what}: {exc.strerror}", fix)) from exc
     except UnicodeDecodeError as exc:
-        raise UsageError(located(path, None, "not UTF-8 text", _FIX)) from exc
+        raise UsageError(located(path, None, "not UTF-8 text", fix)) from exc
     try:
-        report = json.loads(text)
+        return json.loads(text)
     except ValueError as exc:
         line = getattr(exc, "lineno", None)
-        raise UsageError(located(path, line, f"not JSON: {exc}", _FIX)) from exc
-    found = [v for v in contracts.validate(_KIND, report) if v.severity == "error"]
+        raise UsageError(located(path, line, f"not JSON: {exc}", fix)) from exc
+
+
+def check_json(path: Path, doc: Any, kind: str, what: str, fix: str) -> None:
+    """Refuse ``doc`` (read from ``path``) unless it is valid by the contract ``kind``: a usage error naming
+    the file, the JSON pointer and ``fix``."""
+    found = [v for v in contracts.validate(kind, doc) if v.severity == "error"]
     if found:
         first = found[0]
-        raise UsageError(
-            located(path, first.pointer or "/", f"not a qualification report: {first.message}", _FIX)
-        )
-    result: JSON = report
-    return result
+        raise UsageError(located(path, first.pointer or "/", f"not {what}: {first.message}", fix))
 
 
 def _versions(report: JSON) -> dict[str, str | None]:

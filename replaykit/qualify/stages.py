@@ -23,7 +23,7 @@ from replaykit.findings import Finding
 from replaykit.qualify.identity import installed_version
 from replaykit.reference.mutants import MUTANTS
 from replaykit.scenario.model import Scenario, load_all
-from replaykit.scenario.mutants import check_kills, decides, run_matrix
+from replaykit.scenario.mutants import Matrix, check_kills, decides, run_matrix
 from replaykit.scenario.report import counts as report_counts
 from replaykit.scenario.report import coverage
 from replaykit.scenario.runner import Result, run_many
@@ -39,9 +39,11 @@ __all__ = [
     "failed_section",
     "inputs_of",
     "load_scenarios",
+    "matrix_verdict",
     "mutants_section",
     "properties_section",
     "scenarios_section",
+    "scenarios_verdict",
     "skipped",
     "verify_sections",
 ]
@@ -201,12 +203,7 @@ def cassettes_of(scenarios: Sequence[Scenario]) -> list[Path]:
 
 def inputs_of(scenarios: Sequence[Scenario]) -> list[Path]:
     """The files the scenarios read: each scenario file, its cassettes and its stored transcript file."""
-    found: list[Path] = []
-    for scenario in scenarios:
-        stored = scenario.doc.get("transcript")
-        named = [scenario.path.parent / stored] if isinstance(stored, str) else []
-        found += [scenario.path, *scenario.cassettes, *(path for path in named if path.is_file())]
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(path for scenario in scenarios for path in scenario.inputs))
 
 
 # ---------------------------------------------------------------- drift
@@ -267,28 +264,31 @@ def _counted(total: int, tick: Tick) -> Callable[[Result], None]:
 
 
 def scenarios_section(
-    scenarios: Sequence[Scenario], target: Target, jobs: int, tick: Tick = _quiet
+    scenarios: Sequence[Scenario], target: Target, jobs: int, tick: Tick = _quiet, whole: bool = True
 ) -> tuple[Section, list[Result]]:
     """Every scenario on the target; the results too (the mutant matrix reuses them). A scenario n/a on the
     target (a capability it lacks) is counted and shown, never a failure; none applying at all is one."""
     start = time.monotonic()
     results = run_many(scenarios, target, jobs=jobs, done=_counted(len(scenarios), tick))
+    return scenarios_verdict(results, target.spec, time.monotonic() - start, whole), results
+
+
+def scenarios_verdict(results: Sequence[Result], spec: str, seconds: float, whole: bool = True) -> Section:
+    """The scenarios section of ``results`` on the target ``spec`` (also of merged shards' results); none
+    applying fails only the ``whole`` run, not a shard of it."""
     failures = [
         Finding("error", "scenario", r.failure_text(), r.scenario.name, str(r.scenario.path))
         for r in results
         if r.failed
     ]
-    if results and not any(r.applicable for r in results):
-        none = f"no scenario applies to {target.spec}: {coverage(results)}"
+    if whole and results and not any(r.applicable for r in results):
+        none = f"no scenario applies to {spec}: {coverage(results)}"
         failures.append(Finding("error", "scenario", none, "scenarios",
                                 fix="declare what the target has in its manifest"))
     counts = report_counts(results)
-    summary = f"{len(results)} scenarios on {target.spec}, {counts['failed']} failed; {coverage(results)}"
+    summary = f"{len(results)} scenarios on {spec}, {counts['failed']} failed; {coverage(results)}"
     verdicts = {r.scenario.name: r.verdict for r in results}
-    section = failed_section(
-        failures, summary, counts=counts, verdicts=verdicts, seconds=time.monotonic() - start
-    )
-    return section, results
+    return failed_section(failures, summary, counts=counts, verdicts=verdicts, seconds=seconds)
 
 
 def mutants_section(
@@ -299,36 +299,48 @@ def mutants_section(
     jobs: int,
     tick: Tick = _quiet,
     full: bool = False,
-) -> Section:
+    universe: Sequence[Scenario] | None = None,
+) -> tuple[Section, Matrix | None]:
     """The kill matrix of ``mutants`` on the target, reusing the scenarios' results on the target itself:
-    only the cells that decide it (each mutant on the scenarios that declare it) unless ``full``."""
+    only the cells that decide it (each mutant on the scenarios that declare it) unless ``full``;
+    ``universe``: every scenario when ``scenarios`` is a shard of them. The matrix too (None: a ``kills:``
+    name is unknown)."""
     start = time.monotonic()
+    every = scenarios if universe is None else universe
     try:
-        check_kills(scenarios, {*target.manifest.mutants, *mutants}, frozenset(MUTANTS))
+        check_kills(every, {*target.manifest.mutants, *mutants}, frozenset(MUTANTS))
     except UsageError as exc:
-        return failed_section([Finding("error", "mutants", str(exc), "kills")], "a kills: name is unknown")
+        failures = [Finding("error", "mutants", str(exc), "kills")]
+        return failed_section(failures, "a kills: name is unknown"), None
     applies = [s for s, ran in zip(scenarios, on_target, strict=True) if ran.applicable]
-    total = sum(1 for s in applies for m in mutants if full or decides(s, m, scenarios))
+    total = sum(1 for s in applies for m in mutants if full or decides(s, m, every))
     matrix = run_matrix(scenarios, target, mutants, jobs=jobs, on_target=on_target,
-                        done=_counted(total, tick), declared=not full)
-    failures = [Finding("error", "mutants", sentence, name) for name, sentence in matrix.named_problems()]
-    survivors = matrix.survivors()
+                        done=_counted(total, tick), declared=not full, universe=every)
+    return matrix_verdict(matrix, time.monotonic() - start, universe is None), matrix
+
+
+def matrix_verdict(matrix: Matrix, seconds: float, whole: bool = True) -> Section:
+    """The mutants section of ``matrix`` (also of merged shards' matrices); a mutant no scenario kills
+    fails only the ``whole`` matrix, not a shard of it."""
+    problems = matrix.named_problems() if whole else [(n, p) for n, p in matrix.named_problems()
+                                                      if p in matrix.row_problems()]
+    failures = [Finding("error", "mutants", sentence, name) for name, sentence in problems]
+    survivors, mutants, full = matrix.survivors(), matrix.mutants, matrix.full
+    total = sum(mutant is not None for _, mutant in matrix.results)
     counts = {
-        "scenarios": len(scenarios),
+        "scenarios": len(matrix.scenarios),
         "mutants": len(mutants),
         "killed": len(mutants) - len(survivors),
         "vacuous": len(matrix.vacuous()),
         "runs": total,
     }
     summary = (
-        f"{len(scenarios)} scenarios x {len(mutants)} mutants ({total} runs"
+        f"{len(matrix.scenarios)} scenarios x {len(mutants)} mutants ({total} runs"
         f"{'' if full else ', the declared kills'}), {counts['killed']} killed"
         + (f", {len(matrix.vacuous())} vacuous" if full else "")
     )
     verdicts = {mutant: "survived" if mutant in survivors else "killed" for mutant in mutants}
-    return failed_section(
-        failures, summary, counts=counts, verdicts=verdicts, seconds=time.monotonic() - start
-    )
+    return failed_section(failures, summary, counts=counts, verdicts=verdicts, seconds=seconds)
 
 
 # ---------------------------------------------------------------- properties

@@ -50,6 +50,11 @@ class Check:
         """``{name, ok, why, stage}``."""
         return {"name": self.name, "ok": self.ok, "why": self.why, "stage": STAGES[self.stage]}
 
+    @classmethod
+    def from_json(cls, doc: JSON) -> Check:
+        """The check :meth:`to_json` wrote (a report read back, e.g. by ``replaykit merge``)."""
+        return cls(str(doc["name"]), bool(doc["ok"]), str(doc["why"]), STAGES.index(doc["stage"]))
+
 
 @dataclass
 class Evidence:

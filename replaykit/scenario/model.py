@@ -71,6 +71,13 @@ class Scenario:
         return tuple(self.doc.get("kills", ()))
 
     @property
+    def inputs(self) -> tuple[Path, ...]:
+        """The files the scenario reads: the scenario file, its cassettes and its stored transcript file."""
+        stored = self.doc.get("transcript")
+        named = [self.path.parent / stored] if isinstance(stored, str) else []
+        return tuple(dict.fromkeys([self.path, *self.cassettes, *(path for path in named if path.is_file())]))
+
+    @property
     def kills_armed(self) -> int:
         """How many times a ``kill`` fault can fire: the restarts the runner makes at most."""
         return sum(fault.times for fault in self.faults if fault.kind == "kill")

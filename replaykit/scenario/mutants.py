@@ -18,10 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from replaykit.errors import UsageError
+from replaykit.scenario.expect import Check
 from replaykit.scenario.model import Scenario
+from replaykit.scenario.report import Case
 from replaykit.scenario.runner import Result, run_jobs
 from replaykit.scenario.target import Target
 
@@ -62,8 +65,18 @@ class Matrix:
         """Why the matrix fails, one sentence each (empty: it passes)."""
         return [sentence for _, sentence in self.named_problems()]
 
+    def row_problems(self) -> list[str]:
+        """The problems each scenario decides alone (all but the mutants that survive every scenario): what
+        fails a shard of the scenarios, whose survivors only the merged matrix knows."""
+        return [sentence for _, sentence in self._scenario_problems()]
+
     def named_problems(self) -> list[tuple[str, str]]:
         """:meth:`problems`, each with what it is about: the scenario, or the mutant that survives."""
+        found = self._scenario_problems()
+        found += [(mutant, f"mutant {mutant} survives every scenario") for mutant in self.survivors()]
+        return found
+
+    def _scenario_problems(self) -> list[tuple[str, str]]:
         found = [
             (s.name, f"{s.name} fails on the target itself ({self.results[(s.name, None)].failure_text()})")
             for s in self.scenarios
@@ -76,7 +89,6 @@ class Matrix:
                 if mutant in self.mutants and not self.killed(scenario.name, mutant):
                     found.append((scenario.name, f"{scenario.name} declares kills: {mutant}, but {mutant} "
                                                  "survives it"))
-        found += [(mutant, f"mutant {mutant} survives every scenario") for mutant in self.survivors()]
         return found
 
     def grid(self) -> list[list[str]]:
@@ -94,6 +106,41 @@ class Matrix:
             rows.append([mutant, *cells, str(len(self.killers(mutant)))])
         return rows
 
+    def markdown(self) -> str:
+        """GitHub-flavoured Markdown: a heading with the verdict, the grid (:meth:`grid`), the scenarios'
+        numbers, the vacuous scenarios and the problems."""
+        problems = self.problems()
+        grid = [[cell.strip() or " " for cell in row] for row in self.grid()]
+        lines = [f"### replaykit mutants: {'FAILED' if problems else 'OK'}", "",
+                 "| " + " | ".join(grid[0]) + " |", "|" + "---|" * len(grid[0])]
+        lines += ["| " + " | ".join(cell.replace("!", "**!**") for cell in row) + " |" for row in grid[1:]]
+        lines += ["", *(f"{n}. {s.name}" for n, s in enumerate(self.scenarios, 1)), ""]
+        lines += [f"- vacuous (kills no mutant): {name}" for name in self.vacuous()]
+        lines += [f"- FAIL {problem.replace('|', '/')}" for problem in problems]
+        killed = len(self.mutants) - len(self.survivors())
+        lines.append(f"\n{len(self.scenarios)} scenarios x {len(self.mutants)} mutants, {killed} killed")
+        return "\n".join(lines) + "\n"
+
+    def cases(self) -> list[Case]:
+        """JUnit test cases: one per scenario (failed by the problems about it; skipped when n/a on the
+        target) and one per mutant (failed when it survives every scenario)."""
+        about: dict[str, list[str]] = {}
+        for name, sentence in self.named_problems():
+            about.setdefault(name, []).append(sentence)
+        found = []
+        for s in self.scenarios:
+            said = about.get(s.name)
+            on_target = self.results[(s.name, None)]
+            found.append(Case("replaykit.mutants.scenarios", s.name, str(s.path),
+                              sum(r.seconds for (n, _), r in self.results.items() if n == s.name),
+                              (said[0], "\n".join(said)) if said else None,
+                              None if on_target.applicable else f"n/a: {on_target.reason}"))
+        for mutant in self.mutants:
+            said = about.get(mutant)
+            failure = (said[0], said[0]) if said else None
+            found.append(Case("replaykit.mutants.mutants", mutant, failure=failure))
+        return found
+
     def to_json(self) -> dict[str, Any]:
         """``{ok, full, mutants, scenarios: [{scenario, kills, killed, passesOnTarget}], survivors, vacuous,
         problems}``."""
@@ -109,6 +156,7 @@ class Matrix:
                     "killed": [m for m in self.mutants if self.killed(s.name, m)],
                     "passesOnTarget": self.results[(s.name, None)].passed,
                     "verdictOnTarget": self.results[(s.name, None)].verdict,
+                    **self._row(s.name),
                 }
                 for s in self.scenarios
             ],
@@ -116,6 +164,37 @@ class Matrix:
             "vacuous": self.vacuous(),
             "problems": self.problems(),
         }
+
+
+    def _row(self, name: str) -> dict[str, Any]:
+        """What :meth:`from_json` reads back: the first failure and the missing capabilities on the target,
+        the verdict of each mutant's cell that ran, and the row's seconds."""
+        first = self.results[(name, None)].first_failure
+        return {
+            "firstFailureOnTarget": None if first is None else first.to_json(),
+            "missingOnTarget": list(self.results[(name, None)].missing),
+            "cells": {m: self.results[(name, m)].verdict for m in self.mutants if (name, m) in self.results},
+            "seconds": round(sum(r.seconds for (row, _), r in self.results.items() if row == name), 3),
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Matrix:
+        """The matrix :meth:`to_json` wrote, read back (``replaykit merge``): its scenarios hold only their
+        name, file and kills; its results only their verdicts and the first failure on the target."""
+        scenarios: list[Scenario] = []
+        results: dict[tuple[str, str | None], Result] = {}
+        for row in doc["scenarios"]:
+            scenario = Scenario(Path(row["file"]), {"name": row["scenario"], "kills": row["kills"]})
+            first = row["firstFailureOnTarget"]
+            checks = [Check.from_json(first)] if first is not None else []
+            missing = tuple(row["missingOnTarget"])
+            results[(scenario.name, None)] = Result(scenario, "", checks, seconds=row["seconds"],
+                                                    missing=missing)
+            for mutant, verdict in row["cells"].items():
+                failed = [] if verdict == "pass" else [Check(mutant, False, "fails on the mutant")]
+                results[(scenario.name, mutant)] = Result(scenario, "", failed, mutant=mutant)
+            scenarios.append(scenario)
+        return cls(tuple(scenarios), tuple(doc["mutants"]), results, full=bool(doc["full"]))
 
 
 def run_matrix(
@@ -127,18 +206,21 @@ def run_matrix(
     on_target: Sequence[Result] | None = None,
     done: Callable[[Result], None] | None = None,
     declared: bool = False,
+    universe: Sequence[Scenario] | None = None,
 ) -> Matrix:
     """Run every scenario on ``target`` itself and on each of ``mutants``, ``jobs`` runs at a time
     (``declared``: each mutant only on the scenarios that declare it, see the module's docstring).
 
     ``on_target``: the scenarios' results on ``target`` itself when they are at hand (from
     :func:`~replaykit.scenario.runner.run_many`, in the order of ``scenarios``): they are not run again. The
-    scenarios n/a on the target run on none of its mutants.
+    scenarios n/a on the target run on none of its mutants. ``universe``: every scenario of the run when
+    ``scenarios`` is a shard of it (which cells decide the matrix depends on them all).
     ``done`` is called with each result as it comes (see :func:`~replaykit.scenario.runner.run_jobs`)."""
     columns: list[str | None] = [*mutants] if on_target is not None else [None, *mutants]
+    every = scenarios if universe is None else universe
     work = [(scenario, target, mutant) for scenario in scenarios for mutant in columns
             if mutant is None or (_applies(scenario, target) and (not declared
-                                                                   or decides(scenario, mutant, scenarios)))]
+                                                                   or decides(scenario, mutant, every)))]
     results = run_jobs(work, jobs=jobs, done=done)
     table = {
         (scenario.name, mutant): result for (scenario, _, mutant), result in zip(work, results, strict=True)

@@ -116,6 +116,15 @@ class Result:
             "outcome": self.outcome,
         }
 
+    @classmethod
+    def from_json(cls, doc: JSON) -> Result:
+        """The result :meth:`to_json` wrote, read back (``replaykit merge``): its scenario holds only the
+        name, kind and file, and there is no journal."""
+        scenario = Scenario(Path(doc["file"]), {"name": doc["scenario"], "kind": doc["kind"]})
+        checks = [Check.from_json(check) for check in doc["checks"]]
+        return cls(scenario, doc["target"], checks, doc["outcome"], doc["mutant"], doc["seconds"],
+                   doc["providerRequests"], missing=tuple(doc["missing"]))
+
 
 def _merge(merged: JSON | None, outcome: JSON, first_step: int) -> JSON:
     estimates = [{**e, "step": e["step"] + first_step} for e in outcome.get("estimates") or []]

@@ -1,0 +1,119 @@
+"""``replaykit merge REPORT.json... [--json | --markdown] [--out DIR] [--junit FILE] [--durations FILE]
+[--baseline-report FILE]``: the JSON reports of the N shards of one ``run``, ``mutants`` or ``qualify``
+(``--shard K/N``) joined into one report (:mod:`replaykit.merge`).
+
+Prints the joined report (the text the unsharded command prints; ``--markdown``: Markdown; ``--json``: JSON
+valid by its contract); ``--out DIR`` writes ``DIR/report.md`` and ``DIR/report.json`` (and appends report.md
+to ``$GITHUB_STEP_SUMMARY`` when set); ``--junit FILE`` the JUnit XML; the scenarios' seconds go to the
+durations file the next shards are balanced on. Exit 0 when the joined report passes, 1 when it fails, 2 on
+bad input: a report that is not JSON or not a shard's, shards of different inputs, a shard missing or twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from replaykit.cli import EXIT_FINDINGS, EXIT_OK
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``merge`` subcommand."""
+    from replaykit.scenario.shard import DEFAULT_DURATIONS
+
+    parser = subparsers.add_parser(
+        "merge",
+        description="Join the JSON reports of the shards of one run, mutants or qualify (--shard K/N) into "
+        "one report: the results in the scenarios' order, one kill matrix, one verdict. Refuses shards of "
+        "different inputs and a shard missing or given twice. Exit 0 when the joined report passes, 1 when "
+        "it fails, 2 on bad input.",
+    )
+    parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT.json", help="a shard's JSON report")
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help="print the joined report as JSON")
+    shown.add_argument("--markdown", action="store_true", help="print it as Markdown")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="write DIR/report.md and DIR/report.json")
+    parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML to FILE (for CI)")
+    parser.add_argument(
+        "--durations",
+        type=Path,
+        default=DEFAULT_DURATIONS,
+        metavar="FILE",
+        help=f"record each scenario's seconds in FILE, what the next shards are balanced on (default: "
+        f"./{DEFAULT_DURATIONS})",
+    )
+    parser.add_argument(
+        "--baseline-report",
+        type=Path,
+        metavar="FILE",
+        help="qualify reports: an earlier report.json to show what changed since",
+    )
+    parser.set_defaults(func=run)
+
+
+def _markdown(merged: Any) -> str:
+    from replaykit.qualify import markdown
+    from replaykit.scenario import report
+
+    if merged.command == "qualify":
+        return str(markdown.render(merged.doc))
+    if merged.command == "mutants":
+        return str(merged.matrix.markdown())
+    return report.markdown(merged.results)
+
+
+def _text(merged: Any) -> str:
+    from replaykit.cli.scenarios import matrix_text
+    from replaykit.scenario import report
+
+    if merged.command == "mutants":
+        return matrix_text(merged.matrix)
+    if merged.command == "run":
+        lines = [report.line(result) for result in merged.results if not result.passed]
+        return "\n".join([*lines, report.summary(merged.results)])
+    lines = [f"{section['status'].upper()} {name}: {section.get('summary', '')}"
+             for name, section in merged.doc["sections"].items()]
+    return "\n".join([*lines, f"qualify: {'OK' if merged.passed else 'FAILED'}"])
+
+
+def _write(merged: Any, args: argparse.Namespace) -> None:
+    from replaykit.cassette import write_atomic
+    from replaykit.scenario import report
+    from replaykit.scenario.shard import write_durations
+
+    if args.junit is not None:
+        cases = (merged.matrix.cases() if merged.command == "mutants"
+                 else [report.case(result) for result in merged.results])
+        report.write_cases(args.junit, cases)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        text = _markdown(merged)
+        write_atomic(args.out / "report.json", (json.dumps(merged.doc, indent=2, ensure_ascii=False) + "\n")
+                     .encode("utf-8"))
+        write_atomic(args.out / "report.md", text.encode("utf-8"))
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary:
+            with open(summary, "a", encoding="utf-8") as handle:
+                handle.write(text + "\n")
+    rows = merged.matrix.results.values() if merged.matrix is not None else merged.results
+    seconds = {result.scenario.name: result.seconds for result in rows if result.mutant is None}
+    if seconds:
+        write_durations(args.durations, merged.command, seconds)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``replaykit merge``."""
+    from replaykit.merge import merge, read
+
+    merged = merge([read(path) for path in args.reports], args.baseline_report)
+    _write(merged, args)
+    if args.json:
+        print(json.dumps(merged.doc, indent=2, ensure_ascii=False))
+    else:
+        print(_markdown(merged) if args.markdown else _text(merged), end="" if args.markdown else "\n")
+    return EXIT_OK if merged.passed else EXIT_FINDINGS
