@@ -121,7 +121,9 @@ def register(subparsers: Any) -> None:
     _common(parser)
     parser.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML to FILE (for CI)")
     parser.add_argument(
-        "-v", "--verbose", action="store_true", help="list every failing expectation, not only the first"
+        "-v", "--verbose", action="store_true",
+        help="list every failing expectation, not only the first, and each passing and n/a scenario on a "
+        "line of its own"
     )
     parser.add_argument(
         "--snapshot-update",
