@@ -2,11 +2,12 @@
 [--baseline-report FILE]``: the JSON reports of the N shards of one ``run``, ``mutants`` or ``qualify``
 (``--shard K/N``) joined into one report (:mod:`replaykit.merge`).
 
-Prints the joined report (the text the unsharded command prints; ``--markdown``: Markdown; ``--json``: JSON
-valid by its contract); ``--out DIR`` writes ``DIR/report.md`` and ``DIR/report.json`` (and appends report.md
-to ``$GITHUB_STEP_SUMMARY`` when set); ``--junit FILE`` the JUnit XML; the scenarios' seconds go to the
-durations file the next shards are balanced on. Exit 0 when the joined report passes, 1 when it fails, 2 on
-bad input: a report that is not JSON or not a shard's, shards of different inputs, a shard missing or twice.
+Prints the joined report (the text the unsharded command prints, failures first and the passes in one line;
+``--markdown``: Markdown; ``--json``: JSON valid by its contract); ``--out DIR`` writes ``DIR/report.md`` and
+``DIR/report.json`` (and appends report.md to ``$GITHUB_STEP_SUMMARY`` when set); ``--junit FILE`` the
+JUnit XML; the scenarios' seconds go to the durations file the next shards are balanced on. Exit 0 when the
+joined report passes, 1 when it fails, 2 on bad input: a report that is not JSON or not a shard's, shards of
+different inputs, a shard missing or twice.
 """
 
 from __future__ import annotations
@@ -74,8 +75,7 @@ def _text(merged: Any) -> str:
     if merged.command == "mutants":
         return matrix_text(merged.matrix)
     if merged.command == "run":
-        lines = [report.line(result) for result in merged.results if not result.passed]
-        return "\n".join([*lines, report.summary(merged.results)])
+        return "\n".join(report.text(merged.results))
     lines = [f"{section['status'].upper()} {name}: {section.get('summary', '')}"
              for name, section in merged.doc["sections"].items()]
     return "\n".join([*lines, f"qualify: {'OK' if merged.passed else 'FAILED'}"])

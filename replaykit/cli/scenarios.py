@@ -1,10 +1,10 @@
 """``replaykit run``, ``replaykit mutants`` and ``replaykit redgreen``: scenarios on targets.
 
 ``run SCENARIO|DIR... [--target CMD|python:module:function] [--manifest FILE] [--select GLOB] [--kind K]
-[-j N] [--junit FILE] [--json] [-v] [--snapshot-update]``: a line per scenario (on a terminal, a progress
-line while they run): PASS, FAIL with its first failing expectation in cause order (``-v``: every one), or
-N/A with the capabilities the target lacks; a summary with the coverage; exit 0 when none fails (and at
-least one ran), 1 otherwise.
+[-j N] [--junit FILE] [--json] [-v] [--snapshot-update]``: each FAIL as it finishes, with its first failing
+expectation in cause order (``-v``: every one; on a terminal, a progress line meanwhile); then the N/A
+scenarios a line per capability set the target lacks, the passes in one line (``-v``: a line per scenario),
+and a summary with the coverage; exit 0 when none fails (and at least one ran), 1 otherwise.
 
 ``mutants SCENARIO|DIR... [--target ...] [--manifest FILE] [--mutant NAME...] [-j N] [--json]``: every
 scenario on the target and on each of its mutants (default: those its manifest declares); the kill matrix;
@@ -121,7 +121,9 @@ def register(subparsers: Any) -> None:
     _common(parser)
     parser.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML to FILE (for CI)")
     parser.add_argument(
-        "-v", "--verbose", action="store_true", help="list every failing expectation, not only the first"
+        "-v", "--verbose", action="store_true",
+        help="list every failing expectation, not only the first, and each passing and n/a scenario on a "
+        "line of its own"
     )
     parser.add_argument(
         "--snapshot-update",
@@ -192,7 +194,9 @@ def _target(args: argparse.Namespace) -> Target:
 
 
 class _Progress:
-    """A line per finished scenario; on a terminal, ``[k/N] running...`` rewritten in place meanwhile."""
+    """Each failure as it finishes (its first failing expectation; ``verbose``: every one); on a terminal,
+    ``[k/N] running, M more...`` rewritten in place meanwhile. The passes and the n/a scenarios are reported
+    after the run (:func:`replaykit.scenario.report.rest`), so the failures come first."""
 
     def __init__(self, total: int, out: TextIO, quiet: bool, verbose: bool = False) -> None:
         self.total, self.out, self.count, self.quiet, self.verbose = total, out, 0, quiet, verbose
@@ -205,16 +209,14 @@ class _Progress:
 
     def __call__(self, result: Result) -> None:
         self.count += 1
-        if self.quiet:
+        if self.quiet or not (result.failed or self.tty):
             return
-        text = "\n".join([reports.line(result), *(reports.details(result) if self.verbose else [])])
+        lines = [reports.line(result), *(reports.details(result) if self.verbose else [])]
+        text = "\n".join(lines) + "\n" if result.failed else ""
         if self.tty:
-            text = f"\r\x1b[K[{self.count}/{self.total}] {text}"
             rest = self.total - self.count
-            text += f"\nrunning {rest} more..." if rest else "\n"
-            self.out.write(text)
-        else:
-            self.out.write(text + "\n")
+            text = "\r\x1b[K" + text + (f"[{self.count}/{self.total}] running {rest} more..." if rest else "")
+        self.out.write(text)
         self.out.flush()
 
 
@@ -259,7 +261,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
-        print(reports.summary(results) + (f" (shard {args.shard})" if shard else ""))
+        print("\n".join([*reports.rest(results, args.verbose),
+                         reports.summary(results) + (f" (shard {args.shard})" if shard else "")]))
         if target.manifest.path is None and any(result.failed for result in results):
             print(f"(no manifest for {target.spec}: every capability is taken as given; declare what it has "
                   "in replaykit-target.yaml beside it, or with --manifest FILE, and the scenarios that need "

@@ -1,11 +1,16 @@
-"""Reports of scenario runs: a line per scenario, a summary with the coverage, JSON, and JUnit XML for CI.
+"""Reports of scenario runs: the text (failures first, then the n/a scenarios grouped by what they lack, the
+passes in one line), a summary with the coverage, Markdown, JSON, and JUnit XML for CI.
 
 A scenario is ``PASS``, ``FAIL`` (its first failing expectation, in cause order) or ``N/A`` (the target lacks
-a capability it needs: never a pass, never a failure). The JUnit XML is the shape pytest's ``--junitxml``
-writes (one ``<testsuites>`` holding one ``<testsuite>``; a ``<testcase>`` per scenario, its ``classname``
-the scenario file's folder and ``name`` the scenario; a failed one holds one ``<failure>`` whose ``message``
-is the first failing expectation and whose text lists every failing one; an n/a one a ``<skipped>`` with what
-is missing), which CI systems (GitHub, GitLab, Jenkins) read.
+a capability it needs: never a pass, never a failure). A suite of a thousand scenarios reads as its failures:
+the text names at most :data:`FOLD` passing or n/a scenarios a line (``-v``: a line each), the Markdown folds
+longer lists in ``<details>``; the JSON and the JUnit XML hold every result.
+
+The JUnit XML is the shape pytest's ``--junitxml`` writes (one ``<testsuites>`` holding one ``<testsuite>``;
+a ``<testcase>`` per scenario, its ``classname`` the scenario file's folder and ``name`` the scenario; a
+failed one holds one ``<failure>`` whose ``message`` is the first failing expectation and whose text lists
+every failing one; an n/a one a ``<skipped>`` with what is missing), which CI systems (GitHub, GitLab,
+Jenkins) read.
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ from replaykit.cassette import write_atomic
 from replaykit.scenario.runner import Result
 
 __all__ = [
-    "Case", "case", "counts", "coverage", "details", "line", "markdown", "ok", "summary", "to_json",
-    "write_cases", "write_junit",
+    "FOLD", "Case", "case", "counts", "coverage", "details", "folded", "line", "markdown", "ok", "rest",
+    "summary", "text", "to_json", "write_cases", "write_junit",
 ]
+
+FOLD = 8  # the scenarios a folded line names before "and N more"
 
 
 def line(result: Result) -> str:
@@ -41,6 +48,45 @@ def details(result: Result) -> list[str]:
     """Every failing expectation of ``result`` after the first, in cause order (for ``-v``)."""
     failing = [check for check in result.checks if not check.ok]
     return [f"    also {check.name}: {check.why}" for check in failing[1:]]
+
+
+def folded(names: Sequence[str]) -> str:
+    """``a, b, c``, or the first :data:`FOLD` names ``and 980 more (-v names them)``."""
+    shown = ", ".join(names[:FOLD])
+    return shown if len(names) <= FOLD else f"{shown} and {len(names) - FOLD} more (-v names them)"
+
+
+def _na_groups(results: Sequence[Result]) -> dict[str, list[str]]:
+    """The n/a scenarios' names by what they lack, in the order first met."""
+    groups: dict[str, list[str]] = {}
+    for result in results:
+        if not result.applicable:
+            groups.setdefault(result.reason, []).append(result.scenario.name)
+    return groups
+
+
+def _scenarios(names: Sequence[str]) -> str:
+    return f"{len(names)} scenario{'' if len(names) == 1 else 's'}"
+
+
+def rest(results: Sequence[Result], verbose: bool = False) -> list[str]:
+    """The lines after the failures: the n/a scenarios a line per reason (``N/A  name: needs x``, or
+    ``N/A  13 scenarios: needs x: a, b, ...``), then the passes in one (``PASS 987 scenarios: a, b, ...``);
+    ``verbose``: a line per scenario (:func:`line`)."""
+    if verbose:
+        return [line(r) for r in results if not r.applicable] + [line(r) for r in results if r.passed]
+    lines = [f"N/A  {names[0]}: {reason}" if len(names) == 1 else
+             f"N/A  {_scenarios(names)}: {reason}: {folded(names)}"
+             for reason, names in _na_groups(results).items()]
+    passed = [result.scenario.name for result in results if result.passed]
+    return lines + ([f"PASS {_scenarios(passed)}: {folded(passed)}"] if passed else [])
+
+
+def text(results: Sequence[Result], verbose: bool = False) -> list[str]:
+    """The text report: each failure (``verbose``: with its other failing expectations), :func:`rest`, and
+    the :func:`summary`."""
+    failures = [part for r in results if r.failed for part in (line(r), *(details(r) if verbose else []))]
+    return [*failures, *rest(results, verbose), summary(results)]
 
 
 def counts(results: Sequence[Result]) -> dict[str, int]:
@@ -91,20 +137,29 @@ def _md(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+def _md_names(names: Sequence[str], label: str) -> str:
+    """``names`` on one line, or folded in ``<details>`` under ``label`` when more than :data:`FOLD`."""
+    shown = _md(", ".join(names))
+    return shown if len(names) <= FOLD else f"<details><summary>{label}</summary>{shown}</details>"
+
+
 def markdown(results: Sequence[Result], title: str = "replaykit run") -> str:
     """GitHub-flavoured Markdown: a heading with the verdict, the summary, a table of the failures then the
-    n/a scenarios, and the passed ones named in one line."""
+    n/a scenarios (a row per reason), and the passed ones in one line (folded when many)."""
     lines = [f"### {title}: {'OK' if ok(results) else 'FAILED'}", "", summary(results), ""]
-    rows = [r for r in results if r.failed] + [r for r in results if not r.applicable]
+    rows = [("FAIL", _md(r.scenario.name), _md(r.failure_text())) for r in results if r.failed]
+    rows += [("N/A", _md_names(names, _scenarios(names)), _md(reason))
+             for reason, names in _na_groups(results).items()]
     if rows:
         lines += ["| verdict | scenario | first failing expectation, or what the target lacks |",
                   "|---|---|---|"]
-        lines += [f"| {r.verdict.upper()} | {_md(r.scenario.name)} | {_md(r.failure_text() or r.reason)} |"
-                  for r in rows]
+        lines += [f"| {verdict} | {names} | {why} |" for verdict, names, why in rows]
         lines.append("")
     passed = [r.scenario.name for r in results if r.passed]
     if passed:
-        lines.append(f"Passed ({len(passed)}): {_md(', '.join(passed))}")
+        label = f"Passed ({len(passed)})"
+        names = _md_names(passed, label)
+        lines.append(f"{label}: {names}" if len(passed) <= FOLD else names)
     return "\n".join(lines) + "\n"
 
 
