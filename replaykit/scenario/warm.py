@@ -23,6 +23,7 @@ import select
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -131,6 +132,7 @@ class Warm:
         assert self.process.stdin is not None and self.process.stdout is not None
         self.orders: IO[bytes] = self.process.stdin
         self.answers: IO[bytes] = self.process.stdout
+        self._read = bytearray()  # the parent's output read but not yet answered: lines come two per run
 
     def start(self, cwd: Path, env: Mapping[str, str], stdout: Path, stderr: Path) -> Forked:
         """Fork one run; the handle to wait on it."""
@@ -140,14 +142,22 @@ class Warm:
         return Forked(self, int(self.answer(None)["pid"]))
 
     def answer(self, timeout: float | None, waiting: Forked | None = None) -> dict[str, Any]:
-        """The parent's next line; :class:`subprocess.TimeoutExpired` after ``timeout`` seconds."""
-        if timeout is not None:
-            ready, _, _ = select.select([self.answers], [], [], max(timeout, 0.0))
-            if not ready:
-                raise subprocess.TimeoutExpired(self.spec, timeout)
-        line = self.answers.readline()
-        if not line:
-            raise OSError(f"the warm parent of {self.spec} ended (exit code {self.process.poll()})")
+        """The parent's next line; :class:`subprocess.TimeoutExpired` after ``timeout`` seconds.
+
+        Read from the pipe itself, not through a buffered reader: a run that ends at once has its second
+        line written with its first, and a reader would hold it where ``select`` never looks."""
+        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        while b"\n" not in self._read:
+            if deadline is not None:
+                ready, _, _ = select.select([self.answers], [], [], max(deadline - time.monotonic(), 0.0))
+                if not ready:
+                    raise subprocess.TimeoutExpired(self.spec, timeout or 0.0)
+            chunk = os.read(self.answers.fileno(), 1 << 16)
+            if not chunk:
+                raise OSError(f"the warm parent of {self.spec} ended (exit code {self.process.poll()})")
+            self._read += chunk
+        line, _, rest = bytes(self._read).partition(b"\n")
+        self._read = bytearray(rest)
         found: dict[str, Any] = json.loads(line)
         return found
 

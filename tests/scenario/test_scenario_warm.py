@@ -14,7 +14,7 @@ import pytest
 from scenario_support import FUNCTION, scenario_doc, tiny_target_importable, write_scenario
 
 from replaykit.scenario import Target, load, run_many
-from replaykit.scenario.warm import ENV, Parents, enabled
+from replaykit.scenario.warm import ENV, Parents, Warm, enabled
 
 PROBE = '''
 import json, os, time
@@ -75,6 +75,21 @@ def test_a_crash_or_a_hang_ends_that_run_only(tmp_path: Path) -> None:
         after, later = _run(parents, tmp_path, 3)
     assert (crashed, hung, after) == (3, -signal.SIGKILL, 0)
     assert later["ppid"] == seen["ppid"]  # the same parent served the run after them
+
+
+def test_a_run_that_ends_at_once_is_seen_when_both_its_lines_came_together() -> None:
+    """The parent writes a run's pid and its exit code in one go when the run ends at once (a busy machine):
+    the code must be found in what was read with the pid, not waited for on the pipe."""
+    read, write = os.pipe()
+    os.write(write, b'{"pid": 7}\n{"pid": 7, "code": 3}\n')
+    warm = Warm.__new__(Warm)
+    warm.spec, warm.answers, warm._read = "probe:run", os.fdopen(read, "rb"), bytearray()
+    try:
+        assert warm.answer(None) == {"pid": 7}
+        assert warm.answer(5) == {"pid": 7, "code": 3}  # (it timed out, the line held by a buffered read)
+    finally:
+        warm.answers.close()
+        os.close(write)
 
 
 def test_a_killed_parent_is_replaced_at_the_next_run(tmp_path: Path) -> None:
