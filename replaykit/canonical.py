@@ -16,9 +16,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from replaykit.jsondoc import JSON
+
 __all__ = ["RULES", "canonical", "canonical_key", "canonical_transcript"]
 
-JSON = dict[str, Any]
 Rule = Callable[[JSON], None]
 
 

@@ -34,6 +34,7 @@ from typing import Any
 from replaykit.contracts import STRICT, Profile, resolve_profile
 from replaykit.errors import CitationError
 from replaykit.findings import Finding, errors_only
+from replaykit.jsondoc import JSON
 from replaykit.search import Evidence, dedupe_key, safe_http_url
 
 __all__ = [
@@ -374,7 +375,7 @@ def verify_evidence_answer(answer: object, evidence: Sequence[Evidence | Mapping
     return findings
 
 
-def render_sources(answer: object, evidence: Sequence[Evidence | Mapping[str, Any]]) -> list[dict[str, Any]]:
+def render_sources(answer: object, evidence: Sequence[Evidence | Mapping[str, Any]]) -> list[JSON]:
     """The links to show with a verified answer: ``{id, title, url, retrievedAt}`` of each cited record.
 
     Built from the evidence records only, in evidence order; the model's text is never a link source.

@@ -46,6 +46,7 @@ from urllib.parse import urldefrag, urljoin
 from replaykit.contracts import BASE_URI, Contracts, default
 from replaykit.errors import UsageError
 from replaykit.findings import Finding
+from replaykit.jsondoc import JSON
 
 __all__ = ["MAPPING", "SDKS", "Entry", "Verdict", "compare", "sdk_version", "verdict"]
 
@@ -194,15 +195,15 @@ class _Schemas:
     def __init__(self, contracts: Contracts) -> None:
         self.contracts = contracts
 
-    def get(self, uri: str) -> tuple[dict[str, Any], str]:
+    def get(self, uri: str) -> tuple[JSON, str]:
         return self.contracts.lookup(uri), urldefrag(uri)[0]
 
-    def deref(self, schema: Any, base: str) -> tuple[dict[str, Any], str]:
+    def deref(self, schema: Any, base: str) -> tuple[JSON, str]:
         while isinstance(schema, dict) and "$ref" in schema:
             schema, base = self.get(urljoin(base, schema["$ref"]))
         return (schema if isinstance(schema, dict) else {}), base
 
-    def parts(self, schema: Any, base: str) -> Iterator[tuple[dict[str, Any], str]]:
+    def parts(self, schema: Any, base: str) -> Iterator[tuple[JSON, str]]:
         """The schema and its allOf members (dereferenced), without the discriminated branches."""
         schema, base = self.deref(schema, base)
         yield schema, base
@@ -259,7 +260,7 @@ class _Target:
     ignore: dict[str, str]
 
     @classmethod
-    def of(cls, name: str, where: str, parts: list[tuple[dict[str, Any], str]]) -> _Target:
+    def of(cls, name: str, where: str, parts: list[tuple[JSON, str]]) -> _Target:
         """The target made of an object schema's ``parts`` (:meth:`_Schemas.parts`), walked once."""
         props: dict[str, tuple[Any, str]] = {}
         ignore: dict[str, str] = {}

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from replaykit.errors import UsageError
+from replaykit.jsondoc import JSON
 from replaykit.qualify import baseline, stages
 from replaykit.scenario import report as reports
 from replaykit.scenario.mutants import Matrix
@@ -26,7 +27,6 @@ from replaykit.scenario.runner import Result
 
 __all__ = ["KINDS", "Merged", "ShardReport", "merge", "read"]
 
-JSON = dict[str, Any]
 KINDS = {"run": "run-report", "mutants": "kill-matrix", "qualify": "qualification-report"}
 _FIX = "give the JSON reports that replaykit run, mutants or qualify wrote with --shard K/N"
 

@@ -46,6 +46,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from replaykit.errors import NetworkBlockedError, UsageError
+from replaykit.jsondoc import JSON
 
 __all__ = ["DEFAULT_HINT", "NO_PROXY", "REFUSING_PROXY", "NetworkGuard", "is_loopback", "proxy_env",
            "unguard_thread"]
@@ -264,7 +265,7 @@ _LOOP_TARGETS: dict[str, Callable[..., _Target]] = {
 }
 
 
-def _binds(host: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def _binds(host: object, args: tuple[Any, ...], kwargs: JSON) -> bool:
     """A numeric address asked with ``AI_PASSIVE`` (``getaddrinfo``'s 4th optional argument): a bind."""
     flags = args[3] if len(args) > 3 else kwargs.get("flags", 0)
     return _address(_name(host)) is not None and isinstance(flags, int) and bool(flags & socket.AI_PASSIVE)

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from replaykit import jsondoc, redact
 from replaykit.cassette import Cassette, Interaction, Response
+from replaykit.jsondoc import JSON
 from replaykit.routes import classify_uri
 from replaykit.sse import Event
 
@@ -35,7 +36,7 @@ class Summary:
     description: str | None
     interactions: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         """The summary as a JSON object."""
         return {"cassette": self.name, "provider": self.provider, "routes": list(self.routes),
                 "stream": self.stream, "origin": self.origin, "description": self.description,
@@ -60,7 +61,7 @@ class Exchange:
     content_type: str | None
     events: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         """The exchange as a JSON object."""
         request = {"method": self.method, "path": self.path, "route": self.route, "body_kind": self.body_kind,
                    "body": self.body, "body_bytes": self.body_bytes}

@@ -47,6 +47,7 @@ from typing import Any, Literal
 
 from replaykit.cassette import header
 from replaykit.errors import LocalPhase, LocalRequestError, WebSearchError
+from replaykit.jsondoc import JSON
 from replaykit.redact import safe_message
 
 __all__ = [
@@ -109,7 +110,7 @@ class ErrorInfo:
         """The outcome status this failure gives a step: ``aborted`` when cancelled, else ``error``."""
         return "aborted" if self.code == "CANCELLED" else "error"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         """The outcome's ``error`` object (camelCase keys; fields that do not apply are left out)."""
         fields = {"code": self.code, "phase": self.phase, "provenance": self.provenance,
                   "retryable": self.retryable, "message": self.message, "status": self.status,
@@ -186,7 +187,7 @@ def is_retryable(failure: BaseException | object) -> bool:
     return classify(failure).retryable
 
 
-def outcome_json(failure: BaseException | object) -> dict[str, Any]:
+def outcome_json(failure: BaseException | object) -> JSON:
     """The ``status`` and ``error`` fields of a target outcome for a step that ended in ``failure``."""
     info = classify(failure)
     return {"status": info.outcome, "error": info.to_json()}

@@ -95,6 +95,7 @@ import pytest
 from replaykit import cassette as cassette_mod
 from replaykit.cassette import Cassette
 from replaykit.errors import ReplaykitError, UsageError
+from replaykit.jsondoc import JSON
 from replaykit.netguard import NetworkGuard
 from replaykit.resources import find_cassette
 from replaykit.routes import API_ORIGINS
@@ -380,7 +381,7 @@ def _replaykit_servers(
 
 
 @pytest.fixture
-def replaykit_config() -> dict[str, Any]:
+def replaykit_config() -> JSON:
     """Defaults for every test's marker arguments (a test's marker overrides them key by key): override it in
     a ``conftest.py``, at any scope, as pytest-recording's ``vcr_config``. Empty by default."""
     return {}
@@ -389,7 +390,7 @@ def replaykit_config() -> dict[str, Any]:
 @pytest.fixture
 def replaykit(
     request: pytest.FixtureRequest, _replaykit_servers: _Servers, replaykit_options: ReplaykitOptions,
-    replaykit_config: dict[str, Any],
+    replaykit_config: JSON,
 ) -> Iterator[ReplayHandle]:
     """This test's view of the fake provider: its cassettes and faults loaded, journal reset, network off."""
     base = replaykit_options.cassette_dir or request.node.path.parent / "cassettes"
@@ -491,7 +492,7 @@ class _Marked:
     cassettes: list[Any] | None = None
     faults: list[Any] = dataclasses.field(default_factory=list)
     allow_unused: bool = False
-    server: dict[str, Any] = dataclasses.field(default_factory=dict)
+    server: JSON = dataclasses.field(default_factory=dict)
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -518,7 +519,7 @@ def _marked(node: pytest.Item, config: object) -> _Marked:
     return _Marked(given.get("cassettes"), given.get("faults", []), given.get("allow_unused", False), server)
 
 
-def _checked(given: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _checked(given: Mapping[str, Any], where: str) -> JSON:
     unknown = sorted(set(map(str, given)) - set(MARKER_KEYS))
     if unknown:
         known = ", ".join(MARKER_KEYS)
@@ -623,7 +624,7 @@ class _Servers:
         self.session, self.strict = session, strict
         self._others: dict[tuple[Any, ...], FakeProvider] = {}
 
-    def get(self, wanted: dict[str, Any], where: str) -> FakeProvider:
+    def get(self, wanted: JSON, where: str) -> FakeProvider:
         """The server with the session's settings changed by ``wanted`` (the test's server settings)."""
         try:
             settings = self._settings(wanted)
@@ -638,7 +639,7 @@ class _Servers:
             raise UsageError(f"{where}: {exc}") from exc
         return self._others[key]
 
-    def _settings(self, wanted: dict[str, Any]) -> dict[str, Any]:
+    def _settings(self, wanted: JSON) -> JSON:
         from replaykit.server import DEFAULT_VOLATILE, Timing
 
         current = self.session.settings
@@ -726,7 +727,7 @@ class ReplayHandle:
         at the recording proxy, without keys (the subprocess's own go to the provider)."""
         return self.server.env() if self.recording is None else self.recording.env()
 
-    def inject(self, fault: Fault | str | dict[str, Any]) -> Fault:
+    def inject(self, fault: Fault | str | JSON) -> Fault:
         """Add a fault (a :class:`~replaykit.server.Fault`, a ``--fault`` spec string or a mapping)."""
         return self._inject(fault, "replaykit.inject")
 
@@ -735,7 +736,7 @@ class ReplayHandle:
         self._load([_resolve(c, self.base, "replaykit.load") for c in cassettes])
         self.missing_default = None
 
-    def unused(self) -> list[dict[str, Any]]:
+    def unused(self) -> list[JSON]:
         """Interactions not served whole so far: ``{cassette, index, line, route}`` each."""
         return self.server.unused()
 

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
 from replaykit.errors import LocalRequestError, UsageError
+from replaykit.jsondoc import JSON
 from replaykit.routes import APIS, Api
 from replaykit.routes import MODEL_APIS as PROVIDERS
 
@@ -52,7 +53,6 @@ __all__ = ["APIS", "PROVIDERS", "Api", "Note", "Projection", "Provider", "Target
            "search_text_projection"]
 
 Provider = Literal["anthropic", "openai", "azure"]  # providers of model turns (replaykit.routes.MODEL_APIS)
-JSON = dict[str, Any]
 ANTHROPIC_SEARCH_TOOL = "web_search_20250305"
 _C = TypeVar("_C")
 _T = TypeVar("_T")

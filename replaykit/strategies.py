@@ -50,6 +50,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from replaykit.estimate import USAGE_FIELDS
+from replaykit.jsondoc import JSON
 from replaykit.replay import PROVIDERS
 from replaykit.transcript import STOP_REASONS
 
@@ -82,7 +83,6 @@ __all__ = [
     "web_urls",
 ]
 
-JSON = dict[str, Any]
 
 USAGE_KINDS = ("valid", "zero", "nan", "infinite")
 SYSTEM_CHANGES = ("rebuild", "instruction", "tools")

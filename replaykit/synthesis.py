@@ -17,12 +17,13 @@ import re
 from typing import Any
 
 from replaykit import sse
+from replaykit.jsondoc import JSON
 
 __all__ = ["A_DELAY", "O_DELAY", "a_offsets", "a_stream_events", "anthropic_message", "anthropic_usage",
            "block_events", "chunks", "compact", "item_events", "message_end", "message_start", "o_offsets",
            "o_stream_events", "openai_response", "sse_body"]
 
-Json = dict[str, Any]
+Json = JSON
 
 
 def compact(value: Any) -> str:

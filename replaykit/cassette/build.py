@@ -16,6 +16,7 @@ import brotli  # type: ignore[import-untyped]
 
 from replaykit import sse
 from replaykit.cassette.model import ORIGINS, Cassette, Headers, Interaction, Meta, Request, Response, Where
+from replaykit.jsondoc import JSON
 
 # ---------------------------------------------------------------- reading: shapes
 
@@ -32,13 +33,13 @@ def dotted(at: Where) -> str:
     return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in at).lstrip(".")
 
 
-def _need(mapping: dict[str, Any], key: str, at: Where, fix: str) -> Any:
+def _need(mapping: JSON, key: str, at: Where, fix: str) -> Any:
     if key not in mapping:
         raise Invalid(at, f"{dotted(at)} has no `{key}:`", fix)
     return mapping[key]
 
 
-def _mapping(value: Any, at: Where, fix: str) -> dict[str, Any]:
+def _mapping(value: Any, at: Where, fix: str) -> JSON:
     if not isinstance(value, dict):
         raise Invalid(at, f"{dotted(at)} must be a mapping, not {_kind(value)}", fix)
     return value
@@ -83,7 +84,7 @@ def _replayed_json(parsed: Any) -> bytes:
     return json.dumps(parsed).encode("utf-8")
 
 
-def _request(raw: dict[str, Any], at: Where) -> Request:
+def _request(raw: JSON, at: Where) -> Request:
     fix = "a request needs `method:` and `uri:`"
     method, uri = _need(raw, "method", at, fix), _need(raw, "uri", at, fix)
     if "parsed_body" in raw:
@@ -93,7 +94,7 @@ def _request(raw: dict[str, Any], at: Where) -> Request:
     return Request(str(method), str(uri), _headers(raw.get("headers"), (*at, "headers")), body)
 
 
-def _status(raw: dict[str, Any], at: Where) -> tuple[int, str]:
+def _status(raw: JSON, at: Where) -> tuple[int, str]:
     fix = "write `status: {code: 200, message: OK}`"
     status = raw["status_code"] if "status_code" in raw else _need(raw, "status", at, fix)
     code, reason = (status.get("code"), status.get("message")) if isinstance(status, dict) else (status, "")
@@ -102,7 +103,7 @@ def _status(raw: dict[str, Any], at: Where) -> tuple[int, str]:
     return int(code), "" if reason is None else str(reason)
 
 
-def _raw_response_body(raw: dict[str, Any], at: Where) -> bytes | None:
+def _raw_response_body(raw: JSON, at: Where) -> bytes | None:
     if "content" in raw and "body" not in raw:  # vcrpy's pre-4 httpx layout
         return _text_or_bytes(raw["content"], (*at, "content"))
     body = raw.get("body")
@@ -111,7 +112,7 @@ def _raw_response_body(raw: dict[str, Any], at: Where) -> bytes | None:
     return _text_or_bytes(body, (*at, "body"))
 
 
-def _response(raw: dict[str, Any], at: Where) -> Response:
+def _response(raw: JSON, at: Where) -> Response:
     code, reason = _status(raw, at)
     headers = _headers(raw.get("headers"), (*at, "headers"))
     if "parsed_body" in raw:
@@ -249,7 +250,7 @@ def _interaction(raw: Any, index: int, line: int | None) -> Interaction:
     return Interaction(request, response, line)
 
 
-def _part(item: dict[str, Any], key: str, at: Where) -> dict[str, Any]:
+def _part(item: JSON, key: str, at: Where) -> JSON:
     fix = "each interaction needs `request:` and `response:` mappings"
     return _mapping(_need(item, key, at, fix), (*at, key), fix)
 

@@ -38,6 +38,8 @@ from typing import Any
 
 import yaml
 
+from replaykit.jsondoc import JSON
+
 try:
     import ryml  # type: ignore[import-untyped]
 except ImportError:  # pragma: no cover - rapidyaml is a dependency; a platform without a wheel falls back
@@ -141,7 +143,7 @@ class _Walk:
 
     def __init__(self, tree: Any, comments: bool) -> None:
         self.handle = getattr(tree, "this", tree)
-        self.plain: dict[str, Any] = {}
+        self.plain: JSON = {}
         self.special = _Every() if comments else _special()
 
     def mapping(self, node: int, kind: int, depth: int) -> dict[Any, Any]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from replaykit import jsondoc, sse
+from replaykit.jsondoc import JSON
 
 Origin = Literal["recorded", "synthesized"]
 ORIGINS: tuple[Origin, ...] = ("recorded", "synthesized")
@@ -135,7 +136,7 @@ class Meta:
     recorded_with: str | None = None
     fingerprint: str | None = None
     description: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JSON = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -145,7 +146,7 @@ class Cassette:
     interactions: list[Interaction] = field(default_factory=list)
     meta: Meta = field(default_factory=Meta)
     path: Path | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JSON = field(default_factory=dict)
 
     def fingerprint(self) -> str:
         """Canonical SHA-256 of the traffic (not the metadata): the same before and after a save."""

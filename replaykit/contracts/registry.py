@@ -32,6 +32,7 @@ from replaykit.contracts.rules import RULES, _rule_names
 from replaykit.contracts.validator import Reference, compile_kind, rust_registry
 from replaykit.contracts.violations import Violation, _explain, _from_rust, _misread, _without_cascades
 from replaykit.errors import ContractError, located
+from replaykit.jsondoc import JSON
 from replaykit.resources import data_dir
 
 __all__ = ["BASE_URI", "PROVIDER_KINDS", "Contracts", "default", "first_violation", "kinds", "rule_spec",
@@ -66,7 +67,7 @@ PROVIDER_KINDS: dict[str, str] = {
 _PROVIDER_DIRS = ("anthropic", "openai", "cloudflare")
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> JSON:
     try:
         contents = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -99,10 +100,10 @@ class Contracts:
         self._files: dict[str, Path] | None = None
         self._registry: Registry[Any] | None = None
         self._rust: jsonschema_rs.Registry | None = None
-        self._contents: list[tuple[str, dict[str, Any]]] = []
+        self._contents: list[tuple[str, JSON]] = []
         self._kinds: dict[str, str] = {}
         self._validators: dict[str, jsonschema_rs.Validator] = {}
-        self._references: dict[str, Any] = {}
+        self._references: JSON = {}
         self._plain: Registry[Any] | None = None
         self._rulebook: Rulebook | None = None
 
@@ -110,7 +111,7 @@ class Contracts:
         if self._registry is not None:
             return self._registry
         files: dict[str, Path] = {}
-        contents_of: list[tuple[str, dict[str, Any]]] = []
+        contents_of: list[tuple[str, JSON]] = []
         for path in sorted(self.root.rglob("*.schema.json")):
             contents = _read(path)
             uri = contents["$id"]
@@ -130,7 +131,7 @@ class Contracts:
         return self._registry
 
     @staticmethod
-    def _check_rules(path: Path, contents: dict[str, Any]) -> None:
+    def _check_rules(path: Path, contents: JSON) -> None:
         for name in _rule_names(contents):
             if name not in RULES:
                 raise ContractError(located(path, "x-rules", f"unknown rule {name!r}",
@@ -156,7 +157,7 @@ class Contracts:
             self._rulebook = book
         return self._rulebook
 
-    def _read_rulebook(self, path: Path) -> dict[str, Any]:
+    def _read_rulebook(self, path: Path) -> JSON:
         contents = read_rulebook(path)
         problems = [v for v in self.validate("replaykit.rulebook", contents) if v.severity == "error"]
         if problems:
@@ -181,7 +182,7 @@ class Contracts:
         """The cross-field rules (:data:`RULES`) the file of ``kind`` names."""
         return sorted(set(_rule_names(self.lookup(self._resolve(kind)[0]))))
 
-    def schema(self, kind: str) -> dict[str, Any]:
+    def schema(self, kind: str) -> JSON:
         """The schema of ``kind`` (a whole file or a ``$defs`` entry of one)."""
         return self._resolve(kind)[1]
 
@@ -191,14 +192,14 @@ class Contracts:
         assert self._files is not None
         return self._files[self._resolve(kind)[0]]
 
-    def _resolve(self, kind: str) -> tuple[str, dict[str, Any]]:
+    def _resolve(self, kind: str) -> tuple[str, JSON]:
         self._load()
         uri = self._kinds.get(kind)
         if uri is None:
             raise ContractError(f"unknown contract kind {kind!r}; known kinds: {', '.join(self.kinds())}")
         return uri.partition("#")[0], self.lookup(uri)
 
-    def lookup(self, uri: str) -> dict[str, Any]:
+    def lookup(self, uri: str) -> JSON:
         """The schema at ``uri``: a contract's ``$id``, optionally with a ``#/json/pointer`` fragment."""
         registry = self._load()
         base, _, fragment = uri.partition("#")

@@ -22,6 +22,7 @@ import jsonschema_rs
 from jsonschema import Draft202012Validator, ValidationError, validators  # type: ignore[import-untyped]
 
 from replaykit.contracts.rules import RULES
+from replaykit.jsondoc import JSON
 
 __all__: list[str] = []  # package-internal: the registry and the violations import these by name
 
@@ -35,7 +36,7 @@ def _rules_keyword(validator: Any, names: list[str], instance: Any, schema: Any)
                 yield error
 
 
-def _properties(validator: Any, properties: dict[str, Any], instance: Any,
+def _properties(validator: Any, properties: JSON, instance: Any,
                 schema: Any) -> Iterator[ValidationError]:
     """jsonschema's ``properties``, except that a member a ``false`` schema forbids is placed at the member:
     jsonschema's ``descend`` drops the path of a false schema's error (it would point at the object)."""
@@ -69,7 +70,7 @@ class RulesKeyword:
                     raise ValueError(error.message)
 
 
-def rust_registry(resources: list[tuple[str, dict[str, Any]]], retrieve: Any) -> jsonschema_rs.Registry:
+def rust_registry(resources: list[tuple[str, JSON]], retrieve: Any) -> jsonschema_rs.Registry:
     """One jsonschema-rs registry of the contract files (``(uri, contents)``); ``retrieve`` refuses others."""
     return jsonschema_rs.Registry(resources, retriever=retrieve)
 

@@ -24,10 +24,10 @@ from typing import Any
 
 from replaykit import contracts
 from replaykit.errors import UsageError, located
+from replaykit.jsondoc import JSON
 
 __all__ = ["MAX_REPORT", "PASSING", "check_json", "compare", "flipped", "load_report", "read_json"]
 
-JSON = dict[str, Any]
 MAX_REPORT = 64 << 20  # bytes: a report is a few hundred KiB; more is not a report
 PASSING = frozenset({"pass", "killed", "info", "explained", "skipped"})
 _KIND = "replaykit.qualification-report"

@@ -31,6 +31,7 @@ from urllib.parse import unquote_plus
 
 from replaykit import jsondoc, sse
 from replaykit.cassette import Cassette, Headers, Interaction, Request, Response
+from replaykit.jsondoc import JSON
 from replaykit.pointer import json_pointer
 from replaykit.redact.names import DEFAULT_RULES, NAME_NEEDLES, Rules, is_secret_field
 from replaykit.redact.shapes import (
@@ -198,15 +199,15 @@ class _Walk:
             seen = self.memo[id(doc)] = (doc, self.container(place, doc, depth, secret))
         return seen[1]
 
-    def container(self, place: str, doc: dict[str, Any] | list[Any], depth: int, secret: bool) -> Any:
+    def container(self, place: str, doc: JSON | list[Any], depth: int, secret: bool) -> Any:
         if isinstance(doc, list):
             return [self.json(f"{place}/{index}", item, depth + 1, secret) for index, item in enumerate(doc)]
         return self.mapping(place, doc, depth)
 
-    def mapping(self, place: str, doc: dict[str, Any], depth: int, holder: bool = False) -> dict[str, Any]:
+    def mapping(self, place: str, doc: JSON, depth: int, holder: bool = False) -> JSON:
         """``holder``: ``doc`` is held under a secret name (``client_secret: {value, expires_at}``): its
         ``value`` is the secret."""
-        out: dict[str, Any] = {}
+        out: JSON = {}
         for key, value in doc.items():
             at = place + json_pointer([key])
             named = self.rules.secret_field(key) or (holder and key == "value")
@@ -260,10 +261,10 @@ class _Walk:
                             event_offsets_ms=copy.copy(resp.event_offsets_ms))
         return Interaction(request, response, item.line)
 
-    def metadata(self, place: str, doc: dict[str, Any]) -> dict[str, Any]:
+    def metadata(self, place: str, doc: JSON) -> JSON:
         self.interaction, self.line = None, None
         try:
-            walked: dict[str, Any] = self.json(place, doc, 0)
+            walked: JSON = self.json(place, doc, 0)
         except _TooDeep:
             return copy.deepcopy(doc)
         return walked

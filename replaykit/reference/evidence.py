@@ -27,13 +27,13 @@ from typing import Any
 from replaykit import jsondoc
 from replaykit.citations import errors_only, render_sources, verify_evidence_answer
 from replaykit.errors import CitationError, LocalRequestError
+from replaykit.jsondoc import JSON
 from replaykit.reference.mutants import mutant
 from replaykit.search import QUERY_CHARS, Evidence, dedupe_key
 
 __all__ = ["MAX_QUERIES", "MIN_EVIDENCE", "SYSTEM", "Verified", "instructions", "merge", "parse_answer",
            "plan", "prompt", "supports", "verify"]
 
-JSON = dict[str, Any]
 MAX_QUERIES = 4
 MIN_EVIDENCE = 2
 SYSTEM = ("Answer the user's question using only the supplied sources.\n"

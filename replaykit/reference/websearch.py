@@ -47,6 +47,7 @@ import httpx
 from replaykit import jsondoc
 from replaykit.cassette import header
 from replaykit.errors import LocalRequestError, WebSearchError
+from replaykit.jsondoc import JSON
 from replaykit.reference.mutants import mutant
 from replaykit.search import (
     PROVIDERS,
@@ -73,7 +74,6 @@ __all__ = [
     "search",
 ]
 
-JSON = dict[str, Any]
 TOOL_NAME = "web_search"
 BASE_URL_ENV = "REPLAYKIT_WEBSEARCH_BASE_URL"
 TOKEN_ENV = "CLOUDFLARE_API_TOKEN"

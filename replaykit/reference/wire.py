@@ -24,13 +24,13 @@ from typing import Any
 import httpx
 
 from replaykit import sse
+from replaykit.jsondoc import JSON
 from replaykit.provenance import ErrorInfo, event_error
 from replaykit.replay import Target
 from replaykit.transcript import AssistantMessage, from_anthropic_stream, from_openai_stream
 
 __all__ = ["ProviderEvent", "Stalled", "StreamCut", "endpoint", "now_ms", "send"]
 
-JSON = dict[str, Any]
 _ENDPOINTS = {  # provider: (base URL variable, its default, path under it, key variable, key header)
     "anthropic": ("ANTHROPIC_BASE_URL", "https://api.anthropic.com", "/v1/messages", "ANTHROPIC_API_KEY",
                   "x-api-key"),

@@ -25,11 +25,11 @@ from typing import Any
 from replaykit.errors import LocalRequestError
 from replaykit.estimate import IMAGE_CHARS, ExactModeUnavailable, find_anchor, o200k_base, text_chars
 from replaykit.estimate import _strings as strings  # the strings the estimator counts: one definition
+from replaykit.jsondoc import JSON
 from replaykit.replay import Target, project
 
 __all__ = ["APART", "SLACK", "Band", "policy_band", "style_counts"]
 
-JSON = dict[str, Any]
 SLACK = 500  # tokens of framing a harness may count besides the text (roles, separators, tool schemas)
 APART = 0.8  # a defect's count at most this share of the smallest sound count is told apart by the band
 _PARTS = ("system", "instructions", "tools", "messages", "input")

@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from replaykit.jsondoc import JSON
 from replaykit.pointer import json_pointer
 from replaykit.transcript import ConversionError, from_anthropic, from_openai
 
 __all__ = ["Converted", "from_pydantic_ai", "is_history"]
 
-JSON = dict[str, Any]
 Where = list[str | int]
 _WIRE = ("anthropic", "openai", "azure")  # the providers whose blocks replay verbatim
 _RESULT_TYPES = {"web_search": "web_search_tool_result", "web_fetch": "web_fetch_tool_result",

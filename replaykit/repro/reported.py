@@ -33,6 +33,7 @@ from typing import Any
 
 from replaykit import cassette, jsondoc
 from replaykit.errors import CassetteError, UsageError, located
+from replaykit.jsondoc import JSON
 from replaykit.redact import SecretFinding, redact_document
 from replaykit.repro.failing import failing_request
 from replaykit.repro.pydantic_history import from_pydantic_ai, is_history
@@ -43,7 +44,6 @@ __all__ = ["MAX_INPUT", "MAX_LINES", "TIMESTAMP", "Reported", "read"]
 MAX_INPUT = 64 << 20  # bytes: a long session log is a few MB
 MAX_LINES = 100_000
 TIMESTAMP = 1_764_662_400_000  # 2025-12-02T08:00:00Z: the first converted message's time (never "now")
-JSON = dict[str, Any]
 _FIX = ("give a neutral transcript (contracts/replaykit/transcript.schema.json), an Anthropic Messages or "
         "OpenAI Responses request body, its messages / input array, a JSONL log of them, a pydantic-ai "
         "message history or a cassette")

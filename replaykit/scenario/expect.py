@@ -22,13 +22,13 @@ from typing import Any
 
 from replaykit.assertions import describe_journal
 from replaykit.canonical import canonical, canonical_transcript
+from replaykit.jsondoc import JSON
 from replaykit.pointer import matches
 from replaykit.scenario.model import Scenario
 from replaykit.scenario.snapshot import check_snapshot, snapshot_path
 
 __all__ = ["STAGES", "Check", "Evidence", "check_all", "in_count"]
 
-JSON = dict[str, Any]
 _NO_OUTCOME = "no outcome to check"
 #: The cause order of the checks: a failure of an earlier stage is what led to those of later ones.
 STAGES = ("target", "local", "estimate", "sent", "answered", "ended")

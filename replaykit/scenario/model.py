@@ -21,6 +21,7 @@ from typing import Any
 from replaykit import cassette, contracts
 from replaykit.cassette import read_yaml, yaml_line
 from replaykit.errors import CassetteError, ScenarioError, UsageError, located
+from replaykit.jsondoc import JSON
 from replaykit.pointer import json_pointer, pointer_parts
 from replaykit.scenario.capabilities import MANIFEST_NAMES, requirements
 from replaykit.server.faults import Fault
@@ -28,7 +29,6 @@ from replaykit.server.faults import Fault
 __all__ = ["MAX_FILE", "Scenario", "discover", "load", "load_all"]
 
 MAX_FILE = 8 << 20  # bytes: a scenario is a page of YAML; more is a mistake (a cassette named as a scenario)
-JSON = dict[str, Any]
 
 
 @dataclass(frozen=True)

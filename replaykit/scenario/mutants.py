@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from replaykit.errors import UsageError
+from replaykit.jsondoc import JSON
 from replaykit.scenario.expect import Check
 from replaykit.scenario.model import Scenario
 from replaykit.scenario.report import Case
@@ -141,7 +141,7 @@ class Matrix:
             found.append(Case("replaykit.mutants.mutants", mutant, failure=failure))
         return found
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         """``{ok, full, mutants, scenarios: [{scenario, kills, killed, passesOnTarget}], survivors, vacuous,
         problems}``."""
         return {
@@ -166,7 +166,7 @@ class Matrix:
         }
 
 
-    def _row(self, name: str) -> dict[str, Any]:
+    def _row(self, name: str) -> JSON:
         """What :meth:`from_json` reads back: the first failure and the missing capabilities on the target,
         the verdict of each mutant's cell that ran, and the row's seconds."""
         first = self.results[(name, None)].first_failure
@@ -178,7 +178,7 @@ class Matrix:
         }
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> Matrix:
+    def from_json(cls, doc: JSON) -> Matrix:
         """The matrix :meth:`to_json` wrote, read back (``replaykit merge``): its scenarios hold only their
         name, file and kills; its results only their verdicts and the first failure on the target."""
         scenarios: list[Scenario] = []

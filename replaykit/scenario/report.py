@@ -21,9 +21,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from replaykit.cassette import write_atomic
+from replaykit.jsondoc import JSON
 from replaykit.scenario.runner import Result
 
 __all__ = [
@@ -120,7 +120,7 @@ def summary(results: Sequence[Result]) -> str:
     return f"{len(results)} {word}, {n['passed']} passed, {n['failed']} failed{na}: {verdict}"
 
 
-def to_json(results: Sequence[Result], shard: dict[str, Any] | None = None) -> dict[str, Any]:
+def to_json(results: Sequence[Result], shard: JSON | None = None) -> JSON:
     """``{passed, counts, coverage, results}`` (each result with every check), and the ``shard`` block of a
     shard's report (:meth:`replaykit.scenario.shard.Shard.pick`); its contract is
     ``contracts/replaykit/run-report.schema.json``."""

@@ -32,6 +32,7 @@ from tempfile import TemporaryDirectory
 from typing import Any
 
 from replaykit.cassette import write_atomic
+from replaykit.jsondoc import JSON
 from replaykit.scenario.capabilities import recorded_forms
 from replaykit.scenario.expect import Check, Evidence, check_all
 from replaykit.scenario.model import Scenario
@@ -41,7 +42,6 @@ from replaykit.server import FakeProvider
 
 __all__ = ["Result", "run_jobs", "run_many", "run_scenario"]
 
-JSON = dict[str, Any]
 
 
 @dataclass

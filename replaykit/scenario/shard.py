@@ -26,6 +26,7 @@ from typing import Any
 from replaykit import __version__
 from replaykit.cassette import write_atomic
 from replaykit.errors import UsageError, located
+from replaykit.jsondoc import JSON
 from replaykit.scenario.model import Scenario
 from replaykit.scenario.target import Target
 
@@ -58,7 +59,7 @@ class Shard:
 
     def pick(self, command: str, scenarios: Sequence[Scenario], target: Target,
              durations: Mapping[str, float], more: Mapping[str, Any] | None = None,
-             ) -> tuple[list[Scenario], dict[str, Any]]:
+             ) -> tuple[list[Scenario], JSON]:
         """The scenarios of this shard (in the order given) and the ``shard`` block of its report:
         ``command``, ``index``, ``count``, ``inputs`` (:func:`inputs_hash`), ``total`` (the scenarios of every
         shard) and ``positions`` (where each of this shard's stands among them)."""
@@ -90,7 +91,7 @@ def partition(names: Sequence[str], count: int, durations: Mapping[str, float]) 
     return [sorted(shard) for shard in shards]
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> JSON:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

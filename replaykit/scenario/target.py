@@ -43,10 +43,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from replaykit import contracts
 from replaykit.errors import UsageError
+from replaykit.jsondoc import JSON
 from replaykit.redact import is_secret_field
 from replaykit.scenario import warm
 from replaykit.scenario.capabilities import Manifest, find_manifest, load_manifest
@@ -293,7 +294,7 @@ def run_segment(
                ended == "killed")
 
 
-def read_outcome(path: Path) -> tuple[dict[str, Any] | None, str]:
+def read_outcome(path: Path) -> tuple[JSON | None, str]:
     """The outcome the target wrote at ``path``, or None and why it is not one (missing, not JSON, or against
     its contract: the first violation's JSON pointer and message)."""
     try:

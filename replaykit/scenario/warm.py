@@ -28,6 +28,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from replaykit.jsondoc import JSON
+
 __all__ = ["ENV", "Forked", "Parents", "Warm", "enabled", "main"]
 
 ENV = "REPLAYKIT_WARM"
@@ -141,7 +143,7 @@ class Warm:
         self.orders.flush()
         return Forked(self, int(self.answer(None)["pid"]))
 
-    def answer(self, timeout: float | None, waiting: Forked | None = None) -> dict[str, Any]:
+    def answer(self, timeout: float | None, waiting: Forked | None = None) -> JSON:
         """The parent's next line; :class:`subprocess.TimeoutExpired` after ``timeout`` seconds.
 
         Read from the pipe itself, not through a buffered reader: a run that ends at once has its second
@@ -158,7 +160,7 @@ class Warm:
             self._read += chunk
         line, _, rest = bytes(self._read).partition(b"\n")
         self._read = bytearray(rest)
-        found: dict[str, Any] = json.loads(line)
+        found: JSON = json.loads(line)
         return found
 
     def alive(self) -> bool:

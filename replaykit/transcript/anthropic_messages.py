@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from replaykit import jsondoc
+from replaykit.jsondoc import JSON
 from replaykit.transcript.convert import (
     _accumulate,
     _assistant,
@@ -24,7 +25,6 @@ from replaykit.transcript.convert import (
 )
 from replaykit.transcript.model import (
     ANTHROPIC_API,
-    JSON,
     AssistantBlock,
     AssistantMessage,
     ConversionError,

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from replaykit.errors import UsageError
+from replaykit.jsondoc import JSON
 from replaykit.transcript.model import (
-    JSON,
     AssistantBlock,
     AssistantMessage,
     ConversionError,

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from replaykit import jsondoc
+from replaykit.jsondoc import JSON
 from replaykit.transcript.convert import (
     _accumulate,
     _assistant,
@@ -23,7 +24,6 @@ from replaykit.transcript.convert import (
     _usage,
 )
 from replaykit.transcript.model import (
-    JSON,
     OPENAI_API,
     AssistantBlock,
     AssistantMessage,

@@ -21,9 +21,10 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from replaykit.jsondoc import JSON
 from replaykit.pointer import json_pointer
 from replaykit.transcript.anthropic_messages import from_anthropic
-from replaykit.transcript.model import JSON, ConversionError, Message, Tool, Transcript, UserBlock
+from replaykit.transcript.model import ConversionError, Message, Tool, Transcript, UserBlock
 from replaykit.transcript.openai_responses import from_openai
 
 __all__ = ["from_anthropic_request", "from_openai_request"]

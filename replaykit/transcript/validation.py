@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from replaykit import contracts
 from replaykit.errors import LocalRequestError
+from replaykit.jsondoc import JSON
 from replaykit.pointer import json_pointer, resolve
-from replaykit.transcript.model import CONTRACT, JSON, Transcript, _finite
+from replaykit.transcript.model import CONTRACT, Transcript, _finite
 
 if TYPE_CHECKING:
     import jsonschema  # type: ignore[import-untyped]
