@@ -120,7 +120,7 @@ class Merged:
 def _run(shards: Sequence[ShardReport]) -> Merged:
     rows = _in_order(shards, [report.doc["results"] for report in shards])
     results = [Result.from_json(row) for row in rows]
-    return Merged("run", reports.to_json(results), results)
+    return Merged("run", dict(reports.to_json(results)), results)
 
 
 def _matrix(docs: Sequence[JSON], shards: Sequence[ShardReport]) -> Matrix:

@@ -26,7 +26,7 @@ import argparse
 import fnmatch
 import json
 import sys
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -239,7 +239,7 @@ def _record(args: argparse.Namespace, command: str, results: Sequence[Result]) -
         write_durations(args.durations, command, seconds)
 
 
-def _write(path: Path | None, doc: dict[str, Any]) -> None:
+def _write(path: Path | None, doc: Mapping[str, object]) -> None:
     if path is not None:
         write_atomic(path, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
 

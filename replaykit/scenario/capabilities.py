@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from replaykit.errors import UsageError, located
 from replaykit.jsondoc import JSON
 from replaykit.pointer import pointer_parts
+from replaykit.scenario.formats import ScenarioDoc
 
 if TYPE_CHECKING:
     from replaykit.server.faults import Fault
@@ -234,7 +235,7 @@ def _expectation_needs(expected: JSON) -> set[str]:
     return needs
 
 
-def requirements(doc: JSON, cassettes: Iterable[Path], faults: Iterable[Fault]) \
+def requirements(doc: ScenarioDoc, cassettes: Iterable[Path], faults: Iterable[Fault]) \
         -> frozenset[str]:
     """What a scenario (its document, cassettes and faults) needs of a target: its ``requires:``, and what its
     parts show: the APIs of its steps, research / restart / cancelAfterMs / operationId steps, its tools

@@ -184,7 +184,7 @@ class Matrix:
         scenarios: list[Scenario] = []
         results: dict[tuple[str, str | None], Result] = {}
         for row in doc["scenarios"]:
-            scenario = Scenario(Path(row["file"]), {"name": row["scenario"], "kills": row["kills"]})
+            scenario = Scenario.named(Path(row["file"]), row["scenario"], kills=row["kills"])
             first = row["firstFailureOnTarget"]
             checks = [Check.from_json(first)] if first is not None else []
             missing = tuple(row["missingOnTarget"])
