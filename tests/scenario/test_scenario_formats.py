@@ -1,6 +1,6 @@
-"""Each typed format (:mod:`replaykit.scenario.formats`, the server's journal ``Entry``) holds to its contract: its
-keys are the contract's properties, its required keys the contract's ``required``, and a value it builds
-validates."""
+"""Each typed format (:mod:`replaykit.scenario.formats`, the server's journal ``Entry``) holds to its
+contract: its keys are the contract's properties, its required keys the contract's ``required``, and a value
+it builds validates."""
 
 from __future__ import annotations
 
@@ -53,8 +53,8 @@ def test_the_typed_class_has_the_keys_of_its_contract(typed: Any, name: str, poi
 
 def test_the_journal_entry_has_the_fields_of_its_contract() -> None:
     schema = schema_at("journal-entry", "")
-    entry = Entry(1, "2026-01-01T00:00:00Z", "anthropic", "anthropic.messages", "POST", "/v1/messages", {}, {},
-                  verdict="served", status=200, outcome="complete")
+    entry = Entry(1, "2026-01-01T00:00:00Z", "anthropic", "anthropic.messages", "POST", "/v1/messages",
+                  {}, {}, verdict="served", status=200, outcome="complete")
     assert list(entry.to_json()) == list(schema["properties"]) == schema["required"]
     assert contracts.validate("replaykit.journal-entry", entry.to_json()) == []
 
@@ -80,12 +80,13 @@ def test_a_run_report_and_its_outcome_validate() -> None:
     scenario = load(bundled("durable-killed-mid-stream"))
     outcome: f.TargetOutcome = {
         "status": "error", "persistWrites": 0, "estimates": [f.Estimate(step=0, tokens=12)],
-        "error": {"code": "PROVIDER_ERROR", "provenance": "provider", "retryable": True, "message": "overloaded",
-                  "status": 529},
+        "error": {"code": "PROVIDER_ERROR", "provenance": "provider", "retryable": True,
+                  "message": "overloaded", "status": 529},
         "receipts": [f.Receipt(operationId="op-1", accepted=True, timestamp=1)],
     }
     assert contracts.validate("replaykit.target-outcome", outcome) == []
-    failed = Result(scenario, "python target.py", [Check("outcome", False, "expected ok, got error")], outcome)
+    checks = [Check("outcome", False, "expected ok, got error")]
+    failed = Result(scenario, "python target.py", checks, outcome)
     report = reports.to_json([failed, Result(scenario, "python target.py", [], missing=("research",))])
     assert contracts.validate("replaykit.run-report", report) == []
     assert Result.from_json(report["results"][0]).to_json() == report["results"][0]
