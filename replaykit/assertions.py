@@ -129,7 +129,8 @@ def outcome_fields(outcome: object) -> JSON:
     return {**(dict(error) if isinstance(error, Mapping) else {}), "outcome": outcome.get("status")}
 
 
-def assert_provenance(outcome: object, expected: Mapping[str, Any] | None = None, /, **fields: Any) -> None:
+def assert_provenance(outcome: object, expected: Mapping[str, object] | None = None, /,
+                      **fields: object) -> None:
     """The outcome and its error fields are what was expected (``code``, ``phase``, ``provenance``…).
 
     ``expected`` (or keyword arguments) names only the fields to check, as :func:`outcome_fields` names

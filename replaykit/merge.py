@@ -45,7 +45,7 @@ class ShardReport:
         return block
 
 
-def _kind(doc: Any) -> str:
+def _kind(doc: object) -> str:
     """The command whose report ``doc`` looks like (checked against that command's contract next)."""
     if isinstance(doc, dict) and isinstance(doc.get("shard"), dict) and doc["shard"].get("command") in KINDS:
         return str(doc["shard"]["command"])
@@ -93,7 +93,7 @@ def _refuse_gaps(shards: Sequence[ShardReport]) -> None:
         raise UsageError(f"{what} missing (given: {given}); merge the reports of all {count} shards")
 
 
-def _in_order(shards: Sequence[ShardReport], items: Sequence[Sequence[Any]]) -> list[Any]:
+def _in_order(shards: Sequence[ShardReport], items: Sequence[Sequence[object]]) -> list[Any]:
     """Each shard's ``items`` (in the order of its positions) joined in the scenarios' order."""
     placed = [(position, item) for report, mine in zip(shards, items, strict=True)
               for position, item in zip(report.shard["positions"], mine, strict=True)]

@@ -10,7 +10,7 @@ the types of its events. Both only read the cassette: nothing is served, nothing
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
 from replaykit import jsondoc, redact
@@ -54,7 +54,7 @@ class Exchange:
     path: str
     route: str
     body_kind: BodyKind
-    body: Any
+    body: object
     body_bytes: int
     stream: bool
     status: int
@@ -101,7 +101,7 @@ def _exchange(index: int, item: Interaction) -> Exchange:
                     response.is_stream, response.status, _content_type(response), events)
 
 
-def _body(raw: bytes | None) -> tuple[BodyKind, Any]:
+def _body(raw: bytes | None) -> tuple[BodyKind, object]:
     if not raw:
         return "none", None
     try:

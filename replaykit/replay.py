@@ -42,7 +42,7 @@ import json
 from collections.abc import Callable, Mapping
 from copy import deepcopy
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 from replaykit.errors import LocalRequestError, UsageError
 from replaykit.jsondoc import JSON
@@ -115,7 +115,7 @@ class Projection:
 # ---------------------------------------------------------------- the cross-provider text
 
 
-def search_text_projection(block: Mapping[str, Any]) -> str:
+def search_text_projection(block: Mapping[str, object]) -> str:
     """The text a ``hostedSearch`` block becomes for another provider: query, result titles and URLs."""
     phase = block.get("phase")
     if phase == "call":
@@ -131,7 +131,7 @@ def search_text_projection(block: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _results(block: Mapping[str, Any]) -> list[JSON]:
+def _results(block: Mapping[str, object]) -> list[JSON]:
     results = block.get("results")
     if isinstance(results, list):
         return [item for item in results if isinstance(item, dict)]

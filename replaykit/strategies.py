@@ -44,7 +44,7 @@ import string
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from types import MappingProxyType
-from typing import Any, cast
+from typing import cast
 
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
@@ -429,7 +429,7 @@ def _provider_block(provider: str) -> st.SearchStrategy[JSON]:
 
 
 @cache
-def _json_values() -> st.SearchStrategy[Any]:
+def _json_values() -> st.SearchStrategy[object]:
     scalars = st.none() | st.booleans() | st.integers(-10**6, 10**6) | _mixed_text(0, 20)
     return st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
                         | st.dictionaries(_words(10), inner, max_size=3), max_leaves=6)

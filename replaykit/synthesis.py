@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from replaykit import sse
 from replaykit.jsondoc import JSON
@@ -26,7 +25,7 @@ __all__ = ["A_DELAY", "O_DELAY", "a_offsets", "a_stream_events", "anthropic_mess
 Json = JSON
 
 
-def compact(value: Any) -> str:
+def compact(value: object) -> str:
     """JSON as the providers send it: compact, UTF-8."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 

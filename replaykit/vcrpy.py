@@ -54,7 +54,7 @@ MATCH_ON = ("method", "scheme", "host", "port", "path", "query", "body")
 _NOWHERE = "http://replaykit.invalid/"  # the URI of a response redacted alone (never sent anywhere)
 
 
-def vcr_config(**overrides: Any) -> JSON:
+def vcr_config(**overrides: object) -> JSON:
     """The ``use_cassette`` keyword arguments of replaykit's redaction, matching and serializer (see the
     module docstring); ``overrides`` are added (``record_mode="once"``...)."""
     return {
@@ -129,7 +129,7 @@ class Persister:
     writer; vcrpy's serializer is used only to turn its requests and responses into YAML and back."""
 
     @classmethod
-    def load_cassette(cls, cassette_path: Any, serializer: Any) -> Any:
+    def load_cassette(cls, cassette_path: Any, serializer: object) -> object:
         """The requests and responses of the cassette at ``cassette_path``, read by replaykit."""
         from vcr.persisters.filesystem import CassetteNotFoundError  # type: ignore[import-untyped]
         from vcr.serialize import deserialize  # type: ignore[import-untyped]
@@ -141,7 +141,7 @@ class Persister:
         return deserialize(cassettes.dumps(cassettes.load(path)), yamlserializer)
 
     @staticmethod
-    def save_cassette(cassette_path: Any, cassette_dict: JSON, serializer: Any) -> None:
+    def save_cassette(cassette_path: Any, cassette_dict: JSON, serializer: object) -> None:
         """Write the cassette with replaykit, atomically (see the module docstring)."""
         from vcr.serialize import serialize
         from vcr.serializers import yamlserializer

@@ -33,23 +33,23 @@ def dotted(at: Where) -> str:
     return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in at).lstrip(".")
 
 
-def _need(mapping: JSON, key: str, at: Where, fix: str) -> Any:
+def _need(mapping: JSON, key: str, at: Where, fix: str) -> object:
     if key not in mapping:
         raise Invalid(at, f"{dotted(at)} has no `{key}:`", fix)
     return mapping[key]
 
 
-def _mapping(value: Any, at: Where, fix: str) -> JSON:
+def _mapping(value: object, at: Where, fix: str) -> JSON:
     if not isinstance(value, dict):
         raise Invalid(at, f"{dotted(at)} must be a mapping, not {_kind(value)}", fix)
     return value
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _text_or_bytes(value: Any, at: Where) -> bytes | None:
+def _text_or_bytes(value: object, at: Where) -> bytes | None:
     if value is None or isinstance(value, bytes):
         return value
     if isinstance(value, str):
@@ -58,7 +58,7 @@ def _text_or_bytes(value: Any, at: Where) -> bytes | None:
                    "quote the body as a string, or store raw bytes as !!binary")
 
 
-def _headers(raw: Any, at: Where) -> Headers:
+def _headers(raw: object, at: Where) -> Headers:
     if raw is None:
         return {}
     out: Headers = {}
@@ -73,13 +73,13 @@ def _headers(raw: Any, at: Where) -> Headers:
 _HEADERS_FIX = "write headers as `name: [value, ...]`"
 
 
-def _header_text(value: Any, at: Where) -> str:
+def _header_text(value: object, at: Where) -> str:
     if isinstance(value, dict | list | tuple) or value is None:
         raise Invalid(at, f"{dotted(at)} must hold text values", _HEADERS_FIX)
     return str(value)
 
 
-def _replayed_json(parsed: Any) -> bytes:
+def _replayed_json(parsed: object) -> bytes:
     """pydantic-ai's ``parsed_body`` as the bytes its serializer replays (``json.dumps`` defaults)."""
     return json.dumps(parsed).encode("utf-8")
 
@@ -215,7 +215,7 @@ def _decode(codec: Callable[[bytes], Iterator[bytes]], name: str, body: bytes, a
         raise Invalid((*at, "body"), message, fix) from exc
 
 
-def _offsets(raw: Any, response: Response, at: Where) -> list[float] | None:
+def _offsets(raw: object, response: Response, at: Where) -> list[float] | None:
     if raw is None:
         return None
     fix = "write one non-decreasing number of milliseconds per SSE event, or remove event_offsets_ms"
@@ -229,7 +229,7 @@ def _offsets(raw: Any, response: Response, at: Where) -> list[float] | None:
     return offsets
 
 
-def _is_offset(value: Any) -> bool:
+def _is_offset(value: object) -> bool:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     try:
@@ -238,7 +238,7 @@ def _is_offset(value: Any) -> bool:
         return False
 
 
-def _interaction(raw: Any, index: int, line: int | None) -> Interaction:
+def _interaction(raw: object, index: int, line: int | None) -> Interaction:
     at: Where = ("interactions", index)
     item = _mapping(raw, at, "each interaction is a mapping with `request:` and `response:`")
     request = _request(_part(item, "request", at), (*at, "request"))
@@ -255,7 +255,7 @@ def _part(item: JSON, key: str, at: Where) -> JSON:
     return _mapping(_need(item, key, at, fix), (*at, key), fix)
 
 
-def _meta(raw: Any) -> Meta:
+def _meta(raw: object) -> Meta:
     at: Where = ("replaykit",)
     ours = dict(_mapping(raw if raw is not None else {}, at, "write `replaykit: {origin: recorded}`"))
     origin = ours.pop("origin", None)
@@ -270,7 +270,7 @@ def _meta(raw: Any) -> Meta:
     return Meta(origin, texts[0], texts[1], texts[2], texts[3], ours)
 
 
-def build_cassette(doc: Any, lines: Callable[[int], list[int | None]], shared: bool,
+def build_cassette(doc: object, lines: Callable[[int], list[int | None]], shared: bool,
                    keep: bool = False) -> Cassette:
     """The cassette in a loaded document.
 
@@ -307,7 +307,7 @@ def build_cassette(doc: Any, lines: Callable[[int], list[int | None]], shared: b
 MAX_EXPANSION = 1_000_000  # nodes YAML aliases may expand to (and then 10x the nodes written), at most
 
 
-def check_expansion(doc: Any) -> None:
+def check_expansion(doc: object) -> None:
     """Refuse a document whose aliases expand past :data:`MAX_EXPANSION` nodes (a "billion laughs" bomb:
     a few hundred bytes that expand to billions of values), or that refers to itself."""
     sizes = _expansion(doc)
@@ -319,7 +319,7 @@ def check_expansion(doc: Any) -> None:
         raise Invalid(at, message, "write the values out instead of repeating aliases (an alias bomb?)")
 
 
-def _bomb_at(doc: Any, sizes: dict[int, int]) -> Where:
+def _bomb_at(doc: object, sizes: dict[int, int]) -> Where:
     """Where the expansion happens: down from the top, into the child that holds most of it, until no child
     holds half (the list or mapping whose aliases multiply)."""
     at: list[str | int] = []
@@ -334,12 +334,12 @@ def _bomb_at(doc: Any, sizes: dict[int, int]) -> Where:
     return tuple(at)
 
 
-def _expansion(doc: Any) -> dict[int, int]:
+def _expansion(doc: object) -> dict[int, int]:
     """The size of each container of ``doc`` (by ``id``) once every alias is expanded, counted without
     expanding (each shared container is counted once); a container that contains itself is refused."""
     sizes: dict[int, int] = {}
     open_: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(doc, False)]
+    stack: list[tuple[object, bool]] = [(doc, False)]
     while stack:
         node, done = stack.pop()
         children = list(node.values()) if isinstance(node, dict) else node if isinstance(node, list) else None

@@ -17,7 +17,7 @@ ORIGINS: tuple[Origin, ...] = ("recorded", "synthesized")
 Headers = dict[str, list[str]]
 Where = tuple[str | int, ...]  # a place inside a cassette document: keys and indices
 
-def header(headers: Any, name: str) -> str | None:
+def header(headers: object, name: str) -> str | None:
     """First value of header ``name`` (case-insensitive), or ``None``: the one header lookup, for a
     cassette's ``{name: [values]}``, a plain ``{name: value}`` dict, or httpx / aiohttp headers."""
     lowered = name.lower()
@@ -208,14 +208,14 @@ def _canonical_body(body: bytes | None) -> Iterable[bytes]:
     return _CanonicalPieces(parsed, long)
 
 
-def _canonical_json(doc: Any) -> str:
+def _canonical_json(doc: object) -> str:
     return json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 class _CanonicalPieces:
     """The canonical JSON of a parsed body holding long strings, encoded a piece at a time on each pass."""
 
-    def __init__(self, doc: Any, long: set[int]) -> None:
+    def __init__(self, doc: object, long: set[int]) -> None:
         self.doc, self.long = doc, long
 
     def __iter__(self) -> Iterator[bytes]:
@@ -242,7 +242,7 @@ class _CanonicalPieces:
             yield "]"
 
 
-def _long_strings(doc: Any, found: set[int]) -> set[int]:
+def _long_strings(doc: object, found: set[int]) -> set[int]:
     """The ids of the strings in ``doc`` longer than a slice, and of the arrays and objects that hold one."""
     children = doc.values() if isinstance(doc, dict) else doc if isinstance(doc, list) else ()
     for child in children:

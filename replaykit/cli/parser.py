@@ -75,7 +75,7 @@ class _Commands(_SubParsers):
         return super().add_parser(name, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: str | Sequence[Any] | None, option_string: str | None = None) -> None:
+                 values: str | Sequence[object] | None, option_string: str | None = None) -> None:
         if values and values[0] in self._unregistered:  # values: the command's name, then its arguments
             importlib.import_module(f"replaykit.cli.{COMMANDS[values[0]][0]}").register(self)
         super().__call__(parser, namespace, values, option_string)

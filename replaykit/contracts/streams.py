@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from replaykit import jsondoc
 from replaykit.contracts.profiles import STRICT, Profile
@@ -21,7 +21,7 @@ from replaykit.sse import Event
 __all__ = ["check_events"]
 
 
-def _object(value: Any) -> JSON:
+def _object(value: object) -> JSON:
     """``value`` when it is a JSON object, else ``{}`` (the schema reports the wrong type on its own)."""
     return value if isinstance(value, dict) else {}
 

@@ -27,7 +27,8 @@ from replaykit.jsondoc import JSON
 __all__: list[str] = []  # package-internal: the registry and the violations import these by name
 
 
-def _rules_keyword(validator: Any, names: list[str], instance: Any, schema: Any) -> Iterator[ValidationError]:
+def _rules_keyword(validator: object, names: list[str], instance: object,
+                   schema: Any) -> Iterator[ValidationError]:
     """``x-rules`` for stock jsonschema: every failure of the rules ``names``, located by the rule."""
     if isinstance(instance, dict):
         for name in names:
@@ -36,8 +37,8 @@ def _rules_keyword(validator: Any, names: list[str], instance: Any, schema: Any)
                 yield error
 
 
-def _properties(validator: Any, properties: JSON, instance: Any,
-                schema: Any) -> Iterator[ValidationError]:
+def _properties(validator: Any, properties: JSON, instance: object,
+                schema: object) -> Iterator[ValidationError]:
     """jsonschema's ``properties``, except that a member a ``false`` schema forbids is placed at the member:
     jsonschema's ``descend`` drops the path of a false schema's error (it would point at the object)."""
     if not isinstance(instance, dict):
@@ -58,7 +59,7 @@ Reference = validators.extend(Draft202012Validator, {"x-rules": _rules_keyword, 
 class RulesKeyword:
     """``x-rules`` for jsonschema-rs (its custom-keyword protocol): fails when any named rule fails."""
 
-    def __init__(self, parent_schema: Mapping[str, Any], value: list[str],
+    def __init__(self, parent_schema: Mapping[str, object], value: list[str],
                  schema_path: list[str | int]) -> None:
         self.rules = tuple(RULES[name] for name in value)  # names are checked when the contracts load
 

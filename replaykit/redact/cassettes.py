@@ -83,7 +83,8 @@ class _Walk:
     interaction: int | None = None
     line: int | None = None
     found: list[SecretFinding] = field(default_factory=list)
-    memo: dict[int, tuple[Any, Any]] = field(default_factory=dict)  # id: (container, walked): aliases once
+    # id: (container, walked): aliases once
+    memo: dict[int, tuple[object, object]] = field(default_factory=dict)
 
     @property
     def plain(self) -> bool:
@@ -186,7 +187,7 @@ class _Walk:
             return body if scrubbed == text else scrubbed.encode("utf-8")
         return body if walked == doc and changed == text else _dumps(walked, changed).encode("utf-8")
 
-    def json(self, place: str, doc: Any, depth: int, secret: bool = False) -> Any:
+    def json(self, place: str, doc: object, depth: int, secret: bool = False) -> Any:
         """``doc`` scrubbed (a new object where something changed); ``secret``: held under a secret name."""
         if depth > jsondoc.MAX_DEPTH:
             raise _TooDeep(place)
@@ -199,7 +200,7 @@ class _Walk:
             seen = self.memo[id(doc)] = (doc, self.container(place, doc, depth, secret))
         return seen[1]
 
-    def container(self, place: str, doc: JSON | list[Any], depth: int, secret: bool) -> Any:
+    def container(self, place: str, doc: JSON | list[object], depth: int, secret: bool) -> object:
         if isinstance(doc, list):
             return [self.json(f"{place}/{index}", item, depth + 1, secret) for index, item in enumerate(doc)]
         return self.mapping(place, doc, depth)
@@ -346,7 +347,7 @@ def _utf8(body: bytes | None) -> str | None:
         return None
 
 
-def _loads(text: str | bytes) -> Any:
+def _loads(text: str | bytes) -> object:
     try:
         doc = jsondoc.loads(text)
     except ValueError:  # not JSON, or too deep to walk: searched as text
@@ -354,7 +355,7 @@ def _loads(text: str | bytes) -> Any:
     return doc if isinstance(doc, dict | list) else None
 
 
-def _dumps(doc: Any, original: str) -> str:
+def _dumps(doc: object, original: str) -> str:
     separators = (", ", ": ") if '": ' in original else (",", ":")
     return json.dumps(doc, ensure_ascii=False, separators=separators)
 
@@ -385,7 +386,8 @@ def scan(cassette: Cassette, rules: Rules | None = None) -> list[SecretFinding]:
     return _walk(cassette, rules or DEFAULT_RULES)[1]
 
 
-def redact_document(doc: Any, file: str = "", rules: Rules | None = None) -> tuple[Any, list[SecretFinding]]:
+def redact_document(doc: object, file: str = "", rules: Rules | None = None) -> tuple[Any,
+                    list[SecretFinding]]:
     """A parsed JSON document (a reported transcript, a request body) scrubbed by the same walk as a
     cassette's JSON bodies, and each secret found, masked; a finding's ``field`` is its JSON pointer.
     ``doc`` is not changed. Raises ``ValueError`` on a document nested deeper than

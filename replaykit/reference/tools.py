@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any
 
 import httpx
 
@@ -33,7 +32,7 @@ from replaykit.transcript import ToolCallBlock, ToolResultMessage
 __all__ = ["DELEGATION", "SubTaskFailed", "ToolFailure", "Tools"]
 
 DELEGATION = ("task", "task_wait")
-SubAgent = Callable[[str], Coroutine[Any, Any, str]]
+SubAgent = Callable[[str], Coroutine[object, object, str]]
 
 
 class ToolFailure(Exception):

@@ -71,7 +71,7 @@ def endpoint(provider: str) -> tuple[str, dict[str, str]]:
     return base + path, headers
 
 
-def wire_body(body: Mapping[str, Any], target: Target) -> JSON:
+def wire_body(body: Mapping[str, object], target: Target) -> JSON:
     """The projected body as sent: streamed, and stateless on the Responses API."""
     extra: JSON = {"stream": True} if target.api == "anthropic-messages" else {"store": False, "stream": True}
     return {**body, **extra}

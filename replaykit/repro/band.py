@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from replaykit.errors import LocalRequestError
 from replaykit.estimate import IMAGE_CHARS, ExactModeUnavailable, find_anchor, o200k_base, text_chars
@@ -69,7 +68,7 @@ def _counters() -> dict[str, Callable[[list[str]], int]]:
     return counters
 
 
-def style_counts(body: Mapping[str, Any], parts: tuple[str, ...] = _PARTS) -> dict[str, int]:
+def style_counts(body: Mapping[str, object], parts: tuple[str, ...] = _PARTS) -> dict[str, int]:
     """The tokens of ``body``'s strings under ``parts`` in each style (an image: :data:`IMAGE_CHARS` / 4)."""
     texts, images = strings([body.get(part) for part in parts])
     return {style: count(texts) + images * IMAGE_CHARS // 4 for style, count in _counters().items()}
@@ -92,7 +91,7 @@ def policy_band(grown: JSON, target: Target) -> Band:
     return _unanchored(grown, target)
 
 
-def _largest(body: Mapping[str, Any], parts: tuple[str, ...] = _PARTS) -> int:
+def _largest(body: Mapping[str, object], parts: tuple[str, ...] = _PARTS) -> int:
     return max(style_counts(body, parts).values())
 
 

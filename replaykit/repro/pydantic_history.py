@@ -209,7 +209,7 @@ class _Walk:
                 "status": status if status in _OPENAI_STATUS else "completed",
                 "model": message.get("model_name") or "", "output": items}
 
-    def openai_item(self, part: JSON, at: Where, items: list[JSON], returns: dict[Any, Any]) -> None:
+    def openai_item(self, part: JSON, at: Where, items: list[JSON], returns: dict[object, object]) -> None:
         kind, ident = part.get("part_kind"), part.get("id")
         last = items[-1] if items else {}
         if kind == "text" and ident is not None and last.get("type") == "message" and last.get("id") == ident:

@@ -16,7 +16,6 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from replaykit.callables import load_callable
 from replaykit.cassette import write_atomic
@@ -46,9 +45,9 @@ def internal_error(exc: BaseException) -> JSON:
     }
 
 
-def target_function(spec: str) -> Callable[[JSON], Any]:
+def target_function(spec: str) -> Callable[[JSON], object]:
     """The target function ``spec`` (``module:function``) names; a usage error when it cannot be found."""
-    found: Callable[[JSON], Any] = load_callable(
+    found: Callable[[JSON], object] = load_callable(
         spec, "--target python:", "replaykit.reference:run"
     )
     return found
@@ -64,7 +63,7 @@ def _variable(name: str) -> Path:
 
 
 def main(argv: Sequence[str] | None = None,
-         function: Callable[[JSON], Any] | None = None) -> int:
+         function: Callable[[JSON], object] | None = None) -> int:
     """Run the target function named by ``argv[0]`` (see the module docstring); ``function``: that function,
     already found (a warm parent's child, :mod:`replaykit.scenario.warm`)."""
     args = list(sys.argv[1:] if argv is None else argv)

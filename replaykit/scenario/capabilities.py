@@ -99,7 +99,7 @@ def _read(where: Path) -> tuple[bytes, Any]:
         raise UsageError(str(exc)) from exc
 
 
-def _check(where: Path, data: bytes, doc: Any) -> None:
+def _check(where: Path, data: bytes, doc: object) -> None:
     """Refuse a document that is not a manifest: its first problem, at its line and JSON pointer."""
     from replaykit import contracts
     from replaykit.cassette import yaml_line

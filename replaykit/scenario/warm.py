@@ -61,7 +61,7 @@ def _child(function: Any, spec: str, order: Mapping[str, Any]) -> int:
     return call.main([spec], function=function)
 
 
-def _fork(function: Any, spec: str, order: Mapping[str, Any]) -> int:
+def _fork(function: object, spec: str, order: Mapping[str, object]) -> int:
     pid = os.fork()
     if pid == 0:
         code = 70
@@ -75,7 +75,7 @@ def _fork(function: Any, spec: str, order: Mapping[str, Any]) -> int:
     return pid
 
 
-def _found(spec: str) -> Any:
+def _found(spec: str) -> object:
     """The target function, or None when it cannot be found or its module fails to import (each run then
     looks for it again and says why, as a cold run does)."""
     from replaykit.scenario.call import target_function

@@ -77,7 +77,7 @@ def _describe(value: object) -> str:
     return _JSON_TYPES.get(type(value), "a value")
 
 
-def _safe_message(data: object, errors: list[Any], violation: contracts.Violation) -> str:
+def _safe_message(data: object, errors: list[object], violation: contracts.Violation) -> str:
     """What is wrong at the violation's pointer, with the schema's expectation and only the type of the value.
 
     The violation's own message may quote the offending value (user content, keys): it is not used, except

@@ -49,7 +49,7 @@ class RuleSpec:
     wording: Wording
     sources: tuple[str, ...]
     relaxed_under: tuple[str, ...]
-    examples: Mapping[str, Any]
+    examples: Mapping[str, object]
 
     def reply(self, params: Mapping[str, str]) -> ProviderError:
         """The provider's error for a failure naming ``params``; where the provider's wording is not public,
