@@ -153,6 +153,12 @@ def register(subparsers: Any) -> None:
         help="run only the cells that decide the verdict: each mutant on the scenarios that declare it in "
         "kills: (a mutant none declares: on every scenario); the same failures, vacuous scenarios unseen",
     )
+    parser.add_argument(
+        "--every-cell",
+        action="store_true",
+        help="run every cell, also those whose mutant the target's run of the scenario never asked about "
+        "($REPLAYKIT_MUTANTS_ASKED), which are otherwise inferred: they cannot change the run",
+    )
     add_shard(parser)
     _report_arg(parser)
     parser.set_defaults(func=run_mutants)
@@ -278,6 +284,7 @@ def matrix_text(matrix: Matrix, shard: bool = False) -> str:
     lines += ["", *(f"{n:>3}  {s.name}" for n, s in enumerate(matrix.scenarios, 1))]
     lines += [f"vacuous (kills no mutant): {name}" for name in matrix.vacuous()]
     lines += [f"FAIL {problem}" for problem in problems]
+    lines += [matrix.inferred_note()] if matrix.inferred else []
     verdict = "FAILED" if problems else "OK"
     killed = len(matrix.mutants) - len(matrix.survivors())
     lines.append(
@@ -307,7 +314,8 @@ def run_mutants(args: argparse.Namespace, known: Callable[[], Collection[str]] =
                          "{VAR: value}, defect: ...}) or name them with --mutant NAME")
     check_kills(scenarios, {*declared, *names}, known())
     mine, shard = _shard(args, "mutants", scenarios, target, {"mutants": names, "declared": args.declared})
-    matrix = run_matrix(mine, target, names, jobs=args.jobs, declared=args.declared, universe=scenarios)
+    matrix = run_matrix(mine, target, names, jobs=args.jobs, declared=args.declared, universe=scenarios,
+                        every_cell=args.every_cell)
     _record(args, "mutants", list(matrix.results.values()))
     doc = matrix.to_json() if shard is None else {**matrix.to_json(), "shard": shard}
     _write(args.report, doc)
