@@ -21,7 +21,7 @@ import yaml
 
 from replaykit.errors import UsageError
 
-__all__ = ["ASKED", "ENV", "MANIFEST", "MUTANTS", "active", "mutant"]
+__all__ = ["ASKED", "ENV", "MANIFEST", "MUTANTS", "active", "defect_classes", "mutant"]
 
 ENV = "REPLAYKIT_MUTANT"
 ASKED = "REPLAYKIT_MUTANTS_ASKED"
@@ -38,6 +38,11 @@ def _mutants() -> dict[str, str]:
 
 #: name -> the defect, in one sentence (the reference's manifest, ``replaykit-target.yaml``, holds them).
 MUTANTS: dict[str, str] = _mutants()
+
+
+def defect_classes() -> frozenset[str]:
+    """The defect classes a scenario's ``kills:`` may name: the reference's mutants."""
+    return frozenset(MUTANTS)
 
 
 def active() -> str | None:

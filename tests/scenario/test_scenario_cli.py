@@ -11,7 +11,7 @@ import pytest
 from scenario_support import FUNCTION, HERE, scenario_doc, write_scenario
 
 from replaykit.cli import main
-from replaykit.cli.scenarios import run_mutants
+from replaykit.cli.mutants import run_mutants
 
 pytestmark = pytest.mark.slow  # each scenario runs a child process
 
@@ -184,7 +184,7 @@ def test_redgreen_takes_leading_assignments_and_names_the_flag_of_a_bad_command(
 def test_progress_prints_each_failure_and_on_a_terminal_a_line_rewritten_meanwhile(tmp_path: Path) -> None:
     import io
 
-    from replaykit.cli.scenarios import _Progress
+    from replaykit.cli.run import _Progress
     from replaykit.scenario import Check, Result, load
 
     class Terminal(io.StringIO):
