@@ -3,8 +3,9 @@
 
 Three parts, each made from its one source, so they cannot go stale: ``cli`` (the argparse parser of
 ``replaykit.cli.build_parser``, every command it has), ``faults`` (the fault kinds of
-``replaykit.server.faults`` and the keys each takes) and ``scenario`` (``contracts/replaykit/scenario.schema.json``,
-its ``$ref`` s resolved through every contract under ``contracts/``). A marker naming no part fails the build.
+``replaykit.server.faults`` and the keys each takes) and ``scenario``
+(``contracts/replaykit/scenario.schema.json``, its ``$ref`` s resolved through every contract under
+``contracts/``). A marker naming no part fails the build.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import contextlib
 import io
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,7 @@ def cell(text: str) -> str:
                     for odd, part in ((index % 2 == 1, part) for index, part in enumerate(parts)))
 
 
-def table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+def table(head: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     return lines + ["| " + " | ".join(cell(value) for value in row) + " |" for row in rows]
 
@@ -139,8 +140,8 @@ WHAT = {
     "drop_terminal": "Never sends the terminal event (`message_stop`, `response.completed`…).",
     "truncate": "Cuts a body that is not a stream at byte `at` (default: half), framed as complete.",
     "kill": "A kill point for the scenario runner: after `after` events (default 0) the response goes no "
-            "further and the connection is held, so the runner can SIGKILL the target knowing exactly what it "
-            "received, then start it again. With `tool` it selects no provider request: it holds the "
+            "further and the connection is held, so the runner can SIGKILL the target knowing exactly what "
+            "it received, then start it again. With `tool` it selects no provider request: it holds the "
             "target's announcement of its `nth` call of that tool (`POST /__replaykit/tool-calls`).",
 }
 
@@ -171,13 +172,15 @@ def applies(kind: str, stream_kinds: frozenset[str]) -> str:
 
 def registry() -> Registry[Any]:
     """Every contract under ``contracts/``, by its ``$id``: nothing is fetched."""
-    schemas = [json.loads(path.read_text(encoding="utf-8")) for path in sorted(ROOT.glob("contracts/**/*.json"))
-               if path.name.endswith(".schema.json")]
-    return Registry().with_resources((schema["$id"], DRAFT202012.create_resource(schema)) for schema in schemas)
+    paths = sorted(ROOT.glob("contracts/**/*.schema.json"))
+    schemas = [json.loads(path.read_text(encoding="utf-8")) for path in paths]
+    resources = [(schema["$id"], DRAFT202012.create_resource(schema)) for schema in schemas]
+    return Registry().with_resources(resources)
 
 
 class Reference:
-    """The sections of the scenario reference: one per object schema with properties, named by its ``$ref``."""
+    """The sections of the scenario reference: one per object schema with properties, named by its
+    ``$ref``."""
 
     def __init__(self) -> None:
         self.sections: dict[str, tuple[str, Schema, Resolver[Any]]] = {}  # anchor: title, schema, resolver
@@ -191,7 +194,8 @@ class Reference:
         return anchor
 
     def resolve(self, schema: Schema, resolver: Resolver[Any]) -> tuple[Schema, Resolver[Any], str | None]:
-        """``schema`` with its ``$ref`` followed (its own keywords kept over the target's), and the ref's name."""
+        """``schema`` with its ``$ref`` followed (its own keywords kept over the target's), and the ref's
+        name."""
         name = None
         schema = schema if isinstance(schema, dict) else {}  # a boolean schema (true: anything)
         while "$ref" in schema and "properties" not in schema:
@@ -222,12 +226,12 @@ class Reference:
 
     def rows(self, schema: Schema, resolver: Resolver[Any]) -> list[tuple[str, ...]]:
         required = set(schema.get("required", ()))
-        rows = []
+        rows: list[tuple[str, ...]] = []
         for field, sub in schema.get("properties", {}).items():
             whole, _, _ = self.resolve(sub, resolver)
             default = f"`{json.dumps(whole['default'])}`" if "default" in whole else ""
             name = f"`{field}`" + (" (required)" if field in required else "")
-            rows.append((name, self.kind(sub, resolver), default, whole.get("description", "")))
+            rows.append((name, self.kind(sub, resolver), default, str(whole.get("description", ""))))
         return rows
 
     def render(self, top: Schema, resolver: Resolver[Any]) -> str:
@@ -236,7 +240,7 @@ class Reference:
         while self.queue:
             title, schema, resolver = self.sections[self.queue.pop(0)]
             lines += [f"## {title}", "", cell(schema.get("description", "")), ""]
-            lines += table(("field", "type", "default", "what it says"), self.rows(schema, resolver)) + [""]
+            lines += [*table(("field", "type", "default", "what it says"), self.rows(schema, resolver)), ""]
         return "\n".join(lines)
 
 
