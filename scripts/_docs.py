@@ -215,6 +215,8 @@ class Reference:
             return " or ".join(f"`{json.dumps(value)}`" for value in schema["enum"])
         if "const" in schema:
             return f"`{json.dumps(schema['const'])}`"
+        if alternatives := schema.get("anyOf") or schema.get("oneOf"):
+            return " or ".join(self.kind(alternative, resolver) for alternative in alternatives)
         types = schema.get("type", "any")
         words = [self.array(schema, resolver) if kind == "array" else str(kind)
                  for kind in (types if isinstance(types, list) else [types])]
