@@ -29,10 +29,12 @@ if TYPE_CHECKING:
     from replaykit.findings import Finding
     from replaykit.provenance import ErrorInfo
     from replaykit.redact import Rules, SecretFinding
-    from replaykit.replay import Target, project
+    from replaykit.replay import ProviderModel, project
     from replaykit.transcript import ConversionError, Transcript, from_interaction, restore
     from replaykit.vcrpy import vcr_config
     from replaykit.verify import Report, verify_paths
+
+    Target = ProviderModel  # the deprecated name of ProviderModel (CHANGELOG.md)
 
 __version__ = "0.1.0"
 #: replaykit's name on the package index (``replaykit`` there is an unrelated project); the module and the
@@ -54,7 +56,7 @@ _HOMES = {
     "Finding": "findings",
     "ErrorInfo": "provenance",
     "Rules": "redact", "SecretFinding": "redact",
-    "Target": "replay", "project": "replay",
+    "ProviderModel": "replay", "project": "replay",
     "ConversionError": "transcript", "Transcript": "transcript", "from_interaction": "transcript",
     "restore": "transcript",
     "vcr_config": "vcrpy",
@@ -77,6 +79,7 @@ __all__ = [
     "MatchError",
     "Meta",
     "NetworkBlockedError",
+    "ProviderModel",
     "ReplaykitError",
     "Report",
     "Request",
@@ -84,7 +87,6 @@ __all__ = [
     "Rules",
     "ScenarioError",
     "SecretFinding",
-    "Target",
     "TargetError",
     "Transcript",
     "UsageError",
@@ -109,10 +111,17 @@ __all__ = [
 if not TYPE_CHECKING:
 
     def __getattr__(name: str) -> object:
-        if name not in _HOMES:
-            raise AttributeError(f"module 'replaykit' has no attribute {name!r}")
         from importlib import import_module
 
+        if name == "Target":  # the deprecated name of ProviderModel (CHANGELOG.md): warns on every use
+            import warnings
+
+            warnings.warn("replaykit.Target is deprecated: use replaykit.ProviderModel (the name Target "
+                          "means the harness under test, replaykit.scenario.Target)", DeprecationWarning,
+                          stacklevel=2)
+            return import_module("replaykit.replay").ProviderModel
+        if name not in _HOMES:
+            raise AttributeError(f"module 'replaykit' has no attribute {name!r}")
         value = getattr(import_module(f"replaykit.{_HOMES[name]}"), name)
         globals()[name] = value  # found once: the next use is a plain attribute
         return value

@@ -68,7 +68,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, cast
 
 from replaykit.errors import ReplaykitError, UsageError
-from replaykit.replay import PROVIDERS, Api, Provider, Target, project
+from replaykit.replay import PROVIDERS, Api, Provider, ProviderModel, project
 
 if TYPE_CHECKING:
     import tiktoken
@@ -363,18 +363,18 @@ def find_anchor(transcript: Mapping[str, object]) -> Anchor | None:
 # ---------------------------------------------------------------- the estimate
 
 
-def to_target(target: Target | Mapping[str, object]) -> Target:
-    """A :class:`~replaykit.replay.Target` from itself or from ``{"provider", "api", "model"}``."""
-    if isinstance(target, Target):
+def to_target(target: ProviderModel | Mapping[str, object]) -> ProviderModel:
+    """A :class:`~replaykit.replay.ProviderModel` from itself or from ``{"provider", "api", "model"}``."""
+    if isinstance(target, ProviderModel):
         return target
     if not isinstance(target, Mapping):
-        raise UsageError(f"target={target!r} must be a Target or a {{provider, api, model}} object")
+        raise UsageError(f"target={target!r} must be a ProviderModel or a {{provider, api, model}} object")
     provider = target.get("provider")
     api = target.get("api") or PROVIDERS.get(str(provider), "")
-    return Target(cast(Provider, provider), cast(Api, api), cast(str, target.get("model")))
+    return ProviderModel(cast(Provider, provider), cast(Api, api), cast(str, target.get("model")))
 
 
-def estimate(transcript: Mapping[str, object], target: Target | Mapping[str, object], *,
+def estimate(transcript: Mapping[str, object], target: ProviderModel | Mapping[str, object], *,
              exact: bool = False) -> Estimate:
     """Estimate the input tokens of ``project(transcript, target)``, anchored on valid usage.
 
@@ -401,13 +401,13 @@ def _heuristic(body: Mapping[str, object]) -> dict[str, int]:
     return {part: chars.tokens for part, chars in body_chars(body).items()}
 
 
-def estimate_tokens(transcript: Mapping[str, object], target: Target | Mapping[str, object]) -> int:
+def estimate_tokens(transcript: Mapping[str, object], target: ProviderModel | Mapping[str, object]) -> int:
     """The reference estimator callable of the property suite: ``estimate(transcript, target).tokens``."""
     return estimate(transcript, target).tokens
 
 
-def budget(transcript: Mapping[str, object], target: Target | Mapping[str, object], context_window: int,
-           reserve: int) -> Budget:
+def budget(transcript: Mapping[str, object], target: ProviderModel | Mapping[str, object],
+           context_window: int, reserve: int) -> Budget:
     """Compact when the estimate exceeds ``context_window - reserve``; allow what is left for output."""
     _check_window(context_window, reserve)
     found = estimate(transcript, target)
@@ -431,7 +431,7 @@ _O200K_FILE = "o200k_base.tiktoken"
 _LOAD_LOCK = threading.Lock()
 
 
-def _exact_counter(target: Target) -> Callable[[Mapping[str, object]], dict[str, int]]:
+def _exact_counter(target: ProviderModel) -> Callable[[Mapping[str, object]], dict[str, int]]:
     if target.api != "openai-responses":
         raise UsageError(f"exact counting uses OpenAI's o200k_base; {target.provider} has no public "
                          "tokenizer: use the heuristic (exact=False)")

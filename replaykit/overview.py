@@ -17,8 +17,9 @@ from replaykit import jsondoc, redact
 from replaykit.cassette import Cassette, Interaction, Response
 from replaykit.jsondoc import JSON
 from replaykit.routes import classify_uri
-from replaykit.sse import Event
+from replaykit.sse import event_type
 
+# event_type is replaykit.sse's; listed here only while replaykit/server/ still imports it from this module
 __all__ = ["BodyKind", "Exchange", "Summary", "event_type", "exchanges", "summarize"]
 
 BodyKind = Literal["json", "text", "binary", "none"]
@@ -117,19 +118,3 @@ def _body(raw: bytes | None) -> tuple[BodyKind, object]:
 def _content_type(response: Response) -> str | None:
     value = response.header("content-type")
     return value.split(";", 1)[0].strip() if value else None
-
-
-def event_type(event: Event) -> str:
-    """An SSE event's type: its ``event:`` field, else the ``type`` of its JSON data, else ``message``
-    (``[DONE]`` for OpenAI's end-of-stream sentinel)."""
-    if event.event:
-        return event.event
-    data = (event.data or "").strip()
-    if data == "[DONE]":
-        return data
-    try:
-        parsed = event.json()
-    except ValueError:
-        return "message"
-    found = parsed.get("type") if isinstance(parsed, dict) else None
-    return found if isinstance(found, str) else "message"

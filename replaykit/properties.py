@@ -1,9 +1,10 @@
 """The estimator property suite: invariants every replay-aware token estimator must keep.
 
 An estimator is a callable ``(transcript: dict, target: dict) -> int | float`` (``target`` is
-``{"provider", "api", "model"}``), loaded from ``module:function`` by :func:`load_callable`, or a command
-speaking the JSON Lines estimator protocol (:class:`CommandEstimator`; requests and answers follow
-``contracts/replaykit/estimator-request.schema.json`` and ``estimator-response.schema.json``).
+``{"provider", "api", "model"}``), loaded from ``module:function``
+(:func:`replaykit.callables.load_callable`), or a command speaking the JSON Lines estimator protocol
+(:class:`CommandEstimator`; requests and answers follow ``contracts/replaykit/estimator-request.schema.json``
+and ``estimator-response.schema.json``).
 
 :data:`PROPERTIES` holds the suite, each property with a ``name`` and a one-line ``statement``; :func:`run`
 checks them with Hypothesis and returns one :class:`Outcome` each, a failure carrying the shrunk
@@ -71,7 +72,6 @@ __all__ = [
     "PropertyViolation",
     "accuracy",
     "dumps",
-    "load_callable",
     "open_estimator",
     "run",
     "selected",
@@ -641,18 +641,12 @@ def selected(names: Iterable[str] | None, *, search_margin: float = 0.10,
 # ---------------------------------------------------------------- loading estimators
 
 
-def load_callable(spec: str) -> Estimator:
-    """The estimator named by ``module:function`` (:func:`replaykit.callables.load_callable`)."""
-    estimator: Estimator = callables.load_callable(spec)
-    return estimator
-
-
 @contextlib.contextmanager
 def open_estimator(spec: str | None, command: str | None) -> Iterator[tuple[str, Estimator]]:
     """The estimator named by ``spec`` (``module:function``) or, when ``spec`` is None, by ``command`` (a
     :class:`CommandEstimator`, stopped on exit), with its label (the spec or the command as given)."""
     if spec is not None:
-        yield spec, load_callable(spec)
+        yield spec, callables.load_callable(spec)
         return
     if command is None:
         raise UsageError("name an estimator: --estimator MODULE:FUNCTION or --estimator-cmd CMD")

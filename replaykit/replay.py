@@ -42,15 +42,15 @@ import json
 from collections.abc import Callable, Mapping
 from copy import deepcopy
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 from replaykit.errors import LocalRequestError, UsageError
 from replaykit.jsondoc import JSON
 from replaykit.routes import APIS, Api
 from replaykit.routes import MODEL_APIS as PROVIDERS
 
-__all__ = ["APIS", "PROVIDERS", "Api", "Note", "Projection", "Provider", "Target", "project", "projection",
-           "search_text_projection"]
+__all__ = ["APIS", "PROVIDERS", "Api", "Note", "Projection", "Provider", "ProviderModel", "project",
+           "projection", "search_text_projection"]
 
 Provider = Literal["anthropic", "openai", "azure"]  # providers of model turns (replaykit.routes.MODEL_APIS)
 ANTHROPIC_SEARCH_TOOL = "web_search_20250305"
@@ -70,8 +70,9 @@ def _shared(value: _T) -> _T:
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
-    """Where a transcript is replayed: ``provider`` (anthropic | openai | azure), its ``api`` and ``model``.
+class ProviderModel:
+    """Which provider wire and model a transcript is replayed as: ``provider`` (anthropic | openai | azure),
+    its ``api`` and ``model``.
 
     ``max_tokens`` is sent to Anthropic when given (the API requires it on a real request).
     """
@@ -91,6 +92,22 @@ class Target:
             raise UsageError(f"model={self.model!r} must be a non-empty string")
         if self.max_tokens is not None and (not isinstance(self.max_tokens, int) or self.max_tokens < 1):
             raise UsageError(f"max_tokens={self.max_tokens!r} must be a positive integer")
+
+
+if TYPE_CHECKING:
+    Target = ProviderModel  # deprecated: the name until 0.2 (CHANGELOG.md); a type checker sees the class
+else:
+
+    def __getattr__(name: str) -> object:
+        """``Target``, the deprecated name of :class:`ProviderModel`, with a ``DeprecationWarning``."""
+        if name != "Target":
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import warnings
+
+        warnings.warn("replaykit.replay.Target is deprecated: use replaykit.replay.ProviderModel (the name "
+                      "Target means the harness under test, replaykit.scenario.Target)", DeprecationWarning,
+                      stacklevel=2)
+        return ProviderModel
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +163,7 @@ def _results(block: Mapping[str, object]) -> list[JSON]:
 class _Walk:
     """Position in the transcript, for errors that name the JSON pointer and the message index."""
 
-    def __init__(self, target: Target, share: bool = False, since: int = 0) -> None:
+    def __init__(self, target: ProviderModel, share: bool = False, since: int = 0) -> None:
         self.target = target
         self.since = since
         self.index: int | None = None
@@ -503,7 +520,8 @@ _OPENAI_BLOCKS: dict[str, Callable[[JSON, bool, list[JSON], Copy], None]] = {
 # ---------------------------------------------------------------- entry point
 
 
-def projection(transcript: object, target: Target, *, share: bool = False, since: int = 0) -> Projection:
+def projection(transcript: object, target: ProviderModel, *, share: bool = False,
+               since: int = 0) -> Projection:
     """The request body a correct harness sends to ``target`` for ``transcript``, with a note for each
     block left out on purpose (see the module doc).
 
@@ -522,6 +540,6 @@ def projection(transcript: object, target: Target, *, share: bool = False, since
     return Projection(body, tuple(walk.notes))
 
 
-def project(transcript: object, target: Target, *, share: bool = False, since: int = 0) -> JSON:
+def project(transcript: object, target: ProviderModel, *, share: bool = False, since: int = 0) -> JSON:
     """The request body alone of :func:`projection`."""
     return projection(transcript, target, share=share, since=since).body

@@ -27,7 +27,7 @@ from typing import Any
 
 from replaykit import jsondoc
 
-__all__ = ["Event", "Parser", "count", "encode", "iter_events", "parse", "serialize"]
+__all__ = ["Event", "Parser", "count", "encode", "event_type", "iter_events", "parse", "serialize"]
 
 # A block: non-empty lines, each with its line end, then a blank line. Atomic groups keep a CRLF whole.
 _BLOCK = re.compile(rb"(?:[^\r\n]+(?>\r\n|\r|\n))*(?>\r\n|\r|\n)")
@@ -78,6 +78,22 @@ class Event:
         if self.data is None:
             raise ValueError("event has no data")
         return jsondoc.loads(self.data)
+
+
+def event_type(event: Event) -> str:
+    """An SSE event's type: its ``event:`` field, else the ``type`` of its JSON data, else ``message``
+    (``[DONE]`` for OpenAI's end-of-stream sentinel)."""
+    if event.event:
+        return event.event
+    data = (event.data or "").strip()
+    if data == "[DONE]":
+        return data
+    try:
+        parsed = event.json()
+    except ValueError:
+        return "message"
+    found = parsed.get("type") if isinstance(parsed, dict) else None
+    return found if isinstance(found, str) else "message"
 
 
 def _fields(raw: bytes, skip: int, terminated: bool, last_id: str) -> tuple[Event, str]:

@@ -137,7 +137,7 @@ class Harness:
         try:
             api = replay.PROVIDERS.get(step.provider, "unknown")
             max_tokens = 1024 if step.provider == "anthropic" else None
-            target = replay.Target(step.provider, api, step.model, max_tokens)
+            target = replay.ProviderModel(step.provider, api, step.model, max_tokens)
         except UsageError as exc:
             raise LocalRequestError(str(exc), phase="preparation", pointer="/steps/0/provider") from exc
         return dict(replay.project(asked, target))

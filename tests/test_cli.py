@@ -105,6 +105,12 @@ def test_version_anywhere_else_on_the_line_is_argparse_s_with_the_same_text(
     assert argparse_said == ours
 
 
+def test_each_command_has_a_module_of_its_name_and_each_module_with_register_is_a_command() -> None:
+    folder = Path(__file__).resolve().parents[1] / "replaykit" / "cli"
+    registering = {path.stem for path in folder.glob("*.py") if "\ndef register(" in path.read_text()}
+    assert registering == set(COMMANDS)
+
+
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_each_command_gets_its_arguments_when_chosen(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:

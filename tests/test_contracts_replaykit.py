@@ -729,9 +729,9 @@ def _after(stored: JSON) -> JSON:
     return after
 
 
-def _target(max_tokens: int | None = None) -> replay.Target:
+def _target(max_tokens: int | None = None) -> replay.ProviderModel:
     step = _scenario("example")["steps"][0]
-    return replay.Target(step["provider"], "anthropic-messages", step["model"], max_tokens)
+    return replay.ProviderModel(step["provider"], "anthropic-messages", step["model"], max_tokens)
 
 
 def _next_request(stored: JSON) -> JSON:

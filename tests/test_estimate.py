@@ -27,7 +27,7 @@ from replaykit.estimate import (
     text_tokens,
     usage_tokens,
 )
-from replaykit.replay import Target, project
+from replaykit.replay import ProviderModel, project
 
 JSON = dict[str, Any]
 ANTHROPIC = {"provider": "anthropic", "api": "anthropic-messages", "model": "claude-sonnet-4-5"}
@@ -249,7 +249,7 @@ def test_a_broken_prefix_fails_when_nothing_anchors() -> None:
 
 def test_the_estimator_shares_raw_blocks_and_project_copies_them() -> None:
     transcript = _transcript(_user("q"), {**_assistant("a"), "content": [SEARCH_RESULT]})
-    target = Target("anthropic", "anthropic-messages", "m")
+    target = ProviderModel("anthropic", "anthropic-messages", "m")
     shared = project(transcript, target, share=True)["messages"][1]["content"][0]
     copied = project(transcript, target)["messages"][1]["content"][0]
     assert shared is SEARCH_RESULT["raw"]
@@ -316,10 +316,11 @@ def test_budget_checks_its_arguments(window: Any, reserve: Any, message: str) ->
 
 
 def test_targets_are_checked() -> None:
-    assert est.to_target({"provider": "azure", "model": "dep"}) == Target("azure", "openai-responses", "dep")
+    azure = ProviderModel("azure", "openai-responses", "dep")
+    assert est.to_target({"provider": "azure", "model": "dep"}) == azure
     with pytest.raises(UsageError, match="provider='gemini'"):
         estimate(_transcript(), {"provider": "gemini", "api": "x", "model": "m"})
-    with pytest.raises(UsageError, match="must be a Target"):
+    with pytest.raises(UsageError, match="must be a ProviderModel"):
         estimate(_transcript(), "anthropic")  # type: ignore[arg-type]
 
 
@@ -351,7 +352,7 @@ def test_exact_mode_counts_the_same_strings_with_o200k_base() -> None:
 @needs_ranks
 def test_o200k_tokens_counts_every_string_of_a_body_for_any_target() -> None:
     transcript = _transcript(_user("hello world"), system="Be brief.")
-    body = project(transcript, Target("anthropic", "anthropic-messages", "m"))
+    body = project(transcript, ProviderModel("anthropic", "anthropic-messages", "m"))
     encoding = o200k_base()
     assert est.o200k_tokens(body) == sum(len(encoding.encode(text)) for text in ("Be brief.", "user",
                                                                                   "hello world"))

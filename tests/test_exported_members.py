@@ -31,3 +31,15 @@ def test_no_root_export_shadows_a_submodule() -> None:
 
     submodules = {info.name for info in pkgutil.iter_modules(replaykit.__path__)}
     assert submodules & set(replaykit.__all__) == set()
+
+
+def test_the_old_name_of_provider_model_still_imports_with_a_deprecation_warning() -> None:
+    import pytest
+
+    from replaykit import replay
+
+    with pytest.warns(DeprecationWarning, match=r"^replaykit\.Target is deprecated: use replaykit\.Provider"):
+        assert replaykit.Target is replay.ProviderModel
+    with pytest.warns(DeprecationWarning, match=r"replay\.Target is deprecated: use replaykit\.replay\.Prov"):
+        assert replay.Target is replay.ProviderModel
+    assert "Target" not in replaykit.__all__ and "Target" not in replay.__all__

@@ -61,7 +61,7 @@ def test_help_loads_no_command(tmp_path: Path) -> None:
 
     names = loaded(tmp_path, "-m", "replaykit", "--help")
     assert among(names, TEST_TOOLS + CONTRACT_ENGINE) == []
-    assert sorted({f"replaykit.cli.{module}" for module, _ in COMMANDS.values()} & names) == []
+    assert sorted({f"replaykit.cli.{command}" for command in COMMANDS} & names) == []
 
 
 def test_verify_loads_the_contract_engine_and_no_test_tool(tmp_path: Path) -> None:

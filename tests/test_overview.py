@@ -9,8 +9,9 @@ from test_redact import planted
 
 from replaykit import cassette, sse
 from replaykit.cassette import Cassette, Interaction, Meta, Request, Response
-from replaykit.overview import event_type, exchanges, summarize
+from replaykit.overview import exchanges, summarize
 from replaykit.resources import data_dir
+from replaykit.sse import event_type
 
 ANTHROPIC = "https://api.anthropic.com/v1/messages"
 JSON_TYPE = {"content-type": ["application/json"]}

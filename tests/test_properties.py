@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from replaykit import properties
 from replaykit import strategies as rs
+from replaykit.callables import load_callable
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, main
 from replaykit.contracts import validate
 from replaykit.errors import UsageError
@@ -35,7 +36,6 @@ from replaykit.properties import (
     PropertyFailed,
     accuracy,
     dumps,
-    load_callable,
     run,
     selected,
 )

@@ -18,15 +18,15 @@ from pydantic_core import ValidationError
 from replaykit import cassette, contracts
 from replaykit.cassette import Interaction
 from replaykit.errors import LocalRequestError, UsageError
-from replaykit.replay import Target, project, projection, search_text_projection
+from replaykit.replay import ProviderModel, project, projection, search_text_projection
 from replaykit.resources import data_dir
 from replaykit.transcript import anthropic_final_body, from_interaction, openai_final_response, restore
 
 JSON = dict[str, Any]
 DATA = Path(__file__).parent / "data" / "transcript"
-ANTHROPIC = Target("anthropic", "anthropic-messages", "claude-sonnet-4-5", max_tokens=1024)
-OPENAI = Target("openai", "openai-responses", "gpt-5")
-AZURE = Target("azure", "openai-responses", "my-deployment")
+ANTHROPIC = ProviderModel("anthropic", "anthropic-messages", "claude-sonnet-4-5", max_tokens=1024)
+OPENAI = ProviderModel("openai", "openai-responses", "gpt-5")
+AZURE = ProviderModel("azure", "openai-responses", "my-deployment")
 TARGETS = [ANTHROPIC, OPENAI, AZURE]
 
 
@@ -193,7 +193,7 @@ def test_project_rebuilds_the_recorded_follow_up(name: str, items: list[Interact
     last = items[-1].request.json()
     transcript = restore(_transcript_of(items[:-1], last))
     provider = from_interaction(items[0], timestamp=2)["provider"]
-    target = Target(
+    target = ProviderModel(
         provider,
         "anthropic-messages" if provider == "anthropic" else "openai-responses",
         last["model"],
@@ -243,7 +243,7 @@ def test_recorded_opaque_fields_survive_byte_for_byte() -> None:
     for _, items in FOLLOW_UPS:
         message = from_interaction(items[0], timestamp=2)
         provider = message["provider"]
-        target = ANTHROPIC if provider == "anthropic" else Target(provider, "openai-responses", "m")
+        target = ANTHROPIC if provider == "anthropic" else ProviderModel(provider, "openai-responses", "m")
         body = project({"version": 1, "messages": [_user("q"), message]}, target)
         expected = _final(items[0])["content" if provider == "anthropic" else "output"]
         assert _opaque_strings(body) == _opaque_strings(expected)
@@ -428,13 +428,13 @@ def test_structural_faults_are_local_validation_errors() -> None:
 
 def test_targets_check_their_arguments() -> None:
     with pytest.raises(UsageError, match="provider='google'"):
-        Target("google", "openai-responses", "m")  # type: ignore[arg-type]
+        ProviderModel("google", "openai-responses", "m")  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="use 'openai-responses'"):
-        Target("azure", "anthropic-messages", "m")
+        ProviderModel("azure", "anthropic-messages", "m")
     with pytest.raises(UsageError, match="model"):
-        Target("openai", "openai-responses", "")
+        ProviderModel("openai", "openai-responses", "")
     with pytest.raises(UsageError, match="max_tokens"):
-        Target("anthropic", "anthropic-messages", "m", max_tokens=0)
+        ProviderModel("anthropic", "anthropic-messages", "m", max_tokens=0)
 
 
 # ---------------------------------------------------------------- properties over generated transcripts
@@ -804,7 +804,7 @@ _REBUILT = _TEXT | _THINKING  # every other block is replayed from raw
 def _sent(message: JSON) -> list[JSON]:
     """What ``project`` sends back of an assistant ``message`` to its own provider: blocks or input items."""
     provider = message["provider"]
-    target = ANTHROPIC if provider == "anthropic" else Target(provider, "openai-responses", "m")
+    target = ANTHROPIC if provider == "anthropic" else ProviderModel(provider, "openai-responses", "m")
     body = project(restore({"version": 1, "messages": [_user("q"), message]}), target)
     if provider != "anthropic":
         return list(body["input"][1:])

@@ -18,7 +18,7 @@ import pytest
 from recordings import recorded
 
 from replaykit.estimate import _strings, estimate_tokens, find_anchor, o200k_base
-from replaykit.replay import Target as Goal
+from replaykit.replay import ProviderModel as Goal
 from replaykit.replay import project
 from replaykit.repro import reproduce
 from replaykit.repro.bundle import SCENARIO

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replaykit import cassette, routes, strategies
-from replaykit.replay import Target, project
+from replaykit.replay import ProviderModel, project
 from replaykit.resources import data_dir
 from replaykit.transcript import ConversionError, from_anthropic_request, from_openai_request, restore
 
@@ -50,7 +50,7 @@ def test_the_bundled_cassettes_hold_requests_of_both_apis() -> None:
 
 @pytest.mark.parametrize(("name", "provider", "body"), REQUESTS, ids=[name for name, _, _ in REQUESTS])
 def test_a_request_converted_and_projected_back_is_the_request(name: str, provider: str, body: JSON) -> None:
-    target = Target(provider, routes.MODEL_APIS[provider], body.get("model") or "m")  # type: ignore[arg-type]
+    target = ProviderModel(provider, routes.MODEL_APIS[provider], body.get("model") or "m")  # type: ignore[arg-type]
     if provider == "anthropic":
         transcript = from_anthropic_request(body, timestamp=1)
         sent, key = body["messages"], "messages"
@@ -131,7 +131,7 @@ def test_nothing_of_the_request_is_shared_with_the_transcript(tmp_path: Path) ->
 @given(strategies.transcripts(max_messages=8), st.sampled_from(["anthropic", "openai", "azure"]))
 def test_any_projected_body_converts_back_to_a_transcript_that_projects_the_same(transcript: JSON,
                                                                                provider: str) -> None:
-    target = Target(provider, routes.MODEL_APIS[provider], "m")  # type: ignore[arg-type]
+    target = ProviderModel(provider, routes.MODEL_APIS[provider], "m")  # type: ignore[arg-type]
     body = project(transcript, target)
     if provider == "anthropic":
         again = from_anthropic_request(body, timestamp=1)

@@ -69,7 +69,7 @@ def _markdown(merged: Any) -> str:
 
 
 def _text(merged: Any) -> str:
-    from replaykit.cli.scenarios import matrix_text
+    from replaykit.cli.mutants import matrix_text
     from replaykit.scenario import report
 
     if merged.command == "mutants":

@@ -18,23 +18,23 @@ from replaykit.errors import UsageError
 
 __all__ = ["COMMANDS", "CommandLineError", "build_parser"]
 
-# Each command: the module under replaykit/cli/ whose register(subparsers) adds it, and its line in
-# ``replaykit --help``. The module is imported when its command is chosen (see _Commands).
-COMMANDS: dict[str, tuple[str, str]] = {
-    "serve": ("serve", "serve cassettes on loopback as a fake Anthropic / OpenAI / Azure / Cloudflare API"),
-    "verify": ("verify", "check cassettes for parse errors, secrets, SSE framing and contract violations"),
-    "show": ("show", "print what a cassette expects and answers: requests, streams, event types"),
-    "cassettes": ("cassettes", "list the bundled cassettes: provider, route, stream, origin, description"),
-    "redact": ("redact", "scrub keys, tokens and credentials from cassettes"),
-    "drift": ("drift", "compare the contracts with the installed SDKs' models"),
-    "properties": ("properties", "check a token estimator against the replay-aware property suite"),
-    "run": ("scenarios", "run scenarios on a target and check their expectations"),
-    "mutants": ("scenarios", "run scenarios on every mutant of a target: the kill matrix"),
-    "redgreen": ("scenarios", "regression scenarios red on a baseline and green on a candidate"),
-    "qualify": ("qualify", "qualify a target and an estimator on this environment: every check, one report"),
-    "record": ("record", "record a new cassette through a loopback reverse proxy to the real API"),
-    "merge": ("merge", "join the reports of the shards of a run, mutants or qualify (--shard K/N) into one"),
-    "repro": ("repro", "turn a reported transcript into a scenario that replays its failure offline"),
+# Each command and its line in ``replaykit --help``; its module is replaykit/cli/<command>.py, whose
+# register(subparsers) adds it, imported when the command is chosen (see _Commands).
+COMMANDS: dict[str, str] = {
+    "serve": "serve cassettes on loopback as a fake Anthropic / OpenAI / Azure / Cloudflare API",
+    "verify": "check cassettes for parse errors, secrets, SSE framing and contract violations",
+    "show": "print what a cassette expects and answers: requests, streams, event types",
+    "cassettes": "list the bundled cassettes: provider, route, stream, origin, description",
+    "redact": "scrub keys, tokens and credentials from cassettes",
+    "drift": "compare the contracts with the installed SDKs' models",
+    "properties": "check a token estimator against the replay-aware property suite",
+    "run": "run scenarios on a target and check their expectations",
+    "mutants": "run scenarios on every mutant of a target: the kill matrix",
+    "redgreen": "regression scenarios red on a baseline and green on a candidate",
+    "qualify": "qualify a target and an estimator on this environment: every check, one report",
+    "record": "record a new cassette through a loopback reverse proxy to the real API",
+    "merge": "join the reports of the shards of a run, mutants or qualify (--shard K/N) into one",
+    "repro": "turn a reported transcript into a scenario that replays its failure offline",
 }
 
 
@@ -64,7 +64,7 @@ class _Commands(_SubParsers):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._unregistered: set[str] = set()
-        for name, (_, help_line) in COMMANDS.items():
+        for name, help_line in COMMANDS.items():
             super().add_parser(name, help=help_line)
             self._unregistered.add(name)
 
@@ -77,7 +77,7 @@ class _Commands(_SubParsers):
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: str | Sequence[object] | None, option_string: str | None = None) -> None:
         if values and values[0] in self._unregistered:  # values: the command's name, then its arguments
-            importlib.import_module(f"replaykit.cli.{COMMANDS[values[0]][0]}").register(self)
+            importlib.import_module(f"replaykit.cli.{values[0]}").register(self)
         super().__call__(parser, namespace, values, option_string)
 
 

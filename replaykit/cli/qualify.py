@@ -32,7 +32,7 @@ _DEFAULT_OUT = "qualify-report"
 
 def register(subparsers: Any) -> None:
     """Add the ``qualify`` subcommand."""
-    from replaykit.cli.scenarios import add_shard
+    from replaykit.cli.scenario_options import add_shard
     from replaykit.qualify import DEFAULT_ESTIMATOR
     from replaykit.scenario.target import DEFAULT_TARGET
 

@@ -44,7 +44,7 @@ from replaykit.jsondoc import JSON
 from replaykit.reference import steps, wire
 from replaykit.reference.mutants import mutant
 from replaykit.reference.tools import Tools
-from replaykit.replay import Target
+from replaykit.replay import ProviderModel
 from replaykit.transcript import (
     AssistantMessage,
     ConversionError,
@@ -85,11 +85,11 @@ class Run(Protocol):
     def persist(self) -> None:
         """Write the transcript to the store, atomically."""
 
-    async def request(self, transcript: JSON, target: Target, step: int,
+    async def request(self, transcript: JSON, target: ProviderModel, step: int,
                       record: StreamRecord | None = None) -> AssistantMessage:
         """One request, retried; its events to ``record``."""
 
-    async def subagent(self, prompt: str, target: Target, step: int) -> str:
+    async def subagent(self, prompt: str, target: ProviderModel, step: int) -> str:
         """A delegated sub-task's final text."""
 
 
@@ -170,7 +170,7 @@ def read_stream(path: Path, number: int, operation: str) -> list[JSON]:
     return events[1:]
 
 
-def partial_message(events: list[JSON], target: Target, timestamp: int) -> AssistantMessage | None:
+def partial_message(events: list[JSON], target: ProviderModel, timestamp: int) -> AssistantMessage | None:
     """The message a cut stream had sent so far: finished blocks and the text received (its trailing
     whitespace trimmed: a continued message cannot end with it); a tool call whose input never finished
     streaming is dropped. None when nothing is worth keeping."""
@@ -215,7 +215,7 @@ class Keeper:
     """Durable steps over a :class:`~replaykit.reference.harness.Run` whose store is ``state``."""
 
     def __init__(self, run: Run, recovery: Recovery, scenario: str, state: Path,
-                 target_of: Callable[[JSON], Target]) -> None:
+                 target_of: Callable[[JSON], ProviderModel]) -> None:
         self.run, self.recovery, self.scenario, self.state = run, recovery, scenario, state
         self.target_of = target_of
         self.receipts: list[JSON] = []
@@ -276,7 +276,7 @@ class Keeper:
 
     # ------------------------------------------------------------ recovery
 
-    async def recover(self, op: str, target: Target) -> None:
+    async def recover(self, op: str, target: ProviderModel) -> None:
         """An interruption of ``op`` (a restart finding it running, or a stall): count it against the budget,
         keep the partial message, settle the tool calls cut short; then back off."""
         book = self.book
@@ -318,7 +318,7 @@ class Keeper:
 
     # ------------------------------------------------------------ the turn, from whatever is stored
 
-    async def drive(self, op: str, target: Target, step: int, tools: Tools) -> None:
+    async def drive(self, op: str, target: ProviderModel, step: int, tools: Tools) -> None:
         """Call the model and run tools until the turn ends, each time from the stored transcript."""
         messages = cast(JSON, self.run.transcript)["messages"]
         for _ in range(MAX_ROUNDS):
@@ -336,7 +336,7 @@ class Keeper:
                     return
             await self.model_call(op, target, step)
 
-    async def model_call(self, op: str, target: Target, step: int) -> None:
+    async def model_call(self, op: str, target: ProviderModel, step: int) -> None:
         """One model call, its chunks recorded; at its end the message and the stream's retirement are one
         write (a continuation is folded into the partial message it continues)."""
         transcript, book = cast(JSON, self.run.transcript), self.book

@@ -29,7 +29,7 @@ from replaykit.reference import durable, steps, wire
 from replaykit.reference.mutants import active, mutant
 from replaykit.reference.research import Research
 from replaykit.reference.tools import DELEGATION, Tools
-from replaykit.replay import Target
+from replaykit.replay import ProviderModel
 from replaykit.routes import MODEL_APIS
 from replaykit.transcript import AssistantMessage
 
@@ -97,7 +97,7 @@ class Run:
 
     # ------------------------------------------------------------ one request, retried
 
-    async def request(self, transcript: JSON, target: Target, step: int,
+    async def request(self, transcript: JSON, target: ProviderModel, step: int,
                       record: durable.StreamRecord | None = None) -> AssistantMessage:
         """Prepare, estimate and send one request; retry what is retryable, at most ``maxRetries`` times.
         A durable turn's ``record`` gets each attempt's events as they arrive; its stall is not retried
@@ -120,7 +120,7 @@ class Run:
                 attempt += 1
                 await asyncio.sleep(backoff(exc, attempt))
 
-    def estimate(self, transcript: JSON, target: Target, step: int) -> None:
+    def estimate(self, transcript: JSON, target: ProviderModel, step: int) -> None:
         """Estimate the request and record it in the outcome; refused above the budget (recorded too)."""
         try:
             tokens = steps.estimate_tokens(transcript, target, self.settings.context_window,
@@ -132,7 +132,7 @@ class Run:
 
     # ------------------------------------------------------------ the agent loop
 
-    async def turn(self, transcript: JSON, target: Target, step: int, tools: Tools) -> None:
+    async def turn(self, transcript: JSON, target: ProviderModel, step: int, tools: Tools) -> None:
         """Call the model until the turn ends, running the local tools it asks for in between."""
         for _ in range(MAX_ROUNDS):
             message = steps.checked_citations(transcript, await self.request(transcript, target, step))
@@ -181,7 +181,7 @@ class Run:
         self.research.append(research.result)
         await research.run()
 
-    async def subagent(self, prompt: str, target: Target, step: int) -> str:
+    async def subagent(self, prompt: str, target: ProviderModel, step: int) -> str:
         """A delegated sub-task: a new transcript on ``prompt``, the tools minus delegation; its last text."""
         enabled = [tool for tool in self.settings.tools if tool.get("name") not in DELEGATION]
         transcript: JSON = {"version": 1, "system": cast(JSON, self.transcript).get("system"),
@@ -193,9 +193,9 @@ class Run:
         return "".join(block.get("text", "") for block in last["content"] if block["type"] == "text")
 
 
-def _target(step: JSON, reserve: int) -> Target:
+def _target(step: JSON, reserve: int) -> ProviderModel:
     provider = step["provider"]
-    return Target(provider, MODEL_APIS[provider], step["model"], max_tokens=max(reserve, 1))
+    return ProviderModel(provider, MODEL_APIS[provider], step["model"], max_tokens=max(reserve, 1))
 
 
 # ---------------------------------------------------------------- failures and retries

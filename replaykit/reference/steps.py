@@ -22,7 +22,7 @@ from replaykit.estimate import Chars, Estimate, body_chars, estimate
 from replaykit.jsondoc import JSON
 from replaykit.reference.mutants import mutant
 from replaykit.reference.wire import wire_body
-from replaykit.replay import Target, project, projection
+from replaykit.replay import ProviderModel, project, projection
 from replaykit.routes import MODEL_ROUTES
 from replaykit.transcript import AssistantMessage, Transcript, restore
 
@@ -91,7 +91,7 @@ def rebuild_system(transcript: JSON, system: str | None, tools: list[JSON], now:
 # ---------------------------------------------------------------- replay
 
 
-def prepare(transcript: JSON, target: Target) -> JSON:
+def prepare(transcript: JSON, target: ProviderModel) -> JSON:
     """The request body for ``target``: :func:`replaykit.replay.projection` of the transcript (search blocks
     verbatim to their own provider, a text projection to another; display-only records and another
     provider's opaque blocks left out, each noted on stderr), checked by :func:`preflight`."""
@@ -111,7 +111,7 @@ def prepare(transcript: JSON, target: Target) -> JSON:
     return built.body
 
 
-def preflight(body: JSON, target: Target) -> None:
+def preflight(body: JSON, target: ProviderModel) -> None:
     """Refuse a request the provider would refuse: ``body`` as sent (:func:`~.wire.wire_body`) against the
     provider's request contract, shapes then rules (:func:`replaykit.contracts.first_violation`).
     A transcript whose replay breaks a rule (a server tool id a proxy rewrote, a client tool_use before the
@@ -143,7 +143,7 @@ class OverBudget(LocalRequestError):
         self.tokens = tokens
 
 
-def estimate_tokens(transcript: JSON, target: Target, context_window: int, reserve: int) -> int:
+def estimate_tokens(transcript: JSON, target: ProviderModel, context_window: int, reserve: int) -> int:
     """The input-token estimate of the next request (:func:`replaykit.estimate.estimate`, anchored on valid
     usage), refused locally (LOCAL_REQUEST_ERROR, phase estimation) above ``context_window - reserve``."""
     try:
@@ -157,7 +157,7 @@ def estimate_tokens(transcript: JSON, target: Target, context_window: int, reser
     return tokens
 
 
-def _tokens(transcript: JSON, target: Target) -> int:
+def _tokens(transcript: JSON, target: ProviderModel) -> int:
     if mutant("estimator-assumes-name"):
         _tool_names(transcript)
     counted = _without(transcript, "hostedSearch") if mutant("search-not-estimated") else transcript
@@ -183,7 +183,7 @@ def _rebuilt(transcript: JSON, found: Estimate) -> bool:
     return any(entry["timestamp"] > anchored for entry in transcript.get("systemHistory") or [])
 
 
-def _recount(transcript: JSON, target: Target, found: Estimate | None, *, cjk: bool) -> int:
+def _recount(transcript: JSON, target: ProviderModel, found: Estimate | None, *, cjk: bool) -> int:
     """The heuristic on the projected text after ``found``'s anchor (all of it without one); ``cjk=False``
     is the defect of ``no-cjk-correction``."""
     if found is not None and found.anchor is not None:

@@ -26,7 +26,7 @@ import httpx
 from replaykit import sse
 from replaykit.jsondoc import JSON
 from replaykit.provenance import ErrorInfo, event_error
-from replaykit.replay import Target
+from replaykit.replay import ProviderModel
 from replaykit.transcript import AssistantMessage, from_anthropic_stream, from_openai_stream
 
 __all__ = ["ProviderEvent", "Stalled", "StreamCut", "endpoint", "now_ms", "send"]
@@ -71,7 +71,7 @@ def endpoint(provider: str) -> tuple[str, dict[str, str]]:
     return base + path, headers
 
 
-def wire_body(body: Mapping[str, object], target: Target) -> JSON:
+def wire_body(body: Mapping[str, object], target: ProviderModel) -> JSON:
     """The projected body as sent: streamed, and stateless on the Responses API."""
     extra: JSON = {"stream": True} if target.api == "anthropic-messages" else {"store": False, "stream": True}
     return {**body, **extra}
@@ -81,7 +81,7 @@ class Stalled(Exception):
     """A durable stream that sent nothing for the stall timeout: an interruption, not a retry."""
 
 
-async def send(client: httpx.AsyncClient, body: Mapping[str, Any], target: Target,
+async def send(client: httpx.AsyncClient, body: Mapping[str, object], target: ProviderModel,
                sink: Callable[[JSON], None] | None = None, stall: float | None = None) -> AssistantMessage:
     """POST ``body`` to ``target``'s provider and read its stream into an assistant message; each event goes
     to ``sink`` as it arrives (a durable turn's stream record); with ``stall``, no bytes for that many seconds
@@ -113,7 +113,7 @@ async def _events(response: httpx.Response, sink: Callable[[JSON], None] | None 
     return events
 
 
-def _message(events: list[JSON], target: Target) -> AssistantMessage:
+def _message(events: list[JSON], target: ProviderModel) -> AssistantMessage:
     for event in events:
         if event.get("type") in ("error", "response.failed"):
             raise ProviderEvent(event_error(event))

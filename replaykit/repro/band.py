@@ -25,7 +25,7 @@ from replaykit.errors import LocalRequestError
 from replaykit.estimate import IMAGE_CHARS, ExactModeUnavailable, find_anchor, o200k_base, text_chars
 from replaykit.estimate import _strings as strings  # the strings the estimator counts: one definition
 from replaykit.jsondoc import JSON
-from replaykit.replay import Target, project
+from replaykit.replay import ProviderModel, project
 
 __all__ = ["APART", "SLACK", "Band", "policy_band", "style_counts"]
 
@@ -83,7 +83,7 @@ def _spread(counts: Mapping[str, int]) -> str:
     return _n(low) if low == high else f"{_n(low)} to {_n(high)}"
 
 
-def policy_band(grown: JSON, target: Target) -> Band:
+def policy_band(grown: JSON, target: ProviderModel) -> Band:
     """The band of the estimate before the request for ``grown`` (the transcript with the follow-up)."""
     anchor = find_anchor(grown)
     if anchor is not None:
@@ -95,7 +95,7 @@ def _largest(body: Mapping[str, object], parts: tuple[str, ...] = _PARTS) -> int
     return max(style_counts(body, parts).values())
 
 
-def _anchored(grown: JSON, target: Target, index: int, total: int) -> Band:
+def _anchored(grown: JSON, target: ProviderModel, index: int, total: int) -> Band:
     usage = grown["messages"][index]["usage"]
     prompt = min(total, int(usage["input"] + usage["cacheRead"] + usage["cacheWrite"]) or total)
     whole = project(grown, target, share=True)
@@ -111,7 +111,7 @@ def _anchored(grown: JSON, target: Target, index: int, total: int) -> Band:
     return Band(prompt, high, why)
 
 
-def _unanchored(grown: JSON, target: Target) -> Band:
+def _unanchored(grown: JSON, target: ProviderModel) -> Band:
     whole = style_counts(project(grown, target, share=True))
     defects = _defects(grown, target, whole)
     sound = {style: count for style, count in whole.items() if not (style == CHARS4 and "cjk" in defects)}
@@ -129,7 +129,7 @@ def _unanchored(grown: JSON, target: Target) -> Band:
     return Band(low, high, why)
 
 
-def _defects(grown: JSON, target: Target, whole: Mapping[str, int]) -> dict[str, tuple[str, int]]:
+def _defects(grown: JSON, target: ProviderModel, whole: Mapping[str, int]) -> dict[str, tuple[str, int]]:
     """The count of each defect the transcript can show, by name: ``cjk``, ``search``."""
     found: dict[str, tuple[str, int]] = {}
     sound = [count for style, count in whole.items() if style != CHARS4]

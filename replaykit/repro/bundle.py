@@ -49,7 +49,7 @@ from replaykit.jsondoc import JSON
 from replaykit.pointer import matches
 from replaykit.redact import SecretFinding, scan, scan_text
 from replaykit.reference.wire import wire_body
-from replaykit.replay import Target
+from replaykit.replay import ProviderModel
 from replaykit.repro.diagnosis import PROMPT, RESERVE, Diagnosis, Failure
 from replaykit.repro.reported import Reported
 from replaykit.routes import MODEL_ROUTES
@@ -180,13 +180,13 @@ def _expectations(diagnosis: Diagnosis) -> JSON:
     return expected
 
 
-def _internal(target: Target) -> list[JSON]:
+def _internal(target: ProviderModel) -> list[JSON]:
     """The transcript's own fields, which never reach the provider."""
     listed = "/messages" if target.api == "anthropic-messages" else "/input"
     return [{"pointer": "/version"}, {"pointer": "/systemHistory"}, {"pointer": f"{listed}/*/timestamp"}]
 
 
-def _reaches(view: JSON, target: Target) -> Iterator[JSON]:
+def _reaches(view: JSON, target: ProviderModel) -> Iterator[JSON]:
     """A check per provider block the request replays (by its id), so a harness that drops one fails; read
     from the canonical view (``view``) of the request, as the check reads what a harness sends."""
     if target.api == "anthropic-messages":
@@ -281,7 +281,7 @@ def _unsent(diagnosis: Diagnosis) -> str:
     return "The answer a harness that sends the follow-up anyway would get (a correct one sends nothing)"
 
 
-def _bare_request(target: Target) -> JSON:
+def _bare_request(target: ProviderModel) -> JSON:
     """The follow-up alone: what a harness that skipped the broken transcript would send."""
     if target.api == "anthropic-messages":
         return {"model": target.model, "max_tokens": RESERVE,
@@ -289,7 +289,7 @@ def _bare_request(target: Target) -> JSON:
     return {"model": target.model, "input": [{"role": "user", "content": PROMPT}]}
 
 
-def _reply(target: Target, tokens: int) -> tuple[JSON, list[tuple[str, JSON]]]:
+def _reply(target: ProviderModel, tokens: int) -> tuple[JSON, list[tuple[str, JSON]]]:
     """The final body of the answer and its stream."""
     text = {"type": "text", "text": REPLY}
     if target.api == "anthropic-messages":

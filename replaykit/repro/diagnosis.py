@@ -30,7 +30,7 @@ from replaykit.estimate import estimate
 from replaykit.jsondoc import JSON
 from replaykit.redact import safe_message
 from replaykit.reference.wire import wire_body
-from replaykit.replay import Note, Projection, Target, projection
+from replaykit.replay import Note, Projection, ProviderModel, projection
 from replaykit.repro.band import Band, policy_band
 from replaykit.routes import MODEL_APIS, MODEL_ROUTES
 from replaykit.transcript import restore
@@ -72,7 +72,7 @@ class Diagnosis:
     none), what the projection leaves out (``notes``), the ``tokens`` replaykit's estimator counts and the
     ``band`` of estimates a sound estimator makes (:mod:`replaykit.repro.band`)."""
 
-    target: Target
+    target: ProviderModel
     failure: Failure | None = None
     body: JSON | None = None
     notes: tuple[Note, ...] = ()
@@ -80,7 +80,7 @@ class Diagnosis:
     band: Band | None = None
 
 
-def target_of(transcript: object, provider: str | None = None, model: str | None = None) -> Target:
+def target_of(transcript: object, provider: str | None = None, model: str | None = None) -> ProviderModel:
     """The provider, API and model of the last assistant turn; without one, ``provider`` and ``model`` (the
     request's), else Anthropic ``claude-sonnet-4-6``."""
     messages = transcript.get("messages") if isinstance(transcript, dict) else None
@@ -91,7 +91,7 @@ def target_of(transcript: object, provider: str | None = None, model: str | None
             break
     provider = provider if provider in MODEL_APIS else "anthropic"
     model = model if isinstance(model, str) and model else DEFAULT_MODEL
-    return Target(provider, MODEL_APIS[provider], model, max_tokens=RESERVE)  # type: ignore[arg-type]
+    return ProviderModel(provider, MODEL_APIS[provider], model, max_tokens=RESERVE)  # type: ignore[arg-type]
 
 
 def follow_up(transcript: JSON, timestamp: float) -> JSON:
@@ -127,7 +127,7 @@ def diagnose(transcript: object, source: str, provider: str | None = None,
     return _passed(target, built, tokens, policy_band(grown, target))
 
 
-def _broken(body: JSON, request: str, target: Target, *, shapes: bool) -> Failure | None:
+def _broken(body: JSON, request: str, target: ProviderModel, *, shapes: bool) -> Failure | None:
     """The first broken rule of ``body`` (its provider's request contract), else with ``shapes`` its first
     shape violation; with the other rules it breaks."""
     kinds = MODEL_ROUTES[target.provider].contracts
@@ -146,7 +146,7 @@ def _broken(body: JSON, request: str, target: Target, *, shapes: bool) -> Failur
                    statement, others)
 
 
-def _passed(target: Target, built: Projection, tokens: int, band: Band) -> Diagnosis:
+def _passed(target: ProviderModel, built: Projection, tokens: int, band: Band) -> Diagnosis:
     return Diagnosis(target, None, built.body, built.notes, tokens, band)
 
 
@@ -164,12 +164,12 @@ def _last_time(transcript: JSON) -> float:
     return max(stamps, default=0) + 1000
 
 
-def _estimator_failure(grown: JSON, target: Target, exc: Exception, source: str) -> Failure:
+def _estimator_failure(grown: JSON, target: ProviderModel, exc: Exception, source: str) -> Failure:
     pointer = getattr(exc, "pointer", "") or _first_failing_message(grown, target)
     return Failure("estimator exception", pointer, f"{type(exc).__name__}: {_said(exc, source)}")
 
 
-def _first_failing_message(grown: JSON, target: Target) -> str:
+def _first_failing_message(grown: JSON, target: ProviderModel) -> str:
     """``/messages/N``: the first message whose inclusion makes the estimate raise ("" when none does)."""
     for count in range(1, len(grown["messages"]) + 1):
         try:

@@ -23,9 +23,9 @@ from replaykit.reference.durable import (
     partial_message,
     read_stream,
 )
-from replaykit.replay import Target
+from replaykit.replay import ProviderModel
 
-ANTHROPIC = Target("anthropic", "anthropic-messages", "claude-sonnet-4-6", max_tokens=1024)
+ANTHROPIC = ProviderModel("anthropic", "anthropic-messages", "claude-sonnet-4-6", max_tokens=1024)
 HEAD = {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
                                              "model": "claude-sonnet-4-6", "content": [], "stop_reason": None,
                                              "usage": {"input_tokens": 10, "output_tokens": 1}}}

@@ -17,7 +17,7 @@ from replaykit.provenance import event_error
 from replaykit.reference import MUTANTS, mutant
 from replaykit.reference.steps import preflight
 from replaykit.reference.tools import Tools
-from replaykit.replay import Target
+from replaykit.replay import ProviderModel
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -100,7 +100,7 @@ def test_the_preflight_refuses_a_request_the_provider_would_refuse_naming_the_ru
     body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [
         {"role": "user", "content": "q"}, {"role": "assistant", "content": [call, result]},
         {"role": "user", "content": "more"}]}
-    target = Target("anthropic", "anthropic-messages", "claude-sonnet-4-5", max_tokens=64)
+    target = ProviderModel("anthropic", "anthropic-messages", "claude-sonnet-4-5", max_tokens=64)
     preflight(body, target)  # the ids the API gave: sent
     body["messages"][1]["content"] = [{**call, "id": "ws_01A"}, {**result, "tool_use_id": "ws_01A"}]
     with pytest.raises(LocalRequestError) as refused:

@@ -23,7 +23,7 @@ from replaykit.reference.websearch import (
     advice,
     search,
 )
-from replaykit.replay import Target, project
+from replaykit.replay import ProviderModel, project
 from replaykit.resources import data_dir
 from replaykit.search import check_request
 from replaykit.server import FakeProvider
@@ -277,7 +277,7 @@ def test_details_and_host_options_never_reach_a_model_provider(serve: Any) -> No
         result]}
     assert [v for v in contracts.validate("replaykit.transcript", transcript) if v.severity == "error"] == []
     for provider, api in (("anthropic", "anthropic-messages"), ("openai", "openai-responses")):
-        body = str(project(transcript, Target(provider, api, "m")))  # type: ignore[arg-type]
+        body = str(project(transcript, ProviderModel(provider, api, "m")))  # type: ignore[arg-type]
         assert "latencyMs" not in body and ACCOUNT not in body and "items" not in body
         assert '3 results for "tokio":' in body
 

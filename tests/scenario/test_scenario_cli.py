@@ -11,7 +11,7 @@ import pytest
 from scenario_support import FUNCTION, HERE, scenario_doc, write_scenario
 
 from replaykit.cli import main
-from replaykit.cli.scenarios import run_mutants
+from replaykit.cli.mutants import run_mutants
 
 pytestmark = pytest.mark.slow  # each scenario runs a child process
 
@@ -63,7 +63,7 @@ def test_a_clean_matrix_passes_and_names_come_from_the_manifest(
     manifest = tmp_path / "replaykit-target.yaml"  # mutants only: every capability is taken as given
     manifest.write_text("mutants: {no-persist: {defect: never writes}, no-retry: {defect: never retries}}\n")
     args = argparse.Namespace(paths=[str(tmp_path)], target=FUNCTION, manifest=manifest, mutant=None, jobs=2,
-                              json=True, declared=False, select=None, kind=None, shard=None,
+                              json=True, declared=False, every_cell=False, select=None, kind=None, shard=None,
                               durations=None, report=None)
     assert run_mutants(args, known=frozenset) == 0
     matrix = json.loads(capsys.readouterr().out)
@@ -184,7 +184,7 @@ def test_redgreen_takes_leading_assignments_and_names_the_flag_of_a_bad_command(
 def test_progress_prints_each_failure_and_on_a_terminal_a_line_rewritten_meanwhile(tmp_path: Path) -> None:
     import io
 
-    from replaykit.cli.scenarios import _Progress
+    from replaykit.cli.run import _Progress
     from replaykit.scenario import Check, Result, load
 
     class Terminal(io.StringIO):

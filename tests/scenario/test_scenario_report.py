@@ -86,7 +86,7 @@ def test_run_prints_the_failures_first_and_the_passes_in_one_line(
             done(result)
         return results
 
-    monkeypatch.setattr("replaykit.cli.scenarios.run_many", finished)
+    monkeypatch.setattr("replaykit.cli.run.run_many", finished)
     assert main(["run", str(tmp_path), "--target", FUNCTION]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[:3] == [f"FAIL s{k}7: outcome: expected ok, got error" for k in range(3)]

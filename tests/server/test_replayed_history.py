@@ -16,14 +16,14 @@ from server_support import ANTHROPIC, OPENAI, anthropic_message, bundled, casset
 from replaykit import cassette
 from replaykit.cassette import Cassette, Meta
 from replaykit.errors import UsageError
-from replaykit.replay import Target, project
+from replaykit.replay import ProviderModel, project
 from replaykit.server import FakeProvider
 from replaykit.transcript import from_interaction, restore
 
 Json = dict[str, Any]
 
 
-def _history(path: str, target: Target) -> Json:
+def _history(path: str, target: ProviderModel) -> Json:
     """The request a harness sends after the recorded turn of ``path``: the turn replayed, then a question."""
     turn = from_interaction(cassette.load(bundled(path)).interactions[0], timestamp=2)
     transcript = restore({"version": 1, "messages": [
@@ -46,7 +46,8 @@ def _served(fake: FakeProvider) -> Json:
 @pytest.mark.parametrize("path", ["anthropic/code_execution_search.yaml",
                                   "anthropic/code_execution_search_stream.yaml"])
 def test_a_search_through_code_execution_replays_past_enforced_contracts(serve: Any, path: str) -> None:
-    body = _history(path, Target("anthropic", "anthropic-messages", "claude-sonnet-4-6", max_tokens=256))
+    target = ProviderModel("anthropic", "anthropic-messages", "claude-sonnet-4-6", max_tokens=256)
+    body = _history(path, target)
     assert [block["type"] for block in body["messages"][1]["content"]] == [
         "text", "server_tool_use", "server_tool_use", "web_search_tool_result", "code_execution_tool_result",
         "text"]
@@ -61,7 +62,7 @@ def test_a_search_through_code_execution_replays_past_enforced_contracts(serve: 
 @pytest.mark.parametrize("path", ["openai/web_search_no_action.yaml",
                                   "openai/web_search_no_action_stream.yaml"])
 def test_a_search_call_without_action_replays_past_enforced_contracts(serve: Any, path: str) -> None:
-    body = _history(path, Target("openai", "openai-responses", "gpt-5"))
+    body = _history(path, ProviderModel("openai", "openai-responses", "gpt-5"))
     calls = [item for item in body["input"] if item.get("type") == "web_search_call"]
     assert [("action" in call) for call in calls] == [False, False, True]
     fake = serve(cassette_of(json_interaction(OPENAI, body, _openai_answer())), enforce_contracts=True)
@@ -77,7 +78,8 @@ def _compat(body: Json, profile: str | None) -> Cassette:
 
 
 def test_an_openai_compatible_history_replays_under_its_profile_and_is_refused_strictly(serve: Any) -> None:
-    body = _history("openai/compatible_xai_web_search.yaml", Target("openai", "openai-responses", "grok-4"))
+    target = ProviderModel("openai", "openai-responses", "grok-4")
+    body = _history("openai/compatible_xai_web_search.yaml", target)
     assert body["input"][1]["id"].startswith("fc_") and "action" not in body["input"][1]
     lenient = serve(_compat(body, "openai-compatible"), enforce_contracts=True)
     with openai.OpenAI(base_url=lenient.base_url("openai"), api_key="x", max_retries=0) as client:
@@ -106,7 +108,7 @@ def test_an_xai_x_search_call_is_served_and_replayed_under_its_profile_and_refus
         turn = from_interaction(tape.interactions[0], timestamp=2)
         transcript = restore({"version": 1, "messages": [{**follow_up["input"][0], "timestamp": 1}, turn,
                                                          {**follow_up["input"][3], "timestamp": 3}]})
-        target = Target("openai", "openai-responses", first["model"])
+        target = ProviderModel("openai", "openai-responses", first["model"])
         body = {**project(transcript, target), "tools": first["tools"]}
         assert body["input"][1] == follow_up["input"][1]  # the x_search_call item, replayed verbatim
         assert client.responses.create(**body).status == "completed"
