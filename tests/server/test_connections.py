@@ -37,7 +37,7 @@ from server_support import (
 
 from replaykit import contracts
 from replaykit.errors import UsageError
-from replaykit.server import FakeProvider, Fault, app
+from replaykit.server import FakeProvider, Fault, exchange
 from replaykit.server.connections import Limits, Server, body_began, carried, half_closed
 
 SLOWLORIS = 50
@@ -435,10 +435,10 @@ def test_an_error_in_the_handler_is_answered_500_as_aiohttp_does(
 ) -> None:
     boom = RuntimeError("boom")
 
-    async def broken(request: Any, state: Any) -> Any:
+    def broken(state: Any, request: Any) -> Any:
         raise boom
 
-    monkeypatch.setattr(app, "handle", broken)
+    monkeypatch.setattr(exchange, "handle", broken)
     caplog.set_level(logging.ERROR, logger="aiohttp")
     fake = serve(message_cassette("a"), faults=["kind=delay_headers,ms=0"])  # aiohttp's path, not the lane
     body = json.dumps(anthropic_request("a")).encode()

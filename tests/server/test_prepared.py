@@ -38,10 +38,11 @@ from server_support import (
 from replaykit.cassette import Cassette, Interaction, Response
 from replaykit.routes import classify
 from replaykit.server import Timing, matching, streaming
-from replaykit.server.app import Settings, State, _replay_plan
+from replaykit.server.exchange import Settings, State, _replay_plan
 from replaykit.server.faults import Fault, apply_all
 from replaykit.server.matching import Pool, Received, slots_of
-from replaykit.server.plan import BATCH_LIMIT, LAST_CHUNK, recorded_whole, replay_headers, unchanged_plan
+from replaykit.server.plan import recorded_whole, replay_headers, unchanged_plan
+from replaykit.server.prepared import BATCH_LIMIT, LAST_CHUNK
 
 
 @pytest.fixture
