@@ -38,6 +38,8 @@ from replaykit.server.prepared import BATCH_LIMIT, LAST_CHUNK, Batch, batches, h
 from replaykit.server.seam import Progress
 from replaykit.server.streaming import Wire, batched
 
+pytestmark = pytest.mark.both_lanes  # every response the same with the lane and without it
+
 
 class _Transport:
     """Records each write; ``buffered`` is what the kernel did not take."""

@@ -39,6 +39,8 @@ from replaykit.server.prepared import Whole, http_chunk
 from replaykit.server.seam import Progress
 from replaykit.server.streaming import Wire
 
+pytestmark = pytest.mark.both_lanes  # every response the same with the lane and without it
+
 
 def _raw_chunks(fake: FakeProvider) -> list[bytes]:
     url = f"{fake.url}/v1/messages"
