@@ -13,7 +13,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs
 
 from replaykit import cassette, contracts, jsondoc
@@ -56,7 +56,7 @@ class _Refused(Exception):
 # ---------------------------------------------------------------- bodies
 
 
-def _document(body: bytes, where: str, fix: str) -> Any:
+def _document(body: bytes, where: str, fix: str) -> object:
     """``body`` parsed as JSON; a :class:`UsageError` naming ``where`` and ``fix`` when it is not."""
     try:
         return jsondoc.loads(body)
@@ -66,14 +66,14 @@ def _document(body: bytes, where: str, fix: str) -> Any:
         raise UsageError(located(where, None, f"the body is not JSON ({exc})", fix)) from None
 
 
-def _conforming(kind: str, doc: Any, where: str, fix: str) -> Any:
+def _conforming(kind: str, doc: object, where: str, fix: str) -> dict[str, Any]:
     """``doc`` when it holds to contract ``kind``; else a :class:`UsageError` at the first violation (one
     that names a value before one that only says no alternative fits)."""
     found = sorted((v for v in contracts.validate(kind, doc) if v.severity == "error"),
                    key=lambda v: v.keyword in ("anyOf", "oneOf"))
     if found:
         raise UsageError(located(where, found[0].pointer or "/", found[0].message, fix))
-    return doc
+    return cast("dict[str, Any]", doc)  # both contracts checked here describe an object
 
 
 def posted_faults(body: bytes) -> list[Fault]:
@@ -202,7 +202,8 @@ _TOOL = f"POST {ADMIN_PREFIX}/tool-calls"
 
 async def _tool_call(request: Request, state: State, catalogue: Catalogue) -> Plan:
     doc = _document(_body(request, _TOOL), _TOOL, 'send {"name": "read", "id": "toolu_01"}')
-    name = doc.get("name") if isinstance(doc, dict) else None
+    doc = doc if isinstance(doc, dict) else {}
+    name = doc.get("name")
     if not isinstance(name, str) or not name:
         raise UsageError(located(_TOOL, "/name", "the tool's name is missing", 'send {"name": "read"}'))
     with state.lock:

@@ -206,7 +206,7 @@ def body_began(request: web.BaseRequest) -> float:
     """The loop time the head of ``request`` came, from which its body's deadline counts: when the lane took
     it, for the request it handed over with its connection, else when this was first asked for ``request``
     (aiohttp starts the handler once the head is parsed; the server's dispatch asks for every request:
-    :func:`~replaykit.server.app.make_server`)."""
+    :func:`~replaykit.server.transport.make_server`)."""
     protocol = request.protocol
     if not isinstance(protocol, Connection):
         return asyncio.get_running_loop().time()

@@ -163,8 +163,9 @@ def _served(fake: FakeProvider) -> bool:
         return False
 
 
-def test_a_connection_over_the_cap_is_refused_at_once_and_others_are_served(serve: Any) -> None:
-    fake = serve(message_cassette("a"), repeat=True, max_connections=3)
+@pytest.mark.parametrize("lane", [True, False], ids=["lane", "aiohttp"])
+def test_a_connection_over_the_cap_is_refused_at_once_and_others_are_served(serve: Any, lane: bool) -> None:
+    fake = serve(message_cassette("a"), repeat=True, max_connections=3, lane=lane)
     held = [_held(fake) for _ in range(3)]
     try:
         with connect(fake.url) as extra:
