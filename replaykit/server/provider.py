@@ -74,7 +74,8 @@ class Service:
 
 
 class FakeProvider:
-    """A loopback fake of the Anthropic, OpenAI, Azure and Cloudflare APIs; see :mod:`replaykit.server`."""
+    """A loopback fake of the Anthropic, OpenAI, Azure and Cloudflare APIs; see :mod:`replaykit.server`.
+    ``lane=False`` serves every request through aiohttp (the same bytes; no fast path)."""
 
     def __init__(
         self,
