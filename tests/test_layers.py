@@ -57,7 +57,7 @@ def _reach(start: str) -> set[str]:
 
 
 def test_the_graph_sees_the_package() -> None:
-    assert {"replaykit.errors", "replaykit.server.app", "replaykit.cli"} <= set(graph())
+    assert {"replaykit.errors", "replaykit.server.exchange", "replaykit.cli"} <= set(graph())
     assert "replaykit.contracts" in graph()["replaykit.verify"]
 
 
@@ -121,3 +121,23 @@ def test_the_reference_sits_above_the_library_and_below_the_cli_and_the_runner()
     below = {name for module in _within("replaykit") if not module.startswith("replaykit.reference")
              and not module.startswith(("replaykit.scenario", *top)) for name in _reach(module)}
     assert not {name for name in below if name.startswith("replaykit.reference")}
+
+
+HTTP_WING = ("seam", "prepared", "connections", "streaming", "lane", "transport", "background")
+PROVIDER_WING = ("provider", "catalogue", "admin", "exchange", "matching", "plan", "faults", "journal",
+                 "verdicts", "envelopes", "diff")
+
+
+def test_every_server_module_is_in_one_wing() -> None:
+    modules = {name.removeprefix("replaykit.server.") for name in _within("replaykit.server")}
+    modules.discard("replaykit.server")
+    assert sorted(modules) == sorted(HTTP_WING + PROVIDER_WING)
+
+
+def test_the_http_wing_imports_nothing_of_the_provider_wing() -> None:
+    """The HTTP wing asks the provider wing through the seam (``seam.Provider``), never by import: nothing
+    it reaches is a module of the provider wing."""
+    upper = {f"replaykit.server.{name}" for name in PROVIDER_WING} | {"replaykit.server"}
+    for low in HTTP_WING:
+        reached = _reach(f"replaykit.server.{low}") & upper
+        assert reached == set(), f"server.{low} imports {sorted(reached)}"
