@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,9 +21,10 @@ from replaykit.explore import oracle, schedule, space, write
 from replaykit.explore.group import Group, Key, candidates, group
 from replaykit.explore.space import Trial
 from replaykit.scenario.model import Scenario, load
-from replaykit.scenario.runner import Result, run_jobs, run_scenario
+from replaykit.scenario.runner import Result, run_scenario
 from replaykit.scenario.shard import Shard
 from replaykit.scenario.target import Target
+from replaykit.scenario.warm import Parents
 
 __all__ = ["Options", "Report", "explore"]
 
@@ -75,8 +77,9 @@ def _kinds(scenario: Scenario, target: Target, options: Options, notes: list[str
 class _Runner:
     """Runs trials of one scenario on one target, judged by the oracle; remembers every trial run."""
 
-    def __init__(self, scenario: Scenario, target: Target, options: Options, base: oracle.Baseline) -> None:
-        self.scenario, self.target, self.options, self.base = scenario, target, options, base
+    def __init__(self, scenario: Scenario, target: Target, options: Options, parents: Parents) -> None:
+        self.scenario, self.target, self.options, self.parents = scenario, target, options, parents
+        self.base = oracle.Baseline(0, 0, [], {}, False)
         self.ran: dict[Trial, Key | None] = {}
         self.judged: dict[Trial, oracle.Judged] = {}
         self.results: dict[Trial, Result] = {}
@@ -91,11 +94,18 @@ class _Runner:
             if progress is not None:
                 progress(counts["done"], len(trials), counts["failing"])
 
-        results = run_jobs([(j.scenario, self.target, self.options.mutant) for j in judged],
-                           jobs=self.options.jobs, done=done)
+        with ThreadPoolExecutor(self.options.jobs, thread_name_prefix="replaykit-explore") as pool:
+            futures = [pool.submit(self.one, j.scenario) for j in judged]
+            for future in as_completed(futures):
+                done(future.result())
+        results = [future.result() for future in futures]
         for trial, judgement, result in zip(trials, judged, results, strict=True):
             self.judged[trial], self.results[trial] = judgement, result
             self.ran[trial] = oracle.first_broken(result, judgement.labels)
+
+    def one(self, scenario: Scenario) -> Result:
+        """One run of ``scenario``, forked from this exploration's warm parents."""
+        return run_scenario(scenario, self.target, mutant=self.options.mutant, parents=self.parents)
 
     def failures(self) -> list[tuple[Key, Trial, Result]]:
         return [(key, trial, self.results[trial]) for trial, key in self.ran.items() if key is not None]
@@ -118,7 +128,7 @@ def _write(runner: _Runner, report: Report, options: Options) -> None:
     for each in report.groups:
         doc = runner.judged[each.trial].scenario.doc
         path = write.write_scenario(options.out, runner.scenario, each, doc, options.seed)
-        again = run_scenario(load(path), runner.target, mutant=options.mutant)
+        again = runner.one(load(path))
         if again.failed:
             report.written.append(path)
         else:
@@ -137,16 +147,13 @@ def _summary(report: Report, target: Target, options: Options) -> None:
     write.write_summary(options.out, write.summary(report.scenario, target.spec, options.mutant, lines, rows))
 
 
-def explore(scenario: Scenario, target: Target, options: Options, progress: Progress | None = None) -> Report:
-    """Explore ``scenario`` on ``target`` (see the module docstring)."""
-    start = time.monotonic()
-    report = Report(scenario)
-    base_result = run_scenario(scenario, target, mutant=options.mutant)
+def _explore(runner: _Runner, report: Report, progress: Progress | None) -> None:
+    scenario, target, options = runner.scenario, runner.target, runner.options
+    base_result = runner.one(scenario)
     if not base_result.applicable:
         raise UsageError(f"{scenario.path}: the target cannot run this scenario ({base_result.reason}); "
                          "explore a scenario it runs")
-    base = oracle.Baseline.of(scenario, base_result, target)
-    runner = _Runner(scenario, target, options, base)
+    runner.base = base = oracle.Baseline.of(scenario, base_result, target)
     empty = Trial((), (), ())
     if base_result.failed:
         runner.judged[empty], runner.results[empty] = oracle.judge(scenario, empty, base), base_result
@@ -154,18 +161,27 @@ def explore(scenario: Scenario, target: Target, options: Options, progress: Prog
         report.groups = group([(("expectation", first.name if first else "target"), empty, base_result)])
         report.notes.append("the scenario fails without any fault: that is the finding; nothing else "
                             "explored")
-    else:
-        kinds = _kinds(scenario, target, options, report.notes)
-        tools = {str(tool.get("name")) for tool in scenario.doc.get("tools", []) if tool.get("name")}
-        found = space.points(base_result.journal, scenario.cassettes, tools)
-        singles = space.trials(found, kinds, scenario.doc)
-        report.points, report.space = len(found), len(singles)
-        chosen = schedule.plan(singles, options.budget, options.seed, options.shard)
-        runner.run(chosen, progress)
-        report.runs = len(chosen)
-        report.groups = group(runner.failures())
-        report.shrink_runs = _shrink(runner, report.groups, singles)
-    _write(runner, report, options)
+        return
+    kinds = _kinds(scenario, target, options, report.notes)
+    tools = {str(tool.get("name")) for tool in scenario.doc.get("tools", []) if tool.get("name")}
+    found = space.points(base_result.journal, scenario.cassettes, tools)
+    singles = space.trials(found, kinds, scenario.doc)
+    report.points, report.space = len(found), len(singles)
+    chosen = schedule.plan(singles, options.budget, options.seed, options.shard)
+    runner.run(chosen, progress)
+    report.runs = len(chosen)
+    report.groups = group(runner.failures())
+    report.shrink_runs = _shrink(runner, report.groups, singles)
+
+
+def explore(scenario: Scenario, target: Target, options: Options, progress: Progress | None = None) -> Report:
+    """Explore ``scenario`` on ``target`` (see the module docstring)."""
+    start = time.monotonic()
+    report = Report(scenario)
+    with Parents() as parents:
+        runner = _Runner(scenario, target, options, parents)
+        _explore(runner, report, progress)
+        _write(runner, report, options)
     _summary(report, target, options)
     report.seconds = time.monotonic() - start
     return report
