@@ -116,9 +116,16 @@ def recoverable(trial: Trial, doc: JSON) -> bool:
     return True
 
 
+def _extra(kind: str, times: int, doc: JSON) -> int:
+    """The requests a fault may add: one per attempt within its budget (a kill at least one: the restart
+    of a turn that is not durable sends its request again)."""
+    budget = budget_of(kind, doc)[1]
+    return min(times, max(budget, 1) if kind == "kill" else budget)
+
+
 def _bound(trial: Trial, doc: JSON, base: Baseline) -> int:
-    return base.requests + sum(min(f.times, budget_of(k, doc)[1]) for f, k in zip(trial.faults, trial.kinds,
-                                                                                   strict=True))
+    pairs = zip(trial.faults, trial.kinds, strict=True)
+    return base.requests + sum(_extra(kind, fault.times, doc) for fault, kind in pairs)
 
 
 def _partial(trial: Trial, base: Baseline) -> JSON | None:
@@ -145,6 +152,10 @@ def _delta(event: JSON) -> str:
 
 
 def _no_rerun(trial: Trial, doc: JSON, base: Baseline) -> list[JSON]:
+    """A ``neverReaches`` of the fault-free result of each tool call killed in durable turns (a turn that
+    is not durable starts again from scratch after a kill, and runs its tools again)."""
+    if not base.durable:
+        return []
     rerun = {tool.get("name") for tool in doc.get("tools", []) if tool.get("recovery") == "rerun"}
     found = []
     for point in trial.points:

@@ -75,7 +75,11 @@ class Trial:
         parts = []
         for fault, point, kind in zip(self.faults, self.points, self.kinds, strict=True):
             again = f" on {fault.times} attempts in a row" if fault.times > 1 else ""
-            parts.append(f"{kind} {point.describe()}{again}")
+            if kind == "corrupt":
+                parts.append(f"corrupt event {point.after + 1} of {point.events} of request {point.request} "
+                             f"({point.route} #{point.nth})")
+            else:
+                parts.append(f"{kind} {point.describe()}{again}")
         return "; ".join(parts) or "no fault"
 
 

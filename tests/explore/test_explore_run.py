@@ -5,6 +5,8 @@ target a few dozen times."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,7 +80,7 @@ def test_the_command_writes_the_unbounded_recovery_and_exits_1(tmp_path: Path,
 
 @pytest.mark.parametrize(("words", "said"), [
     (["--faults", "kill,boom"], "'kill,boom': use fault kinds among"),
-    (["--mutant", "no-such-mutant"], "--mutant no-such-mutant: the target's manifest declares no such mutant"),
+    (["--mutant", "no-such"], "--mutant no-such: the target's manifest declares no such mutant"),
     (["--budget", "0"], "argument --budget"),
 ])
 def test_a_bad_command_line_exits_2_with_one_line(words: list[str], said: str, tmp_path: Path,
@@ -92,3 +94,10 @@ def test_a_bad_command_line_exits_2_with_one_line(words: list[str], said: str, t
 def test_a_missing_scenario_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explore", str(tmp_path / "none.yaml"), "--out", str(tmp_path)]) == 2
     assert "none.yaml" in capsys.readouterr().err
+
+
+def test_no_traceback_from_the_installed_command(tmp_path: Path) -> None:
+    ran = subprocess.run([sys.executable, "-m", "replaykit", "explore", str(PLAIN), "--faults", "nope",
+                          "--out", str(tmp_path)], capture_output=True, text=True, timeout=60, check=False)
+    assert ran.returncode == 2
+    assert ran.stderr.count("\n") == 1 and "Traceback" not in ran.stderr

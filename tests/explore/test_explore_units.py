@@ -26,7 +26,8 @@ def test_spread_starts_at_both_ends_and_bisects() -> None:
 def test_each_kind_is_a_fault_of_the_scenario_vocabulary_at_the_points_it_applies() -> None:
     found = {(t.kinds[0], t.points[0].after, t.faults[0].times): t.faults[0]
              for t in space.trials(_points()[:11], space.KINDS, DURABLE)}
-    assert found[("overloaded", 0, 1)] == Fault("status", "anthropic.messages", 1, status=529, retry_after_ms=1)
+    overloaded = Fault("status", "anthropic.messages", 1, status=529, retry_after_ms=1)
+    assert found[("overloaded", 0, 1)] == overloaded
     assert found[("overloaded", 3, 1)].kind == "error_event"
     assert found[("corrupt", 3, 1)] == Fault("corrupt_event", "anthropic.messages", 1, event=4)
     assert found[("drop", 9, 1)].kind == "drop_terminal" and ("drop", 3, 1) not in found
@@ -44,7 +45,8 @@ def test_the_plan_is_the_budget_long_and_the_same_for_a_seed() -> None:
     big = schedule.plan(singles, len(singles) + 7, seed=1)
     assert big == schedule.plan(singles, len(singles) + 7, seed=1)
     pairs = big[len(singles):]
-    assert len(pairs) == 7 and all(len({p.request if not p.tool else -1 for p in t.points}) == 2 for t in pairs)
+    assert len(pairs) == 7
+    assert all(len({p.request if not p.tool else -1 for p in t.points}) == 2 for t in pairs)
     assert pairs != schedule.plan(singles, len(singles) + 7, seed=2)[len(singles):]
 
 
