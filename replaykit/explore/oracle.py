@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replaykit.canonical import canonical
-from replaykit.explore.space import Trial, budget_of, served, tool_call_ids
+from replaykit.explore.space import Trial, budget_of, served, tool_call_ids, with_short_stall
 from replaykit.scenario.model import Scenario
 from replaykit.scenario.runner import Result
 from replaykit.scenario.target import Target
@@ -225,6 +225,8 @@ def judge(scenario: Scenario, trial: Trial, base: Baseline) -> Judged:
     doc["expectations"] = wanted
     doc["faults"] = [*doc.get("faults", []), *(fault.to_json() for fault in trial.faults)]
     doc["timeoutMs"] = min(int(doc.get("timeoutMs", 60000)), TIMEOUT_MS)
+    if "stall" in trial.kinds:
+        with_short_stall(doc)
     return Judged(dataclasses.replace(scenario, doc=doc, faults=scenario.faults + trial.faults), labels)
 
 

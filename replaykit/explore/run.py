@@ -67,10 +67,9 @@ def _kinds(scenario: Scenario, target: Target, options: Options, notes: list[str
         notes.append("kill: left out, the target declares no durable turns (durable, restart)")
     waits = space.stall_timeout(scenario.doc)
     if "stall" in kinds and waits > space.STALL_LIMIT_MS:
-        kinds.remove("stall")
-        notes.append(f"stall: left out, the target gives up on a silent stream after {waits} ms (above "
-                     f"{space.STALL_LIMIT_MS}); set idleTimeoutMs or recovery.stallTimeoutMs lower to "
-                     "explore it")
+        key = "recovery.stallTimeoutMs" if scenario.doc.get("recovery") else "idleTimeoutMs"
+        notes.append(f"stall: the target gives up on a silent stream after {waits} ms; the stall schedules "
+                     f"set {key} to {space.STALL_MS}")
     return tuple(kinds)
 
 

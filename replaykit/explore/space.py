@@ -22,11 +22,13 @@ from replaykit import cassette
 from replaykit.routes import PROVIDERS
 from replaykit.server.faults import Fault
 
-__all__ = ["KINDS", "STALL_LIMIT_MS", "Point", "Trial", "budgets", "points", "stall_timeout", "trials"]
+__all__ = ["KINDS", "STALL_LIMIT_MS", "STALL_MS", "Point", "Trial", "budget_of", "budgets", "points",
+           "served", "stall_timeout", "tool_call_ids", "trials", "with_short_stall"]
 
 JSON = dict[str, Any]
 KINDS = ("disconnect", "stall", "corrupt", "drop", "overloaded", "kill")
-STALL_LIMIT_MS = 2000  # a stall costs the target's timeout: explored only when that is at most this
+STALL_LIMIT_MS = 2000  # a stall costs the target's timeout: a longer one is lowered to STALL_MS for it
+STALL_MS = 1000
 _LLM = frozenset(PROVIDERS) - {"cloudflare"}
 
 
@@ -174,6 +176,18 @@ def stall_timeout(doc: JSON) -> int:
     if recovery:
         return int(recovery.get("stallTimeoutMs", 120000))
     return int(doc.get("idleTimeoutMs", 30000))
+
+
+def with_short_stall(doc: JSON) -> None:
+    """Lower the timeout after which the target gives up on a silent stream to :data:`STALL_MS` when it is
+    above :data:`STALL_LIMIT_MS` (in ``doc``, in place): a stall schedule then costs a second, not the
+    default two minutes, and says so in the scenario written for it."""
+    if stall_timeout(doc) <= STALL_LIMIT_MS:
+        return
+    if doc.get("recovery"):
+        doc["recovery"]["stallTimeoutMs"] = STALL_MS
+    else:
+        doc["idleTimeoutMs"] = STALL_MS
 
 
 def _fault(kind: str, point: Point, times: int = 1) -> Fault | None:
