@@ -13,6 +13,8 @@ for a failure fails the same way under ``replaykit run``); each check stands for
 - ``turns-kept-once``: a recovered run loses no turn (every step's prompt is in the final transcript) and
   doubles none (as many distinct receipts as the fault-free run);
 - ``partial-kept``: in durable turns, the text received before a kill or a stall reaches the next request;
+- ``contracts-hold``: when every request of the fault-free run held its contract, every request under the
+  schedule does too (the request after a recovery included);
 - ``tool-not-rerun``: a tool without ``recovery: rerun`` killed at its call is not run again (its fault-free
   result never reaches the provider).
 """
@@ -42,6 +44,7 @@ INVARIANTS = {
     "turns-kept-once": "no persisted turn lost or doubled",
     "partial-kept": "the partial answer is kept across an interruption",
     "tool-not-rerun": "a tool without recovery: rerun is never run again",
+    "contracts-hold": "every request, the ones after a recovery included, holds its contract",
 }
 ALL_STATUSES = ["ok", "error", "aborted", "unanswered"]
 TIMEOUT_MS = 20000  # a run under faults: a hang is a finding, not a wait of the scenario's whole timeout
@@ -62,6 +65,7 @@ class Baseline:
     answered: list[tuple[JSON, list[JSON]]]
     tool_results: dict[tuple[str, int], str]
     durable: bool
+    contracts_hold: bool = False
 
     @classmethod
     def of(cls, scenario: Scenario, result: Result, target: Target) -> Baseline:
@@ -69,7 +73,9 @@ class Baseline:
         receipts = {json.dumps(r, sort_keys=True) for r in (result.outcome or {}).get("receipts") or []}
         durable = bool(scenario.doc.get("recovery")) and not target.manifest.missing({"durable"})
         answered = served(result.journal, scenario.cassettes)
-        return cls(result.requests, len(receipts), answered, _tool_results(scenario, result), durable)
+        held = not any(row.get("severity", "error") == "error" for entry in result.journal
+                       for row in entry.get("request_violations") or [])
+        return cls(result.requests, len(receipts), answered, _tool_results(scenario, result), durable, held)
 
 
 def _tool_results(scenario: Scenario, result: Result) -> dict[tuple[str, int], str]:
@@ -197,6 +203,9 @@ def expectations(trial: Trial, doc: JSON, base: Baseline) -> tuple[JSON, dict[st
     keep = _ALWAYS + (_RECOVERED if recoverable(trial, doc) else ())
     wanted: JSON = {key: copy.deepcopy(value) for key, value in own.items() if key in keep}
     labels: dict[str, str] = {"target": "ends-classified"}
+    if base.contracts_hold and "requestContractsHold" not in wanted:
+        wanted["requestContractsHold"] = True
+        labels["requestContractsHold"] = "contracts-hold"
     wanted.setdefault("outcome", ALL_STATUSES)
     wanted["unused"] = True
     _status_rules(trial, doc, wanted, labels)
