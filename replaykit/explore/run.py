@@ -123,7 +123,17 @@ def _shrink(runner: _Runner, groups: list[Group], singles: list[Trial]) -> int:
     return len(asked)
 
 
+def _clear(out: Path, scenario: Scenario) -> None:
+    """Remove the scenarios an earlier exploration of ``scenario`` wrote into ``out`` (only those: their
+    first line says so), so the folder holds this run's findings alone."""
+    for path in sorted(out.glob(f"{scenario.name}-*.yaml")):
+        with path.open("rb") as handle:
+            if handle.readline().startswith(write.HEADER.encode()):
+                path.unlink()
+
+
 def _write(runner: _Runner, report: Report, options: Options) -> None:
+    _clear(options.out, runner.scenario)
     for each in report.groups:
         doc = runner.judged[each.trial].scenario.doc
         path = write.write_scenario(options.out, runner.scenario, each, doc, options.seed)

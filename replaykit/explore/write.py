@@ -20,10 +20,11 @@ from replaykit.explore.group import Group
 from replaykit.explore.oracle import INVARIANTS
 from replaykit.scenario.model import Scenario
 
-__all__ = ["SUMMARY", "file_name", "scenario_doc", "summary", "write_scenario", "write_summary"]
+__all__ = ["HEADER", "SUMMARY", "file_name", "scenario_doc", "summary", "write_scenario", "write_summary"]
 
 JSON = dict[str, Any]
 SUMMARY = "summary.md"
+HEADER = "# Written by replaykit explore"
 
 
 def file_name(scenario: Scenario, group: Group) -> str:
@@ -61,7 +62,7 @@ def write_scenario(out: Path, scenario: Scenario, group: Group, doc: JSON, seed:
         raise UsageError(f"{file_name(scenario, group)}: not a valid scenario at {broken[0].pointer}: "
                          f"{broken[0].message}; report this as a replaykit bug")
     path = out / file_name(scenario, group)
-    text = "# Written by replaykit explore (contracts/replaykit/scenario.schema.json).\n" + yaml.safe_dump(
+    text = f"{HEADER} (contracts/replaykit/scenario.schema.json).\n" + yaml.safe_dump(
         written, sort_keys=False, allow_unicode=True, width=110)
     write_atomic(path, text.encode("utf-8"))
     return path

@@ -51,9 +51,13 @@ def test_the_written_scenario_fails_on_the_mutant_and_passes_on_the_reference(fo
 
 
 def test_nothing_is_found_on_the_reference(tmp_path: Path) -> None:
+    stale = tmp_path / "durable-duplicate-submit-partial-kept-reaches-0.yaml"
+    stale.write_text("# Written by replaykit explore (an earlier run)\n", encoding="utf-8")
+    mine = tmp_path / "durable-duplicate-submit-mine.yaml"
+    mine.write_text("# my own scenario\n", encoding="utf-8")
     report = _explore(tmp_path, None)
     assert report.groups == [] and report.written == []
-    assert list(tmp_path.iterdir()) == [tmp_path / "summary.md"]
+    assert sorted(tmp_path.iterdir()) == [mine, tmp_path / "summary.md"]  # an earlier run's finding removed
     assert "No schedule broke an invariant." in (tmp_path / "summary.md").read_text(encoding="utf-8")
 
 
