@@ -1,10 +1,11 @@
 """Grouping failures and shrinking each group to its smallest schedule.
 
-A failing run falls in the group of the invariant it broke and its first failing expectation
-(:func:`~replaykit.explore.oracle.first_broken`). A group's schedule is its simplest member
-(:attr:`~replaykit.explore.space.Trial.rank`: fewest faults, fewest repeats, earliest points); shrinking then
-tries smaller ones not run yet, each fault of a pair alone and the earlier points of the same kind
-(:func:`candidates`, at most :data:`SHRINK_TRIES`), and keeps the simplest that breaks the same thing.
+A failing run falls in the group of the invariant it broke and its first failing expectation (with the
+error code it ended with when that is the outcome: :func:`~replaykit.explore.oracle.first_broken`). A
+group's schedule is its simplest member (:attr:`~replaykit.explore.space.Trial.rank`: fewest faults, fewest
+repeats, earliest points); shrinking then tries smaller ones not run yet, each fault of a pair alone and the
+earlier points of the same kind (:func:`candidates`, at most :data:`SHRINK_TRIES`), and keeps the simplest
+that breaks the same thing.
 """
 
 from __future__ import annotations

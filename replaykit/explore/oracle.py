@@ -240,9 +240,12 @@ def judge(scenario: Scenario, trial: Trial, base: Baseline) -> Judged:
 
 
 def first_broken(result: Result, labels: dict[str, str]) -> tuple[str, str] | None:
-    """``(invariant, check)`` of the first failing check in cause order; None when the run held (or
-    did not run: n/a)."""
+    """``(invariant, check)`` of the first failing check in cause order, a failed ``outcome`` or ``error``
+    check with the error code the target ended with (``outcome (INTERNAL_ERROR)``: a crash and a 529 not
+    retried are two findings); None when the run held (or did not run: n/a)."""
     first = result.first_failure if result.applicable else None
     if first is None:
         return None
-    return labels.get(first.name, "expectation"), first.name
+    code = ((result.outcome or {}).get("error") or {}).get("code")
+    named = f"{first.name} ({code})" if code and first.name.startswith(("outcome", "error.")) else first.name
+    return labels.get(first.name, "expectation"), named

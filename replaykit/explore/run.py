@@ -166,8 +166,8 @@ def _explore(runner: _Runner, report: Report, progress: Progress | None) -> None
     empty = Trial((), (), ())
     if base_result.failed:
         runner.judged[empty], runner.results[empty] = oracle.judge(scenario, empty, base), base_result
-        first = base_result.first_failure
-        report.groups = group([(("expectation", first.name if first else "target"), empty, base_result)])
+        key = oracle.first_broken(base_result, {}) or ("expectation", "target")
+        report.groups = group([(key, empty, base_result)])
         report.notes.append("the scenario fails without any fault: that is the finding; nothing else "
                             "explored")
         return
