@@ -82,6 +82,15 @@ def test_the_command_writes_the_unbounded_recovery_and_exits_1(tmp_path: Path,
     assert run_scenario(written, REFERENCE).passed
 
 
+def test_a_529_not_retried_is_found_before_the_first_response(tmp_path: Path) -> None:
+    options = Options(tmp_path, kinds=("overloaded",), budget=1, jobs=1, mutant="no-retry-on-529")
+    report = explore(load(PLAIN), REFERENCE, options)
+    assert [group.key for group in report.groups] == [("expectation", "outcome (PROVIDER_ERROR)")]
+    assert report.groups[0].trial.faults[0].to_json() == {
+        "kind": "status", "route": "anthropic.messages", "nth": 1, "status": 529, "retry_after_ms": 1}
+    assert run_scenario(load(report.written[0]), REFERENCE).passed
+
+
 @pytest.mark.parametrize(("words", "said"), [
     (["--faults", "kill,boom"], "'kill,boom': use fault kinds among"),
     (["--mutant", "no-such"], "--mutant no-such: the target's manifest declares no such mutant"),

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from replaykit.explore import oracle, schedule, space
 from replaykit.explore.group import candidates
 from replaykit.explore.space import Point, Trial
+from replaykit.scenario import Check, Result, Scenario
 from replaykit.scenario.shard import Shard
 from replaykit.server.faults import Fault
 
@@ -78,3 +81,17 @@ def test_shrinking_tries_each_fault_of_a_pair_alone_then_earlier_points() -> Non
     assert [t.points[0].after for t in tried] == [0, 1, 2, 3, 4, 5]
     pair = Trial(late.faults + singles[-1].faults, late.points + singles[-1].points, ("kill", "kill"))
     assert candidates(pair, singles, set())[:2] == sorted([late, singles[-1]], key=lambda t: t.rank)
+
+
+def test_a_failed_outcome_is_grouped_with_the_error_code_it_ended_with() -> None:
+    scenario = Scenario(Path("s.yaml"), {"name": "s", "kind": "regression"})
+
+    def ended(code: str) -> Result:
+        return Result(scenario, "t", [Check("outcome", False, "expected ok")],
+                      {"status": "error", "error": {"code": code}})
+    assert oracle.first_broken(ended("INTERNAL_ERROR"), {}) == ("expectation", "outcome (INTERNAL_ERROR)")
+    assert oracle.first_broken(ended("PROVIDER_ERROR"), {}) == ("expectation", "outcome (PROVIDER_ERROR)")
+    held = Result(scenario, "t", [Check("outcome", True)], {"status": "ok"})
+    assert oracle.first_broken(held, {}) is None
+    crashed = Result(scenario, "t", [Check("target", False, "timed out")])
+    assert oracle.first_broken(crashed, {"target": "ends-classified"}) == ("ends-classified", "target")
