@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "qualify": "qualify a target and an estimator on this environment: every check, one report",
     "record": "record a new cassette through a loopback reverse proxy to the real API",
     "merge": "join the reports of the shards of a run, mutants or qualify (--shard K/N) into one",
+    "explore": "run a scenario under every fault its recording offers; write what fails",
     "repro": "turn a reported transcript into a scenario that replays its failure offline",
 }
 
