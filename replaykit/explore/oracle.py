@@ -29,13 +29,15 @@ from typing import Any
 
 from replaykit.canonical import canonical
 from replaykit.explore.space import Trial, budget_of, served, tool_call_ids, with_short_stall
+from replaykit.jsondoc import JSON
+from replaykit.scenario.formats import ScenarioDoc
 from replaykit.scenario.model import Scenario
 from replaykit.scenario.runner import Result
 from replaykit.scenario.target import Target
+from replaykit.server import Entry
 
 __all__ = ["ALL_STATUSES", "INVARIANTS", "Baseline", "Judged", "first_broken", "judge"]
 
-JSON = dict[str, Any]
 INVARIANTS = {
     "expectation": "the scenario's own expectation",
     "ends-classified": ("the turn ends ok, aborted, unanswered or with a classified error of the right "
@@ -62,7 +64,7 @@ class Baseline:
 
     requests: int
     receipts: int
-    answered: list[tuple[JSON, list[JSON]]]
+    answered: list[tuple[Entry, list[JSON]]]
     tool_results: dict[tuple[str, int], str]
     durable: bool
     contracts_hold: bool = False
@@ -70,11 +72,12 @@ class Baseline:
     @classmethod
     def of(cls, scenario: Scenario, result: Result, target: Target) -> Baseline:
         """The baseline of ``result``, the scenario's fault-free run on ``target``."""
-        receipts = {json.dumps(r, sort_keys=True) for r in (result.outcome or {}).get("receipts") or []}
+        given = result.outcome.get("receipts") if result.outcome else None
+        receipts = {json.dumps(r, sort_keys=True) for r in given or []}
         durable = bool(scenario.doc.get("recovery")) and not target.manifest.missing({"durable"})
         answered = served(result.journal, scenario.cassettes)
         held = not any(row.get("severity", "error") == "error" for entry in result.journal
-                       for row in entry.get("request_violations") or [])
+                       for row in entry.request_violations)
         return cls(result.requests, len(receipts), answered, _tool_results(scenario, result), durable, held)
 
 
@@ -83,7 +86,7 @@ def _tool_results(scenario: Scenario, result: Result) -> dict[tuple[str, int], s
     ids = tool_call_ids(result.journal, scenario.cassettes)
     texts: dict[str, str] = {}
     for entry in result.journal:
-        body = canonical(str(entry.get("route")), entry.get("body"))
+        body = canonical(entry.route, entry.body)
         for message in (body or {}).get("messages") or [] if isinstance(body, dict) else []:
             for block in message.get("content") or [] if isinstance(message, dict) else []:
                 text = _first_text(block.get("content")) if _succeeded(block) else ""
@@ -111,7 +114,7 @@ class Judged:
     labels: dict[str, str] = field(default_factory=dict)
 
 
-def recoverable(trial: Trial, doc: JSON) -> bool:
+def recoverable(trial: Trial, doc: ScenarioDoc) -> bool:
     """True when every budget the schedule draws on covers its faults (then the turn must recover)."""
     used: dict[str, int] = {}
     for fault, kind in zip(trial.faults, trial.kinds, strict=True):
@@ -122,14 +125,14 @@ def recoverable(trial: Trial, doc: JSON) -> bool:
     return True
 
 
-def _extra(kind: str, times: int, doc: JSON) -> int:
+def _extra(kind: str, times: int, doc: ScenarioDoc) -> int:
     """The requests a fault may add: one per attempt within its budget (a kill at least one: the restart
     of a turn that is not durable sends its request again)."""
     budget = budget_of(kind, doc)[1]
     return min(times, max(budget, 1) if kind == "kill" else budget)
 
 
-def _bound(trial: Trial, doc: JSON, base: Baseline) -> int:
+def _bound(trial: Trial, doc: ScenarioDoc, base: Baseline) -> int:
     pairs = zip(trial.faults, trial.kinds, strict=True)
     return base.requests + sum(_extra(kind, fault.times, doc) for fault, kind in pairs)
 
@@ -157,7 +160,7 @@ def _delta(event: JSON) -> str:
     return ""
 
 
-def _no_rerun(trial: Trial, doc: JSON, base: Baseline) -> list[JSON]:
+def _no_rerun(trial: Trial, doc: ScenarioDoc, base: Baseline) -> list[JSON]:
     """A ``neverReaches`` of the fault-free result of each tool call killed in durable turns (a turn that
     is not durable starts again from scratch after a kill, and runs its tools again)."""
     if not base.durable:
@@ -171,7 +174,7 @@ def _no_rerun(trial: Trial, doc: JSON, base: Baseline) -> list[JSON]:
     return found
 
 
-def _status_rules(trial: Trial, doc: JSON, wanted: JSON, labels: dict[str, str]) -> None:
+def _status_rules(trial: Trial, doc: ScenarioDoc, wanted: JSON, labels: dict[str, str]) -> None:
     if recoverable(trial, doc):
         return
     wanted["outcome"] = ALL_STATUSES
@@ -182,7 +185,7 @@ def _status_rules(trial: Trial, doc: JSON, wanted: JSON, labels: dict[str, str])
         labels["error.provenance"] = "ends-classified"
 
 
-def _kept_once(trial: Trial, doc: JSON, base: Baseline, wanted: JSON, labels: dict[str, str]) -> None:
+def _kept_once(trial: Trial, doc: ScenarioDoc, base: Baseline, wanted: JSON, labels: dict[str, str]) -> None:
     """Every step's prompt is still in the final transcript, and as many distinct receipts as without a
     fault (a turn submitted twice gets a second one)."""
     if not recoverable(trial, doc) or wanted.get("outcome") != "ok":
@@ -197,7 +200,7 @@ def _kept_once(trial: Trial, doc: JSON, base: Baseline, wanted: JSON, labels: di
         labels["receipts"] = "turns-kept-once"
 
 
-def expectations(trial: Trial, doc: JSON, base: Baseline) -> tuple[JSON, dict[str, str]]:
+def expectations(trial: Trial, doc: ScenarioDoc, base: Baseline) -> tuple[JSON, dict[str, str]]:
     """The expectations a schedule is judged by, and the invariant of each check (by its name)."""
     own: JSON = doc["expectations"]
     keep = _ALWAYS + (_RECOVERED if recoverable(trial, doc) else ())
@@ -246,6 +249,7 @@ def first_broken(result: Result, labels: dict[str, str]) -> tuple[str, str] | No
     first = result.first_failure if result.applicable else None
     if first is None:
         return None
-    code = ((result.outcome or {}).get("error") or {}).get("code")
+    error = result.outcome.get("error") if result.outcome else None
+    code = error.get("code") if error else None
     named = f"{first.name} ({code})" if code and first.name.startswith(("outcome", "error.")) else first.name
     return labels.get(first.name, "expectation"), named

@@ -13,19 +13,21 @@ the same fault on every attempt, one more than the declared budget (``times``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from replaykit import cassette
+from replaykit.jsondoc import JSON
 from replaykit.routes import PROVIDERS
+from replaykit.scenario.formats import ScenarioDoc
+from replaykit.server import Entry
 from replaykit.server.faults import Fault
 
 __all__ = ["KINDS", "STALL_LIMIT_MS", "STALL_MS", "Point", "Trial", "budget_of", "budgets", "points",
            "served", "stall_timeout", "tool_call_ids", "trials", "with_short_stall"]
 
-JSON = dict[str, Any]
 KINDS = ("disconnect", "stall", "corrupt", "drop", "overloaded", "kill")
 STALL_LIMIT_MS = 2000  # a stall costs the target's timeout: a longer one is lowered to STALL_MS for it
 STALL_MS = 1000
@@ -105,10 +107,9 @@ def _data(event: Any) -> JSON:
     return value if isinstance(value, dict) else {}
 
 
-def served(journal: list[JSON], cassettes: tuple[Path, ...]) -> list[tuple[JSON, list[JSON]]]:
+def served(journal: Sequence[Entry], cassettes: tuple[Path, ...]) -> list[tuple[Entry, list[JSON]]]:
     """Each journal entry with the events of the interaction that answered it."""
-    return [(entry, _events(entry["matched"], cassettes) if entry.get("matched") else [])
-            for entry in journal]
+    return [(entry, _events(entry.matched, cassettes) if entry.matched else []) for entry in journal]
 
 
 def _tool_calls(events: list[JSON]) -> Iterator[tuple[str, str]]:
@@ -121,16 +122,16 @@ def _tool_calls(events: list[JSON]) -> Iterator[tuple[str, str]]:
             yield str(block.get("name")), str(block.get("call_id"))
 
 
-def points(journal: list[JSON], cassettes: tuple[Path, ...], tools: set[str]) -> list[Point]:
+def points(journal: Sequence[Entry], cassettes: tuple[Path, ...], tools: set[str]) -> list[Point]:
     """Every fault point of the fault-free run, in the order it reaches them: for each response of a
     provider route, before it, after each of its events, and each announced call of a tool in ``tools``."""
     found: list[Point] = []
     per_route: dict[str, int] = {}
     per_tool: dict[str, int] = {}
     for number, (entry, events) in enumerate(served(journal, cassettes), 1):
-        route = str(entry.get("route"))
+        route = entry.route
         per_route[route] = nth = per_route.get(route, 0) + 1
-        if entry.get("provider") not in _LLM:
+        if entry.provider not in _LLM:
             continue
         found += [Point(number, after, route, nth, len(events)) for after in range(len(events) + 1)]
         for name, _ in _tool_calls(events):
@@ -140,7 +141,7 @@ def points(journal: list[JSON], cassettes: tuple[Path, ...], tools: set[str]) ->
     return found
 
 
-def tool_call_ids(journal: list[JSON], cassettes: tuple[Path, ...]) -> dict[tuple[str, int], str]:
+def tool_call_ids(journal: Sequence[Entry], cassettes: tuple[Path, ...]) -> dict[tuple[str, int], str]:
     """``(tool, nth) -> call id`` of the tool calls the fault-free run's responses stream."""
     ids: dict[tuple[str, int], str] = {}
     counts: dict[str, int] = {}
@@ -151,7 +152,7 @@ def tool_call_ids(journal: list[JSON], cassettes: tuple[Path, ...]) -> dict[tupl
     return ids
 
 
-def budgets(doc: JSON) -> dict[str, int]:
+def budgets(doc: ScenarioDoc) -> dict[str, int]:
     """The declared budgets: ``retry`` (``maxRetries``) and, for durable turns, ``recovery``
     (``recovery.maxAttempts``)."""
     recovery = doc.get("recovery") or {}
@@ -161,7 +162,7 @@ def budgets(doc: JSON) -> dict[str, int]:
     return found
 
 
-def budget_of(kind: str, doc: JSON) -> tuple[str, int]:
+def budget_of(kind: str, doc: ScenarioDoc) -> tuple[str, int]:
     """The budget a fault of ``kind`` draws on: a kill (and a stall in durable turns) is an interruption
     the recovery budget covers; every other fault a retry."""
     known = budgets(doc)
@@ -170,7 +171,7 @@ def budget_of(kind: str, doc: JSON) -> tuple[str, int]:
     return "retry", known["retry"]
 
 
-def stall_timeout(doc: JSON) -> int:
+def stall_timeout(doc: ScenarioDoc) -> int:
     """Milliseconds of silence after which the target gives up on a stream."""
     recovery = doc.get("recovery") or {}
     if recovery:
@@ -178,14 +179,15 @@ def stall_timeout(doc: JSON) -> int:
     return int(doc.get("idleTimeoutMs", 30000))
 
 
-def with_short_stall(doc: JSON) -> None:
+def with_short_stall(doc: ScenarioDoc) -> None:
     """Lower the timeout after which the target gives up on a silent stream to :data:`STALL_MS` when it is
     above :data:`STALL_LIMIT_MS` (in ``doc``, in place): a stall schedule then costs a second, not the
     default two minutes, and says so in the scenario written for it."""
     if stall_timeout(doc) <= STALL_LIMIT_MS:
         return
-    if doc.get("recovery"):
-        doc["recovery"]["stallTimeoutMs"] = STALL_MS
+    recovery = doc.get("recovery")
+    if recovery:
+        recovery["stallTimeoutMs"] = STALL_MS
     else:
         doc["idleTimeoutMs"] = STALL_MS
 
@@ -211,7 +213,7 @@ def _fault(kind: str, point: Point, times: int = 1) -> Fault | None:
     return Fault(kind, route, nth, times, after=after)  # type: ignore[arg-type]
 
 
-def trials(found: list[Point], kinds: tuple[str, ...], doc: JSON) -> list[Trial]:
+def trials(found: list[Point], kinds: tuple[str, ...], doc: ScenarioDoc) -> list[Trial]:
     """Every single fault: each point crossed with each kind that applies there, and the persistent
     variant (one more attempt than its budget) of each kind at the points before a response."""
     singles: list[Trial] = []

@@ -18,11 +18,11 @@ from replaykit.cassette import write_atomic
 from replaykit.errors import UsageError
 from replaykit.explore.group import Group
 from replaykit.explore.oracle import INVARIANTS
+from replaykit.scenario.formats import ScenarioDoc
 from replaykit.scenario.model import Scenario
 
 __all__ = ["HEADER", "SUMMARY", "file_name", "scenario_doc", "summary", "write_scenario", "write_summary"]
 
-JSON = dict[str, Any]
 SUMMARY = "summary.md"
 HEADER = "# Written by replaykit explore"
 
@@ -37,7 +37,7 @@ def _relative(scenario: Scenario, name: str, out: Path) -> str:
     return Path(os.path.relpath((scenario.path.parent / name).resolve(), out.resolve())).as_posix()
 
 
-def scenario_doc(scenario: Scenario, group: Group, doc: JSON, out: Path, seed: int) -> JSON:
+def scenario_doc(scenario: Scenario, group: Group, doc: ScenarioDoc, out: Path, seed: int) -> ScenarioDoc:
     """The scenario written for ``group``: ``doc`` (the one its run was judged by) renamed, described,
     its paths made relative to ``out``."""
     written = copy.deepcopy(doc)
@@ -48,13 +48,14 @@ def scenario_doc(scenario: Scenario, group: Group, doc: JSON, out: Path, seed: i
                               f"{group.trial.describe()}. Breaks {invariant} "
                               f"({INVARIANTS[invariant]}), first at {check}.")
     written["cassettes"] = [_relative(scenario, name, out) for name in doc.get("cassettes", [])]
-    if isinstance(doc.get("transcript"), str):
-        written["transcript"] = _relative(scenario, doc["transcript"], out)
+    stored = doc.get("transcript")
+    if isinstance(stored, str):
+        written["transcript"] = _relative(scenario, stored, out)
     written["expectations"].pop("persistedSnapshot", None)  # a snapshot lives beside the original
     return written
 
 
-def write_scenario(out: Path, scenario: Scenario, group: Group, doc: JSON, seed: int) -> Path:
+def write_scenario(out: Path, scenario: Scenario, group: Group, doc: ScenarioDoc, seed: int) -> Path:
     """Write the group's scenario into ``out``; its path."""
     written = scenario_doc(scenario, group, doc, out, seed)
     broken = [v for v in contracts.validate("replaykit.scenario", written) if v.severity == "error"]
