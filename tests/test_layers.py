@@ -94,7 +94,7 @@ def test_what_ships_cites_only_what_ships_or_a_public_url() -> None:
     assert cited == []
 
 
-ABOVE_SCENARIO = ("cli", "merge", "pytest_plugin", "qualify", "record", "repro")
+ABOVE_SCENARIO = ("cli", "explore", "merge", "pytest_plugin", "qualify", "record", "repro")
 BELOW_SCENARIO = ("server", "replay", "estimate", "citations", "search", "provenance", "transcript",
                   "contracts", "routes", "cassette", "sse", "redact", "errors", "pointer", "findings")
 
