@@ -43,7 +43,8 @@ _TERMINAL = {"message_stop", "response.completed", "response.incomplete", "respo
 
 
 class StreamCut(ConnectionError):
-    """The stream ended before its terminal event: a transport failure (retryable)."""
+    """The stream ended before its terminal event, or an event of it is not JSON: a transport failure
+    (retryable)."""
 
 
 class ProviderEvent(Exception):
@@ -102,15 +103,25 @@ async def send(client: httpx.AsyncClient, body: Mapping[str, object], target: Pr
 
 
 async def _events(response: httpx.Response, sink: Callable[[JSON], None] | None = None) -> list[JSON]:
-    parser, events = sse.Parser(), []
+    parser = sse.Parser()
+    events: list[JSON] = []
     async for chunk in response.aiter_raw():
         for event in parser.feed(chunk):
             if event.dispatched:
-                events.append(event.json())
+                events.append(_parsed(event, len(events) + 1))
                 if sink is not None:
                     sink(events[-1])
-    events += [event.json() for event in parser.close() if event.dispatched]
+    events += [_parsed(event, len(events) + 1) for event in parser.close() if event.dispatched]
     return events
+
+
+def _parsed(event: sse.Event, number: int) -> JSON:
+    """The event's JSON; an event that is not JSON was garbled on its way: :class:`StreamCut`."""
+    try:
+        parsed: JSON = event.json()
+    except ValueError as exc:
+        raise StreamCut(f"event {number} of the stream is not JSON ({exc})") from exc
+    return parsed
 
 
 def _message(events: list[JSON], target: ProviderModel) -> AssistantMessage:

@@ -61,6 +61,14 @@ def test_nothing_is_found_on_the_reference(tmp_path: Path) -> None:
     assert "No schedule broke an invariant." in (tmp_path / "summary.md").read_text(encoding="utf-8")
 
 
+def test_a_corrupted_event_is_retried_by_the_reference(tmp_path: Path) -> None:
+    """A stream event cut in half is a transport failure, retried: not the reference's own crash (an
+    ``INTERNAL_ERROR`` of local provenance), which is what explore first found here."""
+    options = Options(tmp_path, kinds=("corrupt",), budget=3, seed=7, jobs=2)
+    report = explore(load(PLAIN), REFERENCE, options)
+    assert report.runs >= 3 and report.groups == [] and report.written == []
+
+
 def test_one_seed_writes_the_same_files(found: Report, tmp_path: Path) -> None:
     again = _explore(tmp_path, MUTANT)
     first = found.written[0].parent
