@@ -4,7 +4,7 @@ Every ``*.schema.json`` under ``contracts/`` is loaded into one local registry k
 is ever fetched (:mod:`~replaykit.contracts.registry`). :func:`validate` (``validate(kind, value)``, kinds
 such as ``anthropic.request``, ``openai.stream_event``, ``cloudflare.response``, ``replaykit.<stem>``)
 returns :class:`Violation` s (JSON pointer, keyword, message). Its parts: validator, rules, rulebook,
-profiles, streams, interactions; the kinds and the parts are listed in docs/architecture/contracts.md.
+profiles, streams and the interaction checks; the kinds and parts are in docs/architecture/contracts.md.
 """
 
 from __future__ import annotations

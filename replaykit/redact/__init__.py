@@ -1,10 +1,10 @@
 """Scrub secrets from cassettes, and find the ones left behind.
 
 :func:`redact` returns a new cassette with every secret scrubbed, :func:`scan` reports each secret with a
-masked excerpt (never the secret), both by one walk (:mod:`replaykit.redact.cassettes`) over URIs, headers,
-bodies, SSE events and metadata, as written, URL- or base64-encoded; key shapes are in
-:mod:`replaykit.redact.shapes`. :class:`Rules` adds user rules; :func:`safe_message`, :func:`scan_text` and
-:func:`redact_document` serve the other callers. What is scrubbed by default: docs/architecture/redact.md.
+masked excerpt (never the secret), both by one walk over the cassette's URIs, headers, bodies, SSE events
+and metadata, as written, URL- or base64-encoded; key shapes are in :mod:`replaykit.redact.shapes`.
+:class:`Rules` adds user rules; :func:`safe_message`, :func:`scan_text` and :func:`redact_document` serve the
+other callers. What is scrubbed by default: docs/architecture/redact.md.
 """
 
 from replaykit.redact.cassettes import SecretFinding, redact, redact_document, redact_header, scan, scan_text

@@ -3,8 +3,8 @@
 :func:`find` reports every secret in a text as a :class:`Hit`: keys of a known shape (:data:`KINDS`), values
 labelled as secrets, and both inside URL-encoded or base64-encoded text. A hit is never shown whole:
 :func:`excerpt`, :func:`mask`, :func:`safe_message` and :func:`glimpse` show at most a short masked excerpt.
-Used by :mod:`replaykit.redact.cassettes` and by every message that quotes a received value; the shapes are
-listed in docs/architecture/redact.md.
+Used by the cassette walk of :mod:`replaykit.redact` and by every message that quotes a received value;
+the shapes are listed in docs/architecture/redact.md.
 """
 
 from __future__ import annotations
