@@ -1,6 +1,7 @@
-"""Joining shard reports (``replaykit merge``): the N JSON reports of ``run``, ``mutants`` or ``qualify`` run
-with ``--shard K/N`` become the report one unsharded run writes: one list of results in the scenarios' order,
-one kill matrix, one verdict.
+"""Joining shard reports (``replaykit merge``): the N JSON reports of ``run``, ``mutants``, ``qualify`` or
+``explore`` run with ``--shard K/N`` become the report one unsharded run writes: one list of results in the
+scenarios' order, one kill matrix, one verdict, one list of explore's groups
+(:func:`replaykit.explore.report.join`).
 
 :func:`read` loads a report (bounded, UTF-8, JSON, valid by its contract, with a ``shard`` block; else a
 :class:`~replaykit.errors.UsageError` naming the file and the place); :func:`merge` refuses reports of
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from replaykit.errors import UsageError
+from replaykit.explore import report as explored
 from replaykit.jsondoc import JSON
 from replaykit.qualify import baseline, stages
 from replaykit.scenario import report as reports
@@ -27,8 +29,9 @@ from replaykit.scenario.runner import Result
 
 __all__ = ["KINDS", "Merged", "ShardReport", "merge", "read"]
 
-KINDS = {"run": "run-report", "mutants": "kill-matrix", "qualify": "qualification-report"}
-_FIX = "give the JSON reports that replaykit run, mutants or qualify wrote with --shard K/N"
+KINDS = {"run": "run-report", "mutants": "kill-matrix", "qualify": "qualification-report",
+         "explore": "explore-report"}
+_FIX = "give the JSON reports that replaykit run, mutants, qualify or explore wrote with --shard K/N"
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,8 @@ def _kind(doc: object) -> str:
         return str(doc["shard"]["command"])
     if isinstance(doc, dict) and "sections" in doc:
         return "qualify"
+    if isinstance(doc, dict) and "groups" in doc:
+        return "explore"
     return "mutants" if isinstance(doc, dict) and "survivors" in doc else "run"
 
 
@@ -103,16 +108,20 @@ def _in_order(shards: Sequence[ShardReport], items: Sequence[Sequence[object]]) 
 @dataclass
 class Merged:
     """The joined report: the command, its document (valid by its contract), the scenarios' results (run and
-    qualify) and the kill matrix (mutants, and qualify when it ran)."""
+    qualify), the kill matrix (mutants, and qualify when it ran) and the scenarios explore's shards wrote
+    for the groups kept (by name: where each is)."""
 
     command: str
     doc: JSON
     results: list[Result] = field(default_factory=list)
     matrix: Matrix | None = None
+    files: dict[str, Path] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
         """The joined verdict."""
+        if self.command == "explore":
+            return not self.doc["found"]
         key = {"run": "passed", "mutants": "ok"}.get(self.command)
         return bool(self.doc[key]) if key else self.doc["verdict"] == "pass"
 
@@ -155,6 +164,15 @@ def _qualify(shards: Sequence[ShardReport]) -> Merged:
     return Merged("qualify", doc, results, matrix)
 
 
+def _explore(shards: Sequence[ShardReport]) -> Merged:
+    doc, files = explored.join([(report.path.parent, report.doc) for report in shards])
+    for name, path in files.items():
+        if not path.is_file():
+            raise UsageError(f"{path}: no such file, the scenario its shard wrote for a group (report.json "
+                             f"names {name}); merge the shards' reports in the folders explore wrote them to")
+    return Merged("explore", doc, files=files)
+
+
 def _seconds(shards: Sequence[ShardReport], section: str) -> float:
     """The seconds the shards' ``section`` took, all told."""
     return float(sum(report.doc["sections"][section].get("seconds", 0) for report in shards))
@@ -168,7 +186,7 @@ def merge(shards: Sequence[ShardReport], baseline_report: Path | None = None) ->
     _refuse_foreign(shards)
     _refuse_gaps(shards)
     command = shards[0].shard["command"]
-    merged = {"run": _run, "mutants": _mutants, "qualify": _qualify}[command](shards)
+    merged = {"run": _run, "mutants": _mutants, "qualify": _qualify, "explore": _explore}[command](shards)
     if baseline_report is not None and command == "qualify":
         before = baseline.load_report(baseline_report)
         merged.doc["dependencies"], merged.doc["changes"] = baseline.compare(
