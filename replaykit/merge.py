@@ -1,11 +1,10 @@
-"""Joining shard reports (``replaykit merge``): the N JSON reports of ``run``, ``mutants`` or ``qualify`` run
-with ``--shard K/N`` become the report one unsharded run writes.
+"""Joining shard reports (``replaykit merge``): the N JSON reports of ``run``, ``mutants``, ``qualify`` or
+``explore`` run with ``--shard K/N`` become the report one unsharded run writes.
 
-:func:`read` loads a report (bounded, valid by its contract, with a ``shard`` block; else a
-:class:`~replaykit.errors.UsageError`); :func:`merge` refuses reports of different commands or inputs and a
-shard missing or given twice, then joins them. The verdicts are decided again by
-:mod:`replaykit.scenario.report`, :class:`~replaykit.scenario.mutants.Matrix` and
-:mod:`replaykit.qualify.stages`, never re-implemented here.
+:func:`read` loads a report (bounded, valid by its contract, with a ``shard`` block); :func:`merge` refuses
+reports of different commands or inputs and a shard missing or given twice, then joins them. The verdicts
+are decided again by :mod:`replaykit.scenario.report`, :class:`~replaykit.scenario.mutants.Matrix`,
+:mod:`replaykit.qualify.stages` and :func:`replaykit.explore.report.join`, never re-implemented here.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from replaykit.errors import UsageError
+from replaykit.explore import report as explored
 from replaykit.jsondoc import JSON
 from replaykit.qualify import baseline, stages
 from replaykit.scenario import report as reports
@@ -25,8 +25,9 @@ from replaykit.scenario.runner import Result
 
 __all__ = ["KINDS", "Merged", "ShardReport", "merge", "read"]
 
-KINDS = {"run": "run-report", "mutants": "kill-matrix", "qualify": "qualification-report"}
-_FIX = "give the JSON reports that replaykit run, mutants or qualify wrote with --shard K/N"
+KINDS = {"run": "run-report", "mutants": "kill-matrix", "qualify": "qualification-report",
+         "explore": "explore-report"}
+_FIX = "give the JSON reports that replaykit run, mutants, qualify or explore wrote with --shard K/N"
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,8 @@ def _kind(doc: object) -> str:
         return str(doc["shard"]["command"])
     if isinstance(doc, dict) and "sections" in doc:
         return "qualify"
+    if isinstance(doc, dict) and "groups" in doc:
+        return "explore"
     return "mutants" if isinstance(doc, dict) and "survivors" in doc else "run"
 
 
@@ -101,16 +104,20 @@ def _in_order(shards: Sequence[ShardReport], items: Sequence[Sequence[object]]) 
 @dataclass
 class Merged:
     """The joined report: the command, its document (valid by its contract), the scenarios' results (run and
-    qualify) and the kill matrix (mutants, and qualify when it ran)."""
+    qualify), the kill matrix (mutants, and qualify when it ran) and the scenarios explore's shards wrote
+    for the groups kept (by name: where each is)."""
 
     command: str
     doc: JSON
     results: list[Result] = field(default_factory=list)
     matrix: Matrix | None = None
+    files: dict[str, Path] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
         """The joined verdict."""
+        if self.command == "explore":
+            return not self.doc["found"]
         key = {"run": "passed", "mutants": "ok"}.get(self.command)
         return bool(self.doc[key]) if key else self.doc["verdict"] == "pass"
 
@@ -153,6 +160,15 @@ def _qualify(shards: Sequence[ShardReport]) -> Merged:
     return Merged("qualify", doc, results, matrix)
 
 
+def _explore(shards: Sequence[ShardReport]) -> Merged:
+    doc, files = explored.join([(report.path.parent, report.doc) for report in shards])
+    for name, path in files.items():
+        if not path.is_file():
+            raise UsageError(f"{path}: no such file, the scenario its shard wrote for a group (report.json "
+                             f"names {name}); merge the shards' reports in the folders explore wrote them to")
+    return Merged("explore", doc, files=files)
+
+
 def _seconds(shards: Sequence[ShardReport], section: str) -> float:
     """The seconds the shards' ``section`` took, all told."""
     return float(sum(report.doc["sections"][section].get("seconds", 0) for report in shards))
@@ -166,7 +182,7 @@ def merge(shards: Sequence[ShardReport], baseline_report: Path | None = None) ->
     _refuse_foreign(shards)
     _refuse_gaps(shards)
     command = shards[0].shard["command"]
-    merged = {"run": _run, "mutants": _mutants, "qualify": _qualify}[command](shards)
+    merged = {"run": _run, "mutants": _mutants, "qualify": _qualify, "explore": _explore}[command](shards)
     if baseline_report is not None and command == "qualify":
         before = baseline.load_report(baseline_report)
         merged.doc["dependencies"], merged.doc["changes"] = baseline.compare(

@@ -35,7 +35,7 @@ from replaykit.server.faults import Fault
 
 JSON = dict[str, Any]
 OURS = ("cassette", "scenario", "target-input", "target-outcome", "qualification-report", "run-report",
-        "kill-matrix")
+        "kill-matrix", "explore-report")
 BASE_URI = "https://replaykit.dev/contracts/replaykit/"
 DATA = Path(__file__).parent / "data" / "contracts_replaykit"
 SCENARIOS = data_dir("scenarios")
@@ -238,6 +238,20 @@ def _matrix() -> JSON:
             "vacuous": [], "problems": [], "shard": {**_shard(), "command": "mutants"}}
 
 
+def _explored() -> JSON:
+    point = {"request": 1, "after": 4, "route": "anthropic.messages", "nth": 1, "events": 9, "tool": ""}
+    step = {"fault": {"kind": "kill", "route": "anthropic.messages", "nth": 1, "after": 4}, "kind": "kill",
+            "point": point}
+    group = {"invariant": "partial-kept", "check": "reaches[0]", "schedule": [step], "runs": 2,
+             "describe": "kill after event 4 of 9 of request 1 (anthropic.messages #1)",
+             "file": "durable-duplicate-submit-partial-kept-reaches-0.yaml"}
+    return {"scenario": "durable-duplicate-submit", "target": "python:replaykit.reference:run",
+            "mutant": "partial-dropped-on-recovery", "kinds": ["kill"], "budget": 3, "seed": 7, "points": 10,
+            "space": 11, "runs": 2, "shrinkRuns": 2, "notes": [], "found": True,
+            "groups": [group, {**group, "check": "other", "schedule": [], "file": None}],
+            "shard": {"command": "explore", "index": 1, "count": 2, "inputs": "sha256:" + "e" * 64}}
+
+
 def _sharded() -> JSON:
     return {**_report("pass"), "shard": {**_shard(), "command": "qualify"},
             "shardResults": {"scenarios": [_result("pass")], "matrix": {**_matrix(), "shard": _shard()}}}
@@ -273,6 +287,7 @@ BASES: dict[str, tuple[str, Callable[[], Any]]] = {
     "sharded": ("qualification-report", _sharded),
     "run": ("run-report", _run_report),
     "matrix": ("kill-matrix", _matrix),
+    "explored": ("explore-report", _explored),
 }
 
 
@@ -554,6 +569,12 @@ SHARD_CASES: list[Case] = [
     case("sharded", "/shard/total", -1, "minimum"),
     case("sharded", "/shardResults/matrix", DELETE, "required"),
     case("sharded", "/shardResults/scenarios/0/verdict", "passed", "enum"),
+    case("explored", "/groups/0/schedule/0/fault/kind", "boom", "enum"),
+    case("explored", "/groups/0/schedule/0/point/request", 0, "minimum"),
+    case("explored", "/groups/0/runs", DELETE, "required"),
+    case("explored", "/kinds/0", "meteor", "enum"),
+    case("explored", "/shard/command", "run", "const"),
+    case("explored", "/found", DELETE, "required"),
 ]
 
 CASES = (CASSETTE_CASES + SCENARIO_CASES + FAULT_CASES + INPUT_CASES + OUTCOME_CASES + REPORT_CASES

@@ -1,8 +1,9 @@
 """``replaykit explore SCENARIO --target CMD [--mutant NAME] [--faults KINDS] [--budget N] [--seed S] [-j N]
 [--shard K/N] --out DIR``: every fault point the scenario's recording offers, times the fault kinds; the
-failing schedules grouped, shrunk and written into DIR as scenarios, with ``summary.md``
-(:mod:`replaykit.explore`). On a terminal, a progress line. Exit 0 when no schedule fails, 1 when failing
-schedules were written, 2 on a usage error or a bad scenario file.
+failing schedules grouped, shrunk and written into DIR as scenarios, with ``summary.md`` and ``report.json``
+(:mod:`replaykit.explore`; the report is what ``replaykit merge`` joins shards by). On a terminal, a progress
+line. Exit 0 when no schedule fails, 1 when failing schedules were written, 2 on a usage error or a bad
+scenario file.
 """
 
 from __future__ import annotations
@@ -65,9 +66,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("-j", "--jobs", type=positive, default=1, metavar="N",
                         help="run N schedules at a time (default 1)")
     parser.add_argument("--shard", type=Shard.parse, metavar="K/N",
-                        help="run only every N-th schedule from the K-th (the same list everywhere)")
+                        help="run only every N-th schedule from the K-th (the same list everywhere); "
+                        "replaykit merge joins the shards' report.json")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR",
-                        help="where the failing scenarios and summary.md are written")
+                        help="where the failing scenarios, summary.md and report.json are written")
     parser.set_defaults(func=run_explore)
 
 
@@ -119,4 +121,5 @@ def run_explore(args: argparse.Namespace) -> int:
     for path in report.written:
         print(f"wrote {path}")
     print(f"wrote {args.out / 'summary.md'}")
+    print(f"wrote {args.out / 'report.json'}")
     return EXIT_FINDINGS if report.written else EXIT_OK

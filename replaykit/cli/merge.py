@@ -1,13 +1,14 @@
 """``replaykit merge REPORT.json... [--json | --markdown] [--out DIR] [--junit FILE] [--durations FILE]
-[--baseline-report FILE]``: the JSON reports of the N shards of one ``run``, ``mutants`` or ``qualify``
-(``--shard K/N``) joined into one report (:mod:`replaykit.merge`).
+[--baseline-report FILE]``: the JSON reports of the N shards of one ``run``, ``mutants``, ``qualify`` or
+``explore`` (``--shard K/N``) joined into one report (:mod:`replaykit.merge`).
 
 Prints the joined report (the text the unsharded command prints, failures first and the passes in one line;
-``--markdown``: Markdown; ``--json``: JSON valid by its contract); ``--out DIR`` writes ``DIR/report.md`` and
-``DIR/report.json`` (and appends report.md to ``$GITHUB_STEP_SUMMARY`` when set); ``--junit FILE`` the
-JUnit XML; the scenarios' seconds go to the durations file the next shards are balanced on. Exit 0 when the
-joined report passes, 1 when it fails, 2 on bad input: a report that is not JSON or not a shard's, shards of
-different inputs, a shard missing or twice.
+explore: its summary; ``--markdown``: Markdown; ``--json``: JSON valid by its contract); ``--out DIR`` writes
+``DIR/report.md`` and ``DIR/report.json`` (explore: and the scenarios of the groups kept, copied from their
+shards' folders) and appends report.md to ``$GITHUB_STEP_SUMMARY`` when set; ``--junit FILE`` the JUnit XML;
+the scenarios' seconds go to the durations file the next shards are balanced on. Exit 0 when the joined
+report passes (explore: no group written), 1 when it fails, 2 on bad input: a report that is not JSON or not
+a shard's, shards of different inputs, a shard missing or twice.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ def register(subparsers: Any) -> None:
 
     parser = subparsers.add_parser(
         "merge",
-        description="Join the JSON reports of the shards of one run, mutants or qualify (--shard K/N) into "
-        "one report: the results in the scenarios' order, one kill matrix, one verdict. Refuses shards of "
+        description="Join the JSON reports of the shards of one run, mutants, qualify or explore (--shard "
+        "K/N) into one report: the results in the scenarios' order, one kill matrix, one verdict, explore's "
+        "groups each once with its smallest schedule. Refuses shards of "
         "different inputs and a shard missing or given twice. Exit 0 when the joined report passes, 1 when "
         "it fails, 2 on bad input.",
     )
@@ -38,7 +40,8 @@ def register(subparsers: Any) -> None:
     shown = parser.add_mutually_exclusive_group()
     shown.add_argument("--json", action="store_true", help="print the joined report as JSON")
     shown.add_argument("--markdown", action="store_true", help="print it as Markdown")
-    parser.add_argument("--out", type=Path, metavar="DIR", help="write DIR/report.md and DIR/report.json")
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help="write DIR/report.md and DIR/report.json (explore: and the scenarios kept)")
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML to FILE (for CI)")
     parser.add_argument(
         "--durations",
@@ -58,9 +61,12 @@ def register(subparsers: Any) -> None:
 
 
 def _markdown(merged: Any) -> str:
+    from replaykit.explore import write
     from replaykit.qualify import markdown
     from replaykit.scenario import report
 
+    if merged.command == "explore":
+        return write.summary(merged.doc)
     if merged.command == "qualify":
         return str(markdown.render(merged.doc))
     if merged.command == "mutants":
@@ -74,11 +80,22 @@ def _text(merged: Any) -> str:
 
     if merged.command == "mutants":
         return matrix_text(merged.matrix)
+    if merged.command == "explore":
+        return _markdown(merged).rstrip("\n")
     if merged.command == "run":
         return "\n".join(report.text(merged.results))
     lines = [f"{section['status'].upper()} {name}: {section.get('summary', '')}"
              for name, section in merged.doc["sections"].items()]
     return "\n".join([*lines, f"qualify: {'OK' if merged.passed else 'FAILED'}"])
+
+
+def _copy(files: dict[str, Path], out: Path) -> None:
+    """explore: the scenarios of the groups kept, from their shards' folders into ``out``."""
+    from replaykit.explore import write
+
+    for source in files.values():
+        if source.parent.resolve() != out.resolve():
+            write.copy_scenario(source, out)
 
 
 def _write(merged: Any, args: argparse.Namespace) -> None:
@@ -93,6 +110,7 @@ def _write(merged: Any, args: argparse.Namespace) -> None:
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         text = _markdown(merged)
+        _copy(merged.files, args.out)
         write_atomic(args.out / "report.json", (json.dumps(merged.doc, indent=2, ensure_ascii=False) + "\n")
                      .encode("utf-8"))
         write_atomic(args.out / "report.md", text.encode("utf-8"))

@@ -10,16 +10,20 @@ each group's scenario and runs it again from the file: written only when it fail
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from replaykit.cassette import write_atomic
 from replaykit.errors import UsageError
 from replaykit.explore import oracle, schedule, space, write
+from replaykit.explore import report as reported
 from replaykit.explore.group import Group, Key, candidates, group
 from replaykit.explore.space import Trial
+from replaykit.jsondoc import JSON
 from replaykit.scenario.model import Scenario, load
 from replaykit.scenario.runner import Result, run_scenario
 from replaykit.scenario.shard import Shard
@@ -145,15 +149,31 @@ def _write(runner: _Runner, report: Report, options: Options) -> None:
             report.unconfirmed.append(each)
 
 
+def _settings(options: Options) -> JSON:
+    """The options that choose and judge the schedules: what every shard of one exploration shares."""
+    return {"mutant": options.mutant, "kinds": list(options.kinds), "budget": options.budget,
+            "seed": options.seed}
+
+
+def _report(report: Report, target: Target, options: Options) -> JSON:
+    """``report.json`` (:mod:`~replaykit.explore.report`)."""
+    names = iter(path.name for path in report.written)
+    found = [reported.Found(g.key, g.trial, g.runs, None if g in report.unconfirmed else next(names))
+             for g in report.groups]
+    settings = _settings(options)
+    shard = None if options.shard is None else {
+        "command": "explore", "index": options.shard.index, "count": options.shard.count,
+        "inputs": reported.inputs(report.scenario, target, settings, options.shard.count)}
+    head = {"scenario": report.scenario.name, "target": target.spec, **settings, "points": report.points,
+            "space": report.space, "runs": report.runs, "shrinkRuns": report.shrink_runs,
+            "notes": report.notes}
+    return reported.to_json(head, found, shard)
+
+
 def _summary(report: Report, target: Target, options: Options) -> None:
-    lines = {"fault points": str(report.points), "schedules in the space (single faults)": str(report.space),
-             "schedules run": f"{report.runs} (budget {options.budget}, seed {options.seed}"
-             + (f", shard {options.shard}" if options.shard else "") + ")",
-             "shrinking runs": str(report.shrink_runs), "kinds": ", ".join(options.kinds)}
-    lines.update({f"note {n}": note for n, note in enumerate(report.notes, 1)})
-    rows = [(g, p.name) for g, p in zip([g for g in report.groups if g not in report.unconfirmed],
-                                         report.written, strict=True)]
-    write.write_summary(options.out, write.summary(report.scenario, target.spec, options.mutant, lines, rows))
+    doc = _report(report, target, options)
+    write_atomic(options.out / reported.FILE, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode())
+    write.write_summary(options.out, write.summary(doc))
 
 
 def _explore(runner: _Runner, report: Report, progress: Progress | None) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from replaykit.explore import oracle, schedule, space
+from replaykit.explore import report as reported
 from replaykit.explore.group import candidates
 from replaykit.explore.space import Point, Trial
 from replaykit.scenario import Check, Result, Scenario
@@ -95,3 +97,28 @@ def test_a_failed_outcome_is_grouped_with_the_error_code_it_ended_with() -> None
     assert oracle.first_broken(held, {}) is None
     crashed = Result(scenario, "t", [Check("target", False, "timed out")])
     assert oracle.first_broken(crashed, {"target": "ends-classified"}) == ("ends-classified", "target")
+
+
+def _found(after: int, runs: int, file: str | None, check: str = "reaches[0]") -> reported.Found:
+    point = Point(1, after, "anthropic.messages", 1, 9)
+    trial = Trial((Fault("kill", "anthropic.messages", 1, after=after),), (point,), ("kill",))
+    return reported.Found(("partial-kept", check), trial, runs, file)
+
+
+def _shard(*found: reported.Found) -> dict[str, Any]:
+    head = {"scenario": "s", "target": "t", "mutant": None, "kinds": ["kill"], "budget": 3, "seed": 0,
+            "points": 10, "space": 11, "runs": 2, "shrinkRuns": 1, "notes": ["n"]}
+    return reported.to_json(head, list(found), {"command": "explore", "index": 1, "count": 2, "inputs": "x"})
+
+
+def test_joined_shards_keep_each_group_once_with_its_smallest_written_schedule() -> None:
+    one = _shard(_found(6, 2, "a.yaml"), _found(2, 1, None, "other"))
+    two = _shard(_found(4, 1, "a.yaml"), _found(1, 1, None), _found(3, 1, "b.yaml", "other"))
+    doc, files = reported.join([(Path("s1"), one), (Path("s2"), two)])
+    kept = [reported.Found.from_json(group) for group in doc["groups"]]
+    assert [(each.key[1], each.trial.points[0].after, each.runs, each.file) for each in kept] == [
+        ("other", 3, 2, "b.yaml"),  # written beats a smaller schedule that did not fail again from its file
+        ("reaches[0]", 4, 4, "a.yaml")]  # the earliest point; the runs of both shards
+    assert files == {"a.yaml": Path("s2/a.yaml"), "b.yaml": Path("s2/b.yaml")}
+    assert (doc["runs"], doc["shrinkRuns"], doc["notes"], doc["found"]) == (4, 2, ["n"], True)
+    assert "shard" not in doc
