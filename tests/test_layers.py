@@ -121,3 +121,32 @@ def test_the_reference_sits_above_the_library_and_below_the_cli_and_the_runner()
     below = {name for module in _within("replaykit") if not module.startswith("replaykit.reference")
              and not module.startswith(("replaykit.scenario", *top)) for name in _reach(module)}
     assert not {name for name in below if name.startswith("replaykit.reference")}
+
+
+# Basenames more than one package may use, each for one concept (the reason in one line).
+SHARED_BASENAMES = {
+    "__init__.py": "a package",
+    "__main__.py": "what `python -m` runs: replaykit's CLI, the reference target",
+    "drift.py": "cli/drift.py is the `drift` command of the library's drift.py",
+    "merge.py": "cli/merge.py is the `merge` command of the library's merge.py",
+    "mutants.py": "cli/mutants.py is the `mutants` command of the kill matrix, scenario/mutants.py",
+    "redgreen.py": "cli/redgreen.py is the `redgreen` command of scenario/redgreen.py",
+    "properties.py": "cli/properties.py is the `properties` command of the library's property suite",
+    "verify.py": "cli/verify.py is the `verify` command of the library's verify.py",
+    "model.py": "the data types of its package (cassette, scenario, transcript): one role",
+    "runner.py": "server/runner.py becomes server/provider.py (issue 29's server step); then this line goes",
+}
+
+
+def _basenames() -> dict[str, list[str]]:
+    """``{basename: the modules of that name}`` for every module of the package."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        found.setdefault(path.name, []).append(str(path.relative_to(PACKAGE.parent)))
+    return found
+
+
+def test_no_two_modules_share_a_basename_unless_they_are_one_concept() -> None:
+    shared = {name: paths for name, paths in _basenames().items() if len(paths) > 1}
+    assert {name: paths for name, paths in shared.items() if name not in SHARED_BASENAMES} == {}
+    assert sorted(set(SHARED_BASENAMES) - set(shared)) == []  # a reason for a pair that is gone goes too

@@ -38,7 +38,7 @@ decides, stock jsonschema words the rare keywords and is the tests' reference),
 :mod:`~replaykit.contracts.rulebook` (the providers' request rules across fields, blocks and messages, each
 with the provider's real error: :func:`first_violation`, :func:`rule_spec`, :func:`refusal`),
 :mod:`~replaykit.contracts.profiles` (``strict`` and ``openai-compatible``),
-:mod:`~replaykit.contracts.streams` (stream sequence rules) and :mod:`~replaykit.contracts.interactions`
+:mod:`~replaykit.contracts.streams` (stream sequence rules) and :mod:`~replaykit.contracts.interaction_check`
 (which contracts a recorded interaction is checked against, and its deliberate violations).
 """
 
@@ -48,7 +48,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from replaykit.contracts.interactions import (
+    from replaykit.contracts.interaction_check import (
         EXPECTED_VIOLATIONS,
         check_body,
         check_interaction,
@@ -83,7 +83,7 @@ if TYPE_CHECKING:
 # engine, so the reference target and ``replaykit.citations`` load jsonschema only when they validate.
 _HOMES = {
     **dict.fromkeys(("EXPECTED_VIOLATIONS", "check_body", "check_interaction", "expected_keys",
-                     "expected_violations", "place"), "interactions"),
+                     "expected_violations", "place"), "interaction_check"),
     **dict.fromkeys(("OPENAI_COMPATIBLE", "PROFILES", "STRICT", "Profile", "profile_of", "resolve_profile"),
                     "profiles"),
     **dict.fromkeys(("BASE_URI", "PROVIDER_KINDS", "Contracts", "default", "first_violation", "kinds",

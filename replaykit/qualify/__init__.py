@@ -13,7 +13,7 @@ manifests, the target's and the estimator's files); verify and the contracts ove
 ones by default) and those the scenarios name; drift against the installed SDKs; the scenarios (the bundled
 ones by default, discovered from their folder) on the target (by default the reference harness); the kill
 matrix of the mutants named (``replaykit qualify`` names the reference's own,
-:data:`replaykit.reference.mutants.MUTANTS`, when the target is the reference), reusing the scenarios'
+:data:`replaykit.reference.defects.MUTANTS`, when the target is the reference), reusing the scenarios'
 results on the target; the property suite on the estimator (by default replaykit's own). Each is a section
 (:mod:`~replaykit.qualify.stages`); with a baseline report, what changed since it
 (:mod:`~replaykit.qualify.baseline`). ``redgreen`` is a section of the format that needs two targets: it
@@ -47,8 +47,8 @@ from replaykit.scenario.target import DEFAULT_TARGET, Target
 __all__ = [
     "DEFAULT_ESTIMATOR",
     "SECTIONS",
+    "Observer",
     "Options",
-    "Progress",
     "Qualification",
     "qualify",
     "write",
@@ -64,7 +64,7 @@ _REDGREEN = (
 )
 
 
-class Progress(Protocol):
+class Observer(Protocol):
     """What a qualification says while it runs (the command line shows it)."""
 
     def note(self, text: str) -> None:
@@ -184,7 +184,7 @@ def _now() -> str:
 @dataclass
 class _Run:
     options: Options
-    progress: Progress
+    progress: Observer
     estimator: tuple[str, properties.Estimator]
     every: list[Scenario] = field(default_factory=list)
     sections: dict[str, Section] = field(default_factory=dict)
@@ -318,7 +318,7 @@ def _existing(paths: list[Path], what: str) -> list[Path]:
     return paths
 
 
-def qualify(options: Options, progress: Progress | None = None) -> Qualification:
+def qualify(options: Options, progress: Observer | None = None) -> Qualification:
     """Run every check (see the module docstring) and build the report; a bad option, path, estimator or
     baseline report is a :class:`~replaykit.errors.UsageError` before any check runs."""
     progress = progress or _Silent()

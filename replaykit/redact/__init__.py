@@ -1,7 +1,7 @@
 """Scrub secrets from cassettes, and find the ones left behind.
 
 :func:`redact` returns a new cassette with every secret scrubbed, :func:`scan` reports each secret with a
-masked excerpt (never the secret): one walk over the cassette (:mod:`replaykit.redact.cassettes`) finds
+masked excerpt (never the secret): one walk over the cassette (:mod:`replaykit.redact.cassette_walk`) finds
 them in every place they can sit (URIs, headers, JSON and text bodies, SSE events, metadata), under every
 disguise (as written, URL-encoded, base64-encoded). By default it scrubs:
 
@@ -24,7 +24,14 @@ text safe to print; :func:`scan_text` searches a raw file; :func:`redact_documen
 document (a reported transcript) by the same walk.
 """
 
-from replaykit.redact.cassettes import SecretFinding, redact, redact_document, redact_header, scan, scan_text
+from replaykit.redact.cassette_walk import (
+    SecretFinding,
+    redact,
+    redact_document,
+    redact_header,
+    scan,
+    scan_text,
+)
 from replaykit.redact.names import (
     CREDENTIAL_HEADERS,
     SECRET_HEADERS,

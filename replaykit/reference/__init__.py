@@ -30,13 +30,13 @@ The parts: :mod:`~replaykit.reference.harness` (the run, retries, the outcome),
 :mod:`~replaykit.reference.steps` (validate, project, estimate, citations),
 :mod:`~replaykit.reference.wire` (one request and its stream), :mod:`~replaykit.reference.tools` (``read``,
 ``task``, ``task_wait``), :mod:`~replaykit.reference.websearch` (``web_search`` over Cloudflare Web Search, at
-``REPLAYKIT_WEBSEARCH_BASE_URL``) and :mod:`~replaykit.reference.mutants` (the named defects,
+``REPLAYKIT_WEBSEARCH_BASE_URL``) and :mod:`~replaykit.reference.defects` (the named defects,
 ``REPLAYKIT_MUTANT``).
 """
 
 from __future__ import annotations
 
+from replaykit.reference.defects import MUTANTS, mutant
 from replaykit.reference.harness import run, run_async
-from replaykit.reference.mutants import MUTANTS, mutant
 
 __all__ = ["MUTANTS", "mutant", "run", "run_async"]

@@ -30,7 +30,7 @@ import httpx
 from replaykit.errors import CitationError, WebSearchError
 from replaykit.provenance import RESEARCH_RETRYABLE, ResearchCode, classify, research_code
 from replaykit.reference import evidence as ev
-from replaykit.reference.mutants import mutant
+from replaykit.reference.defects import mutant
 from replaykit.reference.websearch import SearchOptions, search
 from replaykit.reference.wire import now_ms
 from replaykit.search import Evidence

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from replaykit.reference.mutants import mutant
+from replaykit.reference.defects import mutant
 from replaykit.reference.websearch import TOOL_NAME, ToolAnswer, WebSearchTool
 from replaykit.reference.wire import now_ms
 from replaykit.transcript import ToolCallBlock, ToolResultMessage

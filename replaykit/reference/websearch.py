@@ -47,7 +47,7 @@ import httpx
 from replaykit import jsondoc
 from replaykit.cassette import header
 from replaykit.errors import LocalRequestError, WebSearchError
-from replaykit.reference.mutants import mutant
+from replaykit.reference.defects import mutant
 from replaykit.search import (
     PROVIDERS,
     Evidence,
