@@ -1,13 +1,10 @@
-"""``replaykit merge REPORT.json... [--json | --markdown] [--out DIR] [--junit FILE] [--durations FILE]
-[--baseline-report FILE]``: the JSON reports of the N shards of one ``run``, ``mutants`` or ``qualify``
-(``--shard K/N``) joined into one report (:mod:`replaykit.merge`).
+"""``replaykit merge REPORT.json...``: the JSON reports of the shards of one ``run``, ``mutants`` or
+``qualify`` (``--shard K/N``) joined into one; :mod:`replaykit.merge` joins them.
 
-Prints the joined report (the text the unsharded command prints, failures first and the passes in one line;
-``--markdown``: Markdown; ``--json``: JSON valid by its contract); ``--out DIR`` writes ``DIR/report.md`` and
-``DIR/report.json`` (and appends report.md to ``$GITHUB_STEP_SUMMARY`` when set); ``--junit FILE`` the
-JUnit XML; the scenarios' seconds go to the durations file the next shards are balanced on. Exit 0 when the
-joined report passes, 1 when it fails, 2 on bad input: a report that is not JSON or not a shard's, shards of
-different inputs, a shard missing or twice.
+Owns the command's arguments and its outputs: the text the unsharded command prints, ``--markdown``,
+``--json``, ``--out DIR``, ``--junit FILE`` and the durations the next shards are balanced on. Exit 0 when
+the joined report passes, 1 when it fails, 2 on bad input (not a shard's report, shards of different
+inputs, a shard missing or twice).
 """
 
 from __future__ import annotations
