@@ -12,7 +12,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 if [ "$(cat "$VENV/.replaykit-stamp" 2>/dev/null)" != "$stamp" ]; then
   "$VENV/bin/python" -m pip install --quiet --upgrade pip >&2
-  "$VENV/bin/python" -m pip install --quiet -e ".[test]" >&2
+  "$VENV/bin/python" -m pip install --quiet -e ".[test,docs]" >&2
   echo "$stamp" > "$VENV/.replaykit-stamp"
 fi
 # replaykit's own bytecode, written once: every scenario run starts a Python target, which with

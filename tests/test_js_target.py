@@ -351,20 +351,20 @@ def test_persist_then_restore_in_a_new_process(tmp_path: Path) -> None:
     assert not list(after.state.glob("*.tmp"))  # atomic writes leave no temporary file
 
 
-# ---------------------------------------------------------------- the README's skeleton
+# ---------------------------------------------------------------- the docs' skeleton (the target protocol)
 
 
-def readme_target() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def docs_target() -> str:
+    text = (ROOT / "docs" / "target-protocol.md").read_text(encoding="utf-8")
     [block] = re.findall(r"<!-- readme: target -->\n```js\n(.*?)```", text, flags=re.DOTALL)
     return str(block)
 
 
-def test_the_readme_skeleton_is_a_target(tmp_path: Path) -> None:
+def test_the_docs_skeleton_is_a_target(tmp_path: Path) -> None:
     """The skeleton restores, replays the search blocks from raw and persists: the example's request and
     outcome, though without an estimate (it has none) the example's estimate expectation would fail."""
     script = tmp_path / "my_target.mjs"
-    script.write_text(readme_target(), encoding="utf-8")
+    script.write_text(docs_target(), encoding="utf-8")
     given = example_input()
     with provider(EXAMPLE_CASSETTE, stream=False) as fake:
         ran = run_target(fake, given, tmp_path / "run", script=script)

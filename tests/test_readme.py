@@ -1,6 +1,6 @@
-"""The README's examples run as written, each on its own.
+"""The examples of the README and of the docs (``docs/**/*.md``) run as written, each on its own.
 
-Markers: an HTML comment on the line just before a fence (hidden where the README is rendered),
+Markers: an HTML comment on the line just before a fence (hidden where the page is rendered),
 ``<!-- readme: WORD ... -->``, with these words:
 
 - ``wheel``: run by the wheel of the checkout installed in a fresh venv (the ``wheel_venv`` fixture,
@@ -24,10 +24,12 @@ What runs, each in a fresh interpreter (a subprocess: no block sees another's na
   SIGINT; ``record`` (it runs until stopped too) forwards to a fake provider standing in for its
   ``--upstream`` (nothing leaves the machine), must pass the bundled Anthropic stream's request through,
   exit 0 on SIGINT and have written its ``--cassette``, ``origin: recorded``;
-- the unmarked ```js block is run by ``tests/server/test_node_sdks.py``, the ``target`` one by
+- the unmarked ```js block (the admin API, ``docs/guide/fake-provider.md``) is run by
+  ``tests/server/test_node_sdks.py``, the ``target`` one (``docs/target-protocol.md``) by
   ``tests/test_js_target.py``, not here.
 
-A script is padded with blank lines so that a traceback's line numbers are the README's.
+A script is padded with blank lines so that a traceback's line numbers are its page's; a test's id and a
+failure name the page and the line (``docs/jobs/record.md:41``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from replaykit.server import FakeProvider
 
 README = ROOT / "README.md"
 TEXT = README.read_text(encoding="utf-8")
+PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"^(?:<!-- readme: (?P<marks>[^>]*?) -->\n)?```(?P<lang>\w*)\n(?P<code>.*?)^```$",
                    flags=re.MULTILINE | re.DOTALL)
 MARKS = {"wheel", "pytest", "target", "curl"}
@@ -63,22 +66,32 @@ TIMEOUT = 300  # seconds: a bound on a hang, not a speed check (the property sui
 
 @dataclass(frozen=True)
 class Block:
-    """A fenced block of the README: its language, its marker words, its code and the line the code starts."""
+    """A fenced block of a page: its language, its marker words, its code, the page (relative to the
+    repository) and the line the code starts."""
 
     lang: str
     marks: frozenset[str]
     code: str
     line: int
+    page: str = "README.md"
+
+    def at(self, number: int = 0) -> str:
+        """Where line ``number`` of the block is: ``page:line``."""
+        return f"{self.page}:{self.line + number}"
 
 
-def blocks(text: str) -> list[Block]:
+def blocks(text: str, page: str = "README.md") -> list[Block]:
     return [Block(match["lang"], frozenset((match["marks"] or "").split()), match["code"],
-                  text.count("\n", 0, match.start("code")) + 1) for match in FENCE.finditer(text)]
+                  text.count("\n", 0, match.start("code")) + 1, page) for match in FENCE.finditer(text)]
 
 
-BLOCKS = blocks(TEXT)
+def page_blocks(path: Path) -> list[Block]:
+    return blocks(path.read_text(encoding="utf-8"), path.relative_to(ROOT).as_posix())
+
+
+BLOCKS = [block for path in PAGES for block in page_blocks(path)]
 PYTHON = [block for block in BLOCKS if block.lang == "python"]
-COMMANDS = [pytest.param(block, block.line + number, argv, id=f"line{block.line + number}-{argv[1]}")
+COMMANDS = [pytest.param(block, block.at(number), argv, id=f"{block.at(number)}-{argv[1]}")
             for block in BLOCKS if block.lang == "bash"
             for number, line in enumerate(block.code.splitlines()) if line.startswith("replaykit ")
             for argv in [shlex.split(line, comments=True)]]
@@ -128,36 +141,50 @@ def test_the_readme_opens_with_the_two_commands() -> None:
     assert "./scripts/demo" in head and "./scripts/test" in head
 
 
-def test_the_readme_has_examples() -> None:
+def test_the_readme_is_a_front_page() -> None:
+    """What it is, install, the two commands and a tour, with links into the docs: not the docs themselves."""
+    assert TEXT.count("\n") <= 250, f"README.md has {TEXT.count(chr(10))} lines: move the detail into docs/"
+    readme = [block for block in BLOCKS if block.page == "README.md"]
+    assert sum(block.lang == "python" for block in readme) >= 2
+    assert sum(1 for param in COMMANDS if param.values[1].startswith("README.md:")) >= 5
+    linked = set(re.findall(r"\]\((docs/[^)#]+)", TEXT))
+    assert linked and all((ROOT / path).is_file() for path in linked), sorted(linked)
+
+
+def test_the_docs_have_examples() -> None:
     assert len(PYTHON) >= 5 and len(COMMANDS) >= 5
     assert any("pytest" in block.marks for block in PYTHON)
+    assert {block.page for block in BLOCKS} > {"README.md"}
 
 
-def test_every_marker_is_known_and_marks_a_block() -> None:
-    marked = sum(1 for block in BLOCKS if block.marks)
-    assert TEXT.count("<!-- readme:") == marked, "a <!-- readme: ... --> marker not just before a fence"
-    for block in BLOCKS:
-        where = f"README.md line {block.line}"
+@pytest.mark.parametrize("path", PAGES, ids=lambda path: path.relative_to(ROOT).as_posix())
+def test_every_marker_is_known_and_marks_a_block(path: Path) -> None:
+    page = page_blocks(path)
+    marked = sum(1 for block in page if block.marks)
+    assert path.read_text(encoding="utf-8").count("<!-- readme:") == marked, (
+        f"{path.relative_to(ROOT)}: a <!-- readme: ... --> marker not just before a fence")
+    for block in page:
+        where = block.at()
         assert block.marks <= MARKS, f"{where}: unknown marker words {sorted(block.marks - MARKS)}"
-        assert block.lang in {"python", "bash", "js", "yaml"}, f"{where}: a ```{block.lang} block"
+        assert block.lang in {"python", "bash", "js", "yaml", "mermaid"}, f"{where}: a ```{block.lang} block"
         assert "pytest" not in block.marks or block.lang == "python", f"{where}: pytest marks a python block"
         assert "target" not in block.marks or block.lang == "js", f"{where}: target marks a js block"
 
 
-@pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang == "yaml"], ids=lambda b: f"line{b.line}")
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang == "yaml"], ids=Block.at)
 def test_a_yaml_example_is_a_bundled_scenario_as_it_is(block: Block) -> None:
     """A ```yaml block shows a scenario of scenarios/ whole (not run here: the bundled scenarios are)."""
     name = re.search(r"^name: (\S+)$", block.code, re.MULTILINE)
-    assert name, f"README.md line {block.line}: a ```yaml block that is not a scenario"
+    assert name, f"{block.at()}: a ```yaml block that is not a scenario"
     assert (ROOT / "scenarios" / f"{name[1]}.yaml").read_text(encoding="utf-8") == block.code
 
 
-@pytest.mark.parametrize("block", PYTHON, ids=lambda block: f"line{block.line}")
+@pytest.mark.parametrize("block", PYTHON, ids=Block.at)
 def test_a_python_example_is_complete(block: Block) -> None:
     lines = [block.line + number - 1 for number in ellipses(block.code)]
-    assert not lines, f"README.md lines {lines}: `...` where the example's code belongs"
+    assert not lines, f"{block.page} lines {lines}: `...` where the example's code belongs"
     assert defines_tests(block.code) == ("pytest" in block.marks), (
-        f"README.md line {block.line}: a block defining test_ functions is marked <!-- readme: pytest -->, "
+        f"{block.at()}: a block defining test_ functions is marked <!-- readme: pytest -->, "
         "and only such a block")
 
 
@@ -165,17 +192,17 @@ def test_a_python_example_is_complete(block: Block) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("block", PYTHON, ids=lambda block: f"line{block.line}")
+@pytest.mark.parametrize("block", PYTHON, ids=Block.at)
 def test_a_python_example_runs_alone(block: Block, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     run = runner(block, request)
     name = "test_readme_example.py" if "pytest" in block.marks else "readme_example.py"
     (tmp_path / name).write_text("\n" * (block.line - 1) + block.code, encoding="utf-8")
     if "pytest" in block.marks:
         done = ran([run.python, "-m", "pytest", "-p", "no:cacheprovider", "-W", "error", "-q", name],
-                   tmp_path, run.env, f"README.md line {block.line}")
+                   tmp_path, run.env, block.at())
         assert re.search(r"\b\d+ passed", done.stdout) and "skipped" not in done.stdout, done.stdout
     else:
-        ran([run.python, name], tmp_path, run.env, f"README.md line {block.line}")
+        ran([run.python, name], tmp_path, run.env, block.at())
 
 
 def project(folder: Path) -> Path:
@@ -186,39 +213,39 @@ def project(folder: Path) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("block", "line", "argv"), COMMANDS)
-def test_a_command_runs(block: Block, line: int, argv: list[str], request: pytest.FixtureRequest,
+@pytest.mark.parametrize(("block", "where", "argv"), COMMANDS)
+def test_a_command_runs(block: Block, where: str, argv: list[str], request: pytest.FixtureRequest,
                         tmp_path: Path) -> None:
     if any(word.startswith("node ") for word in argv) and shutil.which("node") is None:
         pytest.skip("node is not installed")
     run, folder = runner(block, request), project(tmp_path)
     if argv[1] == "serve":
-        serves(run.replaykit + argv[1:], folder, run.env, f"README.md line {line}")
+        serves(run.replaykit + argv[1:], folder, run.env, where)
     elif argv[1] == "record":
-        records(run.replaykit + argv[1:], folder, run.env, f"README.md line {line}")
+        records(run.replaykit + argv[1:], folder, run.env, where)
     else:
-        ran(run.replaykit + argv[1:], folder, run.env, f"README.md line {line}")
+        ran(run.replaykit + argv[1:], folder, run.env, where)
 
 
-CURLS = [pytest.param(block.line + number, line, id=f"line{block.line + number}-curl")
+CURLS = [pytest.param(block.at(number), line, id=f"{block.at(number)}-curl")
          for block in BLOCKS if "curl" in block.marks
          for number, line in enumerate(block.code.splitlines()) if line.startswith("curl ")]
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
-@pytest.mark.parametrize(("line", "command"), CURLS)
-def test_a_curl_example_streams_from_the_fake_provider(line: int, command: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("where", "command"), CURLS)
+def test_a_curl_example_streams_from_the_fake_provider(where: str, command: str, tmp_path: Path) -> None:
     with FakeProvider(["anthropic/web_search_stream.yaml"]) as fake:
         env = os.environ | {"REPLAYKIT_URL": fake.base_url("anthropic")}
         done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True,
                               timeout=TIMEOUT, check=False)
-        assert done.returncode == 0, f"README.md line {line}: exited {done.returncode}: {done.stderr}"
+        assert done.returncode == 0, f"{where}: exited {done.returncode}: {done.stderr}"
         assert done.stdout.startswith("event: message_start") and "event: message_stop" in done.stdout
         assert [entry.verdict for entry in fake.journal] == ["served"]
 
 
-def test_the_readme_has_a_curl_example() -> None:
-    assert CURLS, "the README shows no curl line under a `readme: curl` marker"
+def test_the_docs_have_a_curl_example() -> None:
+    assert CURLS, "neither the README nor the docs show a curl line under a `readme: curl` marker"
 
 
 def serves(command: list[str], folder: Path, env: dict[str, str], where: str) -> None:

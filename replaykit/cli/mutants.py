@@ -53,6 +53,12 @@ def register(subparsers: Any) -> None:
         help="run only the cells that decide the verdict: each mutant on the scenarios that declare it in "
         "kills: (a mutant none declares: on every scenario); the same failures, vacuous scenarios unseen",
     )
+    parser.add_argument(
+        "--every-cell",
+        action="store_true",
+        help="run every cell, also those whose mutant the target's run of the scenario never asked about "
+        "($REPLAYKIT_MUTANTS_ASKED), which are otherwise inferred: they cannot change the run",
+    )
     add_shard(parser)
     add_report(parser)
     parser.set_defaults(func=run_mutants)
@@ -66,6 +72,7 @@ def matrix_text(matrix: Matrix, shard: bool = False) -> str:
     lines += ["", *(f"{n:>3}  {s.name}" for n, s in enumerate(matrix.scenarios, 1))]
     lines += [f"vacuous (kills no mutant): {name}" for name in matrix.vacuous()]
     lines += [f"FAIL {problem}" for problem in problems]
+    lines += [matrix.inferred_note()] if matrix.inferred else []
     verdict = "FAILED" if problems else "OK"
     killed = len(matrix.mutants) - len(matrix.survivors())
     lines.append(
@@ -89,7 +96,8 @@ def run_mutants(args: argparse.Namespace, known: Callable[[], Collection[str]] =
     check_kills(scenarios, {*declared, *names}, known())
     more = {"mutants": names, "declared": args.declared}
     mine, shard = pick_shard(args, "mutants", scenarios, target, more)
-    matrix = run_matrix(mine, target, names, jobs=args.jobs, declared=args.declared, universe=scenarios)
+    matrix = run_matrix(mine, target, names, jobs=args.jobs, declared=args.declared, universe=scenarios,
+                        every_cell=args.every_cell)
     record_durations(args, "mutants", list(matrix.results.values()))
     doc = matrix.to_json() if shard is None else {**matrix.to_json(), "shard": shard}
     write_report(args.report, doc)

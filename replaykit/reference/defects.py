@@ -7,7 +7,9 @@ one sentence, read from the reference's manifest (``replaykit-target.yaml`` besi
 proves it can fail by killing the mutants it names in ``kills:``. Their names are the defect classes the
 bundled scenarios' ``kills:`` name, so another target declares its mutant of a class under the same name.
 
-The environment is read on every call, so a test may set the variable for one run in-process.
+The environment is read on every call, so a test may set the variable for one run in-process. Each name asked
+about is also listed in ``$REPLAYKIT_MUTANTS_ASKED`` when the runner sets it (the kill matrix then skips the
+mutants a scenario's run never asked about: they cannot change it).
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ import yaml
 
 from replaykit.errors import UsageError
 
-__all__ = ["ENV", "MANIFEST", "MUTANTS", "active", "defect_classes", "mutant"]
+__all__ = ["ASKED", "ENV", "MANIFEST", "MUTANTS", "active", "defect_classes", "mutant"]
 
 ENV = "REPLAYKIT_MUTANT"
+ASKED = "REPLAYKIT_MUTANTS_ASKED"
 
 MANIFEST = Path(__file__).with_name("replaykit-target.yaml")
 
@@ -57,4 +60,17 @@ def mutant(name: str) -> bool:
     """True when the harness runs as mutant ``name`` (a name of :data:`MUTANTS`, checked)."""
     if name not in MUTANTS:
         raise UsageError(f"mutant({name!r}): no such mutant; use one of: {', '.join(MUTANTS)}")
+    _tell(name)
     return active() == name
+
+
+_TOLD: set[tuple[str, str]] = set()
+
+
+def _tell(name: str) -> None:
+    """List ``name`` in ``$REPLAYKIT_MUTANTS_ASKED`` (once a file and name)."""
+    path = os.environ.get(ASKED, "")
+    if path and (path, name) not in _TOLD:
+        _TOLD.add((path, name))
+        with open(path, "a", encoding="utf-8") as listed:
+            listed.write(name + "\n")

@@ -92,6 +92,14 @@ class Scenario:
         """The wall-clock budget of the whole scenario, in seconds (``timeoutMs``, default 60000)."""
         return int(self.doc.get("timeoutMs", 60000)) / 1000
 
+    @functools.cached_property
+    def waits(self) -> float:
+        """The longest wait the scenario declares, in seconds, at most its timeout: the largest ``…Ms`` or
+        ``ms`` number in its steps and faults (a cancel, a deadline, a delay): the runner starts it first."""
+        found = [value for key, value in _numbers({"steps": self.steps, "faults": self.doc.get("faults", [])})
+                 if key == "ms" or key.endswith("Ms")]
+        return min(max(found, default=0) / 1000, self.timeout)
+
     def segments(self) -> list[tuple[int, list[JSON]]]:
         """The run segments: ``(index of the first step, the steps)``, split before each ``restart`` step;
         steps as the target input carries them (without ``restart``)."""
@@ -118,6 +126,19 @@ class Scenario:
             "system": doc.get("system"),
             "recovery": doc.get("recovery"),
         }
+
+
+def _numbers(value: object) -> Iterable[tuple[str, float]]:
+    """Every ``(key, number)`` of a JSON value, at any depth."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, int | float) and not isinstance(item, bool):
+                yield str(key), float(item)
+            else:
+                yield from _numbers(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _numbers(item)
 
 
 def _fail(path: Path, text: str, pointer: str, message: str, fix: str) -> ScenarioError:

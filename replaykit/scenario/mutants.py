@@ -12,10 +12,17 @@ reported, not a failure. A ``kills:`` name that is neither a mutant of the targe
 The matrix in full is scenarios x mutants runs. ``declared=True`` runs only the cells that decide whether the
 matrix passes: each mutant on the scenarios that declare it in ``kills:`` (a mutant no scenario declares: on
 every scenario). The problems are the same sentences; only vacuous scenarios go unseen (they need the rest).
+
+A target that lists the mutants its code asked about (``$REPLAYKIT_MUTANTS_ASKED``, set on its runs without a
+mutant) saves the cells it never asked about: a mutant not asked about cannot change that run (the same
+input, the same path), so its verdict is the target's, inferred and marked so; the cells a scenario declares
+in ``kills:`` always run, and ``every_cell`` runs them all (what coverage-based test selection in mutation
+tools such as PIT does, per scenario).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +46,7 @@ class Matrix:
     mutants: tuple[str, ...]
     results: dict[tuple[str, str | None], Result]
     full: bool = True
+    inferred: frozenset[tuple[str, str]] = frozenset()
 
     def killed(self, scenario: str, mutant: str) -> bool:
         """Whether ``scenario`` fails on ``mutant`` while it passes on the target itself (False for a cell
@@ -106,6 +114,12 @@ class Matrix:
             rows.append([mutant, *cells, str(len(self.killers(mutant)))])
         return rows
 
+    def inferred_note(self) -> str:
+        """How many cells were inferred, not run (:func:`run_matrix`), in one phrase."""
+        cells = sum(1 for _, mutant in self.results if mutant is not None)
+        return (f"{len(self.inferred)} of {cells} cells inferred (the mutant never asked about on the "
+                "target's run; --every-cell runs them)")
+
     def markdown(self) -> str:
         """GitHub-flavoured Markdown: a heading with the verdict, the grid (:meth:`grid`), the scenarios'
         numbers, the vacuous scenarios and the problems."""
@@ -118,7 +132,8 @@ class Matrix:
         lines += [f"- vacuous (kills no mutant): {name}" for name in self.vacuous()]
         lines += [f"- FAIL {problem.replace('|', '/')}" for problem in problems]
         killed = len(self.mutants) - len(self.survivors())
-        lines.append(f"\n{len(self.scenarios)} scenarios x {len(self.mutants)} mutants, {killed} killed")
+        lines.append(f"\n{len(self.scenarios)} scenarios x {len(self.mutants)} mutants, {killed} killed"
+                     + (f"; {self.inferred_note()}" if self.inferred else ""))
         return "\n".join(lines) + "\n"
 
     def cases(self) -> list[Case]:
@@ -174,6 +189,7 @@ class Matrix:
             "firstFailureOnTarget": None if first is None else first.to_json(),
             "missingOnTarget": list(self.results[(name, None)].missing),
             "cells": {m: self.results[(name, m)].verdict for m in self.mutants if (name, m) in self.results},
+            "inferred": [m for m in self.mutants if (name, m) in self.inferred],
             "seconds": round(sum(r.seconds for (row, _), r in self.results.items() if row == name), 3),
         }
 
@@ -183,6 +199,7 @@ class Matrix:
         name, file and kills; its results only their verdicts and the first failure on the target."""
         scenarios: list[Scenario] = []
         results: dict[tuple[str, str | None], Result] = {}
+        inferred: set[tuple[str, str]] = set()
         for row in doc["scenarios"]:
             scenario = Scenario(Path(row["file"]), {"name": row["scenario"], "kills": row["kills"]})
             first = row["firstFailureOnTarget"]
@@ -193,8 +210,10 @@ class Matrix:
             for mutant, verdict in row["cells"].items():
                 failed = [] if verdict == "pass" else [Check(mutant, False, "fails on the mutant")]
                 results[(scenario.name, mutant)] = Result(scenario, "", failed, mutant=mutant)
+            inferred.update((scenario.name, mutant) for mutant in row.get("inferred", ()))
             scenarios.append(scenario)
-        return cls(tuple(scenarios), tuple(doc["mutants"]), results, full=bool(doc["full"]))
+        return cls(tuple(scenarios), tuple(doc["mutants"]), results, full=bool(doc["full"]),
+                   inferred=frozenset(inferred))
 
 
 def run_matrix(
@@ -207,6 +226,7 @@ def run_matrix(
     done: Callable[[Result], None] | None = None,
     declared: bool = False,
     universe: Sequence[Scenario] | None = None,
+    every_cell: bool = False,
 ) -> Matrix:
     """Run every scenario on ``target`` itself and on each of ``mutants``, ``jobs`` runs at a time
     (``declared``: each mutant only on the scenarios that declare it, see the module's docstring).
@@ -214,20 +234,26 @@ def run_matrix(
     ``on_target``: the scenarios' results on ``target`` itself when they are at hand (from
     :func:`~replaykit.scenario.runner.run_many`, in the order of ``scenarios``): they are not run again. The
     scenarios n/a on the target run on none of its mutants. ``universe``: every scenario of the run when
-    ``scenarios`` is a shard of it (which cells decide the matrix depends on them all).
-    ``done`` is called with each result as it comes (see :func:`~replaykit.scenario.runner.run_jobs`)."""
-    columns: list[str | None] = [*mutants] if on_target is not None else [None, *mutants]
-    every = scenarios if universe is None else universe
-    work = [(scenario, target, mutant) for scenario in scenarios for mutant in columns
-            if mutant is None or (_applies(scenario, target) and (not declared
-                                                                   or decides(scenario, mutant, every)))]
-    results = run_jobs(work, jobs=jobs, done=done)
-    table = {
-        (scenario.name, mutant): result for (scenario, _, mutant), result in zip(work, results, strict=True)
+    ``scenarios`` is a shard of it (which cells decide the matrix depends on them all). A cell whose mutant
+    the target's run of the scenario never asked about (:attr:`Result.asked`) is inferred, not run, unless
+    the scenario declares it or ``every_cell``. ``done`` is called with each result as it comes (see
+    :func:`~replaykit.scenario.runner.run_jobs`)."""
+    if on_target is None:
+        on_target = run_jobs([(scenario, target, None) for scenario in scenarios], jobs=jobs, done=done)
+    table: dict[tuple[str, str | None], Result] = {
+        (s.name, None): result for s, result in zip(scenarios, on_target, strict=True)
     }
-    if on_target is not None:
-        table.update({(s.name, None): result for s, result in zip(scenarios, on_target, strict=True)})
-    return Matrix(tuple(scenarios), tuple(mutants), table, full=not declared)
+    every = scenarios if universe is None else universe
+    cells = [(scenario, mutant, table[(scenario.name, None)]) for scenario in scenarios for mutant in mutants
+             if _applies(scenario, target) and (not declared or decides(scenario, mutant, every))]
+    work = [(scenario, mutant) for scenario, mutant, seen in cells
+            if every_cell or seen.asked is None or mutant in seen.asked or mutant in scenario.kills]
+    results = run_jobs([(scenario, target, mutant) for scenario, mutant in work], jobs=jobs, done=done)
+    table.update({(s.name, mutant): result for (s, mutant), result in zip(work, results, strict=True)})
+    inferred = frozenset((s.name, mutant) for s, mutant, _ in cells if (s.name, mutant) not in table)
+    for name, mutant in inferred:
+        table[(name, mutant)] = dataclasses.replace(table[(name, None)], mutant=mutant, seconds=0.0)
+    return Matrix(tuple(scenarios), tuple(mutants), table, full=not declared, inferred=inferred)
 
 
 def _applies(scenario: Scenario, target: Target) -> bool:

@@ -39,16 +39,19 @@ from replaykit.scenario.target import Target, TargetExit, read_outcome, run_segm
 from replaykit.scenario.warm import Parents
 from replaykit.server import FakeProvider
 
-__all__ = ["Result", "run_jobs", "run_many", "run_scenario"]
+__all__ = ["ASKED_ENV", "Result", "run_jobs", "run_many", "run_scenario"]
 
 JSON = dict[str, Any]
+ASKED_ENV = "REPLAYKIT_MUTANTS_ASKED"  # where a run without a mutant lists the mutants the target asked about
+MAX_ASKED = 1 << 20  # bytes of that list read at most
 
 
 @dataclass
 class Result:
     """One scenario's verdict: every :class:`Check`, the merged outcome, the target, the mutant (if any), the
-    fake provider's journal (JSON entries, whole bodies), and ``missing``: the capabilities the target lacks
-    for it (then it did not run: n/a)."""
+    fake provider's journal (JSON entries, whole bodies), ``missing``: the capabilities the target lacks
+    for it (then it did not run: n/a), and ``asked``: the mutants the target asked about on a run without
+    one (``$REPLAYKIT_MUTANTS_ASKED``; None when it does not say)."""
 
     scenario: Scenario
     target: str
@@ -60,6 +63,7 @@ class Result:
     extra: JSON = field(default_factory=dict)
     journal: list[JSON] = field(default_factory=list)
     missing: tuple[str, ...] = ()
+    asked: frozenset[str] | None = None
 
     @property
     def applicable(self) -> bool:
@@ -202,6 +206,8 @@ class _Segments:
         }
         if self.mutant is not None:
             extra.update(self.target.mutant_env(self.mutant))
+        else:
+            extra[ASKED_ENV] = str(self.root / "mutants-asked")
         extra.setdefault("REPLAYKIT_TOOL_HOOK", provider.tool_hook)
         env = target_env(provider.env(), extra)
         ran = self._killed_and_restarted(provider, env, deadline)
@@ -236,6 +242,16 @@ class _Segments:
             self.kills += 1
 
 
+def _asked(path: Path) -> frozenset[str] | None:
+    """The mutant names a target listed at ``path`` (one a line; None when it wrote none)."""
+    try:
+        with path.open("rb") as handle:
+            text = handle.read(MAX_ASKED).decode("utf-8", "replace")
+    except FileNotFoundError:
+        return None
+    return frozenset(name.strip() for name in text.splitlines() if name.strip())
+
+
 def run_scenario(
     scenario: Scenario, target: Target, *, mutant: str | None = None, update_snapshots: bool = False,
     parents: Parents | None = None,
@@ -267,8 +283,9 @@ def run_scenario(
             update_snapshots,
         )
         checks = check_all(scenario, seen)
+        asked = _asked(root / "mutants-asked") if mutant is None else None
     return Result(scenario, target.spec, checks, seen.outcome, mutant, time.monotonic() - start, len(journal),
-                  journal=journal)
+                  journal=journal, asked=asked)
 
 
 def run_many(
@@ -297,11 +314,13 @@ def run_jobs(
     update_snapshots: bool = False,
     done: Callable[[Result], None] | None = None,
 ) -> list[Result]:
-    """Run each ``(scenario, target, mutant)``, ``jobs`` at a time (see :func:`run_many`); a Python target's
-    runs are forked from warm parents, one per thread, ended with the batch."""
+    """Run each ``(scenario, target, mutant)``, ``jobs`` at a time (see :func:`run_many`), those that declare
+    the longest waits first (:attr:`Scenario.waits`: a long one started last would end the batch alone); a
+    Python target's runs are forked from warm parents, one per thread, ended with the batch."""
     if jobs < 1:
         raise ValueError(f"jobs={jobs!r} must be at least 1")
     results: list[Result | None] = [None] * len(jobs_)
+    order = sorted(range(len(jobs_)), key=lambda index: -jobs_[index][0].waits)
     with Parents() as parents, ThreadPoolExecutor(max_workers=jobs,
                                                   thread_name_prefix="replaykit-scenario") as pool:
         futures = {
@@ -309,7 +328,7 @@ def run_jobs(
                 run_scenario, scenario, target, mutant=mutant, update_snapshots=update_snapshots,
                 parents=parents,
             ): index
-            for index, (scenario, target, mutant) in enumerate(jobs_)
+            for index, (scenario, target, mutant) in ((index, jobs_[index]) for index in order)
         }
         for future in as_completed(futures):
             result = future.result()

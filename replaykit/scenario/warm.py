@@ -9,6 +9,12 @@ process, so a crash or a hang in one never reaches another. The parent keeps no 
 the thread that forks). A module that reads the environment when it is imported sees the runner's, not the
 run's: ``REPLAYKIT_WARM=0`` starts each run cold instead.
 
+The parent also learns (:class:`Preload`): the modules of installed packages (and of replaykit) that a run
+imported are imported by the parent before its next fork, so the runs after it skip their import too
+(``multiprocessing``'s forkserver preload, learned rather than listed). The target's own modules are never
+preloaded (they may read the run's environment when imported); a preload that starts a thread retires the
+parent, and its successor learns nothing.
+
 :class:`Parents` is the runner's side: a warm parent per runner thread and target (:class:`Warm`), started
 when first needed, ended with the batch; :class:`Forked` looks like the :class:`subprocess.Popen` of a cold
 run.
@@ -17,20 +23,24 @@ run.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import select
 import subprocess
 import sys
+import sysconfig
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["ENV", "Forked", "Parents", "Warm", "enabled", "main"]
+__all__ = ["ENV", "Forked", "Parents", "Preload", "Warm", "enabled", "main"]
 
 ENV = "REPLAYKIT_WARM"
+RETIRED = 75  # the parent's exit code once a preload started a thread: its successor learns nothing
 
 
 def enabled() -> bool:
@@ -59,18 +69,60 @@ def _child(function: Any, spec: str, order: Mapping[str, Any]) -> int:
     return call.main([spec], function=function)
 
 
-def _fork(function: Any, spec: str, order: Mapping[str, Any]) -> int:
+def _fork(function: Any, spec: str, order: Mapping[str, Any], preload: Preload | None) -> int:
+    sys.stdout.flush()  # what the parent's imports printed (to /dev/null) is not the child's to write
     pid = os.fork()
     if pid == 0:
-        code = 70
+        code, before = 70, set(sys.modules)
         try:
             code = _child(function, spec, order)
         finally:
             with contextlib.suppress(Exception):
                 sys.stdout.flush()
                 sys.stderr.flush()
+            if preload is not None:
+                with contextlib.suppress(Exception):
+                    preload.tell(os.getpid(), before)
             os._exit(code)
     return pid
+
+
+class Preload:
+    """What a warm parent learns from its runs: the modules of installed packages a run imported, which the
+    parent then imports itself (each once: a name that fails to import is not tried again)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.tried: set[str] = set()
+        roots = {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+        roots.add(str(Path(__file__).resolve().parents[1]))  # replaykit's own modules
+        self.roots = tuple(os.path.join(os.path.realpath(root), "") for root in roots if root)
+
+    def _installed(self, name: str) -> bool:
+        origin = getattr(getattr(sys.modules.get(name), "__spec__", None), "origin", None)
+        return isinstance(origin, str) and os.path.realpath(origin).startswith(self.roots)
+
+    def tell(self, pid: int, before: set[str]) -> None:
+        """In the child, as its run ends: write the installed modules it imported (``before``: the modules at
+        the fork)."""
+        learned = [name for name in list(sys.modules) if name not in before and self._installed(name)]
+        if learned:
+            (self.folder / str(pid)).write_text("\n".join(learned), encoding="utf-8")
+
+    def learn(self, pid: int) -> bool:
+        """In the parent, once child ``pid`` ended: import what it told; False when that started a thread
+        (a fork keeps only the thread that forks, so the parent must retire)."""
+        told = self.folder / str(pid)
+        if not told.exists():
+            return True
+        names = told.read_text(encoding="utf-8").split("\n")
+        told.unlink()
+        for name in names:
+            if name not in sys.modules and name not in self.tried:
+                self.tried.add(name)
+                with contextlib.suppress(Exception):
+                    importlib.import_module(name)
+        return threading.active_count() == 1
 
 
 def _found(spec: str) -> Any:
@@ -84,20 +136,36 @@ def _found(spec: str) -> Any:
         return None
 
 
+def _answering() -> IO[str]:
+    """The answers' pipe (stdout), kept apart from what imports print: file descriptor 1 becomes /dev/null."""
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+    return answers
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Serve forked runs of the target function named by ``argv[0]`` until stdin closes."""
+    """Serve forked runs of the target function named by ``argv[0]`` (``--no-preload`` before it: learn
+    nothing) until stdin closes; exit :data:`RETIRED` once a preload started a thread."""
     args = list(sys.argv[1:] if argv is None else argv)
+    learning = "--no-preload" not in args
+    args = [arg for arg in args if arg != "--no-preload"]
     spec = args[0] if len(args) == 1 else ""
+    answers = _answering()
     function = _found(spec)
-    answers = sys.stdout
-    for line in sys.stdin:
-        order = json.loads(line)
-        pid = _fork(function, spec, order)
-        answers.write(json.dumps({"pid": pid}) + "\n")
-        answers.flush()
-        _, status = os.waitpid(pid, 0)
-        answers.write(json.dumps({"pid": pid, "code": os.waitstatus_to_exitcode(status)}) + "\n")
-        answers.flush()
+    with tempfile.TemporaryDirectory(prefix="replaykit-warm-") as folder:
+        preload = Preload(Path(folder)) if learning else None
+        for line in sys.stdin:
+            order = json.loads(line)
+            pid = _fork(function, spec, order, preload)
+            answers.write(json.dumps({"pid": pid}) + "\n")
+            answers.flush()
+            _, status = os.waitpid(pid, 0)
+            answers.write(json.dumps({"pid": pid, "code": os.waitstatus_to_exitcode(status)}) + "\n")
+            answers.flush()
+            if preload is not None and not preload.learn(pid):
+                return RETIRED
     return 0
 
 
@@ -123,10 +191,11 @@ class Forked:
 class Warm:
     """A warm parent process for one Python target (``spec``), with the environment it imports under."""
 
-    def __init__(self, spec: str, env: Mapping[str, str]) -> None:
+    def __init__(self, spec: str, env: Mapping[str, str], preload: bool = True) -> None:
         self.spec = spec
+        words = [spec] if preload else ["--no-preload", spec]
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "replaykit.scenario.warm", spec], env=dict(env), stdin=subprocess.PIPE,
+            [sys.executable, "-m", "replaykit.scenario.warm", *words], env=dict(env), stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         )
         assert self.process.stdin is not None and self.process.stdout is not None
@@ -197,9 +266,11 @@ class Parents:
                 return parent.start(cwd, env, stdout, stderr)
             except OSError:  # it ended meanwhile (killed): a new one
                 pass
+        preload = True
         if parent is not None:
             parent.close()
-        parent = Warm(spec, warm_env)
+            preload = parent.process.returncode != RETIRED
+        parent = Warm(spec, warm_env, preload)
         with self._lock:
             self._parents[key] = parent
         return parent.start(cwd, env, stdout, stderr)

@@ -63,7 +63,7 @@ def test_a_clean_matrix_passes_and_names_come_from_the_manifest(
     manifest = tmp_path / "replaykit-target.yaml"  # mutants only: every capability is taken as given
     manifest.write_text("mutants: {no-persist: {defect: never writes}, no-retry: {defect: never retries}}\n")
     args = argparse.Namespace(paths=[str(tmp_path)], target=FUNCTION, manifest=manifest, mutant=None, jobs=2,
-                              json=True, declared=False, select=None, kind=None, shard=None,
+                              json=True, declared=False, every_cell=False, select=None, kind=None, shard=None,
                               durations=None, report=None)
     assert run_mutants(args, known=frozenset) == 0
     matrix = json.loads(capsys.readouterr().out)

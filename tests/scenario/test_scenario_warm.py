@@ -1,6 +1,7 @@
 """Warm parents (replaykit.scenario.warm): each run of a Python target is a process of its own, forked from a
 parent that imported the target once, with the run's own folder, environment and output; a crash, a hang or
-a killed parent in one run never reaches another; REPLAYKIT_WARM=0 runs cold."""
+a killed parent in one run never reaches another; the parent preloads the installed modules a run imported,
+never the target's own; REPLAYKIT_WARM=0 runs cold."""
 
 from __future__ import annotations
 
@@ -8,16 +9,17 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from scenario_support import FUNCTION, scenario_doc, tiny_target_importable, write_scenario
 
 from replaykit.scenario import Target, load, run_many
-from replaykit.scenario.warm import ENV, Parents, Warm, enabled
+from replaykit.scenario.warm import ENV, Parents, Preload, Warm, enabled
 
 PROBE = '''
-import json, os, time
+import json, os, sys, time
 
 IMPORTED_UNDER = os.environ.get("PROBE_AT_IMPORT")
 
@@ -28,6 +30,11 @@ def run(given):
                    "run": os.environ.get("PROBE_RUN"), "imported_under": IMPORTED_UNDER}, out)
     print("said on stdout")
     how = given.get("how")
+    if how == "lazy":  # an installed module (the standard library's) and one of the target's own, both lazily
+        seen = {name: name in sys.modules for name in ("colorsys", "probe_helper")}
+        import colorsys, probe_helper
+        with open("lazy.json", "w") as out:
+            json.dump(seen, out)
     if how == "exit":
         os._exit(3)
     if how == "hang":
@@ -65,6 +72,58 @@ def test_each_run_is_its_own_process_forked_from_one_parent(tmp_path: Path) -> N
     assert first["imported_under"] == "parent"  # imported once, by the parent
     assert (tmp_path / "work-2" / "out.txt").read_text() == "said on stdout\n"
     assert json.loads((tmp_path / "work-2" / "outcome.json").read_text())["status"] == "ok"
+
+
+def test_the_parent_preloads_the_installed_modules_a_run_imported_not_the_targets(tmp_path: Path) -> None:
+    (tmp_path / "probe.py").write_text(PROBE)
+    (tmp_path / "probe_helper.py").write_text("")
+    with Parents() as parents:
+        lazy = []
+        for number in (1, 2):
+            code, _ = _run(parents, tmp_path, number, "lazy")
+            assert code == 0
+            lazy.append(json.loads((tmp_path / f"work-{number}" / "lazy.json").read_text()))
+    assert lazy[0] == {"colorsys": False, "probe_helper": False}
+    assert lazy[1] == {"colorsys": True, "probe_helper": False}  # taught by run 1; the target's own is not
+
+
+def test_a_preload_that_starts_a_thread_retires_the_parent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """A fork copies only the thread that forks: a preloaded module that started a thread would leave the runs
+    with a module whose thread is gone, so the parent says it must retire."""
+    (tmp_path / "threader.py").write_text(
+        "import threading\nSTOP = threading.Event()\n"
+        "threading.Thread(target=STOP.wait, daemon=True).start()\n")
+    (tmp_path / "quiet.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    preload = Preload(tmp_path)
+    (tmp_path / "1").write_text("quiet\nno_such_module_anywhere")
+    (tmp_path / "2").write_text("threader")
+    try:
+        assert preload.learn(1) is True and "quiet" in sys.modules and not (tmp_path / "1").exists()
+        assert preload.learn(2) is False
+    finally:
+        sys.modules["threader"].STOP.set()
+        for name in ("threader", "quiet"):
+            sys.modules.pop(name, None)
+
+
+def test_a_retired_parent_is_followed_by_one_that_preloads_nothing(tmp_path: Path) -> None:
+    """End to end: the parents take the target's folder for an installed package's (its sysconfig says so), so
+    run 1 teaches ``threader``; its import starts a thread, the parent retires after answering; run 2 gets a
+    new parent, which learns nothing and so serves run 3 too."""
+    (tmp_path / "probe.py").write_text(PROBE)
+    (tmp_path / "probe_helper.py").write_text("import threader\n")
+    (tmp_path / "threader.py").write_text(
+        "import threading\nthreading.Thread(target=threading.Event().wait, daemon=True).start()\n")
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sysconfig\nfound = sysconfig.get_path\n"
+        f"sysconfig.get_path = lambda name: {str(tmp_path)!r} if name == 'purelib' else found(name)\n")
+    with Parents() as parents:
+        ran = [_run(parents, tmp_path, number, "lazy") for number in (1, 2, 3)]
+    assert [code for code, _ in ran] == [0, 0, 0]
+    first, second, third = (seen["ppid"] for _, seen in ran)
+    assert first != second == third
 
 
 def test_a_crash_or_a_hang_ends_that_run_only(tmp_path: Path) -> None:

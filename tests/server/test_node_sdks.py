@@ -117,15 +117,16 @@ def test_a_node_suite_loads_cassettes_over_the_admin_api_without_a_restart(
     assert [entry.status for entry in fake.journal] == [200, 200]  # since the reset; admin calls never
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs" / "guide" / "fake-provider.md"  # the admin API from another language
 
 
-def test_the_readme_s_node_admin_client_runs_as_written(serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_docs_node_admin_client_runs_as_written(serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     if shutil.which("node") is None:
         pytest.skip("node is not installed")
     unmarked = r"(?<!-->\n)```js\n(.*?)```"  # the target skeleton (<!-- readme: target -->) runs elsewhere
-    [block] = re.findall(unmarked, README.read_text(encoding="utf-8"), flags=re.DOTALL)
-    monkeypatch.chdir(README.parent)  # the example's paths are relative to the server's working directory
+    [block] = re.findall(unmarked, PAGE.read_text(encoding="utf-8"), flags=re.DOTALL)
+    monkeypatch.chdir(ROOT)  # the example's paths are relative to the server's working directory
     fake = serve()
     done = subprocess.run(["node", "--input-type=module"], input=block, capture_output=True, text=True,
                           timeout=60, check=False, env={**os.environ, "REPLAYKIT_URL": fake.url})
