@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from replaykit.jsondoc import JSON
 from replaykit.provenance import ErrorInfo, classify
 
 __all__ = [
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 
-def journal_entries(journal: object) -> list[dict[str, Any]]:
+def journal_entries(journal: object) -> list[JSON]:
     """The journal's entries as JSON objects, in arrival order."""
     method = getattr(journal, "entries", None)
     entries = method() if callable(method) else journal
@@ -41,7 +42,7 @@ def journal_entries(journal: object) -> list[dict[str, Any]]:
     return [_entry_json(entry) for entry in entries]
 
 
-def _entry_json(entry: object) -> dict[str, Any]:
+def _entry_json(entry: object) -> JSON:
     to_json = getattr(entry, "to_json", None)
     if callable(to_json):
         data = to_json()
@@ -67,7 +68,7 @@ def _line(entry: Mapping[str, Any]) -> str:
     return text + (f" faults: {faults}" if faults else "")
 
 
-def _describe(entries: list[dict[str, Any]]) -> str:
+def _describe(entries: list[JSON]) -> str:
     return "\n".join(f"  {_line(entry)}" for entry in entries) if entries else "  (no requests)"
 
 
@@ -76,7 +77,7 @@ def describe_journal(journal: object) -> str:
     return _describe(journal_entries(journal))
 
 
-def _count(entries: list[dict[str, Any]], route: str | None) -> int:
+def _count(entries: list[JSON], route: str | None) -> int:
     """How many ``entries`` are on ``route`` (named by route or by provider; None: all of them)."""
     return sum(1 for entry in entries
                if route is None or entry.get("route") == route or entry.get("provider") == route)
@@ -112,7 +113,7 @@ def assert_retries(journal: object, route: str, retries: int) -> None:
                              f"found {told}:\n{_describe(entries)}")
 
 
-def outcome_fields(outcome: object) -> dict[str, Any]:
+def outcome_fields(outcome: object) -> JSON:
     """The error fields of an outcome JSON, an :class:`ErrorInfo` or an exception, plus ``outcome``.
 
     ``outcome`` is the outcome's own ``status`` (``ok`` / ``error`` / ``aborted``), named as scenario
@@ -128,7 +129,8 @@ def outcome_fields(outcome: object) -> dict[str, Any]:
     return {**(dict(error) if isinstance(error, Mapping) else {}), "outcome": outcome.get("status")}
 
 
-def assert_provenance(outcome: object, expected: Mapping[str, Any] | None = None, /, **fields: Any) -> None:
+def assert_provenance(outcome: object, expected: Mapping[str, object] | None = None, /,
+                      **fields: object) -> None:
     """The outcome and its error fields are what was expected (``code``, ``phase``, ``provenance``…).
 
     ``expected`` (or keyword arguments) names only the fields to check, as :func:`outcome_fields` names

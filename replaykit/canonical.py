@@ -16,9 +16,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from replaykit.jsondoc import JSON
+
 __all__ = ["RULES", "canonical", "canonical_key", "canonical_transcript"]
 
-JSON = dict[str, Any]
 Rule = Callable[[JSON], None]
 
 
@@ -26,7 +27,7 @@ def _text(text: str, kind: str = "text") -> JSON:
     return {"type": kind, "text": text}
 
 
-def _drop_nulls(node: Any) -> Any:
+def _drop_nulls(node: object) -> object:
     """An optional field sent as null is absent (both APIs read a null optional field as not given)."""
     if isinstance(node, dict):
         return {key: _drop_nulls(value) for key, value in node.items() if value is not None}
@@ -35,7 +36,7 @@ def _drop_nulls(node: Any) -> Any:
     return node
 
 
-def _drop_key(node: Any, name: str) -> None:
+def _drop_key(node: object, name: str) -> None:
     if isinstance(node, dict):
         node.pop(name, None)
         for value in node.values():
@@ -81,7 +82,7 @@ def a_tool_result_blocks(body: JSON) -> None:
 def a_merge_turns(body: JSON) -> None:
     """Consecutive messages of one role are one turn: the API combines them
     (https://docs.anthropic.com/en/api/messages, ``messages``)."""
-    merged: list[Any] = []
+    merged: list[object] = []
     for message in body.get("messages") or []:
         last = merged[-1] if merged else None
         if (isinstance(message, dict) and isinstance(last, dict) and last.get("role") == message.get("role")
@@ -171,7 +172,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
 }
 
 
-def canonical(route: str, body: Any) -> Any:
+def canonical(route: str, body: object) -> Any:
     """The canonical view of ``body``, a request on ``route`` (a :mod:`replaykit.routes` name); a route with
     no rules, or a body that is not an object, only loses its null fields."""
     view = _drop_nulls(body)
@@ -182,7 +183,7 @@ def canonical(route: str, body: Any) -> Any:
     return view
 
 
-def canonical_key(route: str, body: Any) -> str:
+def canonical_key(route: str, body: object) -> str:
     """The canonical view as JSON text without ``stream``: the same request, streamed or not, has one key."""
     view = canonical(route, body)
     if isinstance(view, dict):
@@ -210,7 +211,7 @@ _BLOCK_FIELDS = {
 }
 
 
-def _block(block: Any) -> Any:
+def _block(block: object) -> object:
     if isinstance(block, str):
         return _text(block)
     if not isinstance(block, dict) or block.get("type") not in _BLOCK_FIELDS:
@@ -218,7 +219,7 @@ def _block(block: Any) -> Any:
     return {key: block[key] for key in _BLOCK_FIELDS[block["type"]] if key in block}
 
 
-def _message(message: Any) -> Any:
+def _message(message: object) -> object:
     if not isinstance(message, dict) or message.get("role") not in _MESSAGE_FIELDS:
         return message
     kept = {key: message[key] for key in _MESSAGE_FIELDS[message["role"]] if key in message}
@@ -230,7 +231,7 @@ def _message(message: Any) -> Any:
     return kept
 
 
-def canonical_transcript(transcript: Any) -> Any:
+def canonical_transcript(transcript: object) -> object:
     """A neutral transcript (``contracts/replaykit/transcript.schema.json``) by meaning: ``system``, ``tools``
     and the messages, each with the fields of :data:`_MESSAGE_FIELDS` and its blocks with those of
     :data:`_BLOCK_FIELDS`; a ``content`` as a string is one text block; optional nulls are absent. A harness's

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from replaykit.contracts import STRICT, Profile, resolve_profile
 from replaykit.errors import CitationError
 from replaykit.findings import Finding, errors_only
+from replaykit.jsondoc import JSON
 from replaykit.search import Evidence, dedupe_key, safe_http_url
 
 __all__ = [
@@ -87,7 +87,7 @@ class _Seen:
                 titles.add(title)
 
 
-def _walk(value: object) -> Iterator[Mapping[str, Any]]:
+def _walk(value: object) -> Iterator[Mapping[str, object]]:
     if isinstance(value, Mapping):
         yield value
         for item in value.values():
@@ -97,7 +97,7 @@ def _walk(value: object) -> Iterator[Mapping[str, Any]]:
             yield from _walk(item)
 
 
-def _list(value: object) -> list[Any]:
+def _list(value: object) -> list[object]:
     return value if isinstance(value, list) else []
 
 
@@ -118,7 +118,7 @@ def _learn(seen: _Seen, value: object) -> None:
             _learn_action(seen, node)
 
 
-def _learn_action(seen: _Seen, action: Mapping[str, Any]) -> None:
+def _learn_action(seen: _Seen, action: Mapping[str, object]) -> None:
     if action.get("type") != "search":
         seen.add(action.get("url"))
         return
@@ -128,7 +128,7 @@ def _learn_action(seen: _Seen, action: Mapping[str, Any]) -> None:
             seen.add(source.get("url"))
 
 
-def _learn_neutral(seen: _Seen, block: Mapping[str, Any]) -> None:
+def _learn_neutral(seen: _Seen, block: Mapping[str, object]) -> None:
     seen.searched = True
     for result in _list(block.get("results")):
         if isinstance(result, Mapping):
@@ -146,7 +146,8 @@ def search_urls(value: object) -> set[str]:
 # ---------------------------------------------------------------- one citation
 
 
-def _url_findings(pointer: str, citation: Mapping[str, Any], seen: _Seen, check_known: bool) -> list[Finding]:
+def _url_findings(pointer: str, citation: Mapping[str, object], seen: _Seen,
+                  check_known: bool) -> list[Finding]:
     url = citation.get("url")
     safe = safe_http_url(url)
     if safe is None:
@@ -169,7 +170,7 @@ def _short(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _cited_text(pointer: str, citation: Mapping[str, Any]) -> list[Finding]:
+def _cited_text(pointer: str, citation: Mapping[str, object]) -> list[Finding]:
     text = citation.get("cited_text")
     if not isinstance(text, str):
         return [Finding.at(f"{pointer}/cited_text", "error", "cited-text-missing",
@@ -181,7 +182,7 @@ def _cited_text(pointer: str, citation: Mapping[str, Any]) -> list[Finding]:
     return []
 
 
-def _encrypted_index(pointer: str, citation: Mapping[str, Any]) -> list[Finding]:
+def _encrypted_index(pointer: str, citation: Mapping[str, object]) -> list[Finding]:
     value = citation.get("encrypted_index")
     if isinstance(value, str) and value:
         return []
@@ -189,7 +190,7 @@ def _encrypted_index(pointer: str, citation: Mapping[str, Any]) -> list[Finding]
                     "encrypted_index is required and must be sent back unchanged when the turn is replayed")]
 
 
-def _web_citation(pointer: str, citation: Mapping[str, Any], seen: _Seen) -> list[Finding]:
+def _web_citation(pointer: str, citation: Mapping[str, object], seen: _Seen) -> list[Finding]:
     return (_url_findings(pointer, citation, seen, True) + _cited_text(pointer, citation)
             + _encrypted_index(pointer, citation))
 
@@ -201,7 +202,7 @@ def _wrong_type(pointer: str, kind: object, web_types: frozenset[str]) -> Findin
                    f"{what} of type {_short(kind)} in a web-search answer; web citations are {expected}")
 
 
-def _span(pointer: str, citation: Mapping[str, Any], text: str, optional: bool) -> list[Finding]:
+def _span(pointer: str, citation: Mapping[str, object], text: str, optional: bool) -> list[Finding]:
     start, end = citation.get("start_index"), citation.get("end_index")
     if optional and start is None and end is None:
         return []  # an OpenAI-compatible provider's citation: a URL with no span
@@ -214,7 +215,7 @@ def _span(pointer: str, citation: Mapping[str, Any], text: str, optional: bool) 
                     f"span [{start}, {end}) breaks 0 <= start_index <= end_index <= {len(text)} (len(text))")]
 
 
-def _url_citation(pointer: str, citation: Mapping[str, Any], text: str, seen: _Seen) -> list[Finding]:
+def _url_citation(pointer: str, citation: Mapping[str, object], text: str, seen: _Seen) -> list[Finding]:
     return _span(pointer, citation, text, seen.spans_optional) + _url_findings(pointer, citation, seen,
                                                                                   seen.sources)
 
@@ -234,7 +235,7 @@ def _citation(pointer: str, citation: object, text: str, seen: _Seen) -> list[Fi
     return []  # a document citation into a fetched or given document, or an answer without web search
 
 
-def _text_block(pointer: str, block: Mapping[str, Any], seen: _Seen) -> list[Finding]:
+def _text_block(pointer: str, block: Mapping[str, object], seen: _Seen) -> list[Finding]:
     raw = block.get("text")
     text = raw if isinstance(raw, str) else ""
     findings: list[Finding] = []
@@ -247,7 +248,7 @@ def _text_block(pointer: str, block: Mapping[str, Any], seen: _Seen) -> list[Fin
 # ---------------------------------------------------------------- wire bodies and transcripts
 
 
-def verify_anthropic_message(message: Mapping[str, Any], prior_urls: Iterable[str] = ()) -> list[Finding]:
+def verify_anthropic_message(message: Mapping[str, object], prior_urls: Iterable[str] = ()) -> list[Finding]:
     """Verify the citations of an Anthropic ``Message`` body; pointers are into ``message``.
 
     ``prior_urls`` are the search results of earlier turns (a ``pause_turn`` continuation cites results of
@@ -274,7 +275,7 @@ def _blocks(pointer: str, blocks: object, seen: _Seen) -> list[Finding]:
     return findings
 
 
-def verify_openai_response(response: Mapping[str, Any],
+def verify_openai_response(response: Mapping[str, object],
                            profile: str | Profile | None = STRICT) -> list[Finding]:
     """Verify the ``url_citation`` annotations of an OpenAI ``Response`` body; pointers are into ``response``.
 
@@ -298,7 +299,8 @@ _WEB_TYPES_BY_API = {"anthropic-messages": frozenset({WEB_CITATION}),
                      "openai-responses": frozenset({URL_CITATION})}
 
 
-def verify_transcript(transcript: Mapping[str, Any], profile: str | Profile | None = STRICT) -> list[Finding]:
+def verify_transcript(transcript: Mapping[str, object],
+                      profile: str | Profile | None = STRICT) -> list[Finding]:
     """Verify every assistant citation of a neutral transcript against the search evidence before it.
 
     Search evidence: ``hostedSearch`` result blocks (``results[].url`` and the wire block in ``raw``) and the
@@ -317,7 +319,7 @@ def verify_transcript(transcript: Mapping[str, Any], profile: str | Profile | No
 # ---------------------------------------------------------------- evidence-id answers
 
 
-def _record(item: Evidence | Mapping[str, Any]) -> Mapping[str, Any]:
+def _record(item: Evidence | Mapping[str, object]) -> Mapping[str, object]:
     return item.to_json() if isinstance(item, Evidence) else item
 
 
@@ -362,7 +364,8 @@ def _ids(ids: set[str]) -> str:
     return "known: " + ", ".join(sorted(ids)) if ids else "there is no evidence"
 
 
-def verify_evidence_answer(answer: object, evidence: Sequence[Evidence | Mapping[str, Any]]) -> list[Finding]:
+def verify_evidence_answer(answer: object, evidence: Sequence[Evidence | Mapping[str,
+                           object]]) -> list[Finding]:
     """Verify an ``{answer, citations: [{sourceId, claim}], unsupportedClaims}`` answer against evidence."""
     shape = _answer_shape(answer)
     if shape or not isinstance(answer, Mapping):
@@ -374,7 +377,7 @@ def verify_evidence_answer(answer: object, evidence: Sequence[Evidence | Mapping
     return findings
 
 
-def render_sources(answer: object, evidence: Sequence[Evidence | Mapping[str, Any]]) -> list[dict[str, Any]]:
+def render_sources(answer: object, evidence: Sequence[Evidence | Mapping[str, object]]) -> list[JSON]:
     """The links to show with a verified answer: ``{id, title, url, retrievedAt}`` of each cited record.
 
     Built from the evidence records only, in evidence order; the model's text is never a link source.

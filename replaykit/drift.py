@@ -40,12 +40,13 @@ import types
 import typing
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urldefrag, urljoin
 
 from replaykit.contracts import BASE_URI, Contracts, default
 from replaykit.errors import UsageError
 from replaykit.findings import Finding
+from replaykit.jsondoc import JSON
 
 __all__ = ["MAPPING", "SDKS", "Entry", "Verdict", "compare", "sdk_version", "verdict"]
 
@@ -124,7 +125,7 @@ MAPPING: tuple[Entry, ...] = (
 # ---------------------------------------------------------------- the SDK side
 
 
-def _qualifier(annotation: Any) -> str:
+def _qualifier(annotation: object) -> str:
     """``NotRequired``, ``Required`` or ``ReadOnly`` when one (of typing or typing_extensions) wraps
     ``annotation``, else ``""``."""
     origin = typing.get_origin(annotation)
@@ -132,13 +133,13 @@ def _qualifier(annotation: Any) -> str:
     return next((q for q in ("NotRequired", "Required", "ReadOnly") if name.endswith(q)), "")
 
 
-def _strip(annotation: Any) -> Any:
+def _strip(annotation: object) -> object:
     while typing.get_origin(annotation) is typing.Annotated or _qualifier(annotation):
         annotation = typing.get_args(annotation)[0]
     return annotation
 
 
-def _members(annotation: Any) -> list[Any]:
+def _members(annotation: object) -> list[object]:
     """The non-container members of a union (lists, sequences and Optional unwrapped)."""
     annotation = _strip(annotation)
     origin = typing.get_origin(annotation)
@@ -149,13 +150,13 @@ def _members(annotation: Any) -> list[Any]:
     return [annotation]
 
 
-def _literals(annotation: Any) -> list[Any]:
+def _literals(annotation: object) -> list[object]:
     """Every Literal value an annotation allows (through unions, Optional and lists)."""
     return [value for member in _members(annotation) if typing.get_origin(member) is Literal
             for value in typing.get_args(member) if value is not None]
 
 
-def _fields(model: Any) -> dict[str, tuple[bool, Any]]:
+def _fields(model: object) -> dict[str, tuple[bool, object]]:
     """``{wire name: (required, annotation)}`` of a pydantic model or a TypedDict; ``{}`` for others."""
     if hasattr(model, "model_fields"):
         return {(field.alias or name): (field.is_required(), field.annotation)
@@ -166,14 +167,14 @@ def _fields(model: Any) -> dict[str, tuple[bool, Any]]:
     return {}
 
 
-def _required_key(model: Any, hint: Any) -> bool:
+def _required_key(model: object, hint: object) -> bool:
     qualifier = _qualifier(hint)
     if qualifier in ("NotRequired", "Required"):
         return qualifier == "Required"
     return bool(getattr(model, "__total__", True))
 
 
-def _load(spec: str) -> Any:
+def _load(spec: str) -> object:
     """``module:Name`` or ``module:Name.field`` (that field's annotation)."""
     module, _, name = spec.partition(":")
     target, _, field = name.partition(".")
@@ -181,7 +182,7 @@ def _load(spec: str) -> Any:
     return _fields(loaded)[field][1] if field else loaded
 
 
-def _label(annotation: Any) -> str:
+def _label(annotation: object) -> str:
     return getattr(annotation, "__name__", None) or str(annotation)
 
 
@@ -194,15 +195,15 @@ class _Schemas:
     def __init__(self, contracts: Contracts) -> None:
         self.contracts = contracts
 
-    def get(self, uri: str) -> tuple[dict[str, Any], str]:
+    def get(self, uri: str) -> tuple[JSON, str]:
         return self.contracts.lookup(uri), urldefrag(uri)[0]
 
-    def deref(self, schema: Any, base: str) -> tuple[dict[str, Any], str]:
+    def deref(self, schema: object, base: str) -> tuple[JSON, str]:
         while isinstance(schema, dict) and "$ref" in schema:
             schema, base = self.get(urljoin(base, schema["$ref"]))
         return (schema if isinstance(schema, dict) else {}), base
 
-    def parts(self, schema: Any, base: str) -> Iterator[tuple[dict[str, Any], str]]:
+    def parts(self, schema: object, base: str) -> Iterator[tuple[JSON, str]]:
         """The schema and its allOf members (dereferenced), without the discriminated branches."""
         schema, base = self.deref(schema, base)
         yield schema, base
@@ -210,7 +211,7 @@ class _Schemas:
             if "if" not in member:
                 yield from self.parts(member, base)
 
-    def values(self, schema: Any, base: str) -> set[Any] | None:
+    def values(self, schema: object, base: str) -> set[object] | None:
         """The literal values a schema allows (None when it does not restrict them to a set)."""
         schema, base = self.deref(schema, base)
         if "const" in schema:
@@ -228,13 +229,13 @@ class _Schemas:
             return next((f for f in found if f is not None), None)
         return None
 
-    def is_union(self, schema: Any, base: str, prop: str) -> bool:
+    def is_union(self, schema: object, base: str, prop: str) -> bool:
         """True for a discriminated union on ``prop`` (if/then branches on its values)."""
         schema, base = self.deref(schema, base)
         branches = [member.get("if", {}).get("properties") or {} for member in schema.get("allOf", ())]
         return any(prop in branch for branch in branches)
 
-    def branch(self, schema: Any, base: str, prop: str, value: str) -> tuple[Any, str] | None:
+    def branch(self, schema: object, base: str, prop: str, value: str) -> tuple[object, str] | None:
         """The subschema a discriminated union applies to objects whose ``prop`` is ``value``."""
         schema, base = self.deref(schema, base)
         for member in schema.get("allOf", ()):
@@ -254,14 +255,14 @@ class _Target:
     name: str
     where: str
     required: set[str]
-    props: dict[str, tuple[Any, str]]
+    props: dict[str, tuple[object, str]]
     closed: bool
     ignore: dict[str, str]
 
     @classmethod
-    def of(cls, name: str, where: str, parts: list[tuple[dict[str, Any], str]]) -> _Target:
+    def of(cls, name: str, where: str, parts: list[tuple[JSON, str]]) -> _Target:
         """The target made of an object schema's ``parts`` (:meth:`_Schemas.parts`), walked once."""
-        props: dict[str, tuple[Any, str]] = {}
+        props: dict[str, tuple[object, str]] = {}
         ignore: dict[str, str] = {}
         for part, at in parts:
             for prop, sub in part.get("properties", {}).items():
@@ -286,7 +287,7 @@ class _Comparison:
         self.gaps.append(Finding("error" if blocking else "info", gap, detail, label,
                                  f"{self.entry.package}:{target.name}", fix=fix, note=reason))
 
-    def target(self, name: str, schema: Any, base: str, where: str) -> _Target:
+    def target(self, name: str, schema: object, base: str, where: str) -> _Target:
         return _Target.of(name, where, list(self.schemas.parts(schema, base)))
 
     def run(self) -> list[Finding]:
@@ -310,11 +311,11 @@ class _Comparison:
             self.model(members[0], self.target(_label(members[0]), schema, base, where))
         return self.gaps
 
-    def union(self, members: list[Any], schema: Any, base: str, where: str) -> None:
+    def union(self, members: list[object], schema: object, base: str, where: str) -> None:
         prop = self.entry.discriminator
         union = self.target(self.entry.sdk, schema, base, where)
         allowed = self.schemas.values(*union.props[prop]) if prop in union.props else None
-        seen: set[Any] = set()
+        seen: set[object] = set()
         for member in members:
             for value in _literals(_fields(member).get(prop, (False, None))[1]):
                 seen.add(value)
@@ -334,8 +335,8 @@ class _Comparison:
                  f"{prop} {value!r}: the provider sends it and {package} {sdk_version(package)} has no model "
                  "for it (the SDK cannot parse it); upgrade the SDK")
 
-    def member(self, model: Any, value: Any, union: _Target, located: tuple[Any, str],
-               allowed: set[Any] | None) -> None:
+    def member(self, model: object, value: object, union: _Target, located: tuple[object, str],
+               allowed: set[object] | None) -> None:
         prop = self.entry.discriminator
         if allowed is not None and value not in allowed:
             missing = replace(union, name=_label(model))
@@ -347,7 +348,7 @@ class _Comparison:
             schema, base = self.schemas.deref(*branch)
             self.model(model, self.target(_label(model), schema, base, f"{union.where}[{value}]"))
 
-    def model(self, model: Any, target: _Target) -> None:
+    def model(self, model: object, target: _Target) -> None:
         for field, (sdk_required, annotation) in sorted(_fields(model).items()):
             self.required(target, field, sdk_required)
             if field not in target.props:
@@ -367,7 +368,8 @@ class _Comparison:
             self.add(target, "sdk-required", f"sdk-required:{field}",
                      f"{field}: the SDK requires it, the contract leaves it optional")
 
-    def values(self, target: _Target, field: str, sdk_values: set[Any], allowed: set[Any] | None) -> None:
+    def values(self, target: _Target, field: str, sdk_values: set[object],
+               allowed: set[object] | None) -> None:
         if not sdk_values or allowed is None:
             return
         prefix = f"{field}: " if field else ""

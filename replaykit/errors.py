@@ -30,7 +30,7 @@ The taxonomy a harness's failures are judged by (codes, provenance, retryability
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 __all__ = [
     "LOCAL_PHASES",
@@ -137,7 +137,7 @@ class WebSearchError(ReplaykitError):
         self.retryable = retryable
         self.request_id = request_id
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The ``WebSearchError`` fields as the agents SDK names them."""
         return {"status": self.status, "code": self.code, "retryable": self.retryable,
                 "requestId": self.request_id, "message": str(self)}

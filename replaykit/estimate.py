@@ -65,7 +65,7 @@ from fractions import Fraction
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from replaykit.errors import ReplaykitError, UsageError
 from replaykit.replay import PROVIDERS, Api, Provider, ProviderModel, project
@@ -296,7 +296,7 @@ def _chars(values: Iterable[object]) -> Chars:
     return replace(chars, other=chars.other - max(len(texts) - 1, 0) + images * IMAGE_CHARS)
 
 
-def body_chars(body: Mapping[str, Any]) -> dict[str, Chars]:
+def body_chars(body: Mapping[str, object]) -> dict[str, Chars]:
     """The counted characters of a projected body, per part: ``system``, ``tools`` and ``messages``."""
     return {part: _chars(body.get(key) for key in keys) for part, keys in _PARTS.items()}
 
@@ -314,7 +314,7 @@ def _number(value: object) -> float | None:
     return number if math.isfinite(number) and number >= 0 else None
 
 
-def usage_tokens(message: Mapping[str, Any]) -> int | None:
+def usage_tokens(message: Mapping[str, object]) -> int | None:
     """The tokens an assistant message's usage covers, or None when it cannot anchor an estimate.
 
     Valid: an assistant message, stopReason not ``error`` / ``aborted``, a finite timestamp, all five usage
@@ -333,7 +333,7 @@ def usage_tokens(message: Mapping[str, Any]) -> int | None:
     return math.ceil(covered) if covered > 0 else None
 
 
-def _config(transcript: Mapping[str, Any], timestamp: float) -> tuple[object, object] | None:
+def _config(transcript: Mapping[str, object], timestamp: float) -> tuple[object, object] | None:
     history = transcript.get("systemHistory")
     if not isinstance(history, list):
         return _current(transcript)
@@ -342,11 +342,11 @@ def _config(transcript: Mapping[str, Any], timestamp: float) -> tuple[object, ob
     return _current(earlier[-1]) if earlier else None
 
 
-def _current(holder: Mapping[str, Any]) -> tuple[object, object]:
+def _current(holder: Mapping[str, object]) -> tuple[object, object]:
     return holder.get("system") or None, holder.get("tools") or []
 
 
-def find_anchor(transcript: Mapping[str, Any]) -> Anchor | None:
+def find_anchor(transcript: Mapping[str, object]) -> Anchor | None:
     """The anchor of ``transcript``: the last assistant message with valid usage and unchanged system."""
     messages = transcript.get("messages")
     if not isinstance(messages, list):
@@ -363,7 +363,7 @@ def find_anchor(transcript: Mapping[str, Any]) -> Anchor | None:
 # ---------------------------------------------------------------- the estimate
 
 
-def to_target(target: ProviderModel | Mapping[str, Any]) -> ProviderModel:
+def to_target(target: ProviderModel | Mapping[str, object]) -> ProviderModel:
     """A :class:`~replaykit.replay.ProviderModel` from itself or from ``{"provider", "api", "model"}``."""
     if isinstance(target, ProviderModel):
         return target
@@ -374,7 +374,7 @@ def to_target(target: ProviderModel | Mapping[str, Any]) -> ProviderModel:
     return ProviderModel(cast(Provider, provider), cast(Api, api), cast(str, target.get("model")))
 
 
-def estimate(transcript: Mapping[str, Any], target: ProviderModel | Mapping[str, Any], *,
+def estimate(transcript: Mapping[str, object], target: ProviderModel | Mapping[str, object], *,
              exact: bool = False) -> Estimate:
     """Estimate the input tokens of ``project(transcript, target)``, anchored on valid usage.
 
@@ -397,17 +397,17 @@ def _estimate(anchor: Anchor | None, system: int, tools: int, messages: int) -> 
     return Estimate(used + system + tools + messages, anchor, Breakdown(used, system, tools, messages))
 
 
-def _heuristic(body: Mapping[str, Any]) -> dict[str, int]:
+def _heuristic(body: Mapping[str, object]) -> dict[str, int]:
     return {part: chars.tokens for part, chars in body_chars(body).items()}
 
 
-def estimate_tokens(transcript: Mapping[str, Any], target: ProviderModel | Mapping[str, Any]) -> int:
+def estimate_tokens(transcript: Mapping[str, object], target: ProviderModel | Mapping[str, object]) -> int:
     """The reference estimator callable of the property suite: ``estimate(transcript, target).tokens``."""
     return estimate(transcript, target).tokens
 
 
-def budget(transcript: Mapping[str, Any], target: ProviderModel | Mapping[str, Any], context_window: int,
-           reserve: int) -> Budget:
+def budget(transcript: Mapping[str, object], target: ProviderModel | Mapping[str, object],
+           context_window: int, reserve: int) -> Budget:
     """Compact when the estimate exceeds ``context_window - reserve``; allow what is left for output."""
     _check_window(context_window, reserve)
     found = estimate(transcript, target)
@@ -431,19 +431,19 @@ _O200K_FILE = "o200k_base.tiktoken"
 _LOAD_LOCK = threading.Lock()
 
 
-def _exact_counter(target: ProviderModel) -> Callable[[Mapping[str, Any]], dict[str, int]]:
+def _exact_counter(target: ProviderModel) -> Callable[[Mapping[str, object]], dict[str, int]]:
     if target.api != "openai-responses":
         raise UsageError(f"exact counting uses OpenAI's o200k_base; {target.provider} has no public "
                          "tokenizer: use the heuristic (exact=False)")
     encoding = o200k_base()
 
-    def count(body: Mapping[str, Any]) -> dict[str, int]:
+    def count(body: Mapping[str, object]) -> dict[str, int]:
         return {part: _exact(encoding, [body.get(key) for key in keys]) for part, keys in _PARTS.items()}
 
     return count
 
 
-def o200k_tokens(body: Mapping[str, Any]) -> int:
+def o200k_tokens(body: Mapping[str, object]) -> int:
     """``o200k_base`` over the counted strings of a projected ``body`` (each string on its own, an image
     as ``IMAGE_CHARS / 4``): exact for OpenAI, a stated proxy for Anthropic (whose tokenizer is not
     public). Raises :class:`ExactModeUnavailable`."""

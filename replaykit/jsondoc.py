@@ -10,6 +10,9 @@ Memory: parsing a long body with :func:`json.loads` holds three copies of its te
 text they decode to, and the parse). For a body of more than 16 MiB, :func:`loads` cuts each string of
 more than 1 MiB out of the bytes, parses the rest, and decodes those strings on their own, a piece at a
 time, straight into the parse: the bytes and the parse, and not much more.
+
+The package's JSON types live here too: :data:`JSONValue` (any JSON value) and :data:`JSON` (an object
+read by key); every module imports them from here.
 """
 
 from __future__ import annotations
@@ -18,9 +21,14 @@ import json
 import re
 import secrets
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeAlias
 
-__all__ = ["MAX_DEPTH", "TooDeep", "depth_within", "loads"]
+__all__ = ["JSON", "MAX_DEPTH", "JSONValue", "TooDeep", "depth_within", "loads"]
+
+JSONValue: TypeAlias = "bool | int | float | str | list[JSONValue] | dict[str, JSONValue] | None"
+"""Any JSON value, checked all the way down: what a format built by replaykit holds."""
+JSON: TypeAlias = dict[str, Any]
+"""A JSON object read by key (a parsed document whose shape a contract checks): the package's one alias."""
 
 MAX_DEPTH = 128  # provider documents nest 10-20 levels; this leaves room and keeps walks shallow
 _LEAN = 16 << 20  # bytes of a body parsed the lean way
@@ -36,9 +44,9 @@ class TooDeep(ValueError):
     """A JSON document nested deeper than :data:`MAX_DEPTH`."""
 
 
-def depth_within(doc: Any, limit: int = MAX_DEPTH) -> bool:
+def depth_within(doc: object, limit: int = MAX_DEPTH) -> bool:
     """True when ``doc`` nests at most ``limit`` arrays and objects (checked without recursion)."""
-    stack: list[tuple[Any, int]] = [(doc, 1)]
+    stack: list[tuple[object, int]] = [(doc, 1)]
     while stack:
         node, depth = stack.pop()
         children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from replaykit.errors import UsageError
+from replaykit.jsondoc import JSON
 from replaykit.qualify import baseline, stages
 from replaykit.scenario import report as reports
 from replaykit.scenario.mutants import Matrix
@@ -26,7 +27,6 @@ from replaykit.scenario.runner import Result
 
 __all__ = ["KINDS", "Merged", "ShardReport", "merge", "read"]
 
-JSON = dict[str, Any]
 KINDS = {"run": "run-report", "mutants": "kill-matrix", "qualify": "qualification-report"}
 _FIX = "give the JSON reports that replaykit run, mutants or qualify wrote with --shard K/N"
 
@@ -45,7 +45,7 @@ class ShardReport:
         return block
 
 
-def _kind(doc: Any) -> str:
+def _kind(doc: object) -> str:
     """The command whose report ``doc`` looks like (checked against that command's contract next)."""
     if isinstance(doc, dict) and isinstance(doc.get("shard"), dict) and doc["shard"].get("command") in KINDS:
         return str(doc["shard"]["command"])
@@ -93,7 +93,7 @@ def _refuse_gaps(shards: Sequence[ShardReport]) -> None:
         raise UsageError(f"{what} missing (given: {given}); merge the reports of all {count} shards")
 
 
-def _in_order(shards: Sequence[ShardReport], items: Sequence[Sequence[Any]]) -> list[Any]:
+def _in_order(shards: Sequence[ShardReport], items: Sequence[Sequence[object]]) -> list[Any]:
     """Each shard's ``items`` (in the order of its positions) joined in the scenarios' order."""
     placed = [(position, item) for report, mine in zip(shards, items, strict=True)
               for position, item in zip(report.shard["positions"], mine, strict=True)]
@@ -120,7 +120,7 @@ class Merged:
 def _run(shards: Sequence[ShardReport]) -> Merged:
     rows = _in_order(shards, [report.doc["results"] for report in shards])
     results = [Result.from_json(row) for row in rows]
-    return Merged("run", reports.to_json(results), results)
+    return Merged("run", dict(reports.to_json(results)), results)
 
 
 def _matrix(docs: Sequence[JSON], shards: Sequence[ShardReport]) -> Matrix:

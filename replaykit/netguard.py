@@ -46,6 +46,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from replaykit.errors import NetworkBlockedError, UsageError
+from replaykit.jsondoc import JSON
 
 __all__ = ["DEFAULT_HINT", "NO_PROXY", "REFUSING_PROXY", "NetworkGuard", "is_loopback", "proxy_env",
            "unguard_thread"]
@@ -61,7 +62,7 @@ _LOOPBACK_NAMES = frozenset({"localhost", "localhost."})
 _ABSENT = object()
 _THREAD = threading.local()  # .outside: this thread's calls pass every guard (unguard_thread)
 
-_Target = tuple[Any, Any] | None
+_Target = tuple[object, object] | None
 """``(host, port)`` a call would reach (port None for a bare lookup), or None: nothing to judge."""
 
 
@@ -124,7 +125,7 @@ class NetworkGuard:
     def __init__(self, hint: str = DEFAULT_HINT) -> None:
         self.hint = hint
         self.refused: list[str] = []
-        self._saved: list[tuple[Any, str, Any]] = []
+        self._saved: list[tuple[object, str, object]] = []
 
     def __enter__(self) -> NetworkGuard:
         self.install()
@@ -164,7 +165,7 @@ class NetworkGuard:
         if target is not None and not is_loopback(target[0]) and not getattr(_THREAD, "outside", False):
             raise self.refuse(target[0], target[1], _lookup(target[0], via) if lookup else via)
 
-    def _socket_patches(self) -> list[tuple[Any, str, Any]]:
+    def _socket_patches(self) -> list[tuple[object, str, object]]:
         cls = socket.socket
         lookups = [(module, name) for module in (socket, _socket) for name in _LOOKUPS]
         return [
@@ -177,7 +178,7 @@ class NetworkGuard:
                                          lookup=True)) for module, name in lookups],
         ]
 
-    def _raw_socket(self, original: type[Any]) -> type[Any]:
+    def _raw_socket(self, original: type[object]) -> type[Any]:
         """A subclass of the C socket type with ``connect`` and ``connect_ex`` guarded."""
         methods = {name: self._guard(getattr(original, name), f"_socket.socket.{name}", _connect_target)
                    for name in ("connect", "connect_ex")}
@@ -194,9 +195,9 @@ class NetworkGuard:
         return patches
 
     def _guard(
-        self, original: Callable[..., Any], via: str, target: Callable[..., _Target], lookup: bool = False
-    ) -> Callable[..., Any]:
-        def guarded(*args: Any, **kwargs: Any) -> Any:
+        self, original: Callable[..., object], via: str, target: Callable[..., _Target], lookup: bool = False
+    ) -> Callable[..., object]:
+        def guarded(*args: object, **kwargs: Any) -> Any:
             self._check(target(*args, **kwargs), via, lookup)
             return original(*args, **kwargs)
 
@@ -204,8 +205,8 @@ class NetworkGuard:
 
     def _guard_async(
         self, original: Callable[..., Any], via: str, target: Callable[..., _Target], lookup: bool = False
-    ) -> Callable[..., Coroutine[Any, Any, Any]]:
-        async def guarded(*args: Any, **kwargs: Any) -> Any:
+    ) -> Callable[..., Coroutine[object, object, object]]:
+        async def guarded(*args: object, **kwargs: object) -> object:
             self._check(target(*args, **kwargs), via, lookup)
             return await original(*args, **kwargs)
 
@@ -231,29 +232,29 @@ def _inet(address: object) -> _Target:
     return address[0], address[1] if len(address) > 1 else "?"
 
 
-def _connect_target(sock: Any, address: object, *args: Any) -> _Target:
+def _connect_target(sock: Any, address: object, *args: object) -> _Target:
     return _inet(address) if sock.family in (socket.AF_INET, socket.AF_INET6) else None
 
 
-def _create_connection_target(address: tuple[Any, ...], *args: Any, **kwargs: Any) -> _Target:
+def _create_connection_target(address: tuple[object, ...], *args: object, **kwargs: object) -> _Target:
     return address[0], address[1]
 
 
-def _lookup_target(host: object, port: object = None, *args: Any, **kwargs: Any) -> _Target:
+def _lookup_target(host: object, port: object = None, *args: object, **kwargs: object) -> _Target:
     return None if host is None or _binds(host, args, kwargs) else (host, port)
 
 
-def _loop_lookup(loop: object, host: object, port: object, **kwargs: Any) -> _Target:
+def _loop_lookup(loop: object, host: object, port: object, **kwargs: object) -> _Target:
     return _lookup_target(host, port, **kwargs)
 
 
 def _loop_connection(loop: object, factory: object, host: object = None, port: object = None,
-                     *args: Any, **kwargs: Any) -> _Target:
+                     *args: object, **kwargs: object) -> _Target:
     return None if host is None else (host, port)
 
 
 def _loop_datagram(loop: object, factory: object, local_addr: object = None, remote_addr: object = None,
-                   **kwargs: Any) -> _Target:
+                   **kwargs: object) -> _Target:
     return _inet(remote_addr)
 
 
@@ -264,7 +265,7 @@ _LOOP_TARGETS: dict[str, Callable[..., _Target]] = {
 }
 
 
-def _binds(host: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def _binds(host: object, args: tuple[object, ...], kwargs: JSON) -> bool:
     """A numeric address asked with ``AI_PASSIVE`` (``getaddrinfo``'s 4th optional argument): a bind."""
     flags = args[3] if len(args) > 3 else kwargs.get("flags", 0)
     return _address(_name(host)) is not None and isinstance(flags, int) and bool(flags & socket.AI_PASSIVE)

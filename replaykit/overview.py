@@ -10,11 +10,12 @@ the types of its events. Both only read the cassette: nothing is served, nothing
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
 from replaykit import jsondoc, redact
 from replaykit.cassette import Cassette, Interaction, Response
+from replaykit.jsondoc import JSON
 from replaykit.routes import classify_uri
 from replaykit.sse import event_type
 
@@ -36,7 +37,7 @@ class Summary:
     description: str | None
     interactions: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         """The summary as a JSON object."""
         return {"cassette": self.name, "provider": self.provider, "routes": list(self.routes),
                 "stream": self.stream, "origin": self.origin, "description": self.description,
@@ -54,14 +55,14 @@ class Exchange:
     path: str
     route: str
     body_kind: BodyKind
-    body: Any
+    body: object
     body_bytes: int
     stream: bool
     status: int
     content_type: str | None
     events: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         """The exchange as a JSON object."""
         request = {"method": self.method, "path": self.path, "route": self.route, "body_kind": self.body_kind,
                    "body": self.body, "body_bytes": self.body_bytes}
@@ -101,7 +102,7 @@ def _exchange(index: int, item: Interaction) -> Exchange:
                     response.is_stream, response.status, _content_type(response), events)
 
 
-def _body(raw: bytes | None) -> tuple[BodyKind, Any]:
+def _body(raw: bytes | None) -> tuple[BodyKind, object]:
     if not raw:
         return "none", None
     try:

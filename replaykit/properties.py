@@ -43,7 +43,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache, partial
-from typing import Any, Protocol
+from typing import Protocol
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
@@ -55,6 +55,7 @@ from replaykit import strategies as rs
 from replaykit.contracts import validate
 from replaykit.errors import UsageError
 from replaykit.estimate import Chars, ExactModeUnavailable, body_chars, o200k_base, o200k_tokens, to_target
+from replaykit.jsondoc import JSON
 from replaykit.replay import project
 
 __all__ = [
@@ -76,7 +77,6 @@ __all__ = [
     "selected",
 ]
 
-JSON = dict[str, Any]
 
 
 class Estimator(Protocol):

@@ -47,6 +47,7 @@ from typing import Any, Literal
 
 from replaykit.cassette import header
 from replaykit.errors import LocalPhase, LocalRequestError, WebSearchError
+from replaykit.jsondoc import JSON
 from replaykit.redact import safe_message
 
 __all__ = [
@@ -109,7 +110,7 @@ class ErrorInfo:
         """The outcome status this failure gives a step: ``aborted`` when cancelled, else ``error``."""
         return "aborted" if self.code == "CANCELLED" else "error"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         """The outcome's ``error`` object (camelCase keys; fields that do not apply are left out)."""
         fields = {"code": self.code, "phase": self.phase, "provenance": self.provenance,
                   "retryable": self.retryable, "message": self.message, "status": self.status,
@@ -186,7 +187,7 @@ def is_retryable(failure: BaseException | object) -> bool:
     return classify(failure).retryable
 
 
-def outcome_json(failure: BaseException | object) -> dict[str, Any]:
+def outcome_json(failure: BaseException | object) -> JSON:
     """The ``status`` and ``error`` fields of a target outcome for a step that ended in ``failure``."""
     info = classify(failure)
     return {"status": info.outcome, "error": info.to_json()}
@@ -296,14 +297,14 @@ def _transport(message: str, retryable: bool) -> ErrorInfo:
 # ---------------------------------------------------------------- provider responses
 
 
-def _body_of(response: Any) -> Any:
+def _body_of(response: Any) -> object:
     try:
         return response.json()
     except Exception:  # an unread stream or a non-JSON body simply has no error details
         return None
 
 
-def _from_response(response: Any, source: str = "") -> ErrorInfo:
+def _from_response(response: object, source: str = "") -> ErrorInfo:
     status = getattr(response, "status_code", None)
     status = getattr(response, "status", None) if not isinstance(status, int) else status
     if not isinstance(status, int) or not hasattr(response, "headers"):
@@ -313,7 +314,7 @@ def _from_response(response: Any, source: str = "") -> ErrorInfo:
     return _provider(status, response.headers, _body_of(response), source)
 
 
-def _error_fields(body: Any) -> tuple[str | None, str, str | None]:
+def _error_fields(body: object) -> tuple[str | None, str, str | None]:
     """(provider error type, provider message, request id) from any provider's error body."""
     if not isinstance(body, Mapping):
         return None, "", None
@@ -330,11 +331,11 @@ def _error_fields(body: Any) -> tuple[str | None, str, str | None]:
     return None, "", None
 
 
-def _str_or_none(value: Any) -> str | None:
+def _str_or_none(value: object) -> str | None:
     return str(value) if value is not None else None
 
 
-def _request_id(headers: Any, from_body: str | None) -> str | None:
+def _request_id(headers: object, from_body: str | None) -> str | None:
     for name in ("request-id", "x-request-id", "cf-aig-request-id"):
         value = header(headers, name)
         if value:
@@ -342,7 +343,7 @@ def _request_id(headers: Any, from_body: str | None) -> str | None:
     return from_body
 
 
-def _provider(status: int, headers: Any, body: Any, source: str = "") -> ErrorInfo:
+def _provider(status: int, headers: object, body: object, source: str = "") -> ErrorInfo:
     kind, text, body_request_id = _error_fields(body)
     request_id = _request_id(headers, body_request_id)
     should_retry = header(headers, "x-should-retry")

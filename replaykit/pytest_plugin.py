@@ -95,6 +95,7 @@ import pytest
 from replaykit import cassette as cassette_mod
 from replaykit.cassette import Cassette
 from replaykit.errors import ReplaykitError, UsageError
+from replaykit.jsondoc import JSON
 from replaykit.netguard import NetworkGuard
 from replaykit.resources import find_cassette
 from replaykit.routes import API_ORIGINS
@@ -259,7 +260,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.fixturenames = [*item.fixturenames, "replaykit"]
 
 
-def _setting(config: pytest.Config, name: str) -> tuple[Any, str]:
+def _setting(config: pytest.Config, name: str) -> tuple[object, str]:
     """The value of option ``name`` and where it came from (command line, environment, ini)."""
     value = config.getoption(f"replaykit_{name}")
     flag, env = _sources(name)
@@ -380,7 +381,7 @@ def _replaykit_servers(
 
 
 @pytest.fixture
-def replaykit_config() -> dict[str, Any]:
+def replaykit_config() -> JSON:
     """Defaults for every test's marker arguments (a test's marker overrides them key by key): override it in
     a ``conftest.py``, at any scope, as pytest-recording's ``vcr_config``. Empty by default."""
     return {}
@@ -389,7 +390,7 @@ def replaykit_config() -> dict[str, Any]:
 @pytest.fixture
 def replaykit(
     request: pytest.FixtureRequest, _replaykit_servers: _Servers, replaykit_options: ReplaykitOptions,
-    replaykit_config: dict[str, Any],
+    replaykit_config: JSON,
 ) -> Iterator[ReplayHandle]:
     """This test's view of the fake provider: its cassettes and faults loaded, journal reset, network off."""
     base = replaykit_options.cassette_dir or request.node.path.parent / "cassettes"
@@ -488,10 +489,10 @@ class _Marked:
     """A test's arguments, the marker's over ``replaykit_config``'s; ``cassettes`` is None when neither
     names any (then the default cassette is looked for); ``server`` holds the server settings given."""
 
-    cassettes: list[Any] | None = None
-    faults: list[Any] = dataclasses.field(default_factory=list)
+    cassettes: list[object] | None = None
+    faults: list[object] = dataclasses.field(default_factory=list)
     allow_unused: bool = False
-    server: dict[str, Any] = dataclasses.field(default_factory=dict)
+    server: JSON = dataclasses.field(default_factory=dict)
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -518,7 +519,7 @@ def _marked(node: pytest.Item, config: object) -> _Marked:
     return _Marked(given.get("cassettes"), given.get("faults", []), given.get("allow_unused", False), server)
 
 
-def _checked(given: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _checked(given: Mapping[str, object], where: str) -> JSON:
     unknown = sorted(set(map(str, given)) - set(MARKER_KEYS))
     if unknown:
         known = ", ".join(MARKER_KEYS)
@@ -526,19 +527,19 @@ def _checked(given: Mapping[str, Any], where: str) -> dict[str, Any]:
     return {key: _ARGUMENTS[key](key, value, where) for key, value in given.items()}
 
 
-def _flag_argument(key: str, value: Any, where: str) -> bool:
+def _flag_argument(key: str, value: object, where: str) -> bool:
     if not isinstance(value, bool):
         raise UsageError(f"{where}: {key}={value!r} must be True or False")
     return value
 
 
-def _text_argument(key: str, value: Any, where: str) -> str | None:
+def _text_argument(key: str, value: object, where: str) -> str | None:
     if not isinstance(value, str | None):
         raise UsageError(f"{where}: {key}={value!r} must be text, e.g. {_EXAMPLES[key]}")
     return value
 
 
-def _matchers_argument(key: str, value: Any, where: str) -> tuple[Any, ...]:
+def _matchers_argument(key: str, value: object, where: str) -> tuple[object, ...]:
     """Matcher names or callables; text is split at commas, as ``--match-on`` is."""
     items = [part.strip() for part in value.split(",")] if isinstance(value, str) else _as_list(value)
     if not all(isinstance(item, str) or callable(item) for item in items):
@@ -547,18 +548,18 @@ def _matchers_argument(key: str, value: Any, where: str) -> tuple[Any, ...]:
     return tuple(item for item in items if item != "")
 
 
-def _pointers_argument(key: str, value: Any, where: str) -> tuple[str, ...]:
+def _pointers_argument(key: str, value: object, where: str) -> tuple[str, ...]:
     if not all(isinstance(item, str) for item in _as_list(value)):
         raise UsageError(f"{where}: {key}={value!r} must list JSON pointers, e.g. {_EXAMPLES[key]}")
     return tuple(_as_list(value))
 
 
-def _list_argument(key: str, value: Any, where: str) -> list[Any]:
+def _list_argument(key: str, value: object, where: str) -> list[object]:
     return _as_list(value)
 
 
 # The marker's arguments, each with how it is checked and normalised; SERVER_KEYS are the server's settings.
-_ARGUMENTS: dict[str, Callable[[str, Any, str], Any]] = {
+_ARGUMENTS: dict[str, Callable[[str, object, str], Any]] = {
     "cassettes": _list_argument, "faults": _list_argument, "allow_unused": _flag_argument,
     "strict": _flag_argument, "match_on": _matchers_argument, "volatile": _pointers_argument,
     "repeat": _flag_argument, "timing": _text_argument, "enforce_contracts": _flag_argument,
@@ -621,9 +622,9 @@ class _Servers:
 
     def __init__(self, session: FakeProvider, strict: bool = False) -> None:
         self.session, self.strict = session, strict
-        self._others: dict[tuple[Any, ...], FakeProvider] = {}
+        self._others: dict[tuple[object, ...], FakeProvider] = {}
 
-    def get(self, wanted: dict[str, Any], where: str) -> FakeProvider:
+    def get(self, wanted: JSON, where: str) -> FakeProvider:
         """The server with the session's settings changed by ``wanted`` (the test's server settings)."""
         try:
             settings = self._settings(wanted)
@@ -638,7 +639,7 @@ class _Servers:
             raise UsageError(f"{where}: {exc}") from exc
         return self._others[key]
 
-    def _settings(self, wanted: dict[str, Any]) -> dict[str, Any]:
+    def _settings(self, wanted: JSON) -> JSON:
         from replaykit.server import DEFAULT_VOLATILE, Timing
 
         current = self.session.settings
@@ -726,7 +727,7 @@ class ReplayHandle:
         at the recording proxy, without keys (the subprocess's own go to the provider)."""
         return self.server.env() if self.recording is None else self.recording.env()
 
-    def inject(self, fault: Fault | str | dict[str, Any]) -> Fault:
+    def inject(self, fault: Fault | str | JSON) -> Fault:
         """Add a fault (a :class:`~replaykit.server.Fault`, a ``--fault`` spec string or a mapping)."""
         return self._inject(fault, "replaykit.inject")
 
@@ -735,7 +736,7 @@ class ReplayHandle:
         self._load([_resolve(c, self.base, "replaykit.load") for c in cassettes])
         self.missing_default = None
 
-    def unused(self) -> list[dict[str, Any]]:
+    def unused(self) -> list[JSON]:
         """Interactions not served whole so far: ``{cassette, index, line, route}`` each."""
         return self.server.unused()
 
@@ -777,7 +778,7 @@ class ReplayHandle:
         self.server.load(cassettes)
         self._cassettes = cassettes
 
-    def _replay(self, named: list[Any] | None, default: Path | None, where: str) -> None:
+    def _replay(self, named: list[object] | None, default: Path | None, where: str) -> None:
         """Load the cassettes named (looked up under ``base``), else the default one when it exists."""
         cassettes = [_resolve(c, self.base, where) for c in named or []]
         self._load(cassettes or ([default] if default and default.is_file() else []))

@@ -42,9 +42,10 @@ import json
 from collections.abc import Callable, Mapping
 from copy import deepcopy
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 from replaykit.errors import LocalRequestError, UsageError
+from replaykit.jsondoc import JSON
 from replaykit.routes import APIS, Api
 from replaykit.routes import MODEL_APIS as PROVIDERS
 
@@ -52,7 +53,6 @@ __all__ = ["APIS", "PROVIDERS", "Api", "Note", "Projection", "Provider", "Provid
            "projection", "search_text_projection"]
 
 Provider = Literal["anthropic", "openai", "azure"]  # providers of model turns (replaykit.routes.MODEL_APIS)
-JSON = dict[str, Any]
 ANTHROPIC_SEARCH_TOOL = "web_search_20250305"
 _C = TypeVar("_C")
 _T = TypeVar("_T")
@@ -132,7 +132,7 @@ class Projection:
 # ---------------------------------------------------------------- the cross-provider text
 
 
-def search_text_projection(block: Mapping[str, Any]) -> str:
+def search_text_projection(block: Mapping[str, object]) -> str:
     """The text a ``hostedSearch`` block becomes for another provider: query, result titles and URLs."""
     phase = block.get("phase")
     if phase == "call":
@@ -148,7 +148,7 @@ def search_text_projection(block: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _results(block: Mapping[str, Any]) -> list[JSON]:
+def _results(block: Mapping[str, object]) -> list[JSON]:
     results = block.get("results")
     if isinstance(results, list):
         return [item for item in results if isinstance(item, dict)]

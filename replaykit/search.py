@@ -81,7 +81,7 @@ def check_request(body: object) -> list[Finding]:
     return findings
 
 
-def _check_query(body: Mapping[str, Any]) -> list[Finding]:
+def _check_query(body: Mapping[str, object]) -> list[Finding]:
     query = body.get("query")
     low, high = QUERY_CHARS
     if not isinstance(query, str):
@@ -94,14 +94,14 @@ def _check_query(body: Mapping[str, Any]) -> list[Finding]:
     return []
 
 
-def _check_provider(body: Mapping[str, Any]) -> list[Finding]:
+def _check_provider(body: Mapping[str, object]) -> list[Finding]:
     if "provider" not in body or body["provider"] in PROVIDERS:
         return []
     return [Finding.at("/provider", "error", "provider-unknown",
                     f"provider {body['provider']!r} must be one of {', '.join(PROVIDERS)}")]
 
 
-def _check_limit(body: Mapping[str, Any]) -> list[Finding]:
+def _check_limit(body: Mapping[str, object]) -> list[Finding]:
     limit = body.get("limit")
     low, high = LIMIT_RANGE
     whole = _whole(limit)
@@ -118,7 +118,7 @@ def _whole(value: object) -> int | None:
     return int(value)
 
 
-def _check_byok(body: Mapping[str, Any]) -> list[Finding]:
+def _check_byok(body: Mapping[str, object]) -> list[Finding]:
     alias = body.get("byokAlias")
     if "byokAlias" not in body or (isinstance(alias, str) and BYOK_ALIAS.fullmatch(alias)):
         return []
@@ -142,7 +142,7 @@ def _short(value: object) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
-def _check_rest_gateway(body: Mapping[str, Any]) -> list[Finding]:
+def _check_rest_gateway(body: Mapping[str, object]) -> list[Finding]:
     options = body.get("options")
     gateway = options.get("gateway") if isinstance(options, Mapping) else None
     if not isinstance(gateway, Mapping) or "id" not in gateway:
@@ -256,7 +256,7 @@ def normalize(response: object, *, provider: str, retrieved_at: str) -> list[Evi
     invented.
     Raises :class:`~replaykit.errors.WebSearchError` (``web_search_invalid_response``) when there is no list.
     """
-    first: dict[str, tuple[str, Mapping[str, Any]]] = {}  # dedupe key -> its first (url, item), in order
+    first: dict[str, tuple[str, Mapping[str, object]]] = {}  # dedupe key -> its first (url, item), in order
     for item in result_items(response):
         url = safe_http_url(item.get("url")) if isinstance(item, Mapping) else None
         if url is not None:
@@ -318,7 +318,7 @@ def _code_for(status: int) -> str:
     return "web_search_unavailable" if status >= 500 else _BY_STATUS.get(status, "web_search_failed")
 
 
-def _api_error(body: object) -> tuple[Mapping[str, Any], str]:
+def _api_error(body: object) -> tuple[Mapping[str, object], str]:
     """The gateway error object and the best message in a Cloudflare error body (either envelope)."""
     error = body.get("error") if isinstance(body, Mapping) else None
     if isinstance(error, Mapping):
@@ -329,7 +329,7 @@ def _api_error(body: object) -> tuple[Mapping[str, Any], str]:
 
 
 def error_from_response(status: int, body: object = None,
-                        headers: Mapping[str, Any] | None = None) -> WebSearchError:
+                        headers: Mapping[str, object] | None = None) -> WebSearchError:
     """The ``WebSearchError`` for a failed search response.
 
     ``code`` is the API's own when it sends one (``error.code``), else derived from the status: 402 payment

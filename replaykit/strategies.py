@@ -44,12 +44,13 @@ import string
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from types import MappingProxyType
-from typing import Any, cast
+from typing import cast
 
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from replaykit.estimate import USAGE_FIELDS
+from replaykit.jsondoc import JSON
 from replaykit.replay import PROVIDERS
 from replaykit.transcript import STOP_REASONS
 
@@ -82,7 +83,6 @@ __all__ = [
     "web_urls",
 ]
 
-JSON = dict[str, Any]
 
 USAGE_KINDS = ("valid", "zero", "nan", "infinite")
 SYSTEM_CHANGES = ("rebuild", "instruction", "tools")
@@ -429,7 +429,7 @@ def _provider_block(provider: str) -> st.SearchStrategy[JSON]:
 
 
 @cache
-def _json_values() -> st.SearchStrategy[Any]:
+def _json_values() -> st.SearchStrategy[object]:
     scalars = st.none() | st.booleans() | st.integers(-10**6, 10**6) | _mixed_text(0, 20)
     return st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
                         | st.dictionaries(_words(10), inner, max_size=3), max_leaves=6)

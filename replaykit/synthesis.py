@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from replaykit import sse
+from replaykit.jsondoc import JSON
 
 __all__ = ["A_DELAY", "O_DELAY", "a_offsets", "a_stream_events", "anthropic_message", "anthropic_usage",
            "block_events", "chunks", "compact", "item_events", "message_end", "message_start", "o_offsets",
            "o_stream_events", "openai_response", "sse_body"]
 
-Json = dict[str, Any]
+Json = JSON
 
 
-def compact(value: Any) -> str:
+def compact(value: object) -> str:
     """JSON as the providers send it: compact, UTF-8."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 

@@ -17,7 +17,9 @@ Cheap to import (no aiohttp, no jsonschema until a violation is reported), as th
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from replaykit.jsondoc import JSON
 
 if TYPE_CHECKING:
     from replaykit.server import Entry
@@ -41,7 +43,7 @@ WIDTH = 40  # characters of each value a difference shows, as brief() shows it
 
 def format_report(
     journal: list[Entry],
-    unused: list[dict[str, Any]],
+    unused: list[JSON],
     refused: list[str],
     display: Callable[[str], str] = str,
     expected: Callable[[str], frozenset[str]] = lambda label: frozenset(),
@@ -91,7 +93,7 @@ def _unmatched_item(entry: Entry, display: Callable[[str], str]) -> list[str]:
     return lines
 
 
-def _change(change: dict[str, Any], width: int | None = None) -> str:
+def _change(change: JSON, width: int | None = None) -> str:
     from replaykit.server.diff import change_text  # the server is running when a request was served
 
     return change_text(change, width)
@@ -105,7 +107,7 @@ def differences(journal: list[Entry], display: Callable[[str], str] = str) -> li
             for entry in journal if entry.verdict == "served" and entry.diff and entry.matched]
 
 
-def _unused_line(row: dict[str, Any], display: Callable[[str], str]) -> str:
+def _unused_line(row: JSON, display: Callable[[str], str]) -> str:
     where = f"{display(row['cassette'])}:interactions[{row['index']}]"
     return f"{where} (line {row['line']}, route {row['route']})"
 
@@ -127,7 +129,7 @@ def _violations(
     return items
 
 
-def _names(part: str, row: dict[str, Any], index: int) -> set[str]:
+def _names(part: str, row: JSON, index: int) -> set[str]:
     """The ways an ``x-expected-violations`` entry may name this journal violation row."""
     from replaykit.contracts import Violation, expected_keys  # jsonschema is imported only on a violation
 
@@ -136,6 +138,6 @@ def _names(part: str, row: dict[str, Any], index: int) -> set[str]:
     return expected_keys(index, violation)
 
 
-def _violation(part: str, row: dict[str, Any]) -> str:
+def _violation(part: str, row: JSON) -> str:
     event = f" events[{row['event']}]" if row.get("event") is not None else ""
     return f"{part}{event} {row.get('pointer') or '/'}: {row.get('message')}"

@@ -42,6 +42,7 @@ from replaykit import cassette as cassettes
 from replaykit.cassette import Cassette, Interaction, Request, Response
 from replaykit.contracts import check_interaction
 from replaykit.errors import CassetteError, located
+from replaykit.jsondoc import JSON
 from replaykit.record.capture import secrets_line, violation_line
 from replaykit.record.tape import WARNINGS, recorded_with
 from replaykit.redact import redact, scan
@@ -53,7 +54,7 @@ MATCH_ON = ("method", "scheme", "host", "port", "path", "query", "body")
 _NOWHERE = "http://replaykit.invalid/"  # the URI of a response redacted alone (never sent anywhere)
 
 
-def vcr_config(**overrides: Any) -> dict[str, Any]:
+def vcr_config(**overrides: object) -> JSON:
     """The ``use_cassette`` keyword arguments of replaykit's redaction, matching and serializer (see the
     module docstring); ``overrides`` are added (``record_mode="once"``...)."""
     return {
@@ -85,7 +86,7 @@ def redact_request(request: Any) -> Any:
     return out
 
 
-def redact_response(response: dict[str, Any]) -> dict[str, Any]:
+def redact_response(response: JSON) -> JSON:
     """vcrpy's ``before_record_response``: a copy of ``response`` (vcrpy's dict) with every secret
     scrubbed."""
     status = response.get("status") or {}
@@ -128,7 +129,7 @@ class Persister:
     writer; vcrpy's serializer is used only to turn its requests and responses into YAML and back."""
 
     @classmethod
-    def load_cassette(cls, cassette_path: Any, serializer: Any) -> Any:
+    def load_cassette(cls, cassette_path: Any, serializer: object) -> object:
         """The requests and responses of the cassette at ``cassette_path``, read by replaykit."""
         from vcr.persisters.filesystem import CassetteNotFoundError  # type: ignore[import-untyped]
         from vcr.serialize import deserialize  # type: ignore[import-untyped]
@@ -140,7 +141,7 @@ class Persister:
         return deserialize(cassettes.dumps(cassettes.load(path)), yamlserializer)
 
     @staticmethod
-    def save_cassette(cassette_path: Any, cassette_dict: dict[str, Any], serializer: Any) -> None:
+    def save_cassette(cassette_path: Any, cassette_dict: JSON, serializer: object) -> None:
         """Write the cassette with replaykit, atomically (see the module docstring)."""
         from vcr.serialize import serialize
         from vcr.serializers import yamlserializer

@@ -32,13 +32,13 @@ from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from replaykit import cassette as cassettes
 from replaykit import contracts, jsondoc, redact
 from replaykit.cassette import Cassette, Interaction
 from replaykit.errors import CassetteError, ContractError
 from replaykit.findings import Finding
+from replaykit.jsondoc import JSON
 
 __all__ = [
     "CHECKS",
@@ -70,7 +70,7 @@ class FileResult:
         """True when no finding is an error."""
         return not any(f.severity == "error" for f in self.findings)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         """The result as a JSON object."""
         return {"path": self.path, "interactions": self.interactions, "fingerprint": self.fingerprint,
                 "origin": self.origin, "provider": self.provider, "ok": self.ok,
@@ -93,7 +93,7 @@ class Report:
         """True when every file is ok."""
         return all(result.ok for result in self.files)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> JSON:
         """Counts: files, interactions, findings (errors, warnings, expected, by code) and the verdict."""
         found = self.findings
         errors = sum(f.severity == "error" for f in found)
@@ -103,7 +103,7 @@ class Report:
                 "expected": expected, "by_code": dict(sorted(Counter(f.code for f in found).items())),
                 "ok": self.ok}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         """``{"files": [...], "summary": {...}}``: the document ``replaykit verify --json`` prints."""
         return {"files": [r.to_json() for r in self.files], "summary": self.summary()}
 

@@ -4,6 +4,7 @@ it they differ; an expectation reads the view unless ``raw: true``, which still 
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from replaykit import canonical as rules
 from replaykit.canonical import RULES, canonical, canonical_key, canonical_transcript
 from replaykit.scenario import Evidence, Scenario, check_all
+from replaykit.server import Entry
 
 JSON = dict[str, Any]
 A = "anthropic.messages"
@@ -112,7 +114,8 @@ def _scenario(tmp_path: Path, **reach: Any) -> Scenario:
 
 
 def _seen(body: JSON) -> Evidence:
-    entry = {"seq": 1, "route": A, "status": 200, "verdict": "served", "body": body, "request_violations": []}
+    entry = Entry(1, "2026-01-01T00:00:00Z", "anthropic", A, "POST", "/v1/messages", {}, {},
+                  raw=json.dumps(body).encode(), status=200, verdict="served")
     return Evidence({"status": "ok", "persistWrites": 0}, "", [entry], [], None)
 
 

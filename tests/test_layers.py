@@ -57,7 +57,7 @@ def _reach(start: str) -> set[str]:
 
 
 def test_the_graph_sees_the_package() -> None:
-    assert {"replaykit.errors", "replaykit.server.app", "replaykit.cli"} <= set(graph())
+    assert {"replaykit.errors", "replaykit.server.exchange", "replaykit.cli"} <= set(graph())
     assert "replaykit.contracts" in graph()["replaykit.verify"]
 
 
@@ -94,7 +94,7 @@ def test_what_ships_cites_only_what_ships_or_a_public_url() -> None:
     assert cited == []
 
 
-ABOVE_SCENARIO = ("cli", "merge", "pytest_plugin", "qualify", "record", "repro")
+ABOVE_SCENARIO = ("cli", "explore", "merge", "pytest_plugin", "qualify", "record", "repro")
 BELOW_SCENARIO = ("server", "replay", "estimate", "citations", "search", "provenance", "transcript",
                   "contracts", "routes", "cassette", "sse", "redact", "errors", "pointer", "findings")
 
@@ -123,6 +123,26 @@ def test_the_reference_sits_above_the_library_and_below_the_cli_and_the_runner()
     assert not {name for name in below if name.startswith("replaykit.reference")}
 
 
+HTTP_WING = ("seam", "prepared", "connections", "streaming", "lane", "transport", "background")
+PROVIDER_WING = ("provider", "catalogue", "admin", "exchange", "matching", "plan", "faults", "journal",
+                 "verdicts", "envelopes", "diff")
+
+
+def test_every_server_module_is_in_one_wing() -> None:
+    modules = {name.removeprefix("replaykit.server.") for name in _within("replaykit.server")}
+    modules.discard("replaykit.server")
+    assert sorted(modules) == sorted(HTTP_WING + PROVIDER_WING)
+
+
+def test_the_http_wing_imports_nothing_of_the_provider_wing() -> None:
+    """The HTTP wing asks the provider wing through the seam (``seam.Provider``), never by import: nothing
+    it reaches is a module of the provider wing."""
+    upper = {f"replaykit.server.{name}" for name in PROVIDER_WING} | {"replaykit.server"}
+    for low in HTTP_WING:
+        reached = _reach(f"replaykit.server.{low}") & upper
+        assert reached == set(), f"server.{low} imports {sorted(reached)}"
+
+
 # Basenames more than one package may use, each for one concept (the reason in one line).
 SHARED_BASENAMES = {
     "__init__.py": "a package",
@@ -134,7 +154,6 @@ SHARED_BASENAMES = {
     "properties.py": "cli/properties.py is the `properties` command of the library's property suite",
     "verify.py": "cli/verify.py is the `verify` command of the library's verify.py",
     "model.py": "the data types of its package (cassette, scenario, transcript): one role",
-    "runner.py": "server/runner.py becomes server/provider.py (issue 29's server step); then this line goes",
 }
 
 

@@ -16,6 +16,7 @@ import brotli  # type: ignore[import-untyped]
 
 from replaykit import sse
 from replaykit.cassette.model import ORIGINS, Cassette, Headers, Interaction, Meta, Request, Response, Where
+from replaykit.jsondoc import JSON
 
 # ---------------------------------------------------------------- reading: shapes
 
@@ -32,23 +33,23 @@ def dotted(at: Where) -> str:
     return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in at).lstrip(".")
 
 
-def _need(mapping: dict[str, Any], key: str, at: Where, fix: str) -> Any:
+def _need(mapping: JSON, key: str, at: Where, fix: str) -> object:
     if key not in mapping:
         raise Invalid(at, f"{dotted(at)} has no `{key}:`", fix)
     return mapping[key]
 
 
-def _mapping(value: Any, at: Where, fix: str) -> dict[str, Any]:
+def _mapping(value: object, at: Where, fix: str) -> JSON:
     if not isinstance(value, dict):
         raise Invalid(at, f"{dotted(at)} must be a mapping, not {_kind(value)}", fix)
     return value
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _text_or_bytes(value: Any, at: Where) -> bytes | None:
+def _text_or_bytes(value: object, at: Where) -> bytes | None:
     if value is None or isinstance(value, bytes):
         return value
     if isinstance(value, str):
@@ -57,7 +58,7 @@ def _text_or_bytes(value: Any, at: Where) -> bytes | None:
                    "quote the body as a string, or store raw bytes as !!binary")
 
 
-def _headers(raw: Any, at: Where) -> Headers:
+def _headers(raw: object, at: Where) -> Headers:
     if raw is None:
         return {}
     out: Headers = {}
@@ -72,18 +73,18 @@ def _headers(raw: Any, at: Where) -> Headers:
 _HEADERS_FIX = "write headers as `name: [value, ...]`"
 
 
-def _header_text(value: Any, at: Where) -> str:
+def _header_text(value: object, at: Where) -> str:
     if isinstance(value, dict | list | tuple) or value is None:
         raise Invalid(at, f"{dotted(at)} must hold text values", _HEADERS_FIX)
     return str(value)
 
 
-def _replayed_json(parsed: Any) -> bytes:
+def _replayed_json(parsed: object) -> bytes:
     """pydantic-ai's ``parsed_body`` as the bytes its serializer replays (``json.dumps`` defaults)."""
     return json.dumps(parsed).encode("utf-8")
 
 
-def _request(raw: dict[str, Any], at: Where) -> Request:
+def _request(raw: JSON, at: Where) -> Request:
     fix = "a request needs `method:` and `uri:`"
     method, uri = _need(raw, "method", at, fix), _need(raw, "uri", at, fix)
     if "parsed_body" in raw:
@@ -93,7 +94,7 @@ def _request(raw: dict[str, Any], at: Where) -> Request:
     return Request(str(method), str(uri), _headers(raw.get("headers"), (*at, "headers")), body)
 
 
-def _status(raw: dict[str, Any], at: Where) -> tuple[int, str]:
+def _status(raw: JSON, at: Where) -> tuple[int, str]:
     fix = "write `status: {code: 200, message: OK}`"
     status = raw["status_code"] if "status_code" in raw else _need(raw, "status", at, fix)
     code, reason = (status.get("code"), status.get("message")) if isinstance(status, dict) else (status, "")
@@ -102,7 +103,7 @@ def _status(raw: dict[str, Any], at: Where) -> tuple[int, str]:
     return int(code), "" if reason is None else str(reason)
 
 
-def _raw_response_body(raw: dict[str, Any], at: Where) -> bytes | None:
+def _raw_response_body(raw: JSON, at: Where) -> bytes | None:
     if "content" in raw and "body" not in raw:  # vcrpy's pre-4 httpx layout
         return _text_or_bytes(raw["content"], (*at, "content"))
     body = raw.get("body")
@@ -111,7 +112,7 @@ def _raw_response_body(raw: dict[str, Any], at: Where) -> bytes | None:
     return _text_or_bytes(body, (*at, "body"))
 
 
-def _response(raw: dict[str, Any], at: Where) -> Response:
+def _response(raw: JSON, at: Where) -> Response:
     code, reason = _status(raw, at)
     headers = _headers(raw.get("headers"), (*at, "headers"))
     if "parsed_body" in raw:
@@ -214,7 +215,7 @@ def _decode(codec: Callable[[bytes], Iterator[bytes]], name: str, body: bytes, a
         raise Invalid((*at, "body"), message, fix) from exc
 
 
-def _offsets(raw: Any, response: Response, at: Where) -> list[float] | None:
+def _offsets(raw: object, response: Response, at: Where) -> list[float] | None:
     if raw is None:
         return None
     fix = "write one non-decreasing number of milliseconds per SSE event, or remove event_offsets_ms"
@@ -228,7 +229,7 @@ def _offsets(raw: Any, response: Response, at: Where) -> list[float] | None:
     return offsets
 
 
-def _is_offset(value: Any) -> bool:
+def _is_offset(value: object) -> bool:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     try:
@@ -237,7 +238,7 @@ def _is_offset(value: Any) -> bool:
         return False
 
 
-def _interaction(raw: Any, index: int, line: int | None) -> Interaction:
+def _interaction(raw: object, index: int, line: int | None) -> Interaction:
     at: Where = ("interactions", index)
     item = _mapping(raw, at, "each interaction is a mapping with `request:` and `response:`")
     request = _request(_part(item, "request", at), (*at, "request"))
@@ -249,12 +250,12 @@ def _interaction(raw: Any, index: int, line: int | None) -> Interaction:
     return Interaction(request, response, line)
 
 
-def _part(item: dict[str, Any], key: str, at: Where) -> dict[str, Any]:
+def _part(item: JSON, key: str, at: Where) -> JSON:
     fix = "each interaction needs `request:` and `response:` mappings"
     return _mapping(_need(item, key, at, fix), (*at, key), fix)
 
 
-def _meta(raw: Any) -> Meta:
+def _meta(raw: object) -> Meta:
     at: Where = ("replaykit",)
     ours = dict(_mapping(raw if raw is not None else {}, at, "write `replaykit: {origin: recorded}`"))
     origin = ours.pop("origin", None)
@@ -269,7 +270,7 @@ def _meta(raw: Any) -> Meta:
     return Meta(origin, texts[0], texts[1], texts[2], texts[3], ours)
 
 
-def build_cassette(doc: Any, lines: Callable[[int], list[int | None]], shared: bool,
+def build_cassette(doc: object, lines: Callable[[int], list[int | None]], shared: bool,
                    keep: bool = False) -> Cassette:
     """The cassette in a loaded document.
 
@@ -306,7 +307,7 @@ def build_cassette(doc: Any, lines: Callable[[int], list[int | None]], shared: b
 MAX_EXPANSION = 1_000_000  # nodes YAML aliases may expand to (and then 10x the nodes written), at most
 
 
-def check_expansion(doc: Any) -> None:
+def check_expansion(doc: object) -> None:
     """Refuse a document whose aliases expand past :data:`MAX_EXPANSION` nodes (a "billion laughs" bomb:
     a few hundred bytes that expand to billions of values), or that refers to itself."""
     sizes = _expansion(doc)
@@ -318,7 +319,7 @@ def check_expansion(doc: Any) -> None:
         raise Invalid(at, message, "write the values out instead of repeating aliases (an alias bomb?)")
 
 
-def _bomb_at(doc: Any, sizes: dict[int, int]) -> Where:
+def _bomb_at(doc: object, sizes: dict[int, int]) -> Where:
     """Where the expansion happens: down from the top, into the child that holds most of it, until no child
     holds half (the list or mapping whose aliases multiply)."""
     at: list[str | int] = []
@@ -333,12 +334,12 @@ def _bomb_at(doc: Any, sizes: dict[int, int]) -> Where:
     return tuple(at)
 
 
-def _expansion(doc: Any) -> dict[int, int]:
+def _expansion(doc: object) -> dict[int, int]:
     """The size of each container of ``doc`` (by ``id``) once every alias is expanded, counted without
     expanding (each shared container is counted once); a container that contains itself is refused."""
     sizes: dict[int, int] = {}
     open_: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(doc, False)]
+    stack: list[tuple[object, bool]] = [(doc, False)]
     while stack:
         node, done = stack.pop()
         children = list(node.values()) if isinstance(node, dict) else node if isinstance(node, list) else None

@@ -38,6 +38,8 @@ from typing import Any
 
 import yaml
 
+from replaykit.jsondoc import JSON
+
 try:
     import ryml  # type: ignore[import-untyped]
 except ImportError:  # pragma: no cover - rapidyaml is a dependency; a platform without a wheel falls back
@@ -139,15 +141,15 @@ class _Walk:
     every plain scalar is read by :func:`_typed`, which refuses one holding it.
     """
 
-    def __init__(self, tree: Any, comments: bool) -> None:
+    def __init__(self, tree: object, comments: bool) -> None:
         self.handle = getattr(tree, "this", tree)
-        self.plain: dict[str, Any] = {}
+        self.plain: JSON = {}
         self.special = _Every() if comments else _special()
 
-    def mapping(self, node: int, kind: int, depth: int) -> dict[Any, Any]:
+    def mapping(self, node: int, kind: int, depth: int) -> dict[object, object]:
         if depth > MAX_DEPTH:
             raise Refused("nested too deeply")
-        out: dict[Any, Any] = {}
+        out: dict[object, object] = {}
         # in a flow mapping, `{a:}` is an error to libyaml and `{a: }` is not: neither is worth telling apart
         refused = _KEY_REFUSED | (ryml.VALNIL if kind & _FLOW else 0)
         kind_of, key_of, val_of, next_of, tree = _TYPE, _KEY, _VAL, _NEXT, self.handle
@@ -173,11 +175,11 @@ class _Walk:
             child = next_of(tree, child)
         return out
 
-    def sequence(self, node: int, depth: int) -> list[Any]:
+    def sequence(self, node: int, depth: int) -> list[object]:
         """A sequence's items (vcrpy's ``!!python/tuple`` is refused: a tag on a collection)."""
         if depth > MAX_DEPTH:
             raise Refused("nested too deeply")
-        out: list[Any] = []
+        out: list[object] = []
         kind_of, val_of, next_of, tree = _TYPE, _VAL, _NEXT, self.handle
         plain, special = self.plain, self.special
         child, none = _FIRST(tree, node), ryml.NONE
@@ -193,7 +195,7 @@ class _Walk:
             child = next_of(tree, child)
         return out
 
-    def value(self, node: int, kind: int, depth: int) -> Any:
+    def value(self, node: int, kind: int, depth: int) -> object:
         """A collection, or a tagged scalar (an anchor or an alias: refused)."""
         if kind & _VALUE_REFUSED:
             if kind & _VALUE_REFUSED != ryml.VALTAG or kind & (ryml.MAP | ryml.SEQ):
@@ -208,7 +210,7 @@ class _Walk:
         value = self.plain[text] = _typed(text)
         return value
 
-    def tagged(self, node: int, kind: int) -> Any:
+    def tagged(self, node: int, kind: int) -> object:
         tag = _TAGS.get(bytes(_VAL_TAG(self.handle, node)))
         if tag is None:
             raise Refused("a tag")
@@ -232,7 +234,7 @@ def _special() -> Container[str]:
     return _Every() if None in resolvers else _PLAIN_REFUSED.union(resolvers)
 
 
-def _typed(text: str) -> Any:
+def _typed(text: str) -> object:
     """A plain scalar as PyYAML's resolver and safe constructors type it (a merge key ``<<`` and ``=`` have
     no safe constructor, and one holding `` #`` is a comment rapidyaml read into it: refused)."""
     if text[:1] in _PLAIN_REFUSED:

@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from replaykit import jsondoc, sse
+from replaykit.jsondoc import JSON
 
 Origin = Literal["recorded", "synthesized"]
 ORIGINS: tuple[Origin, ...] = ("recorded", "synthesized")
 Headers = dict[str, list[str]]
 Where = tuple[str | int, ...]  # a place inside a cassette document: keys and indices
 
-def header(headers: Any, name: str) -> str | None:
+def header(headers: object, name: str) -> str | None:
     """First value of header ``name`` (case-insensitive), or ``None``: the one header lookup, for a
     cassette's ``{name: [values]}``, a plain ``{name: value}`` dict, or httpx / aiohttp headers."""
     lowered = name.lower()
@@ -135,7 +136,7 @@ class Meta:
     recorded_with: str | None = None
     fingerprint: str | None = None
     description: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JSON = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -145,7 +146,7 @@ class Cassette:
     interactions: list[Interaction] = field(default_factory=list)
     meta: Meta = field(default_factory=Meta)
     path: Path | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JSON = field(default_factory=dict)
 
     def fingerprint(self) -> str:
         """Canonical SHA-256 of the traffic (not the metadata): the same before and after a save."""
@@ -207,14 +208,14 @@ def _canonical_body(body: bytes | None) -> Iterable[bytes]:
     return _CanonicalPieces(parsed, long)
 
 
-def _canonical_json(doc: Any) -> str:
+def _canonical_json(doc: object) -> str:
     return json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 class _CanonicalPieces:
     """The canonical JSON of a parsed body holding long strings, encoded a piece at a time on each pass."""
 
-    def __init__(self, doc: Any, long: set[int]) -> None:
+    def __init__(self, doc: object, long: set[int]) -> None:
         self.doc, self.long = doc, long
 
     def __iter__(self) -> Iterator[bytes]:
@@ -241,7 +242,7 @@ class _CanonicalPieces:
             yield "]"
 
 
-def _long_strings(doc: Any, found: set[int]) -> set[int]:
+def _long_strings(doc: object, found: set[int]) -> set[int]:
     """The ids of the strings in ``doc`` longer than a slice, and of the arrays and objects that hold one."""
     children = doc.values() if isinstance(doc, dict) else doc if isinstance(doc, list) else ()
     for child in children:

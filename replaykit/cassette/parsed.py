@@ -70,7 +70,7 @@ def _file(key: bytes) -> Path | None:
     return root.joinpath(f"{key.hex()}.json") if root is not None else None
 
 
-def stored_form(doc: Any) -> list[bytes] | None:
+def stored_form(doc: object) -> list[bytes] | None:
     """``doc`` as it is kept on disk (without the lines), in pieces, or None when JSON would not give it
     back: the places of its bytes, the places and sizes of its long strings, the JSON of the rest (a long
     string written ``""`` there), then each long string's UTF-8 as it is."""
@@ -123,7 +123,7 @@ def _at(doc: Any, place: _Place) -> Any:
     return doc
 
 
-def _blanked(doc: Any, places: list[_Place]) -> Any:
+def _blanked(doc: Any, places: list[_Place]) -> object:
     """``doc`` with the value at each place written ``""`` (the lists and mappings on the way copied)."""
     if not places:
         return doc
@@ -186,7 +186,7 @@ def forget(key: bytes) -> None:
         path.unlink(missing_ok=True)
 
 
-def get(key: bytes) -> tuple[Any, list[int | None]] | None:
+def get(key: bytes) -> tuple[object, list[int | None]] | None:
     """The document and lines kept under ``key``, or None (a miss: nothing kept, or not readable)."""
     path = _file(key)
     if path is None:
@@ -213,7 +213,7 @@ def get(key: bytes) -> tuple[Any, list[int | None]] | None:
     return doc, lines
 
 
-def _texts_at(doc: Any, texts: list[tuple[_Place, int]], data: bytes, start: int) -> None:
+def _texts_at(doc: object, texts: list[tuple[_Place, int]], data: bytes, start: int) -> None:
     """Put each long string back at its place, from the UTF-8 that follows the JSON."""
     with memoryview(data) as view:
         for place, size in texts:
@@ -224,7 +224,7 @@ def _texts_at(doc: Any, texts: list[tuple[_Place, int]], data: bytes, start: int
         raise ValueError("the long strings do not end the file")
 
 
-def _decode_at(doc: Any, place: _Place) -> None:
+def _decode_at(doc: object, place: _Place) -> None:
     *parents, last = place
     parent = _at(doc, parents)
     parent[last] = base64.b64decode(parent[last], validate=True)

@@ -60,7 +60,7 @@ class _Reader:
         return self._hash.digest()
 
 
-def _load_doc(source: Any) -> tuple[Any, list[int], bool]:
+def _load_doc(source: object) -> tuple[object, list[int], bool]:
     """The YAML document (a safe load), its interactions' node lines, and whether anything is shared."""
     loader = Loader(source)
     try:
@@ -101,7 +101,8 @@ def _from_disk(key: bytes | None) -> Cassette | None:
         return None
 
 
-def _built(doc: Any, lines_of: Callable[[int], list[int | None]], key: bytes | None, size: int, shared: bool,
+def _built(doc: object, lines_of: Callable[[int], list[int | None]], key: bytes | None, size: int,
+           shared: bool,
            fast: bool) -> Cassette:
     """The cassette in a document parsed from ``size`` bytes; the document is handed to the disk cache under
     ``key`` when it can be kept. One from rapidyaml (``fast``) is kept as it is and made JSON when written;
@@ -120,7 +121,7 @@ def _built(doc: Any, lines_of: Callable[[int], list[int | None]], key: bytes | N
     return cassette
 
 
-def _document(data: bytes, scan: Lines) -> tuple[Any, list[int], bool, bool]:
+def _document(data: bytes, scan: Lines) -> tuple[object, list[int], bool, bool]:
     """:func:`_load_doc` of ``data``, and whether rapidyaml parsed it (:mod:`~replaykit.cassette.fastyaml`:
     the same values, faster). What it refuses, or a layout whose interactions the line ``scan`` did not
     find, goes to libyaml."""

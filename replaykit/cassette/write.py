@@ -6,13 +6,13 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from replaykit.cassette.model import Cassette, Headers, Interaction
 from replaykit.cassette.yamlio import Dumper
 from replaykit.errors import CassetteError, located
+from replaykit.jsondoc import JSON
 
 # ---------------------------------------------------------------- saving
 
@@ -33,10 +33,10 @@ def _headers_out(headers: Headers, body: bytes | None) -> Headers:
     return out
 
 
-def _meta_out(cassette: Cassette) -> dict[str, Any]:
+def _meta_out(cassette: Cassette) -> JSON:
     meta = cassette.meta
     known = (("origin", meta.origin), ("provider", meta.provider), ("recorded_with", meta.recorded_with))
-    out: dict[str, Any] = {key: value for key, value in known if value is not None}
+    out: JSON = {key: value for key, value in known if value is not None}
     out["fingerprint"] = cassette.fingerprint()
     if meta.description is not None:
         out["description"] = meta.description
@@ -44,9 +44,9 @@ def _meta_out(cassette: Cassette) -> dict[str, Any]:
     return out
 
 
-def _item_out(item: Interaction) -> dict[str, Any]:
+def _item_out(item: Interaction) -> JSON:
     req, resp = item.request, item.response
-    out: dict[str, Any] = {
+    out: JSON = {
         "request": {"method": req.method, "uri": req.uri, "headers": _headers_out(req.headers, req.body),
                     "body": _body_out(req.body)},
         "response": {"status": {"code": resp.status, "message": resp.reason},
@@ -60,7 +60,7 @@ def _item_out(item: Interaction) -> dict[str, Any]:
 
 def dumps(cassette: Cassette) -> str:
     """The cassette as vcrpy-compatible YAML text (bodies decoded, fingerprint refreshed)."""
-    doc: dict[str, Any] = {"version": 1, "replaykit": _meta_out(cassette)}
+    doc: JSON = {"version": 1, "replaykit": _meta_out(cassette)}
     doc.update({k: v for k, v in cassette.extra.items() if k not in {"version", "replaykit", "interactions"}})
     doc["interactions"] = [_item_out(item) for item in cassette.interactions]
     return yaml.dump(doc, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=120)

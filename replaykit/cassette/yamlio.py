@@ -3,7 +3,6 @@ interaction starts, found in the bytes as they are read."""
 
 
 import re
-from typing import Any
 
 import yaml
 
@@ -28,10 +27,10 @@ class Loader(BaseLoader):  # type: ignore[valid-type,misc]
     the result is exactly ``yaml.safe_load``'s. Aliases share one object, as with PyYAML.
     """
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: object) -> None:
         super().__init__(stream)
         self._resolved: dict[str, str] = {}
-        self._built: dict[yaml.Node, Any] = {}
+        self._built: dict[yaml.Node, object] = {}
         self.item_lines: list[int] = []  # where each node of `interactions:` starts (1-based)
         self.shared = False  # a list or mapping may appear twice in the document (an alias)
 
@@ -46,7 +45,7 @@ class Loader(BaseLoader):  # type: ignore[valid-type,misc]
             tag = self._resolved[value] = super().resolve(kind, value, implicit)
         return tag
 
-    def get_single_data(self) -> Any:
+    def get_single_data(self) -> object:
         node = self.get_single_node()
         self.item_lines = _node_lines(node)
         try:
@@ -61,7 +60,7 @@ class Loader(BaseLoader):  # type: ignore[valid-type,misc]
             self.constructed_objects.clear()
             self.recursive_objects.clear()
 
-    def _build(self, node: yaml.Node) -> Any:
+    def _build(self, node: yaml.Node) -> object:
         kind, tag = type(node), node.tag
         if kind is yaml.ScalarNode:
             return node.value if tag == _STR else self._scalar(node)
@@ -71,14 +70,14 @@ class Loader(BaseLoader):  # type: ignore[valid-type,misc]
         if kind is yaml.MappingNode and tag == _MAP and not any(key.tag in _MERGING for key, _ in node.value):
             return self._mapping(node)
         if kind is yaml.SequenceNode and tag == _SEQ:
-            items: list[Any] = []
+            items: list[object] = []
             self._built[node] = items
             items.extend([self._build(child) for child in node.value])
             return items
         self.shared = True  # PyYAML builds this one and keeps its own aliases
         return self.construct_object(node, deep=True)
 
-    def _scalar(self, node: yaml.Node) -> Any:
+    def _scalar(self, node: yaml.Node) -> object:
         """Decimal ints, plain floats and null directly (YAML 1.1 octal, ``_``, ``1:30`` go to PyYAML)."""
         tag, value = node.tag, node.value
         if tag == _INT and value.isascii() and value.isdigit() and (value == "0" or value[0] != "0"):
@@ -89,8 +88,8 @@ class Loader(BaseLoader):  # type: ignore[valid-type,misc]
             return None
         return self.construct_object(node, deep=True)
 
-    def _mapping(self, node: yaml.Node) -> dict[Any, Any]:
-        mapping: dict[Any, Any] = {}
+    def _mapping(self, node: yaml.Node) -> dict[object, object]:
+        mapping: dict[object, object] = {}
         self._built[node] = mapping
         for key_node, value_node in node.value:
             key = self._build(key_node)

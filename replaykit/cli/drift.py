@@ -15,6 +15,7 @@ from typing import Any
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK, table
 from replaykit.drift import MAPPING, SDKS, compare, sdk_version, verdict
 from replaykit.findings import Finding
+from replaykit.jsondoc import JSON
 
 __all__ = ["register", "render", "run"]
 
@@ -46,13 +47,13 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if any(verdict(gap) == "blocking" for gap in gaps) else EXIT_OK
 
 
-def _summary(gaps: list[Finding], entries: int) -> dict[str, Any]:
+def _summary(gaps: list[Finding], entries: int) -> JSON:
     counts = Counter(verdict(gap) for gap in gaps)
     return {"entries": entries, "gaps": len(gaps), "blocking": counts["blocking"],
             "explained": counts["explained"], "info": counts["info"], "ok": not counts["blocking"]}
 
 
-def _document(gaps: list[Finding], versions: dict[str, str], entries: int) -> dict[str, Any]:
+def _document(gaps: list[Finding], versions: dict[str, str], entries: int) -> JSON:
     found = [{**gap.to_json(), "verdict": verdict(gap)} for gap in gaps]
     return {"sdks": versions, "gaps": found, "summary": _summary(gaps, entries)}
 

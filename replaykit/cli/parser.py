@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "qualify": "qualify a target and an estimator on this environment: every check, one report",
     "record": "record a new cassette through a loopback reverse proxy to the real API",
     "merge": "join the reports of the shards of a run, mutants or qualify (--shard K/N) into one",
+    "explore": "run a scenario under every fault its recording offers; write what fails",
     "repro": "turn a reported transcript into a scenario that replays its failure offline",
 }
 
@@ -75,7 +76,7 @@ class _Commands(_SubParsers):
         return super().add_parser(name, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: str | Sequence[Any] | None, option_string: str | None = None) -> None:
+                 values: str | Sequence[object] | None, option_string: str | None = None) -> None:
         if values and values[0] in self._unregistered:  # values: the command's name, then its arguments
             importlib.import_module(f"replaykit.cli.{values[0]}").register(self)
         super().__call__(parser, namespace, values, option_string)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK, positive
 from replaykit.cli.status_line import StatusLine
+from replaykit.jsondoc import JSON
 
 if TYPE_CHECKING:  # replaykit.properties (and Hypothesis) load only when the command runs
     from replaykit.properties import Estimator, Outcome, Property
@@ -96,14 +97,14 @@ def _say(wanted: bool, lines: list[str]) -> None:
         print("\n".join(lines), flush=True)
 
 
-def render(header: dict[str, Any], outcomes: list[Outcome]) -> str:
+def render(header: JSON, outcomes: list[Outcome]) -> str:
     """The human report: one line per property, the failures' details, a summary line."""
     width = max(len(outcome.name) for outcome in outcomes)
     lines = [_head(header), *(line for outcome in outcomes for line in _lines(outcome, width))]
     return "\n".join([*lines, _tally(outcomes)])
 
 
-def _head(header: dict[str, Any]) -> str:
+def _head(header: JSON) -> str:
     return (f"estimator {header['estimator']}: {header['maxExamples']} examples per property, "
             f"seed {header['seed']}")
 
@@ -141,7 +142,7 @@ def _details(outcome: Outcome) -> list[str]:
             f"          transcript: {dumps(failure.transcript)}"]
 
 
-def to_json(header: dict[str, Any], outcomes: list[Outcome]) -> dict[str, Any]:
+def to_json(header: JSON, outcomes: list[Outcome]) -> JSON:
     """The ``--json`` document: the run's settings, one entry per property and the counts."""
     entries = [_entry(outcome) for outcome in outcomes]
     passed, failed, skipped = _counts(outcomes)
@@ -149,8 +150,8 @@ def to_json(header: dict[str, Any], outcomes: list[Outcome]) -> dict[str, Any]:
             "properties": entries}
 
 
-def _entry(outcome: Outcome) -> dict[str, Any]:
-    entry: dict[str, Any] = {"name": outcome.name, "statement": outcome.statement, "status": outcome.status}
+def _entry(outcome: Outcome) -> JSON:
+    entry: JSON = {"name": outcome.name, "statement": outcome.statement, "status": outcome.status}
     if outcome.unchecked:
         entry["reason"] = outcome.unchecked
     if outcome.errors:

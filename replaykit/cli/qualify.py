@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK, positive
 from replaykit.cli.status_line import StatusLine
+from replaykit.jsondoc import JSON
 
 __all__ = ["Lines", "register", "run"]
 
@@ -207,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS
 
 
-def _changes(lines: Lines, changes: dict[str, Any], dependencies: list[dict[str, Any]]) -> None:
+def _changes(lines: Lines, changes: JSON, dependencies: list[JSON]) -> None:
     """Since the baseline report: flipped verdicts first, then versions, then counts of the rest."""
     base = changes["baseline"]
     lines.note(f"since {base['file']} ({base['generatedAt']}, {base['verdict']}):")

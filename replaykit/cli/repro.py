@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK
+from replaykit.jsondoc import JSON
 from replaykit.repro import Repro, reproduce
 from replaykit.repro.bundle import CASSETTE, FILES, SCENARIO
 from replaykit.scenario import Result, Target, load, run_scenario
@@ -78,8 +79,8 @@ def _lines(done: Repro, out: Path, result: Result | None) -> list[str]:
     return lines
 
 
-def _json(done: Repro, result: Result | None) -> dict[str, Any]:
-    summary: dict[str, Any] = json.loads(done.bundle.files["repro.json"])
+def _json(done: Repro, result: Result | None) -> JSON:
+    summary: JSON = json.loads(done.bundle.files["repro.json"])
     summary["folder"] = {"path": str(done.out), "was": done.folder}
     summary["verdict"] = None if result is None else result.to_json()
     return summary

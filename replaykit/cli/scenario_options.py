@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +136,7 @@ def record_durations(args: argparse.Namespace, command: str, results: Sequence[R
         write_durations(args.durations, command, seconds)
 
 
-def write_report(path: Path | None, doc: dict[str, Any]) -> None:
+def write_report(path: Path | None, doc: Mapping[str, object]) -> None:
     """``doc`` as JSON to ``path`` (``--report``), atomically; nothing when ``path`` is None."""
     if path is not None:
         write_atomic(path, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))

@@ -22,11 +22,11 @@ from replaykit.cli import EXIT_FINDINGS, EXIT_OK, add_max_body, cassette_args, p
 from replaykit.contracts import PROFILES
 from replaykit.errors import CassetteError, UsageError
 from replaykit.server import Entry, FakeProvider, Fault, load_faults
-from replaykit.server.app import ADMIN_PREFIX
 from replaykit.server.connections import BODY_DEADLINE, BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS
 from replaykit.server.faults import kinds_help
 from replaykit.server.journal import JOURNAL_BODIES, WINDOW
 from replaykit.server.matching import BUILTIN_MATCHERS
+from replaykit.server.seam import ADMIN_PREFIX
 
 __all__ = ["register", "run"]
 
@@ -95,6 +95,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS, metavar="N",
                         help=f"answer 503 to a connection beyond N open ones (default {MAX_CONNECTIONS})")
     add_max_body(parser)
+    parser.add_argument("--no-lane", dest="lane", action="store_false",
+                        help="serve every request through aiohttp (no fast path for plain requests; the same "
+                             "bytes, more CPU per request)")
     parser.add_argument("--json", action="store_true", help="print the base URLs as one JSON line")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="print a line per request on stderr as it completes: method, path, status, the "
@@ -122,7 +125,7 @@ def build(args: argparse.Namespace, watch: Callable[[Entry], None] | None = None
                             header_timeout=args.header_timeout,
                             body_timeout=args.body_timeout, body_deadline=args.body_deadline,
                             max_connections=args.max_connections,
-                            max_body=args.max_body, watch=watch)
+                            max_body=args.max_body, watch=watch, lane=args.lane)
     except CassetteError as exc:  # a cassette named on the command line: the user's input, exit 2
         raise UsageError(str(exc)) from exc
 

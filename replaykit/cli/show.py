@@ -107,7 +107,7 @@ def _indented(text: str, width: int) -> list[str]:
     return [" " * width + line for line in text.splitlines()]
 
 
-def _shortened(value: Any) -> Any:
+def _shortened(value: object) -> object:
     """``value`` with every string longer than :data:`LONG` cut to its head and length."""
     if isinstance(value, str) and len(value) > LONG:
         return f"{value[:LONG // 2]}… ({len(value)} characters)"

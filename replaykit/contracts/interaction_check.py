@@ -11,7 +11,6 @@ cassette that is off-contract on purpose lists its violations under ``replaykit:
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 from urllib.parse import urlsplit
 
 from replaykit import jsondoc
@@ -52,7 +51,7 @@ def check_interaction(interaction: Interaction, contracts: Contracts | None = No
     return found + [replace(v, part="response") for v in response]
 
 
-def check_body(kind: str, body: Any, what: str, contracts: Contracts | None = None,
+def check_body(kind: str, body: object, what: str, contracts: Contracts | None = None,
                profile: Profile = STRICT) -> list[Violation]:
     """A parsed JSON body (None when it was empty or not JSON) against ``kind``; ``what`` names it."""
     if body is None:
@@ -61,7 +60,7 @@ def check_body(kind: str, body: Any, what: str, contracts: Contracts | None = No
     return validate(kind, body, profile) if contracts is None else contracts.validate(kind, body, profile)
 
 
-def _asks_stream(body: Any) -> bool:
+def _asks_stream(body: object) -> bool:
     return isinstance(body, dict) and body.get("stream") is True
 
 

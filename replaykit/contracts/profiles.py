@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from replaykit.cassette import Cassette
 from replaykit.errors import ContractError, UsageError, located
@@ -74,7 +73,7 @@ def _relaxes(schema: object, chosen: Profile) -> Collection[str]:
     return relaxed
 
 
-def _profile_names(node: Any) -> Iterator[str]:
+def _profile_names(node: object) -> Iterator[str]:
     if isinstance(node, dict):
         marks = node.get(PROFILE_KEYWORD)
         yield from marks if isinstance(marks, dict) else ()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import jsonschema_rs
 import referencing.exceptions
@@ -32,6 +31,7 @@ from replaykit.contracts.rules import RULES, _rule_names
 from replaykit.contracts.validator import Reference, compile_kind, rust_registry
 from replaykit.contracts.violations import Violation, _explain, _from_rust, _misread, _without_cascades
 from replaykit.errors import ContractError, located
+from replaykit.jsondoc import JSON
 from replaykit.resources import data_dir
 
 __all__ = ["BASE_URI", "PROVIDER_KINDS", "Contracts", "default", "first_violation", "kinds", "rule_spec",
@@ -66,7 +66,7 @@ PROVIDER_KINDS: dict[str, str] = {
 _PROVIDER_DIRS = ("anthropic", "openai", "cloudflare")
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> JSON:
     try:
         contents = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -80,7 +80,7 @@ def _read(path: Path) -> dict[str, Any]:
     return contents
 
 
-def _refuse(uri: str) -> Resource[Any]:
+def _refuse(uri: str) -> Resource[object]:
     raise ContractError(f"{uri}: not a replaykit contract and never fetched; "
                         "refer to a $id of a file under contracts/")
 
@@ -97,20 +97,20 @@ class Contracts:
     def __init__(self, root: Path | None = None) -> None:
         self.root = root if root is not None else data_dir("contracts")
         self._files: dict[str, Path] | None = None
-        self._registry: Registry[Any] | None = None
+        self._registry: Registry[object] | None = None
         self._rust: jsonschema_rs.Registry | None = None
-        self._contents: list[tuple[str, dict[str, Any]]] = []
+        self._contents: list[tuple[str, JSON]] = []
         self._kinds: dict[str, str] = {}
         self._validators: dict[str, jsonschema_rs.Validator] = {}
-        self._references: dict[str, Any] = {}
-        self._plain: Registry[Any] | None = None
+        self._references: JSON = {}
+        self._plain: Registry[object] | None = None
         self._rulebook: Rulebook | None = None
 
-    def _load(self) -> Registry[Any]:
+    def _load(self) -> Registry[object]:
         if self._registry is not None:
             return self._registry
         files: dict[str, Path] = {}
-        contents_of: list[tuple[str, dict[str, Any]]] = []
+        contents_of: list[tuple[str, JSON]] = []
         for path in sorted(self.root.rglob("*.schema.json")):
             contents = _read(path)
             uri = contents["$id"]
@@ -130,7 +130,7 @@ class Contracts:
         return self._registry
 
     @staticmethod
-    def _check_rules(path: Path, contents: dict[str, Any]) -> None:
+    def _check_rules(path: Path, contents: JSON) -> None:
         for name in _rule_names(contents):
             if name not in RULES:
                 raise ContractError(located(path, "x-rules", f"unknown rule {name!r}",
@@ -156,7 +156,7 @@ class Contracts:
             self._rulebook = book
         return self._rulebook
 
-    def _read_rulebook(self, path: Path) -> dict[str, Any]:
+    def _read_rulebook(self, path: Path) -> JSON:
         contents = read_rulebook(path)
         problems = [v for v in self.validate("replaykit.rulebook", contents) if v.severity == "error"]
         if problems:
@@ -181,7 +181,7 @@ class Contracts:
         """The cross-field rules (:data:`RULES`) the file of ``kind`` names."""
         return sorted(set(_rule_names(self.lookup(self._resolve(kind)[0]))))
 
-    def schema(self, kind: str) -> dict[str, Any]:
+    def schema(self, kind: str) -> JSON:
         """The schema of ``kind`` (a whole file or a ``$defs`` entry of one)."""
         return self._resolve(kind)[1]
 
@@ -191,14 +191,14 @@ class Contracts:
         assert self._files is not None
         return self._files[self._resolve(kind)[0]]
 
-    def _resolve(self, kind: str) -> tuple[str, dict[str, Any]]:
+    def _resolve(self, kind: str) -> tuple[str, JSON]:
         self._load()
         uri = self._kinds.get(kind)
         if uri is None:
             raise ContractError(f"unknown contract kind {kind!r}; known kinds: {', '.join(self.kinds())}")
         return uri.partition("#")[0], self.lookup(uri)
 
-    def lookup(self, uri: str) -> dict[str, Any]:
+    def lookup(self, uri: str) -> JSON:
         """The schema at ``uri``: a contract's ``$id``, optionally with a ``#/json/pointer`` fragment."""
         registry = self._load()
         base, _, fragment = uri.partition("#")
@@ -227,7 +227,7 @@ class Contracts:
             self._validators[kind] = cached
         return cached
 
-    def validate(self, kind: str, value: Any, profile: Profile = STRICT) -> list[Violation]:
+    def validate(self, kind: str, value: object, profile: Profile = STRICT) -> list[Violation]:
         """Every violation of ``value`` against contract ``kind`` (empty when it conforms); the rules
         ``profile`` relaxes come as warnings."""
         validator = self.validator(kind)
@@ -252,26 +252,26 @@ class Contracts:
         kept = [v for v in found if book.get(v.rule) is not None or v.pointer not in ruled]
         return [_relaxed(v, profile) if profile.name in _relaxed_under(book.get(v.rule)) else v for v in kept]
 
-    def first_violation(self, kind: str, value: Any, profile: Profile = STRICT) -> Violation | None:
+    def first_violation(self, kind: str, value: object, profile: Profile = STRICT) -> Violation | None:
         """The first error of ``value`` against ``kind`` as the provider meets it: a schema violation first
         (shapes are checked before rules), else the first broken rule (with its id in ``rule``); None when
         it conforms."""
         errors = [v for v in self.validate(kind, value, profile) if v.severity == "error"]
         return next((v for v in errors if not v.rule), None) or next(iter(errors), None)
 
-    def _by_reference(self, kind: str, value: Any, profile: Profile) -> list[Violation]:
+    def _by_reference(self, kind: str, value: object, profile: Profile) -> list[Violation]:
         """Stock jsonschema's verdict, for a value jsonschema-rs does not take or misreads (bytes, nan)."""
         found = [v for error in self._phrase(self._kinds[kind], value) for v in _explain(error, profile)]
         return self.booked(_without_cascades(list(dict.fromkeys(found))), profile)
 
-    def _phrase(self, uri: str, instance: Any) -> list[Any]:
+    def _phrase(self, uri: str, instance: object) -> list[object]:
         """Stock jsonschema's errors (x-rules too) of ``instance`` against the schema at ``uri``."""
         reference = self._references.get(uri)
         if reference is None:
             reference = self._references[uri] = Reference({"$ref": uri}, registry=self.reference_registry())
         return list(reference.iter_errors(instance))
 
-    def reference_registry(self) -> Registry[Any]:
+    def reference_registry(self) -> Registry[object]:
         """The files for :data:`~replaykit.contracts.validator.Reference`: without ``$schema``, which would
         make jsonschema pick its stock class (no ``x-rules``) at every ``$ref`` into another file."""
         if self._plain is None:
@@ -310,12 +310,12 @@ def kinds() -> dict[str, str]:
     return default().kinds()
 
 
-def validate(kind: str, value: Any, profile: str | Profile | None = None) -> list[Violation]:
+def validate(kind: str, value: object, profile: str | Profile | None = None) -> list[Violation]:
     """Violations of ``value`` against the bundled contract ``kind`` (under ``profile``, default strict)."""
     return default().validate(kind, value, resolve_profile(profile))
 
 
-def first_violation(kind: str, value: Any, profile: str | Profile | None = None) -> Violation | None:
+def first_violation(kind: str, value: object, profile: str | Profile | None = None) -> Violation | None:
     """The first error of ``value`` against the bundled contract ``kind``, as the provider meets it (see
     :meth:`Contracts.first_violation`): what a reproduction pinpoints, with the rule id and JSON pointer."""
     return default().first_violation(kind, value, resolve_profile(profile))

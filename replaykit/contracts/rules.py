@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
 from jsonschema import ValidationError  # type: ignore[import-untyped]
 
@@ -20,17 +20,17 @@ from replaykit.contracts.rulebook import WIRE_RULES
 __all__ = ["RULES", "Rule"]
 
 
-Rule = Callable[[Mapping[str, Any]], Iterator[ValidationError]]
+Rule = Callable[[Mapping[str, object]], Iterator[ValidationError]]
 
 
-def _is_int(value: Any) -> TypeGuard[int]:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _span(low: str, high: str) -> Rule:
     """``instance[low] <= instance[high]`` when both are integers."""
 
-    def check(instance: Mapping[str, Any]) -> Iterator[ValidationError]:
+    def check(instance: Mapping[str, object]) -> Iterator[ValidationError]:
         start, end = instance.get(low), instance.get(high)
         if _is_int(start) and _is_int(end) and start > end:
             message = f"{high} {end} is before {low} {start}; {low} must be <= {high}"
@@ -39,7 +39,7 @@ def _span(low: str, high: str) -> Rule:
     return check
 
 
-def _total_tokens(instance: Mapping[str, Any]) -> Iterator[ValidationError]:
+def _total_tokens(instance: Mapping[str, object]) -> Iterator[ValidationError]:
     """OpenAI usage: ``total_tokens == input_tokens + output_tokens``."""
     given, made, total = (instance.get(name) for name in ("input_tokens", "output_tokens", "total_tokens"))
     if _is_int(given) and _is_int(made) and _is_int(total) and total != given + made:
@@ -47,14 +47,14 @@ def _total_tokens(instance: Mapping[str, Any]) -> Iterator[ValidationError]:
         yield ValidationError(message, path=["total_tokens"])
 
 
-def _one_domain_list(instance: Mapping[str, Any]) -> Iterator[ValidationError]:
+def _one_domain_list(instance: Mapping[str, object]) -> Iterator[ValidationError]:
     """Anthropic web search / fetch tools: never both ``allowed_domains`` and ``blocked_domains``."""
     if instance.get("allowed_domains") is not None and instance.get("blocked_domains") is not None:
         message = "allowed_domains and blocked_domains are both set (the API answers 400); keep one of them"
         yield ValidationError(message, path=["blocked_domains"])
 
 
-def _min_max(instance: Mapping[str, Any]) -> Iterator[ValidationError]:
+def _min_max(instance: Mapping[str, object]) -> Iterator[ValidationError]:
     """A scenario's ``{min, max}`` range (a count, an estimate bound): ``min <= max`` when both are given."""
     low, high = instance.get("min"), instance.get("max")
     if _is_int(low) and _is_int(high) and low > high:
@@ -62,7 +62,7 @@ def _min_max(instance: Mapping[str, Any]) -> Iterator[ValidationError]:
                               path=["max"])
 
 
-def _reserve_below_window(instance: Mapping[str, Any]) -> Iterator[ValidationError]:
+def _reserve_below_window(instance: Mapping[str, object]) -> Iterator[ValidationError]:
     """Scenario and target input: ``reserve < contextWindow`` (the budget is contextWindow - reserve)."""
     reserve, window = instance.get("reserve"), instance.get("contextWindow")
     if _is_int(reserve) and _is_int(window) and reserve >= window:
@@ -71,7 +71,7 @@ def _reserve_below_window(instance: Mapping[str, Any]) -> Iterator[ValidationErr
         yield ValidationError(message, path=["reserve"])
 
 
-def _finite(value: Any) -> TypeGuard[int | float]:
+def _finite(value: object) -> TypeGuard[int | float]:
     """A JSON number that is not nan or infinite: every int is (10**400 too, which a float cannot hold)."""
     return math.isfinite(value) if isinstance(value, float) else _is_int(value)
 
@@ -81,7 +81,7 @@ def _non_decreasing(member: str) -> Rule:
     previous one's. Entries without a finite number there are skipped (the schema and the caller report them).
     """
 
-    def check(instance: Mapping[str, Any]) -> Iterator[ValidationError]:
+    def check(instance: Mapping[str, object]) -> Iterator[ValidationError]:
         entries = instance.get(member)
         listed = entries if isinstance(entries, list) else []
         comparable = [(index, entry["timestamp"]) for index, entry in enumerate(listed)
@@ -109,13 +109,14 @@ RULES: dict[str, Rule] = {
 }
 
 
-def _rules_keyword(validator: Any, names: list[str], instance: Any, schema: Any) -> Iterator[ValidationError]:
+def _rules_keyword(validator: object, names: list[str], instance: object,
+                   schema: object) -> Iterator[ValidationError]:
     if isinstance(instance, dict):
         for name in names:
             yield from RULES[name](instance)
 
 
-def _rule_names(node: Any) -> Iterator[str]:
+def _rule_names(node: object) -> Iterator[str]:
     if isinstance(node, dict):
         yield from node.get("x-rules", ()) if isinstance(node.get("x-rules"), list) else ()
         for value in node.values():

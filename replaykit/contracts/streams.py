@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from replaykit import jsondoc
 from replaykit.contracts.profiles import STRICT, Profile
 from replaykit.contracts.registry import Contracts, default
 from replaykit.contracts.rules import _is_int
 from replaykit.contracts.violations import Violation, received
+from replaykit.jsondoc import JSON
 from replaykit.redact.shapes import mask
 from replaykit.routes import Route
 from replaykit.sse import Event
@@ -20,7 +21,7 @@ from replaykit.sse import Event
 __all__ = ["check_events"]
 
 
-def _object(value: Any) -> dict[str, Any]:
+def _object(value: object) -> JSON:
     """``value`` when it is a JSON object, else ``{}`` (the schema reports the wrong type on its own)."""
     return value if isinstance(value, dict) else {}
 
@@ -42,7 +43,7 @@ class _AnthropicStream:
     def flag(self, index: int, pointer: str, message: str) -> None:
         self.found.append(Violation(pointer, "sequence", message, event=index))
 
-    def feed(self, index: int, data: dict[str, Any]) -> None:
+    def feed(self, index: int, data: JSON) -> None:
         kind = data.get("type")
         if self.first and kind != "message_start":
             first = f"the stream starts with {received(kind)}; message_start must come first"
@@ -56,7 +57,7 @@ class _AnthropicStream:
         if handler is not None and isinstance(data.get("index", 0), int):
             handler(index, data)
 
-    def _on_content_block_start(self, index: int, data: dict[str, Any]) -> None:
+    def _on_content_block_start(self, index: int, data: JSON) -> None:
         block, block_type = data.get("index", 0), _object(data.get("content_block")).get("type", "")
         if block in self.open or block != self.started:
             expected = f"the next block is {self.started}"
@@ -64,7 +65,7 @@ class _AnthropicStream:
         self.open[block] = str(block_type)
         self.started = max(self.started, block + 1)
 
-    def _on_content_block_delta(self, index: int, data: dict[str, Any]) -> None:
+    def _on_content_block_delta(self, index: int, data: JSON) -> None:
         block = data.get("index", 0)
         if block not in self.open:
             self.flag(index, "/index", f"content_block_delta for block {block}, which is not open")
@@ -75,16 +76,16 @@ class _AnthropicStream:
             block_type = received(self.open[block])
             self.flag(index, "/delta/type", f"{received(delta)} cannot extend a {block_type} block")
 
-    def _on_content_block_stop(self, index: int, data: dict[str, Any]) -> None:
+    def _on_content_block_stop(self, index: int, data: JSON) -> None:
         if self.open.pop(data.get("index", 0), None) is None:
             self.flag(index, "/index", f"content_block_stop for block {data.get('index')}, which is not open")
 
-    def _on_message_stop(self, index: int, data: dict[str, Any]) -> None:
+    def _on_message_stop(self, index: int, data: JSON) -> None:
         if self.open:
             self.flag(index, "/type", f"message_stop while blocks {sorted(self.open)} are still open")
         self.ended = "message_stop"
 
-    def _on_error(self, index: int, data: dict[str, Any]) -> None:
+    def _on_error(self, index: int, data: JSON) -> None:
         self.ended = "an error event"
 
     def finish(self, last: int) -> list[Violation]:
@@ -106,7 +107,7 @@ class _OpenAIStream:
         self.terminal: tuple[int, str] | None = None
         self.first = True
 
-    def feed(self, index: int, data: dict[str, Any]) -> None:
+    def feed(self, index: int, data: JSON) -> None:
         self.first = False
         number = data.get("sequence_number")
         if _is_int(number):
@@ -162,7 +163,7 @@ def _not_json(exc: ValueError) -> str:
     return f"data: {exc}" if isinstance(exc, jsondoc.TooDeep) else "data is not JSON"
 
 
-def _event_name(index: int, event: Event, data: dict[str, Any]) -> list[Violation]:
+def _event_name(index: int, event: Event, data: JSON) -> list[Violation]:
     if event.event is None or data.get("type") in (None, event.event):
         return []
     named = f"the SSE event name is {received(event.event)}"

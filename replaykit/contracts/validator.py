@@ -22,11 +22,13 @@ import jsonschema_rs
 from jsonschema import Draft202012Validator, ValidationError, validators  # type: ignore[import-untyped]
 
 from replaykit.contracts.rules import RULES
+from replaykit.jsondoc import JSON
 
 __all__: list[str] = []  # package-internal: the registry and the violations import these by name
 
 
-def _rules_keyword(validator: Any, names: list[str], instance: Any, schema: Any) -> Iterator[ValidationError]:
+def _rules_keyword(validator: object, names: list[str], instance: object,
+                   schema: Any) -> Iterator[ValidationError]:
     """``x-rules`` for stock jsonschema: every failure of the rules ``names``, located by the rule."""
     if isinstance(instance, dict):
         for name in names:
@@ -35,8 +37,8 @@ def _rules_keyword(validator: Any, names: list[str], instance: Any, schema: Any)
                 yield error
 
 
-def _properties(validator: Any, properties: dict[str, Any], instance: Any,
-                schema: Any) -> Iterator[ValidationError]:
+def _properties(validator: Any, properties: JSON, instance: object,
+                schema: object) -> Iterator[ValidationError]:
     """jsonschema's ``properties``, except that a member a ``false`` schema forbids is placed at the member:
     jsonschema's ``descend`` drops the path of a false schema's error (it would point at the object)."""
     if not isinstance(instance, dict):
@@ -57,7 +59,7 @@ Reference = validators.extend(Draft202012Validator, {"x-rules": _rules_keyword, 
 class RulesKeyword:
     """``x-rules`` for jsonschema-rs (its custom-keyword protocol): fails when any named rule fails."""
 
-    def __init__(self, parent_schema: Mapping[str, Any], value: list[str],
+    def __init__(self, parent_schema: Mapping[str, object], value: list[str],
                  schema_path: list[str | int]) -> None:
         self.rules = tuple(RULES[name] for name in value)  # names are checked when the contracts load
 
@@ -69,7 +71,7 @@ class RulesKeyword:
                     raise ValueError(error.message)
 
 
-def rust_registry(resources: list[tuple[str, dict[str, Any]]], retrieve: Any) -> jsonschema_rs.Registry:
+def rust_registry(resources: list[tuple[str, JSON]], retrieve: Any) -> jsonschema_rs.Registry:
     """One jsonschema-rs registry of the contract files (``(uri, contents)``); ``retrieve`` refuses others."""
     return jsonschema_rs.Registry(resources, retriever=retrieve)
 

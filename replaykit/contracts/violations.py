@@ -56,14 +56,14 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _short(value: Any, limit: int = 60) -> str:
+def _short(value: object, limit: int = 60) -> str:
     """A schema's ``value`` quoted for a message: any secret in it masked first (never shown whole), then
     clipped."""
     text = json.dumps(value, ensure_ascii=False, default=repr) if not isinstance(value, str) else repr(value)
     return _clip(mask(text), limit)
 
 
-def received(value: Any) -> str:
+def received(value: object) -> str:
     """A received ``value`` quoted for a message: a string as :func:`~replaykit.redact.shapes.glimpse` shows
     it (never whole when long enough to be a key, key or not), an object or an array by its size, a number,
     a boolean or null as JSON."""
@@ -76,7 +76,7 @@ def received(value: Any) -> str:
     return _short(value, 40)
 
 
-def _unechoed(message: str, instance: Any) -> str:
+def _unechoed(message: str, instance: object) -> str:
     """An engine's ``message`` with ``instance`` (as jsonschema or jsonschema-rs quote it) shown as
     :func:`received` shows it."""
     shown = received(instance)
@@ -85,7 +85,7 @@ def _unechoed(message: str, instance: Any) -> str:
     return message
 
 
-def _quoted_forms(instance: Any) -> set[str]:
+def _quoted_forms(instance: object) -> set[str]:
     """How an engine's message may quote ``instance``: its repr, its JSON, and a long string as it is."""
     forms = {repr(instance)}
     with contextlib.suppress(TypeError, ValueError):  # not JSON (nan is): its repr only
@@ -136,11 +136,11 @@ def _violations(error: ValidationError) -> list[Violation]:
                                                           error.message))]
 
 
-def _required(at: list[Any], member: str) -> list[Violation]:
+def _required(at: list[object], member: str) -> list[Violation]:
     return [Violation(json_pointer([*at, member]), "required", f"{member!r} is required")]
 
 
-def _closed(at: list[Any], keyword: str, names: Iterable[str]) -> list[Violation]:
+def _closed(at: list[object], keyword: str, names: Iterable[str]) -> list[Violation]:
     fix = "is not allowed here (a closed object)"
     return [Violation(json_pointer([*at, name]), keyword, f"{name!r} {fix}") for name in names]
 
@@ -152,13 +152,13 @@ Lookup = Callable[[str], Any]
 Phrase = Callable[[str, Any], list[ValidationError]]
 
 
-def _at(value: Any, path: Iterable[str | int]) -> Any:
+def _at(value: Any, path: Iterable[str | int]) -> object:
     for part in path:
         value = value[part]
     return value
 
 
-def _misread(error: jsonschema_rs.ValidationError, value: Any) -> bool:
+def _misread(error: jsonschema_rs.ValidationError, value: object) -> bool:
     """Whether jsonschema-rs judged a nan or an infinity (which it reads as null), not the value itself."""
     found = _at(value, error.instance_path)
     return isinstance(found, float) and not math.isfinite(found)
@@ -200,7 +200,8 @@ def _worded(error: jsonschema_rs.ValidationError, at: list[Any], instance: Any, 
     return _relaxing(found, schema, chosen)
 
 
-def _ruled(at: list[Any], rule: str, failure: ValidationError, where: list[Any] | None = None) -> Violation:
+def _ruled(at: list[object], rule: str, failure: ValidationError,
+           where: list[object] | None = None) -> Violation:
     """A failure of the ``x-rules`` rule ``rule`` on the object at ``at`` (placed at ``where`` when given); a
     rulebook rule's message starts with its id."""
     text = f"{rule}: {failure.message}" if isinstance(failure, RuleError) else failure.message
@@ -208,7 +209,7 @@ def _ruled(at: list[Any], rule: str, failure: ValidationError, where: list[Any] 
     return Violation(json_pointer(place), "x-rules", _message("x-rules", None, None, text), rule=rule)
 
 
-def _phrased(at: list[Any], keyword: str, errors: list[ValidationError], fallback: str,
+def _phrased(at: list[object], keyword: str, errors: list[ValidationError], fallback: str,
              chosen: Profile) -> list[Violation]:
     """Stock jsonschema's wording of the ``keyword`` errors at the instance's own place, under ``at``."""
     prefix = json_pointer(at)
@@ -251,7 +252,7 @@ def _unexpected_part(message: str) -> str:
     return message.partition(" do")[0]
 
 
-def _message(keyword: str, instance: Any, expected: Any, message: str) -> str:
+def _message(keyword: str, instance: object, expected: Any, message: str) -> str:
     """The wording of a ``keyword`` violation by ``instance`` (``expected``: the keyword's value in the
     schema; ``message``: the engine's own, for keywords not worded here)."""
     if keyword in ("false", "None"):

@@ -29,12 +29,13 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from replaykit import __version__, contracts, properties
 from replaykit.cassette import named_paths, write_atomic
 from replaykit.errors import UsageError, located
 from replaykit.findings import Finding
+from replaykit.jsondoc import JSON
 from replaykit.qualify import baseline, identity, markdown, stages
 from replaykit.qualify.stages import Section
 from replaykit.resources import data_dir
@@ -54,7 +55,6 @@ __all__ = [
     "write",
 ]
 
-JSON = dict[str, Any]
 DEFAULT_ESTIMATOR = "replaykit.estimate:estimate_tokens"
 SECTIONS = ("verify", "contracts", "drift", "scenarios", "mutants", "properties", "redgreen")
 _BROKEN = "the contracts are broken (see contracts), and this check reads them"

@@ -24,10 +24,10 @@ from typing import Any
 
 from replaykit import contracts
 from replaykit.errors import UsageError, located
+from replaykit.jsondoc import JSON
 
 __all__ = ["MAX_REPORT", "PASSING", "check_json", "compare", "flipped", "load_report", "read_json"]
 
-JSON = dict[str, Any]
 MAX_REPORT = 64 << 20  # bytes: a report is a few hundred KiB; more is not a report
 PASSING = frozenset({"pass", "killed", "info", "explained", "skipped"})
 _KIND = "replaykit.qualification-report"
@@ -62,7 +62,7 @@ def read_json(path: Path, fix: str, what: str = "report") -> Any:
         raise UsageError(located(path, line, f"not JSON: {exc}", fix)) from exc
 
 
-def check_json(path: Path, doc: Any, kind: str, what: str, fix: str) -> None:
+def check_json(path: Path, doc: object, kind: str, what: str, fix: str) -> None:
     """Refuse ``doc`` (read from ``path``) unless it is valid by the contract ``kind``: a usage error naming
     the file, the JSON pointer and ``fix``."""
     found = [v for v in contracts.validate(kind, doc) if v.severity == "error"]

@@ -9,13 +9,12 @@ manifests (files and a hash over each group; every file's hash is in ``report.js
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from replaykit.jsondoc import JSON
 from replaykit.qualify import identity
 
 __all__ = ["MAX_CELL", "render"]
 
-JSON = dict[str, Any]
 MAX_CELL = 400  # characters of a message in a table cell (report.json has it whole)
 _MARK = {"pass": "✅ pass", "fail": "❌ fail", "skipped": "⏭️ skipped"}
 

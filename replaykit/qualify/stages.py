@@ -20,6 +20,7 @@ from typing import Any, Literal
 from replaykit import contracts, drift, properties
 from replaykit.errors import ContractError, ScenarioError, UsageError
 from replaykit.findings import Finding
+from replaykit.jsondoc import JSON
 from replaykit.qualify.identity import installed_version
 from replaykit.reference.defects import MUTANTS
 from replaykit.scenario.model import Scenario, load_all
@@ -68,9 +69,9 @@ class Section:
     reason: str = ""
     seconds: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         """The section as ``qualification-report.schema.json`` has it."""
-        out: dict[str, Any] = {
+        out: JSON = {
             "status": self.status,
             "counts": self.counts,
             "failures": [_failure(finding) for finding in self.failures],

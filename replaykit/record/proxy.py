@@ -65,7 +65,7 @@ from replaykit.server import FakeProvider, envelopes
 from replaykit.server.background import Background, bind, cancel_pending
 from replaykit.server.matching import CASSETTE_HEADER, INTERACTION_HEADER, Pool, Received, slots_of
 from replaykit.server.plan import HOP_BY_HOP
-from replaykit.server.runner import check_host
+from replaykit.server.provider import check_host
 
 __all__ = ["MODES", "RecordingProxy", "Tally"]
 

@@ -94,7 +94,7 @@ class _Work:
                                                             keep=settings.keep, say=self.refused)
         self.taken, self.due = 0, 0.0
 
-    def send(self, *message: Any) -> None:
+    def send(self, *message: object) -> None:
         """Send ``message`` to the proxy (see :func:`_send`)."""
         _send(self.results, *message)
 

@@ -31,6 +31,7 @@ from urllib.parse import unquote_plus
 
 from replaykit import jsondoc, sse
 from replaykit.cassette import Cassette, Headers, Interaction, Request, Response
+from replaykit.jsondoc import JSON
 from replaykit.pointer import json_pointer
 from replaykit.redact.names import DEFAULT_RULES, NAME_NEEDLES, Rules, is_secret_field
 from replaykit.redact.shapes import (
@@ -82,7 +83,8 @@ class _Walk:
     interaction: int | None = None
     line: int | None = None
     found: list[SecretFinding] = field(default_factory=list)
-    memo: dict[int, tuple[Any, Any]] = field(default_factory=dict)  # id: (container, walked): aliases once
+    # id: (container, walked): aliases once
+    memo: dict[int, tuple[object, object]] = field(default_factory=dict)
 
     @property
     def plain(self) -> bool:
@@ -185,7 +187,7 @@ class _Walk:
             return body if scrubbed == text else scrubbed.encode("utf-8")
         return body if walked == doc and changed == text else _dumps(walked, changed).encode("utf-8")
 
-    def json(self, place: str, doc: Any, depth: int, secret: bool = False) -> Any:
+    def json(self, place: str, doc: object, depth: int, secret: bool = False) -> Any:
         """``doc`` scrubbed (a new object where something changed); ``secret``: held under a secret name."""
         if depth > jsondoc.MAX_DEPTH:
             raise _TooDeep(place)
@@ -198,15 +200,15 @@ class _Walk:
             seen = self.memo[id(doc)] = (doc, self.container(place, doc, depth, secret))
         return seen[1]
 
-    def container(self, place: str, doc: dict[str, Any] | list[Any], depth: int, secret: bool) -> Any:
+    def container(self, place: str, doc: JSON | list[object], depth: int, secret: bool) -> object:
         if isinstance(doc, list):
             return [self.json(f"{place}/{index}", item, depth + 1, secret) for index, item in enumerate(doc)]
         return self.mapping(place, doc, depth)
 
-    def mapping(self, place: str, doc: dict[str, Any], depth: int, holder: bool = False) -> dict[str, Any]:
+    def mapping(self, place: str, doc: JSON, depth: int, holder: bool = False) -> JSON:
         """``holder``: ``doc`` is held under a secret name (``client_secret: {value, expires_at}``): its
         ``value`` is the secret."""
-        out: dict[str, Any] = {}
+        out: JSON = {}
         for key, value in doc.items():
             at = place + json_pointer([key])
             named = self.rules.secret_field(key) or (holder and key == "value")
@@ -260,10 +262,10 @@ class _Walk:
                             event_offsets_ms=copy.copy(resp.event_offsets_ms))
         return Interaction(request, response, item.line)
 
-    def metadata(self, place: str, doc: dict[str, Any]) -> dict[str, Any]:
+    def metadata(self, place: str, doc: JSON) -> JSON:
         self.interaction, self.line = None, None
         try:
-            walked: dict[str, Any] = self.json(place, doc, 0)
+            walked: JSON = self.json(place, doc, 0)
         except _TooDeep:
             return copy.deepcopy(doc)
         return walked
@@ -345,7 +347,7 @@ def _utf8(body: bytes | None) -> str | None:
         return None
 
 
-def _loads(text: str | bytes) -> Any:
+def _loads(text: str | bytes) -> object:
     try:
         doc = jsondoc.loads(text)
     except ValueError:  # not JSON, or too deep to walk: searched as text
@@ -353,7 +355,7 @@ def _loads(text: str | bytes) -> Any:
     return doc if isinstance(doc, dict | list) else None
 
 
-def _dumps(doc: Any, original: str) -> str:
+def _dumps(doc: object, original: str) -> str:
     separators = (", ", ": ") if '": ' in original else (",", ":")
     return json.dumps(doc, ensure_ascii=False, separators=separators)
 
@@ -384,7 +386,8 @@ def scan(cassette: Cassette, rules: Rules | None = None) -> list[SecretFinding]:
     return _walk(cassette, rules or DEFAULT_RULES)[1]
 
 
-def redact_document(doc: Any, file: str = "", rules: Rules | None = None) -> tuple[Any, list[SecretFinding]]:
+def redact_document(doc: object, file: str = "", rules: Rules | None = None) -> tuple[Any,
+                    list[SecretFinding]]:
     """A parsed JSON document (a reported transcript, a request body) scrubbed by the same walk as a
     cassette's JSON bodies, and each secret found, masked; a finding's ``field`` is its JSON pointer.
     ``doc`` is not changed. Raises ``ValueError`` on a document nested deeper than

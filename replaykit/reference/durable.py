@@ -40,6 +40,7 @@ from typing import Any, Protocol, cast
 
 import httpx
 
+from replaykit.jsondoc import JSON
 from replaykit.reference import steps, wire
 from replaykit.reference.defects import mutant
 from replaykit.reference.tools import Tools
@@ -55,7 +56,6 @@ from replaykit.transcript import (
 __all__ = ["HOOK_ENV", "INTERRUPTED", "Keeper", "Recovery", "StreamRecord", "Unanswered", "merged",
            "partial_message", "read_stream"]
 
-JSON = dict[str, Any]
 STREAM = "stream.jsonl"
 HOOK_ENV = "REPLAYKIT_TOOL_HOOK"
 INTERRUPTED = ("interrupted: this call was cut short before it finished and was not run again (its tool is "

@@ -22,18 +22,17 @@ import dataclasses
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from replaykit import jsondoc
 from replaykit.citations import errors_only, render_sources, verify_evidence_answer
 from replaykit.errors import CitationError, LocalRequestError
+from replaykit.jsondoc import JSON
 from replaykit.reference.defects import mutant
 from replaykit.search import QUERY_CHARS, Evidence, dedupe_key
 
 __all__ = ["MAX_QUERIES", "MIN_EVIDENCE", "SYSTEM", "Verified", "instructions", "merge", "parse_answer",
            "plan", "prompt", "supports", "verify"]
 
-JSON = dict[str, Any]
 MAX_QUERIES = 4
 MIN_EVIDENCE = 2
 SYSTEM = ("Answer the user's question using only the supplied sources.\n"
@@ -190,7 +189,7 @@ class Verified:
                 "notes": self.notes}
 
 
-def _decide(citation: Mapping[str, Any], records: Mapping[str, Evidence], injected: Sequence[str],
+def _decide(citation: Mapping[str, object], records: Mapping[str, Evidence], injected: Sequence[str],
             unknown: bool) -> str | None:
     """Why a citation is not accepted (``unknown-source-id``, ``no-source``, ``unsupported-claim``,
     ``copied-instruction``), or None when it is."""
@@ -207,7 +206,7 @@ def _decide(citation: Mapping[str, Any], records: Mapping[str, Evidence], inject
     return None
 
 
-def _claims(accepted: Sequence[Mapping[str, Any]]) -> list[JSON]:
+def _claims(accepted: Sequence[Mapping[str, object]]) -> list[JSON]:
     grouped: dict[str, list[str]] = {}
     for citation in accepted:
         ids = grouped.setdefault(str(citation["claim"]), [])
@@ -217,7 +216,7 @@ def _claims(accepted: Sequence[Mapping[str, Any]]) -> list[JSON]:
     return [{"claim": claim, "sourceIds": ids} for claim, ids in grouped.items()]
 
 
-def _sources(accepted: Sequence[Mapping[str, Any]], evidence: Sequence[Evidence]) -> list[JSON]:
+def _sources(accepted: Sequence[Mapping[str, object]], evidence: Sequence[Evidence]) -> list[JSON]:
     ids = {record.id for record in evidence}
     known = [c for c in accepted if c.get("sourceId") in ids]
     sources = render_sources({"answer": "", "citations": known, "unsupportedClaims": []}, evidence)
@@ -246,7 +245,7 @@ def verify(answer: object, evidence: Sequence[Evidence]) -> Verified:
     records, injected = {record.id: record for record in evidence}, instructions(evidence)
     notes = [{"at": f.place, "code": f.code} for f in findings if f.severity != "error"]
     result = Verified(None, notes=notes)
-    accepted: list[Mapping[str, Any]] = []
+    accepted: list[Mapping[str, object]] = []
     for index, citation in enumerate(answer["citations"]):
         reason = _decide(citation, records, injected, index in unknown)
         entry = {"sourceId": citation.get("sourceId"), "claim": citation["claim"], "reason": reason}

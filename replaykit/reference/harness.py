@@ -23,6 +23,7 @@ import httpx
 
 from replaykit.cassette import header, write_atomic
 from replaykit.errors import LocalRequestError
+from replaykit.jsondoc import JSON
 from replaykit.provenance import ErrorInfo, classify
 from replaykit.reference import durable, steps, wire
 from replaykit.reference.defects import active, mutant
@@ -34,7 +35,6 @@ from replaykit.transcript import AssistantMessage
 
 __all__ = ["backoff", "failure", "run", "run_async", "should_retry"]
 
-JSON = dict[str, Any]
 MAX_ROUNDS = 16  # model calls in one turn, at most
 STORE = "transcript.json"
 

@@ -23,11 +23,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 import httpx
 
 from replaykit.errors import CitationError, WebSearchError
+from replaykit.jsondoc import JSON
 from replaykit.provenance import RESEARCH_RETRYABLE, ResearchCode, classify, research_code
 from replaykit.reference import evidence as ev
 from replaykit.reference.defects import mutant
@@ -38,7 +39,6 @@ from replaykit.transcript import AssistantMessage
 
 __all__ = ["Deadline", "Research"]
 
-JSON = dict[str, Any]
 T = TypeVar("T")
 
 

@@ -19,6 +19,7 @@ from replaykit import contracts
 from replaykit.citations import errors_only, verify_transcript
 from replaykit.errors import LocalRequestError
 from replaykit.estimate import Chars, Estimate, body_chars, estimate
+from replaykit.jsondoc import JSON
 from replaykit.reference.defects import mutant
 from replaykit.reference.wire import wire_body
 from replaykit.replay import ProviderModel, project, projection
@@ -27,7 +28,6 @@ from replaykit.transcript import AssistantMessage, Transcript, restore
 
 __all__ = ["OverBudget", "checked_citations", "estimate_tokens", "prepare", "rebuild_system", "validate"]
 
-JSON = dict[str, Any]
 
 
 # ---------------------------------------------------------------- validate

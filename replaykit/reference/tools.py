@@ -20,10 +20,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any
 
 import httpx
 
+from replaykit.jsondoc import JSON
 from replaykit.reference.defects import mutant
 from replaykit.reference.websearch import TOOL_NAME, ToolAnswer, WebSearchTool
 from replaykit.reference.wire import now_ms
@@ -32,7 +32,7 @@ from replaykit.transcript import ToolCallBlock, ToolResultMessage
 __all__ = ["DELEGATION", "SubTaskFailed", "ToolFailure", "Tools"]
 
 DELEGATION = ("task", "task_wait")
-SubAgent = Callable[[str], Coroutine[Any, Any, str]]
+SubAgent = Callable[[str], Coroutine[object, object, str]]
 
 
 class ToolFailure(Exception):
@@ -46,7 +46,7 @@ class SubTaskFailed(Exception):
 class Tools:
     """The tools a model may call in one agent: those of ``enabled`` that the harness implements."""
 
-    def __init__(self, enabled: list[dict[str, Any]], cwd: Path, subagent: SubAgent | None,
+    def __init__(self, enabled: list[JSON], cwd: Path, subagent: SubAgent | None,
                  client: httpx.AsyncClient | None = None) -> None:
         """``enabled`` as the input's ``tools`` (a ``web_search`` tool needs ``client``; its host options
         are checked here: LOCAL_REQUEST_ERROR at ``/tools/<index>/host/...``)."""
@@ -76,14 +76,14 @@ class Tools:
             message["details"] = answer.details
         return message
 
-    async def _run(self, name: str, arguments: dict[str, Any]) -> str:
-        handlers: dict[str, Callable[[dict[str, Any]], Awaitable[str]]] = {
+    async def _run(self, name: str, arguments: JSON) -> str:
+        handlers: dict[str, Callable[[JSON], Awaitable[str]]] = {
             "read": self.read, "task": self.task, "task_wait": self.task_wait}
         if name not in self.enabled or name not in handlers or (name in DELEGATION and not self.subagent):
             raise ToolFailure(f"unknown tool {name!r}")
         return await handlers[name](arguments)
 
-    async def read(self, arguments: dict[str, Any]) -> str:
+    async def read(self, arguments: JSON) -> str:
         """The text of a file under the work folder."""
         path = (self.cwd / str(arguments.get("path", ""))).resolve()
         if not path.is_relative_to(self.cwd):
@@ -93,7 +93,7 @@ class Tools:
         except OSError as exc:
             raise ToolFailure(f"cannot read {arguments.get('path')!r}: {exc.strerror}") from exc
 
-    async def task(self, arguments: dict[str, Any]) -> str:
+    async def task(self, arguments: JSON) -> str:
         """Start a sub-agent on ``prompt``; answer with its id."""
         prompt = arguments.get("prompt")
         if not isinstance(prompt, str) or not prompt or self.subagent is None:
@@ -102,7 +102,7 @@ class Tools:
         self.pending[ident] = asyncio.create_task(self.subagent(prompt))
         return f"started {ident}"
 
-    async def task_wait(self, arguments: dict[str, Any]) -> str:
+    async def task_wait(self, arguments: JSON) -> str:
         """Wait for sub-task ``id`` (every one without it) and answer with its final text."""
         ident = arguments.get("id")
         names = [ident] if isinstance(ident, str) and ident else list(self.pending)

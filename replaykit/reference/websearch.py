@@ -47,6 +47,7 @@ import httpx
 from replaykit import jsondoc
 from replaykit.cassette import header
 from replaykit.errors import LocalRequestError, WebSearchError
+from replaykit.jsondoc import JSON
 from replaykit.reference.defects import mutant
 from replaykit.search import (
     PROVIDERS,
@@ -73,7 +74,6 @@ __all__ = [
     "search",
 ]
 
-JSON = dict[str, Any]
 TOOL_NAME = "web_search"
 BASE_URL_ENV = "REPLAYKIT_WEBSEARCH_BASE_URL"
 TOKEN_ENV = "CLOUDFLARE_API_TOKEN"
@@ -280,7 +280,7 @@ def _retrieved_at(headers: httpx.Headers) -> str:
 
 def _extras(data: object, kept: tuple[Evidence, ...]) -> dict[str, JSON]:
     """The documented extra fields (:data:`ITEM_FIELDS`) of the item each record came from."""
-    first: dict[str, Mapping[str, Any]] = {}
+    first: dict[str, Mapping[str, object]] = {}
     for item in result_items(data):  # a response normalize() took: its items are a list
         url = safe_http_url(item.get("url")) if isinstance(item, Mapping) else None
         if url is not None:
@@ -326,7 +326,7 @@ class WebSearchTool:
         self.client = client
 
     @classmethod
-    def create(cls, tool: Mapping[str, Any], client: httpx.AsyncClient, pointer: str) -> WebSearchTool:
+    def create(cls, tool: Mapping[str, object], client: httpx.AsyncClient, pointer: str) -> WebSearchTool:
         """The tool of the definition ``tool`` at ``pointer`` (its options checked: LOCAL_REQUEST_ERROR)."""
         return cls(SearchOptions.from_host(tool.get("host"), f"{pointer}/host"), client)
 

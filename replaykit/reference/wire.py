@@ -24,13 +24,13 @@ from typing import Any
 import httpx
 
 from replaykit import sse
+from replaykit.jsondoc import JSON
 from replaykit.provenance import ErrorInfo, event_error
 from replaykit.replay import ProviderModel
 from replaykit.transcript import AssistantMessage, from_anthropic_stream, from_openai_stream
 
 __all__ = ["ProviderEvent", "Stalled", "StreamCut", "endpoint", "now_ms", "send"]
 
-JSON = dict[str, Any]
 _ENDPOINTS = {  # provider: (base URL variable, its default, path under it, key variable, key header)
     "anthropic": ("ANTHROPIC_BASE_URL", "https://api.anthropic.com", "/v1/messages", "ANTHROPIC_API_KEY",
                   "x-api-key"),
@@ -43,7 +43,8 @@ _TERMINAL = {"message_stop", "response.completed", "response.incomplete", "respo
 
 
 class StreamCut(ConnectionError):
-    """The stream ended before its terminal event: a transport failure (retryable)."""
+    """The stream ended before its terminal event, or an event of it is not JSON: a transport failure
+    (retryable)."""
 
 
 class ProviderEvent(Exception):
@@ -71,7 +72,7 @@ def endpoint(provider: str) -> tuple[str, dict[str, str]]:
     return base + path, headers
 
 
-def wire_body(body: Mapping[str, Any], target: ProviderModel) -> JSON:
+def wire_body(body: Mapping[str, object], target: ProviderModel) -> JSON:
     """The projected body as sent: streamed, and stateless on the Responses API."""
     extra: JSON = {"stream": True} if target.api == "anthropic-messages" else {"store": False, "stream": True}
     return {**body, **extra}
@@ -81,7 +82,7 @@ class Stalled(Exception):
     """A durable stream that sent nothing for the stall timeout: an interruption, not a retry."""
 
 
-async def send(client: httpx.AsyncClient, body: Mapping[str, Any], target: ProviderModel,
+async def send(client: httpx.AsyncClient, body: Mapping[str, object], target: ProviderModel,
                sink: Callable[[JSON], None] | None = None, stall: float | None = None) -> AssistantMessage:
     """POST ``body`` to ``target``'s provider and read its stream into an assistant message; each event goes
     to ``sink`` as it arrives (a durable turn's stream record); with ``stall``, no bytes for that many seconds
@@ -102,15 +103,25 @@ async def send(client: httpx.AsyncClient, body: Mapping[str, Any], target: Provi
 
 
 async def _events(response: httpx.Response, sink: Callable[[JSON], None] | None = None) -> list[JSON]:
-    parser, events = sse.Parser(), []
+    parser = sse.Parser()
+    events: list[JSON] = []
     async for chunk in response.aiter_raw():
         for event in parser.feed(chunk):
             if event.dispatched:
-                events.append(event.json())
+                events.append(_parsed(event, len(events) + 1))
                 if sink is not None:
                     sink(events[-1])
-    events += [event.json() for event in parser.close() if event.dispatched]
+    events += [_parsed(event, len(events) + 1) for event in parser.close() if event.dispatched]
     return events
+
+
+def _parsed(event: sse.Event, number: int) -> JSON:
+    """The event's JSON; an event that is not JSON was garbled on its way: :class:`StreamCut`."""
+    try:
+        parsed: JSON = event.json()
+    except ValueError as exc:
+        raise StreamCut(f"event {number} of the stream is not JSON ({exc})") from exc
+    return parsed
 
 
 def _message(events: list[JSON], target: ProviderModel) -> AssistantMessage:

@@ -20,16 +20,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from replaykit.errors import LocalRequestError
 from replaykit.estimate import IMAGE_CHARS, ExactModeUnavailable, find_anchor, o200k_base, text_chars
 from replaykit.estimate import _strings as strings  # the strings the estimator counts: one definition
+from replaykit.jsondoc import JSON
 from replaykit.replay import ProviderModel, project
 
 __all__ = ["APART", "SLACK", "Band", "policy_band", "style_counts"]
 
-JSON = dict[str, Any]
 SLACK = 500  # tokens of framing a harness may count besides the text (roles, separators, tool schemas)
 APART = 0.8  # a defect's count at most this share of the smallest sound count is told apart by the band
 _PARTS = ("system", "instructions", "tools", "messages", "input")
@@ -69,7 +68,7 @@ def _counters() -> dict[str, Callable[[list[str]], int]]:
     return counters
 
 
-def style_counts(body: Mapping[str, Any], parts: tuple[str, ...] = _PARTS) -> dict[str, int]:
+def style_counts(body: Mapping[str, object], parts: tuple[str, ...] = _PARTS) -> dict[str, int]:
     """The tokens of ``body``'s strings under ``parts`` in each style (an image: :data:`IMAGE_CHARS` / 4)."""
     texts, images = strings([body.get(part) for part in parts])
     return {style: count(texts) + images * IMAGE_CHARS // 4 for style, count in _counters().items()}
@@ -92,7 +91,7 @@ def policy_band(grown: JSON, target: ProviderModel) -> Band:
     return _unanchored(grown, target)
 
 
-def _largest(body: Mapping[str, Any], parts: tuple[str, ...] = _PARTS) -> int:
+def _largest(body: Mapping[str, object], parts: tuple[str, ...] = _PARTS) -> int:
     return max(style_counts(body, parts).values())
 
 

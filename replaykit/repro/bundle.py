@@ -38,7 +38,6 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -46,6 +45,7 @@ from replaykit import __version__, cassette
 from replaykit.canonical import canonical
 from replaykit.cassette import Cassette, Interaction, Meta, Request, Response, write_atomic
 from replaykit.errors import UsageError, located
+from replaykit.jsondoc import JSON
 from replaykit.pointer import matches
 from replaykit.redact import SecretFinding, scan, scan_text
 from replaykit.reference.wire import wire_body
@@ -68,7 +68,6 @@ from replaykit.synthesis import (
 __all__ = ["CASSETTE", "FILES", "SCENARIO", "SUMMARY", "TRANSCRIPT", "Bundle", "build", "leaks",
            "prepare_folder", "write"]
 
-JSON = dict[str, Any]
 SCENARIO, TRANSCRIPT, CASSETTE, SUMMARY = "scenario.yaml", "transcripts/repro.json", "cassettes/repro.yaml", \
     "repro.json"
 FILES = (SCENARIO, TRANSCRIPT, CASSETTE, SUMMARY)

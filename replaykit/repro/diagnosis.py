@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from replaykit import contracts
 from replaykit.errors import LocalRequestError
 from replaykit.estimate import estimate
+from replaykit.jsondoc import JSON
 from replaykit.redact import safe_message
 from replaykit.reference.wire import wire_body
 from replaykit.replay import Note, Projection, ProviderModel, projection
@@ -37,7 +38,6 @@ from replaykit.transcript import restore
 __all__ = ["DEFAULT_MODEL", "PROMPT", "REPLAYED", "REPORTED", "RESERVE", "Diagnosis", "Failure", "diagnose",
            "follow_up", "target_of"]
 
-JSON = dict[str, Any]
 PROMPT = "Please continue."
 DEFAULT_MODEL = "claude-sonnet-4-6"
 RESERVE = 16384  # the scenario's default reserve: the max_tokens the reference harness sends

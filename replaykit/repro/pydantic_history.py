@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from replaykit.jsondoc import JSON
 from replaykit.pointer import json_pointer
 from replaykit.transcript import ConversionError, from_anthropic, from_openai
 
 __all__ = ["Converted", "from_pydantic_ai", "is_history"]
 
-JSON = dict[str, Any]
 Where = list[str | int]
 _WIRE = ("anthropic", "openai", "azure")  # the providers whose blocks replay verbatim
 _RESULT_TYPES = {"web_search": "web_search_tool_result", "web_fetch": "web_fetch_tool_result",
@@ -209,7 +209,7 @@ class _Walk:
                 "status": status if status in _OPENAI_STATUS else "completed",
                 "model": message.get("model_name") or "", "output": items}
 
-    def openai_item(self, part: JSON, at: Where, items: list[JSON], returns: dict[Any, Any]) -> None:
+    def openai_item(self, part: JSON, at: Where, items: list[JSON], returns: dict[object, object]) -> None:
         kind, ident = part.get("part_kind"), part.get("id")
         last = items[-1] if items else {}
         if kind == "text" and ident is not None and last.get("type") == "message" and last.get("id") == ident:

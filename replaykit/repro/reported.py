@@ -33,6 +33,7 @@ from typing import Any
 
 from replaykit import cassette, jsondoc
 from replaykit.errors import CassetteError, UsageError, located
+from replaykit.jsondoc import JSON
 from replaykit.redact import SecretFinding, redact_document
 from replaykit.repro.failing import failing_request
 from replaykit.repro.pydantic_history import from_pydantic_ai, is_history
@@ -43,7 +44,6 @@ __all__ = ["MAX_INPUT", "MAX_LINES", "TIMESTAMP", "Reported", "read"]
 MAX_INPUT = 64 << 20  # bytes: a long session log is a few MB
 MAX_LINES = 100_000
 TIMESTAMP = 1_764_662_400_000  # 2025-12-02T08:00:00Z: the first converted message's time (never "now")
-JSON = dict[str, Any]
 _FIX = ("give a neutral transcript (contracts/replaykit/transcript.schema.json), an Anthropic Messages or "
         "OpenAI Responses request body, its messages / input array, a JSONL log of them, a pydantic-ai "
         "message history or a cassette")
@@ -139,7 +139,7 @@ def _neutral_message(message: object) -> bool:
     return isinstance(message, dict) and ("timestamp" in message or message.get("role") == "toolResult")
 
 
-def _array(path: Path, items: list[Any], found: list[SecretFinding], place: Place, log: str) -> Reported:
+def _array(path: Path, items: list[object], found: list[SecretFinding], place: Place, log: str) -> Reported:
     if any(_neutral_message(item) for item in items):
         transcript = {"version": 1, "system": None, "tools": [], "messages": items}
         return Reported(path, f"{log}neutral messages array", transcript, found)
@@ -160,12 +160,12 @@ def _openai_item(item: object) -> bool:
             or any(isinstance(part, dict) and part.get("type") in _OPENAI_PARTS for part in parts))
 
 
-_CONVERTERS: dict[str, Callable[..., Any]] = {
+_CONVERTERS: dict[str, Callable[..., object]] = {
     "anthropic": from_anthropic_request, "openai": from_openai_request,
     "azure": functools.partial(from_openai_request, provider="azure")}
 
 
-def _converted(path: Path, doc: Any, found: list[SecretFinding], place: Place, form: str,
+def _converted(path: Path, doc: object, found: list[SecretFinding], place: Place, form: str,
                provider: str) -> Reported:
     try:
         transcript = _CONVERTERS[provider](doc, timestamp=TIMESTAMP)
@@ -182,7 +182,7 @@ def _unconverted(path: Path, exc: ConversionError, place: Place, form: str) -> U
                               f"read as: {form}; fix that value, or give the neutral transcript"))
 
 
-def _history(path: Path, doc: list[Any], found: list[SecretFinding], place: Place, form: str) -> Reported:
+def _history(path: Path, doc: list[object], found: list[SecretFinding], place: Place, form: str) -> Reported:
     try:
         converted = from_pydantic_ai(doc, timestamp=TIMESTAMP)
     except ConversionError as exc:
@@ -270,7 +270,7 @@ def _parses(line: str) -> bool:
     return True
 
 
-def _line(path: Path, number: int, line: str) -> tuple[int, Any]:
+def _line(path: Path, number: int, line: str) -> tuple[int, object]:
     try:
         return number, jsondoc.loads(line)
     except ValueError as exc:
@@ -278,7 +278,7 @@ def _line(path: Path, number: int, line: str) -> tuple[int, Any]:
                                  "a JSONL log holds one JSON value a line")) from exc
 
 
-def _message(path: Path, number: int, value: Any) -> Any:
+def _message(path: Path, number: int, value: object) -> object:
     """A log line's message: itself, or the ``message`` object of its envelope."""
     if isinstance(value, dict) and isinstance(value.get("message"), dict):
         return value["message"]

@@ -16,16 +16,16 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from replaykit.callables import load_callable
 from replaykit.cassette import write_atomic
 from replaykit.errors import UsageError
+from replaykit.jsondoc import JSON
 
 __all__ = ["internal_error", "main", "target_function"]
 
 
-def internal_error(exc: BaseException) -> dict[str, Any]:
+def internal_error(exc: BaseException) -> JSON:
     """The outcome of a target function that raised ``exc``: ``error``, ``INTERNAL_ERROR``, nothing
     persisted."""
     from replaykit.redact import safe_message  # the secret shapes, loaded only when a target fails
@@ -45,9 +45,9 @@ def internal_error(exc: BaseException) -> dict[str, Any]:
     }
 
 
-def target_function(spec: str) -> Callable[[dict[str, Any]], Any]:
+def target_function(spec: str) -> Callable[[JSON], object]:
     """The target function ``spec`` (``module:function``) names; a usage error when it cannot be found."""
-    found: Callable[[dict[str, Any]], Any] = load_callable(
+    found: Callable[[JSON], object] = load_callable(
         spec, "--target python:", "replaykit.reference:run"
     )
     return found
@@ -63,7 +63,7 @@ def _variable(name: str) -> Path:
 
 
 def main(argv: Sequence[str] | None = None,
-         function: Callable[[dict[str, Any]], Any] | None = None) -> int:
+         function: Callable[[JSON], object] | None = None) -> int:
     """Run the target function named by ``argv[0]`` (see the module docstring); ``function``: that function,
     already found (a warm parent's child, :mod:`replaykit.scenario.warm`)."""
     args = list(sys.argv[1:] if argv is None else argv)

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from replaykit.errors import UsageError, located
+from replaykit.jsondoc import JSON
 from replaykit.pointer import pointer_parts
+from replaykit.scenario.formats import ScenarioDoc
 
 if TYPE_CHECKING:
     from replaykit.server.faults import Fault
@@ -97,7 +99,7 @@ def _read(where: Path) -> tuple[bytes, Any]:
         raise UsageError(str(exc)) from exc
 
 
-def _check(where: Path, data: bytes, doc: Any) -> None:
+def _check(where: Path, data: bytes, doc: object) -> None:
     """Refuse a document that is not a manifest: its first problem, at its line and JSON pointer."""
     from replaykit import contracts
     from replaykit.cassette import yaml_line
@@ -114,7 +116,7 @@ def _check(where: Path, data: bytes, doc: Any) -> None:
         raise UsageError(located(where, place or "/", message, fix))
 
 
-def _unknown_words(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
+def _unknown_words(doc: JSON) -> list[tuple[str, str, str]]:
     """A capability that is no word of :data:`CAPABILITIES` nor ``tool:NAME``: its pointer, what, the fix."""
     given = doc.get("capabilities")
     for index, word in enumerate(given if isinstance(given, list) else []):
@@ -202,7 +204,7 @@ def _stream_needs(cassettes: Iterable[Path]) -> set[str]:
     return needs
 
 
-def _step_needs(steps: list[dict[str, Any]]) -> set[str]:
+def _step_needs(steps: list[JSON]) -> set[str]:
     needs = set()
     for step in steps:
         needs.add(API_OF[step["provider"]])
@@ -212,17 +214,17 @@ def _step_needs(steps: list[dict[str, Any]]) -> set[str]:
     return needs
 
 
-def _tool_needs(tools: list[dict[str, Any]]) -> set[str]:
+def _tool_needs(tools: list[JSON]) -> set[str]:
     needs = set()
     for tool in tools:
         if tool.get("type") == "hostedSearch":
             needs.add("hosted-search")
-        elif tool.get("type") == "function" and isinstance(tool.get("name"), str):
-            needs.add("tool:" + _TOOL_OF.get(tool["name"], tool["name"]))
+        elif tool.get("type") == "function" and isinstance(name := tool.get("name"), str):
+            needs.add("tool:" + _TOOL_OF.get(name, name))
     return needs
 
 
-def _expectation_needs(expected: dict[str, Any]) -> set[str]:
+def _expectation_needs(expected: JSON) -> set[str]:
     needs = set()
     if expected.get("persistedSnapshot"):
         needs.add("persisted-transcript")
@@ -233,7 +235,7 @@ def _expectation_needs(expected: dict[str, Any]) -> set[str]:
     return needs
 
 
-def requirements(doc: dict[str, Any], cassettes: Iterable[Path], faults: Iterable[Fault]) \
+def requirements(doc: ScenarioDoc, cassettes: Iterable[Path], faults: Iterable[Fault]) \
         -> frozenset[str]:
     """What a scenario (its document, cassettes and faults) needs of a target: its ``requires:``, and what its
     parts show: the APIs of its steps, research / restart / cancelAfterMs / operationId steps, its tools

@@ -9,26 +9,27 @@ run ended (``outcome``, ``error``, ``reason``, ``receipts``, ``persistWrites``, 
 ``error`` is then checked only when it ended with an error. ``reaches`` / ``neverReaches`` read each
 request's canonical view (:mod:`replaykit.canonical`) unless ``raw: true``; ``persistedSnapshot`` compares
 transcripts by meaning.
-What they read is an :class:`Evidence`: the outcome (segments merged), the journal as JSON, the unused
+What they read is an :class:`Evidence`: the outcome (segments merged), the journal's entries, the unused
 interactions and the transcript the target persisted.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from replaykit.assertions import describe_journal
 from replaykit.canonical import canonical, canonical_transcript
+from replaykit.jsondoc import JSON
 from replaykit.pointer import matches
+from replaykit.scenario.formats import ReportCheck, TargetOutcome
 from replaykit.scenario.model import Scenario
 from replaykit.scenario.snapshot import check_snapshot, snapshot_path
+from replaykit.server import Entry
 
 __all__ = ["STAGES", "Check", "Evidence", "check_all", "in_count"]
 
-JSON = dict[str, Any]
 _NO_OUTCOME = "no outcome to check"
 #: The cause order of the checks: a failure of an earlier stage is what led to those of later ones.
 STAGES = ("target", "local", "estimate", "sent", "answered", "ended")
@@ -46,14 +47,14 @@ class Check:
     why: str = ""
     stage: int = _ENDED
 
-    def to_json(self) -> JSON:
+    def to_json(self) -> ReportCheck:
         """``{name, ok, why, stage}``."""
         return {"name": self.name, "ok": self.ok, "why": self.why, "stage": STAGES[self.stage]}
 
     @classmethod
-    def from_json(cls, doc: JSON) -> Check:
+    def from_json(cls, doc: ReportCheck) -> Check:
         """The check :meth:`to_json` wrote (a report read back, e.g. by ``replaykit merge``)."""
-        return cls(str(doc["name"]), bool(doc["ok"]), str(doc["why"]), STAGES.index(doc["stage"]))
+        return cls(doc["name"], doc["ok"], doc["why"], STAGES.index(doc["stage"]))
 
 
 @dataclass
@@ -61,27 +62,31 @@ class Evidence:
     """What the checks read. ``problem`` says why there is no ``outcome`` (timed out, none written, not
     valid); ``persisted`` is the parsed ``transcript.json`` of the target's store, None when absent."""
 
-    outcome: JSON | None
+    outcome: TargetOutcome | None
     problem: str = ""
-    journal: list[JSON] = field(default_factory=list)
+    journal: list[Entry] = field(default_factory=list)
     unused: list[JSON] = field(default_factory=list)
-    persisted: Any = None
+    persisted: object = None
     update_snapshots: bool = False
-    _views: list[Any] = field(default_factory=list, repr=False)
+    _views: list[object] = field(default_factory=list, repr=False)
 
-    def bodies(self, raw: bool) -> list[Any]:
+    def bodies(self, raw: bool) -> list[object]:
         """The journaled request bodies in order: as sent (``raw``) or their canonical views (made once)."""
         if raw:
-            return [entry.get("body") for entry in self.journal]
+            return [entry.body for entry in self.journal]
         if not self._views:
-            self._views = [canonical(str(entry.get("route")), entry.get("body")) for entry in self.journal]
+            self._views = [canonical(entry.route, entry.body) for entry in self.journal]
         return self._views
+
+    @property
+    def error(self) -> Mapping[str, object]:
+        """The outcome's ``error`` (empty when there is none, or no outcome)."""
+        return (self.outcome.get("error") if self.outcome is not None else None) or {}
 
     @property
     def failed_locally(self) -> bool:
         """True when the target's own error is of local provenance (it failed before or without a request)."""
-        error = (self.outcome or {}).get("error") or {}
-        return bool(error.get("provenance") == "local")
+        return self.error.get("provenance") == "local"
 
 
 def in_count(expected: int | JSON, found: int) -> bool:
@@ -104,7 +109,7 @@ def _count_text(expected: int | JSON) -> str:
     )
 
 
-def _journal_text(entries: list[JSON]) -> str:
+def _journal_text(entries: list[Entry]) -> str:
     return "; ".join(line.strip() for line in describe_journal(entries).splitlines())
 
 
@@ -128,7 +133,7 @@ def _outcome(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
     if seen.outcome is None:
         yield Check("outcome", False, _NO_OUTCOME)
         return
-    got, error = seen.outcome["status"], seen.outcome.get("error") or {}
+    got, error = seen.outcome["status"], seen.error
     ok = got in wanted
     said = f" ({error.get('code')}: {error.get('message', '')})" if error and not ok else ""
     why = "" if ok else f"expected {' or '.join(wanted)}, got {got}{said}"
@@ -137,7 +142,7 @@ def _outcome(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
 
 def _error(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
     wanted = scenario.expectations.get("error") or {}
-    error = (seen.outcome or {}).get("error") or {}
+    error = seen.error
     if len(_statuses(scenario)) > 1 and seen.outcome is not None and seen.outcome["status"] != "error":
         return  # with a list of statuses, the error is checked when the target ended with one
     for key in ("code", "phase", "provenance"):
@@ -157,7 +162,7 @@ def _reason(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
     wanted = scenario.expectations.get("reason")
     if wanted is None:
         return
-    got = (seen.outcome or {}).get("reason")
+    got = seen.outcome.get("reason") if seen.outcome is not None else None
     why = _NO_OUTCOME if seen.outcome is None else f"expected {wanted}, got {got or 'none'}"
     yield Check("reason", got == wanted, "" if got == wanted else why)
 
@@ -190,7 +195,7 @@ def _provider_requests(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
 
 def _requests(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
     for route, wanted in (scenario.expectations.get("requests") or {}).items():
-        found = sum(1 for entry in seen.journal if entry.get("route") == route)
+        found = sum(1 for entry in seen.journal if entry.route == route)
         ok = in_count(wanted, found)
         why = "" if ok else (f"expected {_count_text(wanted)} request(s) on {route}, found {found}: "
                              f"{_journal_text(seen.journal)}")
@@ -200,10 +205,8 @@ def _requests(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
 def _unmatched(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
     if scenario.expectations.get("unmatched", False):
         return
-    found = [entry for entry in seen.journal if entry.get("verdict") == "unmatched"]
-    why = "; ".join(
-        f"request #{e.get('seq')} {e.get('method')} {e.get('path')}: {e.get('error')}" for e in found
-    )
+    found = [entry for entry in seen.journal if entry.verdict == "unmatched"]
+    why = "; ".join(f"request #{e.seq} {e.method} {e.path}: {e.error}" for e in found)
     yield Check("unmatched", not found,
                 f"{len(found)} request(s) matched no interaction: {why}" if found else "", _ANSWERED)
 
@@ -221,9 +224,9 @@ def _contracts(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
     if wanted is None:
         return
     broken = [
-        (entry.get("seq"), row)
+        (entry.seq, row)
         for entry in seen.journal
-        for row in entry.get("request_violations") or []
+        for row in entry.request_violations
         if row.get("severity", "error") == "error"
     ]
     holds = not broken
@@ -274,7 +277,7 @@ def _estimates(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
             yield Check(name, not wrong, why, _ESTIMATE)
 
 
-def _hit(value: Any, spec: JSON) -> bool:
+def _hit(value: object, spec: JSON) -> bool:
     if "equals" in spec:
         return bool(value == spec["equals"])
     if "contains" in spec:
@@ -291,13 +294,13 @@ def _what(spec: JSON) -> str:
     return str(spec["pointer"])
 
 
-def _bodies(spec: JSON, seen: Evidence) -> list[tuple[int, Any]]:
+def _bodies(spec: JSON, seen: Evidence) -> list[tuple[int, object]]:
     """The bodies ``spec`` reads, numbered from 1: canonical views, or as sent with ``raw: true``."""
     numbered = list(enumerate(seen.bodies(bool(spec.get("raw"))), 1))
     return [(n, body) for n, body in numbered if spec.get("request") in (None, n)]
 
 
-def _reach_why(spec: JSON, seen: Evidence, found: list[tuple[int, str, Any]]) -> str:
+def _reach_why(spec: JSON, seen: Evidence, found: list[tuple[int, str, object]]) -> str:
     which = f"request {spec['request']}" if "request" in spec else "any request"
     view = " as sent" if spec.get("raw") else ""
     if not found:
@@ -330,7 +333,8 @@ def _never_reaches(scenario: Scenario, seen: Evidence) -> Iterator[Check]:
 
 def _no_transcript(spec: JSON, seen: Evidence) -> str:
     """Why a pointer into the outcome's transcript finds nothing, when the target wrote none."""
-    if str(spec["pointer"]).startswith("/transcript") and (seen.outcome or {}).get("transcript") is None:
+    if str(spec["pointer"]).startswith("/transcript") and (seen.outcome is None
+                                                       or seen.outcome.get("transcript") is None):
         return ("; the outcome has no transcript, and this scenario reads it: write the final transcript "
                 "(target-outcome.schema.json)")
     return ""

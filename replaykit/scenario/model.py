@@ -21,14 +21,15 @@ from typing import Any
 from replaykit import cassette, contracts
 from replaykit.cassette import read_yaml, yaml_line
 from replaykit.errors import CassetteError, ScenarioError, UsageError, located
+from replaykit.jsondoc import JSON
 from replaykit.pointer import json_pointer, pointer_parts
 from replaykit.scenario.capabilities import MANIFEST_NAMES, requirements
+from replaykit.scenario.formats import ScenarioDoc, TargetInput
 from replaykit.server.faults import Fault
 
 __all__ = ["MAX_FILE", "Scenario", "discover", "load", "load_all"]
 
 MAX_FILE = 8 << 20  # bytes: a scenario is a page of YAML; more is a mistake (a cassette named as a scenario)
-JSON = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -37,33 +38,39 @@ class Scenario:
     parts the runner needs resolved (cassette paths, the stored transcript, the faults)."""
 
     path: Path
-    doc: JSON
+    doc: ScenarioDoc
     cassettes: tuple[Path, ...] = ()
     transcript: JSON | None = None
     faults: tuple[Fault, ...] = ()
     files: Mapping[str, str] = field(default_factory=dict)
 
+    @classmethod
+    def named(cls, path: Path, name: str, kind: str = "", kills: Iterable[str] = ()) -> Scenario:
+        """A scenario known by its name only (a report read back): no steps, no expectations."""
+        doc: ScenarioDoc = {"name": name, "kind": kind, "description": "", "steps": [], "expectations": {}}
+        if kills:
+            doc["kills"] = list(kills)
+        return cls(path, doc)
+
     @property
     def name(self) -> str:
         """The scenario's ``name``."""
-        return str(self.doc["name"])
+        return self.doc["name"]
 
     @property
     def kind(self) -> str:
         """``regression`` or ``contract``."""
-        return str(self.doc["kind"])
+        return self.doc["kind"]
 
     @property
     def expectations(self) -> JSON:
         """The ``expectations`` mapping."""
-        expected: JSON = self.doc["expectations"]
-        return expected
+        return self.doc["expectations"]
 
     @property
     def steps(self) -> list[JSON]:
         """The steps, as written (with ``restart``)."""
-        steps: list[JSON] = self.doc["steps"]
-        return steps
+        return self.doc["steps"]
 
     @property
     def kills(self) -> tuple[str, ...]:
@@ -110,7 +117,7 @@ class Scenario:
             found[-1][1].append({key: value for key, value in step.items() if key != "restart"})
         return found
 
-    def target_input(self, steps: list[JSON], first: bool) -> JSON:
+    def target_input(self, steps: list[JSON], first: bool) -> TargetInput:
         """The target input (``contracts/replaykit/target-input.schema.json``) of one segment: the stored
         transcript for the first, ``null`` (restore from the store) after a restart; every field written."""
         doc = self.doc
@@ -180,7 +187,7 @@ def _read(path: Path) -> tuple[str, Any]:
     return data.decode("utf-8"), doc
 
 
-def _validate(path: Path, text: str, doc: Any) -> JSON:
+def _validate(path: Path, text: str, doc: object) -> None:
     if not isinstance(doc, dict):
         raise _fail(
             path,
@@ -208,7 +215,6 @@ def _validate(path: Path, text: str, doc: Any) -> JSON:
             "the first step cannot restart: nothing ran before it",
             "remove `restart` or put it on a later step",
         )
-    return doc
 
 
 def _inside(path: Path, text: str, pointer: str, relative: str) -> Path:
@@ -224,7 +230,7 @@ def _inside(path: Path, text: str, pointer: str, relative: str) -> Path:
     return resolved
 
 
-def _transcript(path: Path, text: str, doc: JSON) -> JSON | None:
+def _transcript(path: Path, text: str, doc: ScenarioDoc) -> JSON | None:
     stored = doc.get("transcript")
     if not isinstance(stored, str):
         return stored
@@ -246,7 +252,7 @@ def _transcript(path: Path, text: str, doc: JSON) -> JSON | None:
     return loaded
 
 
-def _faults(path: Path, text: str, doc: JSON) -> tuple[Fault, ...]:
+def _faults(path: Path, text: str, doc: ScenarioDoc) -> tuple[Fault, ...]:
     faults = []
     for index, raw in enumerate(doc.get("faults", [])):
         pointer = json_pointer(["faults", index])
@@ -260,7 +266,7 @@ def _faults(path: Path, text: str, doc: JSON) -> tuple[Fault, ...]:
     return tuple(faults)
 
 
-def _files(path: Path, text: str, doc: JSON) -> dict[str, str]:
+def _files(path: Path, text: str, doc: ScenarioDoc) -> dict[str, str]:
     files: dict[str, str] = dict(doc.get("files", {}))
     for name in files:
         if ".." in name.split("/"):
@@ -274,7 +280,7 @@ def _files(path: Path, text: str, doc: JSON) -> dict[str, str]:
     return files
 
 
-def _cassettes(path: Path, text: str, doc: JSON) -> tuple[Path, ...]:
+def _cassettes(path: Path, text: str, doc: ScenarioDoc) -> tuple[Path, ...]:
     """The cassettes' paths, each read once here (a bad one is this scenario's error; the fake provider
     then loads it from the cassette cache)."""
     found = []
@@ -293,7 +299,8 @@ def load(path: str | os.PathLike[str]) -> Scenario:
     """Read, validate and resolve one scenario file (see the module docstring)."""
     where = Path(path)
     text, raw = _read(where)
-    doc = _validate(where, text, raw)
+    _validate(where, text, raw)
+    doc: ScenarioDoc = raw  # valid against the contract, whose keys are ScenarioDoc's (tested)
     return Scenario(
         where,
         doc,

@@ -26,9 +26,9 @@ import dataclasses
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from replaykit.errors import UsageError
+from replaykit.jsondoc import JSON
 from replaykit.scenario.expect import Check
 from replaykit.scenario.model import Scenario
 from replaykit.scenario.report import Case
@@ -156,7 +156,7 @@ class Matrix:
             found.append(Case("replaykit.mutants.mutants", mutant, failure=failure))
         return found
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         """``{ok, full, mutants, scenarios: [{scenario, kills, killed, passesOnTarget}], survivors, vacuous,
         problems}``."""
         return {
@@ -181,7 +181,7 @@ class Matrix:
         }
 
 
-    def _row(self, name: str) -> dict[str, Any]:
+    def _row(self, name: str) -> JSON:
         """What :meth:`from_json` reads back: the first failure and the missing capabilities on the target,
         the verdict of each mutant's cell that ran, and the row's seconds."""
         first = self.results[(name, None)].first_failure
@@ -194,14 +194,14 @@ class Matrix:
         }
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> Matrix:
+    def from_json(cls, doc: JSON) -> Matrix:
         """The matrix :meth:`to_json` wrote, read back (``replaykit merge``): its scenarios hold only their
         name, file and kills; its results only their verdicts and the first failure on the target."""
         scenarios: list[Scenario] = []
         results: dict[tuple[str, str | None], Result] = {}
         inferred: set[tuple[str, str]] = set()
         for row in doc["scenarios"]:
-            scenario = Scenario(Path(row["file"]), {"name": row["scenario"], "kills": row["kills"]})
+            scenario = Scenario.named(Path(row["file"]), row["scenario"], kills=row["kills"])
             first = row["firstFailureOnTarget"]
             checks = [Check.from_json(first)] if first is not None else []
             missing = tuple(row["missingOnTarget"])

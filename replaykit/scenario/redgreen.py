@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from replaykit.jsondoc import JSON
 from replaykit.scenario.model import Scenario
 from replaykit.scenario.runner import Result, run_jobs
 from replaykit.scenario.target import Target
@@ -112,11 +112,11 @@ def markdown(rows: Sequence[Row], baseline: str, candidate: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_json(rows: Sequence[Row], baseline: str, candidate: str) -> dict[str, Any]:
+def to_json(rows: Sequence[Row], baseline: str, candidate: str) -> JSON:
     """``{ok, baseline, candidate, rows: [{scenario, kind, baseline, candidate, ok, problem}]}``; each side
     ``{passed, firstFailure}``."""
 
-    def side(result: Result) -> dict[str, Any]:
+    def side(result: Result) -> JSON:
         first = result.first_failure
         return {"passed": result.passed, "verdict": result.verdict,
                 "firstFailure": None if first is None else first.to_json()}

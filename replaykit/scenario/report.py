@@ -21,9 +21,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from replaykit.cassette import write_atomic
+from replaykit.jsondoc import JSON
+from replaykit.scenario.formats import Counts, RunReport
 from replaykit.scenario.runner import Result
 
 __all__ = [
@@ -89,10 +90,10 @@ def text(results: Sequence[Result], verbose: bool = False) -> list[str]:
     return [*failures, *rest(results, verbose), summary(results)]
 
 
-def counts(results: Sequence[Result]) -> dict[str, int]:
+def counts(results: Sequence[Result]) -> Counts:
     """``{scenarios, passed, failed, na}``."""
     tally = Counter(result.verdict for result in results)
-    return {"scenarios": len(results), "passed": tally["pass"], "failed": tally["fail"], "na": tally["n/a"]}
+    return Counts(scenarios=len(results), passed=tally["pass"], failed=tally["fail"], na=tally["n/a"])
 
 
 def ok(results: Sequence[Result], shard: bool = False) -> bool:
@@ -120,17 +121,15 @@ def summary(results: Sequence[Result]) -> str:
     return f"{len(results)} {word}, {n['passed']} passed, {n['failed']} failed{na}: {verdict}"
 
 
-def to_json(results: Sequence[Result], shard: dict[str, Any] | None = None) -> dict[str, Any]:
+def to_json(results: Sequence[Result], shard: JSON | None = None) -> RunReport:
     """``{passed, counts, coverage, results}`` (each result with every check), and the ``shard`` block of a
     shard's report (:meth:`replaykit.scenario.shard.Shard.pick`); its contract is
     ``contracts/replaykit/run-report.schema.json``."""
-    doc = {
-        "passed": ok(results, shard is not None),
-        "counts": counts(results),
-        "coverage": coverage(results),
-        "results": [result.to_json() for result in results],
-    }
-    return doc if shard is None else {**doc, "shard": shard}
+    doc = RunReport(passed=ok(results, shard is not None), counts=counts(results), coverage=coverage(results),
+                    results=[result.to_json() for result in results])
+    if shard is not None:
+        doc["shard"] = shard
+    return doc
 
 
 def _md(text: str) -> str:

@@ -29,19 +29,19 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from tempfile import TemporaryDirectory
-from typing import Any
 
 from replaykit.cassette import write_atomic
+from replaykit.jsondoc import JSON
 from replaykit.scenario.capabilities import recorded_forms
 from replaykit.scenario.expect import Check, Evidence, check_all
+from replaykit.scenario.formats import Estimate, ReportResult, TargetOutcome
 from replaykit.scenario.model import Scenario
 from replaykit.scenario.target import Target, TargetExit, read_outcome, run_segment, target_env
 from replaykit.scenario.warm import Parents
-from replaykit.server import FakeProvider
+from replaykit.server import Entry, FakeProvider
 
 __all__ = ["ASKED_ENV", "Result", "run_jobs", "run_many", "run_scenario"]
 
-JSON = dict[str, Any]
 ASKED_ENV = "REPLAYKIT_MUTANTS_ASKED"  # where a run without a mutant lists the mutants the target asked about
 MAX_ASKED = 1 << 20  # bytes of that list read at most
 
@@ -49,19 +49,19 @@ MAX_ASKED = 1 << 20  # bytes of that list read at most
 @dataclass
 class Result:
     """One scenario's verdict: every :class:`Check`, the merged outcome, the target, the mutant (if any), the
-    fake provider's journal (JSON entries, whole bodies), ``missing``: the capabilities the target lacks
+    fake provider's journal (its entries, whole bodies), ``missing``: the capabilities the target lacks
     for it (then it did not run: n/a), and ``asked``: the mutants the target asked about on a run without
     one (``$REPLAYKIT_MUTANTS_ASKED``; None when it does not say)."""
 
     scenario: Scenario
     target: str
     checks: list[Check]
-    outcome: JSON | None = None
+    outcome: TargetOutcome | None = None
     mutant: str | None = None
     seconds: float = 0.0
     requests: int = 0
     extra: JSON = field(default_factory=dict)
-    journal: list[JSON] = field(default_factory=list)
+    journal: list[Entry] = field(default_factory=list)
     missing: tuple[str, ...] = ()
     asked: frozenset[str] | None = None
 
@@ -100,7 +100,7 @@ class Result:
         first = self.first_failure
         return "" if first is None else f"{first.name}: {first.why}"
 
-    def to_json(self) -> JSON:
+    def to_json(self) -> ReportResult:
         """The result as JSON: scenario, file, kind, target, mutant, verdict, passed, missing, firstFailure,
         checks, outcome."""
         first = self.first_failure
@@ -121,24 +121,24 @@ class Result:
         }
 
     @classmethod
-    def from_json(cls, doc: JSON) -> Result:
+    def from_json(cls, doc: ReportResult) -> Result:
         """The result :meth:`to_json` wrote, read back (``replaykit merge``): its scenario holds only the
         name, kind and file, and there is no journal."""
-        scenario = Scenario(Path(doc["file"]), {"name": doc["scenario"], "kind": doc["kind"]})
+        scenario = Scenario.named(Path(doc["file"]), doc["scenario"], doc["kind"])
         checks = [Check.from_json(check) for check in doc["checks"]]
         return cls(scenario, doc["target"], checks, doc["outcome"], doc["mutant"], doc["seconds"],
                    doc["providerRequests"], missing=tuple(doc["missing"]))
 
 
-def _merge(merged: JSON | None, outcome: JSON, first_step: int) -> JSON:
-    estimates = [{**e, "step": e["step"] + first_step} for e in outcome.get("estimates") or []]
+def _merge(merged: TargetOutcome | None, outcome: TargetOutcome, first_step: int) -> TargetOutcome:
+    joined = outcome.copy()
+    estimates = [Estimate(step=e["step"] + first_step, tokens=e["tokens"])
+                 for e in outcome.get("estimates") or []]
+    joined["estimates"] = estimates
     if merged is None:
-        return {**outcome, "estimates": estimates}
-    joined = {
-        **outcome,
-        "persistWrites": merged["persistWrites"] + outcome["persistWrites"],
-        "estimates": [*merged.get("estimates", []), *estimates],
-    }
+        return joined
+    joined["persistWrites"] = merged["persistWrites"] + outcome["persistWrites"]
+    joined["estimates"] = [*merged.get("estimates", []), *estimates]
     if "receipts" in merged or "receipts" in outcome:
         joined["receipts"] = [*merged.get("receipts", []), *outcome.get("receipts", [])]
     return joined
@@ -165,7 +165,7 @@ def _write_files(work: Path, files: dict[str, str]) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def _persisted(state: Path) -> Any:
+def _persisted(state: Path) -> object:
     try:
         return json.loads((state / "transcript.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -181,7 +181,7 @@ class _Segments:
     root: Path
     mutant: str | None
     parents: Parents | None = None
-    outcome: JSON | None = None
+    outcome: TargetOutcome | None = None
     problem: str = ""
     kills: int = 0
 
@@ -272,7 +272,7 @@ def run_scenario(
         segments = _Segments(scenario, target, root, mutant, parents)
         with FakeProvider(scenario.cassettes, faults=scenario.faults, journal_bodies="full") as provider:
             segments.run(provider)
-            journal = [entry.to_json() for entry in provider.journal]
+            journal = list(provider.journal)
             unused = _without_served_twins(provider.unused(), scenario)
         seen = Evidence(
             segments.outcome if not segments.problem else None,

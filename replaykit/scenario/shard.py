@@ -21,11 +21,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from replaykit import __version__
 from replaykit.cassette import write_atomic
 from replaykit.errors import UsageError, located
+from replaykit.jsondoc import JSON
 from replaykit.scenario.model import Scenario
 from replaykit.scenario.target import Target
 
@@ -57,8 +57,8 @@ class Shard:
         return f"{self.index}/{self.count}"
 
     def pick(self, command: str, scenarios: Sequence[Scenario], target: Target,
-             durations: Mapping[str, float], more: Mapping[str, Any] | None = None,
-             ) -> tuple[list[Scenario], dict[str, Any]]:
+             durations: Mapping[str, float], more: Mapping[str, object] | None = None,
+             ) -> tuple[list[Scenario], JSON]:
         """The scenarios of this shard (in the order given) and the ``shard`` block of its report:
         ``command``, ``index``, ``count``, ``inputs`` (:func:`inputs_hash`), ``total`` (the scenarios of every
         shard) and ``positions`` (where each of this shard's stands among them)."""
@@ -90,7 +90,7 @@ def partition(names: Sequence[str], count: int, durations: Mapping[str, float]) 
     return [sorted(shard) for shard in shards]
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> JSON:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -131,7 +131,7 @@ def _digest(data: bytes) -> str:
 
 
 def inputs_hash(command: str, scenarios: Sequence[Scenario], target: Target, parts: Sequence[Sequence[str]],
-                more: Mapping[str, Any] | None = None) -> str:
+                more: Mapping[str, object] | None = None) -> str:
     """The SHA-256 of what a shard's results depend on: the command, replaykit's version, the target (its
     spec and its manifest's bytes), each scenario's files' bytes, the partition (which holds N) and ``more``
     (the mutants run, the matrix's mode...). Shards of one run share it."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from syrupy.extensions.json import JSONSnapshotExtension
 
@@ -30,11 +29,11 @@ def _is_id(key: str) -> bool:
     return key == "id" or key.endswith(("Id", "_id"))
 
 
-def normalize(document: Any) -> Any:
+def normalize(document: object) -> object:
     """``document`` with timestamps and ids replaced (see the module docstring); the input is not changed."""
     ids: dict[str, str] = {}
 
-    def walk(node: Any, key: str = "") -> Any:
+    def walk(node: object, key: str = "") -> object:
         if isinstance(node, dict):
             return {name: walk(value, str(name)) for name, value in node.items()}
         if isinstance(node, list):
@@ -48,7 +47,7 @@ def normalize(document: Any) -> Any:
     return walk(document)
 
 
-def serialize(document: Any) -> str:
+def serialize(document: object) -> str:
     """The snapshot text of ``document`` (normalized first)."""
     return str(_EXTENSION.serialize(normalize(document)))
 
@@ -67,7 +66,7 @@ class SnapshotResult:
     written: bool = False
 
 
-def _first_difference(stored: str, actual: Any) -> str:
+def _first_difference(stored: str, actual: object) -> str:
     """Where the persisted document first differs from the stored snapshot, by JSON pointer (both values
     shortened), and how many places differ; by line when the stored file is not JSON."""
     from replaykit.server.diff import diff
@@ -86,7 +85,7 @@ def _first_difference(stored: str, actual: Any) -> str:
     return f"{first['pointer'] or '/'}: {what}{more}"
 
 
-def check_snapshot(path: Path, document: Any, update: bool = False) -> SnapshotResult:
+def check_snapshot(path: Path, document: object, update: bool = False) -> SnapshotResult:
     """Compare ``document`` with the snapshot at ``path``; with ``update``, write it when it differs or is
     missing (as ``pytest --snapshot-update`` does)."""
     actual = serialize(document)

@@ -43,13 +43,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from replaykit import contracts
 from replaykit.errors import UsageError
 from replaykit.redact import is_secret_field
 from replaykit.scenario import warm
 from replaykit.scenario.capabilities import Manifest, find_manifest, load_manifest
+from replaykit.scenario.formats import TargetOutcome
 from replaykit.scenario.warm import Parents
 
 __all__ = ["DEFAULT_TARGET", "Target", "TargetExit", "read_outcome", "run_segment", "target_env"]
@@ -293,7 +294,7 @@ def run_segment(
                ended == "killed")
 
 
-def read_outcome(path: Path) -> tuple[dict[str, Any] | None, str]:
+def read_outcome(path: Path) -> tuple[TargetOutcome | None, str]:
     """The outcome the target wrote at ``path``, or None and why it is not one (missing, not JSON, or against
     its contract: the first violation's JSON pointer and message)."""
     try:
@@ -303,7 +304,7 @@ def read_outcome(path: Path) -> tuple[dict[str, Any] | None, str]:
     except (OSError, UnicodeDecodeError) as exc:
         return None, f"the outcome cannot be read: {exc}"
     try:
-        outcome = json.loads(text)
+        outcome: TargetOutcome = json.loads(text)  # returned only once it holds to its contract
     except ValueError as exc:
         return None, f"the outcome is not JSON: {exc}"
     found = [v for v in contracts.validate("replaykit.target-outcome", outcome) if v.severity == "error"]

@@ -37,6 +37,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from replaykit.jsondoc import JSON
+
 __all__ = ["ENV", "Forked", "Parents", "Preload", "Warm", "enabled", "main"]
 
 ENV = "REPLAYKIT_WARM"
@@ -69,7 +71,7 @@ def _child(function: Any, spec: str, order: Mapping[str, Any]) -> int:
     return call.main([spec], function=function)
 
 
-def _fork(function: Any, spec: str, order: Mapping[str, Any], preload: Preload | None) -> int:
+def _fork(function: object, spec: str, order: Mapping[str, object], preload: Preload | None) -> int:
     sys.stdout.flush()  # what the parent's imports printed (to /dev/null) is not the child's to write
     pid = os.fork()
     if pid == 0:
@@ -125,7 +127,7 @@ class Preload:
         return threading.active_count() == 1
 
 
-def _found(spec: str) -> Any:
+def _found(spec: str) -> object:
     """The target function, or None when it cannot be found or its module fails to import (each run then
     looks for it again and says why, as a cold run does)."""
     from replaykit.scenario.call import target_function
@@ -210,7 +212,7 @@ class Warm:
         self.orders.flush()
         return Forked(self, int(self.answer(None)["pid"]))
 
-    def answer(self, timeout: float | None, waiting: Forked | None = None) -> dict[str, Any]:
+    def answer(self, timeout: float | None, waiting: Forked | None = None) -> JSON:
         """The parent's next line; :class:`subprocess.TimeoutExpired` after ``timeout`` seconds.
 
         Read from the pipe itself, not through a buffered reader: a run that ends at once has its second
@@ -227,7 +229,7 @@ class Warm:
             self._read += chunk
         line, _, rest = bytes(self._read).partition(b"\n")
         self._read = bytearray(rest)
-        found: dict[str, Any] = json.loads(line)
+        found: JSON = json.loads(line)
         return found
 
     def alive(self) -> bool:

@@ -1,35 +1,10 @@
-"""The admin API under ``/__replaykit/``: what a suite in any language asks of a running fake provider.
+"""The admin API under ``/__replaykit/`` (provider wing): what a suite in any language asks of a running fake
+provider; never journaled.
 
-Nothing here is journaled as provider traffic. Every answer is JSON; an error is ``{"error": message}``,
-the message naming the endpoint, the JSON pointer of the bad value and the fix (a 400), or the endpoints
-there are (a 404 for a path under ``/__replaykit/`` that is none of them, a 405 for a method it does not
-take)::
-
-    GET    /__replaykit/journal        the journal, one object per request (journal-entry.schema.json): the
-                                       last entries (the window); the x-replaykit-journal-dropped header
-                                       says how many left it, x-replaykit-journal-window how many it holds
-    GET    /__replaykit/unused         interactions not delivered whole since the last reset
-    POST   /__replaykit/reset          forget the journal, the counters, the faults and what was served
-    POST   /__replaykit/faults         add faults: a fault object or a list of them
-    GET    /__replaykit/cassettes      the cassettes loaded: [{cassette, interactions, routes}]
-    POST   /__replaykit/cassettes      load cassettes (admin-load.schema.json): {"paths": [...]} names files
-                                       or folders the server reads (relative to its working folder, else
-                                       bundled ones), {"cassettes": [{"name", "cassette"}]}
-                                       holds them (YAML or JSON text, or the cassette document itself);
-                                       "mode": "replace" (default: the loaded cassettes are dropped and usage
-                                       starts afresh) or "add"
-    DELETE /__replaykit/cassettes      unload every cassette, or those named: ?name=NAME (repeatable; a name
-                                       as x-replaykit-cassette takes it, see replaykit.server.matching)
-    POST   /__replaykit/tool-calls     a target announces the tool call it is about to run: {"name", "id"};
-                                       answered {"held": false} at once, unless a ``kill`` fault with
-                                       ``tool`` selects it: then held (the scenario runner kills the
-                                       target meanwhile)
-    POST   /__replaykit/interactions   add one interaction as a stub (admin-interaction.schema.json: an item
-                                       of a cassette's interactions, {"request": ..., "response": ...}) to
-                                       the cassette ``<stubs>``, after those added before
-
-The fake provider does the loading (:class:`~replaykit.server.app.Host`); a body is parsed and checked here,
-against its contract under ``contracts/replaykit/``, before anything changes: a bad body changes nothing.
+Every answer is JSON; an error is ``{"error": message}`` naming the endpoint, the JSON pointer of the bad
+value and the fix (400), or the endpoints there are (404, 405). :data:`ENDPOINTS` lists them; a body is
+checked against its contract under ``contracts/replaykit/`` before anything changes. Loading goes through
+the :class:`~replaykit.server.catalogue.Catalogue`. The endpoints: docs/architecture/server.md.
 """
 
 from __future__ import annotations
@@ -38,22 +13,24 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
-
-from aiohttp import web
+from typing import Any, cast
+from urllib.parse import parse_qs
 
 from replaykit import cassette, contracts, jsondoc
 from replaykit.cassette import Cassette, Interaction
 from replaykit.errors import ReplaykitError, UsageError, located
 from replaykit.netguard import is_loopback
 from replaykit.resources import find_cassette
-from replaykit.server.app import ADMIN_PREFIX, Host, State, Unreadable, read_body
+from replaykit.server.catalogue import Catalogue
+from replaykit.server.exchange import State
 from replaykit.server.faults import Fault, fault_at, faults_from, faults_json
+from replaykit.server.seam import ADMIN_PREFIX, Plan, Request
 
 __all__ = ["DROPPED_HEADER", "ENDPOINTS", "WINDOW_HEADER", "answer", "posted_faults", "posted_interaction",
            "posted_load"]
 
-Handler = Callable[[web.BaseRequest, State], Awaitable[web.StreamResponse]]
+Handler = Callable[[Request, State, Catalogue], Awaitable[Plan]]
+JSON_TYPE = "application/json; charset=utf-8"
 
 DROPPED_HEADER = "x-replaykit-journal-dropped"  # entries that left the journal's window
 WINDOW_HEADER = "x-replaykit-journal-window"  # entries the window holds at most
@@ -79,7 +56,7 @@ class _Refused(Exception):
 # ---------------------------------------------------------------- bodies
 
 
-def _document(body: bytes, where: str, fix: str) -> Any:
+def _document(body: bytes, where: str, fix: str) -> object:
     """``body`` parsed as JSON; a :class:`UsageError` naming ``where`` and ``fix`` when it is not."""
     try:
         return jsondoc.loads(body)
@@ -89,14 +66,14 @@ def _document(body: bytes, where: str, fix: str) -> Any:
         raise UsageError(located(where, None, f"the body is not JSON ({exc})", fix)) from None
 
 
-def _conforming(kind: str, doc: Any, where: str, fix: str) -> Any:
+def _conforming(kind: str, doc: object, where: str, fix: str) -> dict[str, Any]:
     """``doc`` when it holds to contract ``kind``; else a :class:`UsageError` at the first violation (one
     that names a value before one that only says no alternative fits)."""
     found = sorted((v for v in contracts.validate(kind, doc) if v.severity == "error"),
                    key=lambda v: v.keyword in ("anyOf", "oneOf"))
     if found:
         raise UsageError(located(where, found[0].pointer or "/", found[0].message, fix))
-    return doc
+    return cast("dict[str, Any]", doc)  # both contracts checked here describe an object
 
 
 def posted_faults(body: bytes) -> list[Fault]:
@@ -154,81 +131,79 @@ def posted_interaction(body: bytes) -> Interaction:
 # ---------------------------------------------------------------- endpoints
 
 
-def _host(state: State) -> Host:
-    if state.host is None:
-        raise _Refused(503, "this server loads no cassettes at run time (it was built without a host)")
-    return state.host
+def _json(doc: object, status: int = 200, headers: dict[str, str] | None = None) -> Plan:
+    """An answer of ``doc`` as JSON (as aiohttp's ``json_response`` writes it)."""
+    body = json.dumps(doc).encode()
+    lines = [("Content-Type", JSON_TYPE), *(headers or {}).items()]
+    return Plan(status, lines, [body], False, length=len(body))
 
 
-async def _body(request: web.BaseRequest, state: State, where: str) -> bytes:
-    try:
-        return await read_body(request, state.limits)
-    except Unreadable as exc:
-        raise _Refused(exc.status, f"{where}: {exc}") from None
+def _body(request: Request, where: str) -> bytes:
+    if request.unreadable is not None:
+        raise _Refused(request.unreadable.status, f"{where}: {request.unreadable}")
+    return request.body
 
 
-async def _journal(request: web.BaseRequest, state: State) -> web.Response:
+async def _journal(request: Request, state: State, catalogue: Catalogue) -> Plan:
     journal = state.journal
-    entries = journal.to_json()
     headers = {DROPPED_HEADER: str(journal.dropped), WINDOW_HEADER: str(journal.window)}
-    return web.json_response(entries, headers=headers)
+    return _json(journal.to_json(), headers=headers)
 
 
-async def _reset(request: web.BaseRequest, state: State) -> web.Response:
+async def _reset(request: Request, state: State, catalogue: Catalogue) -> Plan:
     state.reset()
-    return web.json_response({"reset": True})
+    return _json({"reset": True})
 
 
-async def _unused(request: web.BaseRequest, state: State) -> web.Response:
-    return web.json_response(state.unused())
+async def _unused(request: Request, state: State, catalogue: Catalogue) -> Plan:
+    return _json(state.unused())
 
 
-async def _add_faults(request: web.BaseRequest, state: State) -> web.Response:
-    faults = posted_faults(await _body(request, state, _FAULTS))
+async def _add_faults(request: Request, state: State, catalogue: Catalogue) -> Plan:
+    faults = posted_faults(_body(request, _FAULTS))
     with state.lock:
         state.faults.extend(faults)
-        return web.json_response(faults_json(state.faults))
+        return _json(faults_json(state.faults))
 
 
-async def _cassettes(request: web.BaseRequest, state: State) -> web.Response:
-    return web.json_response({"cassettes": _host(state).cassettes()})
+async def _cassettes(request: Request, state: State, catalogue: Catalogue) -> Plan:
+    return _json({"cassettes": catalogue.listed()})
 
 
-async def _load(request: web.BaseRequest, state: State) -> web.Response:
-    host = _host(state)
-    sources, add = posted_load(await _body(request, state, _LOAD), host.max_body)
+async def _load(request: Request, state: State, catalogue: Catalogue) -> Plan:
+    sources, add = posted_load(_body(request, _LOAD), catalogue.max_body)
     if not is_loopback(request.remote) and any(isinstance(source, Path) for source in sources):
         raise _Refused(403, f"{_LOAD}: files are loaded by name only for a client on this machine (a server "
                             "started with --allow-remote reads no file for a remote client); send the "
                             'cassettes themselves: {"cassettes": [{"name": ..., "cassette": ...}]}')
     try:  # files are read off the event loop: other requests go on meanwhile
-        await asyncio.to_thread(host.load, sources, add=add)
+        await asyncio.to_thread(catalogue.load, sources, add=add)
     except ReplaykitError as exc:  # a file that does not parse: its message names it, the line and the fix
         raise UsageError(located(_LOAD, "/paths", str(exc))) from exc
-    return web.json_response({"cassettes": host.cassettes()})
+    return _json({"cassettes": catalogue.listed()})
 
 
-async def _unload(request: web.BaseRequest, state: State) -> web.Response:
-    host, names = _host(state), request.query.getall("name", [])
-    unloaded = host.unload(names)
+async def _unload(request: Request, state: State, catalogue: Catalogue) -> Plan:
+    names = parse_qs(request.query, keep_blank_values=True).get("name", [])
+    unloaded = catalogue.unload(names)
     if names and not unloaded:
-        loaded = ", ".join(row["cassette"] for row in host.cassettes()) or "none"
+        loaded = ", ".join(str(row["cassette"]) for row in catalogue.listed()) or "none"
         raise _Refused(404, f"DELETE {ADMIN_PREFIX}/cassettes: no loaded cassette is named "
                             f"{', '.join(map(repr, names))} (loaded: {loaded})")
-    return web.json_response({"unloaded": unloaded, "cassettes": host.cassettes()})
+    return _json({"unloaded": unloaded, "cassettes": catalogue.listed()})
 
 
-async def _add_stub(request: web.BaseRequest, state: State) -> web.Response:
-    host = _host(state)
-    return web.json_response({"added": host.stub(posted_interaction(await _body(request, state, _STUB)))})
+async def _add_stub(request: Request, state: State, catalogue: Catalogue) -> Plan:
+    return _json({"added": catalogue.stub(posted_interaction(_body(request, _STUB)))})
 
 
 _TOOL = f"POST {ADMIN_PREFIX}/tool-calls"
 
 
-async def _tool_call(request: web.BaseRequest, state: State) -> web.Response:
-    doc = _document(await _body(request, state, _TOOL), _TOOL, 'send {"name": "read", "id": "toolu_01"}')
-    name = doc.get("name") if isinstance(doc, dict) else None
+async def _tool_call(request: Request, state: State, catalogue: Catalogue) -> Plan:
+    doc = _document(_body(request, _TOOL), _TOOL, 'send {"name": "read", "id": "toolu_01"}')
+    doc = doc if isinstance(doc, dict) else {}
+    name = doc.get("name")
     if not isinstance(name, str) or not name:
         raise UsageError(located(_TOOL, "/name", "the tool's name is missing", 'send {"name": "read"}'))
     with state.lock:
@@ -236,10 +211,10 @@ async def _tool_call(request: web.BaseRequest, state: State) -> web.Response:
         count = state.counts[f"tool:{name}"]
         held = any(fault.holds_tool(name, count) for fault in state.faults)
     if not held:
-        return web.json_response({"held": False})
+        return _json({"held": False})
     state.reached({"tool": name, "id": doc.get("id"), "nth": count})
     await state.closing.wait()  # until the runner kills the target (aiohttp then cancels this handler)
-    return web.json_response({"held": True})
+    return _json({"held": True})
 
 
 ENDPOINTS: dict[tuple[str, str], Handler] = {
@@ -258,7 +233,7 @@ ENDPOINTS: dict[tuple[str, str], Handler] = {
 }
 
 
-def _unknown(request: web.BaseRequest) -> _Refused:
+def _unknown(request: Request) -> _Refused:
     """The 404 (no such endpoint) or 405 (not with that method) for a request the table has no handler for."""
     listed = ", ".join(f"{method} {path}" for method, path in ENDPOINTS if method != "HEAD")
     if any(path == request.path for _, path in ENDPOINTS):
@@ -268,16 +243,15 @@ def _unknown(request: web.BaseRequest) -> _Refused:
                          f"{listed}")
 
 
-async def answer(request: web.BaseRequest, state: State) -> web.StreamResponse:
+async def answer(request: Request, state: State, catalogue: Catalogue) -> Plan:
     """Answer a request under ``/__replaykit/`` (see the module docstring); never journaled."""
     handler = ENDPOINTS.get((request.method, request.path))
     try:
         if handler is None:
             raise _unknown(request)
-        return await handler(request, state)
+        return await handler(request, state, catalogue)
     except _Refused as exc:
         allow = sorted({m for m, path in ENDPOINTS if path == request.path}) if exc.status == 405 else []
-        headers = {"allow": ", ".join(allow)} if allow else None
-        return web.json_response({"error": str(exc)}, status=exc.status, headers=headers)
+        return _json({"error": str(exc)}, exc.status, {"allow": ", ".join(allow)} if allow else None)
     except UsageError as exc:
-        return web.json_response({"error": str(exc)}, status=400)
+        return _json({"error": str(exc)}, 400)

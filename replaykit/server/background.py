@@ -1,12 +1,9 @@
-"""A server on loopback in a background thread: its own event loop, started once its socket serves.
+"""A server on loopback in a background thread with its own event loop (HTTP wing).
 
-Used by :class:`~replaykit.server.FakeProvider` and :class:`~replaykit.record.proxy.RecordingProxy`:
-:func:`bind` the socket (a clear usage error when the port is taken), then :meth:`Background.start` runs
-``setup(sock)`` on a new loop in a daemon thread and returns once it has finished (raising, in the caller's
-thread, what it raised); :meth:`Background.stop` stops the loop, runs ``cleanup()`` on it and joins the
-thread. ``unguarded=True``: the thread, and those its loop resolves names in, pass any
-:class:`~replaykit.netguard.NetworkGuard` (:func:`~replaykit.netguard.unguard_thread`): the recording
-proxy's, which must reach its upstream.
+:func:`bind` the socket (a clear usage error when the port is taken); :meth:`Background.start` runs
+``setup(sock)`` on a new loop in a daemon thread and returns once it has finished (raising what it
+raised); :meth:`Background.stop` stops the loop, runs ``cleanup()`` and joins the thread. Used by the fake
+provider and the recording proxy (``unguarded=True``: its thread passes the network guard).
 """
 
 from __future__ import annotations

@@ -1,42 +1,17 @@
-"""The connections under the fake provider: aiohttp's low-level server with the limits a real provider has.
+"""Connections (HTTP wing): aiohttp's low-level server with the limits a real provider has.
 
-:class:`Limits` (``FakeProvider(header_timeout=, body_timeout=, body_deadline=, max_connections=)``;
-``replaykit serve --header-timeout``, ``--body-timeout``, ``--body-deadline``, ``--max-connections``):
-
-- ``header_timeout`` (60 s): a connection must deliver a request's line and headers within this long of
-  opening, or of the end of its previous response, or it is closed without an answer (a slowloris client
-  trickling header lines is closed too). An idle keep-alive connection is closed after as long: aiohttp's
-  keep-alive timer does both.
-- ``body_timeout`` (60 s): a request body may pause at most this long between two reads; then the request
-  is answered 408 and journaled (``timeout``). The handler reads the body (:mod:`~replaykit.server.app`).
-- ``body_deadline`` (300 s): a request body must arrive whole within this long of its head, however often
-  it sends a byte (a body trickled a byte a second never pauses for ``body_timeout``); then it is answered
-  408 and journaled (``timeout``, the error saying which limit closed it).
-- ``max_connections`` (256): a connection beyond this many open ones is answered 503 at once and closed,
-  before it sends anything, so it takes nothing from the clients already connected.
-
-The timeouts are nginx's defaults (``client_header_timeout``, ``client_body_timeout``), which the front ends
-of most APIs keep: no SDK pauses that long between its bytes on loopback. The body deadline is replaykit's
-own (nginx has none): five times the pause allowed; no client on loopback needs minutes to send a body. A
-test suite, even one run with many workers against one server, holds far fewer than 256 connections at once.
-
-:class:`Connection` (aiohttp's ``RequestHandler``) adds:
-
-- half-closed clients answered: a client that closes its sending side after a whole request (``shutdown
-  (SHUT_WR)``) still gets its response, and the connection ends after it. A client that closes it before
-  its request is whole is gone, as with aiohttp. While the server holds a response back (a delay, a stall,
-  recorded pacing), a client that half-closed cannot be told from one that left: ``half_closed`` ends the
-  wait (:mod:`~replaykit.server.streaming`), so a client that gives up is journaled when it leaves.
-- malformed requests (a bad request line, header, length or chunked framing) answered by ``on_malformed``
-  (a 400 and one journal entry) instead of aiohttp's plain-text 400 and "Error handling request" traceback;
-  broken framing in the body of a request being handled ends its body with ``RequestPayloadError``.
+:class:`Limits` holds the header and body timeouts, the body deadline and the cap on open connections;
+:class:`Connection` (aiohttp's ``RequestHandler``) adds half-closed clients answered and malformed requests
+answered by ``on_malformed``; :class:`Server` counts connections, lanes included. Reads aiohttp internals
+(``_messages``, ``_waiter``, ``_current_request``, ``_manager``): aiohttp is pinned below the next minor
+version in pyproject.toml, and tests/server/test_aiohttp_pin.py fails on a version not known here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
@@ -45,16 +20,19 @@ from aiohttp.http import RawRequestMessage
 from aiohttp.web_protocol import RequestHandler
 
 from replaykit.errors import UsageError
+from replaykit.server.seam import Exchange
 
-__all__ = ["BODY_DEADLINE", "BODY_TIMEOUT", "HEADER_TIMEOUT", "MAX_CONNECTIONS", "Connection", "Limits",
-           "Malformed", "Server", "body_began", "carried", "half_closed"]
+__all__ = ["AIOHTTP_KNOWN", "BODY_DEADLINE", "BODY_TIMEOUT", "HEADER_TIMEOUT", "MAX_CONNECTIONS",
+           "Connection", "Handler", "Limits", "Malformed", "Server", "body_began", "carried", "half_closed"]
 
+AIOHTTP_KNOWN = ((3, 10), (3, 14))  # the aiohttp versions whose internals Connection reads (pyproject: <3.15)
 HEADER_TIMEOUT = 60.0
 BODY_TIMEOUT = 60.0
 BODY_DEADLINE = 300.0
 MAX_CONNECTIONS = 256
 
 Malformed = Callable[[web.BaseRequest, str], web.StreamResponse]
+Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,13 +62,6 @@ class Closing(Protocol):
         """Close it."""
 
 
-class Carried(Protocol):
-    """A request the lane began and handed over with its connection (``Connection.carried``)."""
-
-    def abandon(self) -> None:
-        """End it undelivered: its client left first."""
-
-
 def _refusal(cap: int) -> bytes:
     """The 503 a connection over the cap gets before it is closed."""
     body = (f"replaykit: {cap} connections are open already (--max-connections {cap}); "
@@ -104,19 +75,25 @@ def _refusal(cap: int) -> bytes:
 class Connection(RequestHandler):
     """One client connection: aiohttp's, plus half-close and quiet malformed requests."""
 
-    __slots__ = ("_on_malformed", "_open", "began", "carried", "half_closed", "headed")
+    __slots__ = ("_on_malformed", "_open", "_server", "began", "carried", "gated", "half_closed", "headed")
 
-    def __init__(self, manager: web.Server, *, on_malformed: Malformed, open_in: set[Connection],
+    def __init__(self, manager: Server, *, on_malformed: Malformed, open_in: set[Connection],
                  **options: Any) -> None:
         super().__init__(manager, **options)
+        self._server = manager
         self._on_malformed = on_malformed
+        self.gated = False  # counted against ``max_connections`` here (no lane did it)
         self._open = open_in  # where the connection is counted while its transport is open
         self.half_closed = asyncio.Event()
-        self.carried: Carried | None = None  # what the lane began for the request it hands over, if anything
+        self.carried: Exchange | None = None  # what the lane began for the request it hands over, if anything
         self.headed: float | None = None  # loop time the lane took the head of a request handed over unread
         self.began: tuple[web.BaseRequest, float] | None = None  # the latest request's :func:`body_began`
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if self.gated and self._server.refused(transport):
+            self._manager = None  # never served: aiohttp's connection_lost has nothing to undo
+            self._force_close = True
+            return
         super().connection_made(transport)
         self._open.add(self)
 
@@ -124,7 +101,7 @@ class Connection(RequestHandler):
         """The client closed its sending side: keep the connection to answer a request it sent whole (True:
         the transport stays open for writing; the connection ends after that answer); otherwise close it, as
         aiohttp does."""
-        if not self._answering_whole_request():
+        if self._manager is None or not self._answering_whole_request():
             return False
         self.half_closed.set()
         self.close()
@@ -132,7 +109,8 @@ class Connection(RequestHandler):
 
     def _answering_whole_request(self) -> bool:
         """True when the latest request came whole and is not answered yet. Reads aiohttp's internals
-        (3.10 to 3.14): parsed requests queue in ``_messages``; ``_waiter`` is set while none is handled."""
+        (:data:`AIOHTTP_KNOWN`): parsed requests queue in ``_messages``; ``_waiter`` is set while none is
+        handled."""
         if self._messages:
             return self._messages[-1][1].is_eof()
         if self._waiter is not None:
@@ -181,12 +159,18 @@ class Server(web.Server):
     :class:`Connection` (:meth:`connection`) that takes its place in the count (``handed``, while it is
     open); lanes are closed with aiohttp's connections."""
 
-    def __init__(self, handler: Any, *, limits: Limits, on_malformed: Malformed, **options: Any) -> None:
+    def __init__(self, handler: Handler, *, limits: Limits, on_malformed: Malformed, **options: Any) -> None:
         super().__init__(handler, keepalive_timeout=limits.header_timeout, **options)
         self.limits = limits
         self._on_malformed = on_malformed
         self.lanes: set[Closing] = set()
         self.handed: set[Connection] = set()
+
+    def __call__(self) -> Connection:
+        """Without the lane: each client on a :class:`Connection` from the start, counted there."""
+        connection = self.connection()
+        connection.gated = True
+        return connection
 
     def connection(self) -> Connection:
         """A new :class:`Connection`, to be made the protocol of a transport."""
@@ -209,7 +193,7 @@ class Server(web.Server):
             lane.close()
 
 
-def carried(request: web.BaseRequest) -> Carried | None:
+def carried(request: web.BaseRequest) -> Exchange | None:
     """What the lane began for ``request`` when it handed its connection over (given once), else None."""
     protocol = request.protocol
     if not isinstance(protocol, Connection) or protocol.carried is None:
@@ -222,7 +206,7 @@ def body_began(request: web.BaseRequest) -> float:
     """The loop time the head of ``request`` came, from which its body's deadline counts: when the lane took
     it, for the request it handed over with its connection, else when this was first asked for ``request``
     (aiohttp starts the handler once the head is parsed; the server's dispatch asks for every request:
-    :func:`~replaykit.server.app.make_server`)."""
+    :func:`~replaykit.server.transport.make_server`)."""
     protocol = request.protocol
     if not isinstance(protocol, Connection):
         return asyncio.get_running_loop().time()

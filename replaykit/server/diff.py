@@ -8,16 +8,18 @@ values. Numbers compare by value (``1`` equals ``1.0``, as in JSON); ``true`` ne
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from replaykit.pointer import json_pointer
 from replaykit.redact.shapes import mask
 
-__all__ = ["MAX_VALUE_CHARS", "Pattern", "brief", "change_text", "compile_patterns", "diff"]
+__all__ = ["MAX_VALUE_CHARS", "Change", "Pattern", "brief", "change_text", "compile_patterns", "diff"]
 
 MAX_VALUE_CHARS = 200
 Pattern = tuple[str, ...]
+
+Change = dict[str, Any]  # one place that differs: {pointer, change, received?, recorded?}
 
 
 def compile_patterns(pointers: Iterable[str]) -> tuple[Pattern, ...]:
@@ -36,7 +38,7 @@ def _ignored(path: list[str], patterns: tuple[Pattern, ...]) -> bool:
     )
 
 
-def _shown(value: Any) -> Any:
+def _shown(value: object) -> object:
     """``value`` as a report shows it: a key in it masked (a value holding one becomes its masked JSON
     text), cut to :data:`MAX_VALUE_CHARS` of JSON."""
     if isinstance(value, str):
@@ -48,11 +50,11 @@ def _shown(value: Any) -> Any:
     return value if len(text) <= MAX_VALUE_CHARS else f"{text[:MAX_VALUE_CHARS]}…({len(text)} chars)"
 
 
-def _dumps(value: Any) -> str:
+def _dumps(value: object) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _same_scalar(a: Any, b: Any) -> bool:
+def _same_scalar(a: object, b: object) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
     return bool(a == b)
@@ -62,17 +64,17 @@ class _Differ:
     def __init__(self, patterns: tuple[Pattern, ...], limit: int) -> None:
         self.patterns = patterns
         self.limit = limit
-        self.found: list[dict[str, Any]] = []
+        self.found: list[Change] = []
 
-    def add(self, path: list[str], change: str, received: Any, recorded: Any) -> None:
-        entry: dict[str, Any] = {"pointer": json_pointer(path), "change": change}
+    def add(self, path: list[str], change: str, received: object, recorded: object) -> None:
+        entry: Change = {"pointer": json_pointer(path), "change": change}
         if change != "removed":
             entry["received"] = _shown(received)
         if change != "added":
             entry["recorded"] = _shown(recorded)
         self.found.append(entry)
 
-    def walk(self, a: Any, b: Any, path: list[str]) -> None:
+    def walk(self, a: object, b: object, path: list[str]) -> None:
         if len(self.found) >= self.limit or (self.patterns and _ignored(path, self.patterns)):
             return
         if type(a) is type(b) and a == b and (not isinstance(a, dict | list) or _dumps(a) == _dumps(b)):
@@ -84,7 +86,7 @@ class _Differ:
         elif isinstance(a, dict | list) or isinstance(b, dict | list) or not _same_scalar(a, b):
             self.add(path, "changed", a, b)
 
-    def walk_dict(self, a: dict[str, Any], b: dict[str, Any], path: list[str]) -> None:
+    def walk_dict(self, a: dict[str, object], b: dict[str, object], path: list[str]) -> None:
         for key in [*a, *(k for k in b if k not in a)]:
             child = [*path, key]
             if key not in b:
@@ -94,7 +96,7 @@ class _Differ:
             else:
                 self.walk(a[key], b[key], child)
 
-    def walk_list(self, a: list[Any], b: list[Any], path: list[str]) -> None:
+    def walk_list(self, a: list[object], b: list[object], path: list[str]) -> None:
         for index in range(max(len(a), len(b))):
             child = [*path, str(index)]
             if index >= len(b):
@@ -104,14 +106,14 @@ class _Differ:
             else:
                 self.walk(a[index], b[index], child)
 
-    def leaf(self, path: list[str], change: str, received: Any, recorded: Any) -> None:
+    def leaf(self, path: list[str], change: str, received: object, recorded: object) -> None:
         if len(self.found) < self.limit and not (self.patterns and _ignored(path, self.patterns)):
             self.add(path, change, received, recorded)
 
 
 def diff(
-    received: Any, recorded: Any, ignore: tuple[Pattern, ...] = (), limit: int = 50
-) -> list[dict[str, Any]]:
+    received: object, recorded: object, ignore: tuple[Pattern, ...] = (), limit: int = 50
+) -> list[Change]:
     """Places where ``received`` differs from ``recorded``: ``{pointer, change, received?, recorded?}``.
 
     ``change`` is ``changed``, ``added`` (only in the received document) or ``removed`` (only recorded).
@@ -122,12 +124,12 @@ def diff(
     return differ.found
 
 
-def _clipped(value: Any, width: int | None) -> str:
+def _clipped(value: object, width: int | None) -> str:
     text = json.dumps(value, ensure_ascii=False)
     return text if width is None or len(text) <= width else f"{text[: width - 1]}…"
 
 
-def change_text(change: dict[str, Any], width: int | None = None) -> str:
+def change_text(change: Mapping[str, object], width: int | None = None) -> str:
     """One difference of :func:`diff` in words (``/max_tokens: sent 99, recorded 64``); each value's JSON cut
     to ``width`` characters (``None``: as :func:`diff` keeps it, keys already masked)."""
     pointer = change["pointer"] or "/"
@@ -139,7 +141,7 @@ def change_text(change: dict[str, Any], width: int | None = None) -> str:
     return f"{pointer}: sent {received}, recorded {recorded}"
 
 
-def brief(changes: list[dict[str, Any]], limit: int = 3, width: int = 40) -> str:
+def brief(changes: Sequence[Mapping[str, object]], limit: int = 3, width: int = 40) -> str:
     """The first ``limit`` differences in words, on one line, values cut to ``width`` characters; how many
     more there are, if any. Bounded: what an error header or a log line can hold."""
     shown = "; ".join(change_text(change, width) for change in changes[:limit])

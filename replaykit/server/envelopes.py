@@ -1,17 +1,8 @@
 """Error bodies and headers in each provider's own envelope, so SDKs raise their normal errors.
 
-Shapes, from the providers' error references (https://docs.anthropic.com/en/api/errors,
-https://platform.openai.com/docs/guides/error-codes, https://developers.cloudflare.com/web-search/how-to-use/)
-and the SDKs' ``_exceptions`` / ``types``:
-
-* Anthropic: ``{"type": "error", "error": {"type", "message"}, "request_id"}`` with a ``request-id`` header;
-  mid-stream ``event: error`` with ``{"type": "error", "error": {"type": "overloaded_error", ...}}``.
-* OpenAI and Azure: ``{"error": {"message", "type", "param", "code"}}`` with ``x-request-id``; mid-stream
-  ``event: error`` with ``{"type": "error", "code", "message", "param", "sequence_number"}``, or
-  ``response.failed`` carrying the response with ``status: failed`` and ``error: {code, message}``.
-* Cloudflare: the v4 envelope ``{"success": false, "errors": [{"code", "message"}], ...}`` for 400 / 401 /
-  403 / 404, the AI Gateway error ``{"ok": false, "error": {"category", "code", "status", "retryable",
-  "gatewayRequestId"}}`` otherwise (UNVERIFIED upstream), with ``cf-aig-request-id``.
+Anthropic ``{"type": "error", "error": {...}}``, OpenAI and Azure ``{"error": {...}}``, Cloudflare's v4 and AI
+Gateway envelopes, and the mid-stream error events; the shapes and their sources:
+docs/architecture/server.md.
 """
 
 from __future__ import annotations
@@ -20,7 +11,6 @@ import json
 import re
 import secrets
 from dataclasses import dataclass, field
-from typing import Any
 
 from replaykit import sse
 from replaykit.overview import event_type
@@ -87,7 +77,7 @@ def request_id(provider: str | None) -> str:
     return f"req_{secrets.token_hex(12)}"
 
 
-def _anthropic(status: int, message: str, error_type: str | None, rid: str) -> dict[str, Any]:
+def _anthropic(status: int, message: str, error_type: str | None, rid: str) -> dict[str, object]:
     kind = error_type or _ANTHROPIC_TYPES.get(
         status, "api_error" if status >= 500 else "invalid_request_error"
     )
@@ -95,7 +85,7 @@ def _anthropic(status: int, message: str, error_type: str | None, rid: str) -> d
 
 
 def _openai(status: int, message: str, error_type: str | None, code: str | None,
-            param: str | None = None) -> dict[str, Any]:
+            param: str | None = None) -> dict[str, object]:
     kind, default_code = _OPENAI_TYPES.get(
         status, ("server_error", None) if status >= 500 else ("invalid_request_error", None)
     )
@@ -105,7 +95,7 @@ def _openai(status: int, message: str, error_type: str | None, code: str | None,
     }
 
 
-def _cloudflare(status: int, message: str, code: str | None, rid: str) -> dict[str, Any]:
+def _cloudflare(status: int, message: str, code: str | None, rid: str) -> dict[str, object]:
     if status in _CLOUDFLARE_V4:
         number, text = _CLOUDFLARE_V4[status]
         return {
@@ -156,7 +146,7 @@ def error_reply(
 def error_event(provider: str | None, *, error_type: str | None, message: str, sequence_number: int) -> bytes:
     """A mid-stream ``event: error`` block in the provider's shape."""
     if provider == "anthropic":
-        data: dict[str, Any] = {
+        data: dict[str, object] = {
             "type": "error",
             "error": {"type": error_type or "overloaded_error", "message": message or "Overloaded"},
         }
@@ -172,7 +162,7 @@ def error_event(provider: str | None, *, error_type: str | None, message: str, s
 
 
 def failed_event(
-    response: dict[str, Any] | None, *, code: str | None, message: str, sequence_number: int
+    response: dict[str, object] | None, *, code: str | None, message: str, sequence_number: int
 ) -> bytes:
     """An OpenAI ``response.failed`` block: the last response object seen, now ``failed`` with ``error``."""
     failed = dict(response or {"object": "response", "output": []})

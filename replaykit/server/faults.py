@@ -1,41 +1,10 @@
-"""Faults the fake provider injects: declared in Python, on the command line or in a YAML / JSON file.
+"""Faults (provider wing): a :class:`Fault` selects requests (route, n-th, every) and rewrites their
+:class:`~replaykit.server.seam.Plan`: a status, delays, a stall, a cut, an error or corrupt event, a dropped
+terminal event, a truncated body, a kill point.
 
-A :class:`Fault` has a ``kind`` and selects requests by ``route`` (a provider such as ``anthropic``, a route
-name such as ``anthropic.messages``, or ``None`` for every route) and ``nth`` (1-based count of requests on
-that selector; ``None``: every request) for ``times`` consecutive requests. Kinds:
-
-==================  ========================================================================================
-``status``          answer ``status`` (429, 500, 503, 529, 401, 400…) with the provider's error body, headers;
-                    ``retry_after`` (s) / ``retry_after_ms`` become ``retry-after`` / ``retry-after-ms``
-``delay_headers``   wait ``ms`` before sending the status line and headers
-``delay_events``    wait ``ms`` before each event of a stream
-``stall``           after ``after`` events, send nothing for ``ms`` (``None``: until the client gives up)
-``disconnect``      after ``after`` events close the connection (a non-stream body: half of it is sent)
-``error_event``     after ``after`` events send the provider's mid-stream error and end the stream
-                    (OpenAI: ``as_failed=True`` sends ``response.failed`` instead of ``error``)
-``corrupt_event``   event number ``event`` (1-based) is sent with its JSON cut in half
-``drop_terminal``   the terminal event (``message_stop``, ``response.completed``…) is not sent
-``truncate``        a non-stream body is cut at byte ``at`` (default: half), framed as complete
-``kill``            a kill point for the scenario runner: after ``after`` events (default 0; a non-stream
-                    body: none of it) the response goes no further and the connection is held, the events
-                    sent one by one and each with the kernel before the hold (see
-                    :mod:`~replaykit.server.streaming`), so the runner can SIGKILL the target knowing
-                    exactly what it received. With ``tool`` it selects no provider request: it holds the
-                    target's announcement of its ``nth`` call of that tool (``POST
-                    /__replaykit/tool-calls``, :mod:`~replaykit.server.admin`) instead
-==================  ========================================================================================
-
-A faulted request does not use up its recorded interaction unless the response was delivered whole
-(the delays): the client's retry gets the same interaction.
-
-Command-line syntax (``--fault``): ``kind=status,route=anthropic,nth=1,status=429,retry_after=0``
-(``kind`` may be left out when ``status=`` is given). A faults file holds a list of fault objects.
-The keys each kind takes are listed by :func:`kinds_help` (``serve --help``) and :func:`kinds_text` (in the
-message of a fault with a bad key), both from the tables below: one list.
-
-Applying them: a ``status`` fault replaces the response (:func:`status_plan`); every other kind rewrites the
-:class:`~replaykit.server.plan.Plan` of the response (:func:`apply`), several in :data:`ORDER`
-(:func:`apply_all`). Kinds in :data:`EVENT_KINDS` read the stream's parsed events, which the plan must carry.
+``Fault.parse`` reads the ``--fault`` syntax, :func:`load_faults` a faults file; :func:`kinds_help` and
+:func:`kinds_text` list the kinds and their keys. :func:`status_plan` answers a ``status`` fault,
+:func:`apply_all` applies the others. The catalogue in words: docs/architecture/server.md.
 """
 
 from __future__ import annotations
@@ -190,9 +159,9 @@ class Fault:
         return self.kind == "kill" and self.tool == name and (
             self.nth is None or self.nth <= count < self.nth + self.times)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The fields that are set, as a JSON object (``kind`` first)."""
-        out: dict[str, Any] = {"kind": self.kind}
+        out: dict[str, object] = {"kind": self.kind}
         for item in dataclasses.fields(self):
             value = getattr(self, item.name)
             if item.name != "kind" and value != item.default:
@@ -297,12 +266,12 @@ def _check_numbers(fault: Fault) -> None:
             raise _BadField(name, f"{name}={value!r} must be a finite number >= 0")
 
 
-def _typed(pairs: dict[str, str], spec: str) -> dict[str, Any]:
+def _typed(pairs: dict[str, str], spec: str) -> dict[str, object]:
     types = {f.name: str(f.type) for f in dataclasses.fields(Fault)}
     return {key: _convert(key, value, types.get(key, "str"), spec) for key, value in pairs.items()}
 
 
-def _convert(key: str, value: str, kind: str, spec: str) -> Any:
+def _convert(key: str, value: str, kind: str, spec: str) -> object:
     if value.lower() in ("none", "null", ""):
         return None
     try:
@@ -333,7 +302,7 @@ def load_faults(path: str | os.PathLike[str]) -> list[Fault]:
     return faults_from(doc, path)
 
 
-def faults_from(doc: Any, source: str | os.PathLike[str]) -> list[Fault]:
+def faults_from(doc: object, source: str | os.PathLike[str]) -> list[Fault]:
     """The faults a parsed document holds: a list of fault objects, or ``{faults: [...]}``. An error names
     ``source``, the JSON pointer of the bad value, and the fix."""
     items = doc.get("faults") if isinstance(doc, dict) else doc
@@ -344,7 +313,7 @@ def faults_from(doc: Any, source: str | os.PathLike[str]) -> list[Fault]:
     return [fault_at(raw, source, f"{base}/{index}") for index, raw in enumerate(items)]
 
 
-def fault_at(raw: Any, source: str | os.PathLike[str], pointer: str) -> Fault:
+def fault_at(raw: object, source: str | os.PathLike[str], pointer: str) -> Fault:
     """The fault object ``raw`` found at ``pointer`` in ``source``; an error names both, and the fix."""
     if not isinstance(raw, dict):
         shown = json.dumps(raw, default=str)[:60]
@@ -353,7 +322,7 @@ def fault_at(raw: Any, source: str | os.PathLike[str], pointer: str) -> Fault:
     return Fault.from_dict(raw, where=str(source), pointer=pointer)
 
 
-def faults_json(faults: Iterable[Fault]) -> list[dict[str, Any]]:
+def faults_json(faults: Iterable[Fault]) -> list[dict[str, object]]:
     """Faults as a JSON list (for the journal and the admin endpoint)."""
     return [fault.to_json() for fault in faults]
 
@@ -367,7 +336,7 @@ def _cut(plan: Plan, count: int) -> int:
     return count
 
 
-def _json_of(event: sse.Event) -> Any:
+def _json_of(event: sse.Event) -> object:
     try:
         return event.json() if event.data is not None else None
     except ValueError:
@@ -409,7 +378,7 @@ def _next_sequence(events: list[sse.Event]) -> int:
     return len(events)
 
 
-def _last_response(events: list[sse.Event]) -> dict[str, Any] | None:
+def _last_response(events: list[sse.Event]) -> dict[str, object] | None:
     for event in reversed(events):
         data = _json_of(event)
         if isinstance(data, dict) and isinstance(data.get("response"), dict):

@@ -1,42 +1,9 @@
-"""The journal: one entry per request the fake provider received, with what it did about it.
+"""The journal (provider wing): one :class:`Entry` per request the fake provider received, with what it
+did about it; ``Entry.to_json()`` is valid against ``contracts/replaykit/journal-entry.schema.json``.
 
-Each :class:`Entry` holds the sequence number, arrival time, provider and route, method, path, query,
-headers (secrets redacted), the body (see below), a ``verdict``, the interaction that answered it (cassette
-and index) or the near misses when none did, the body diff against the recording, the faults applied, the
-status served, how far the response got (``chunks``, ``outcome``) and the contract violations of the request
-and of the response. ``Entry.to_json()`` is valid against ``contracts/replaykit/journal-entry.schema.json``.
-
-Bodies (:func:`body_fields`): an entry keeps the body's bytes as received (``Entry.raw``, the request's own
-bytes object, not a copy) with the whole body's ``body_bytes`` and ``body_sha256``; ``Entry.body`` reads
-them as the parsed JSON, else the text, when asked (no parsed copy is held per entry). By default
-(``bodies="head"``) a body over :data:`BODY_HEAD` bytes is cut to its first 64 KiB, read as text (a cut
-body does not parse) with ``body_truncated`` true: four 50 MB uploads do not hold 200 MB in the journal.
-``bodies="full"`` keeps every byte. Matching always sees the whole body; only the journal's copy is cut.
-
-Verdicts are cached (:mod:`~replaykit.server.verdicts`): a request body already seen on the same contract
-(SDK retries, test suites sending the same request) gets a copy of its earlier ``request_violations``
-instead of being validated again, and an unaltered replay's ``response_violations`` are computed once per
-interaction. The entries are the same as without the caches; they share the cached rows (read them, do not
-change them).
-
-Verdicts: ``served`` (a recorded interaction answered), ``unmatched`` (none did: the near misses say why),
-``fault`` (a ``status`` fault answered), ``invalid`` (refused under ``enforce_contracts``), ``malformed``
-(a request that could not be parsed, answered 400), ``timeout`` (a body that stopped arriving, answered 408)
-or ``error`` (replaykit failed while handling it; the exception is re-raised in the caller's thread).
-
-:class:`Journal` is thread-safe: the server thread appends, any thread reads. It holds a bounded window in
-memory: the last ``window`` entries (:data:`WINDOW` by default; ``replaykit serve --journal-window``), older
-ones dropped and counted (``dropped``; ``GET /__replaykit/journal`` says it in its
-``x-replaykit-journal-dropped`` header), so a server under sustained load keeps a flat memory and a flat
-tail latency whatever the count of requests. Its file
-(:meth:`Journal.open_log`; ``FakeProvider(journal_file=...)``, ``replaykit serve --journal``) is an
-append-only JSON Lines log: each entry is written, and flushed, when its outcome is known (before the last
-bytes of its response leave, as it enters the journal; in the order requests finish), so a crash loses at
-most the requests in flight. An entry whose outcome changes after that (the client left during the last
-write) is written again: the last line of a ``seq`` is the final one. Opening the file empties it (a new
-session) and removes the temporary files an atomic write killed halfway left beside it; it holds every
-entry, the window only the last ones. ``reset`` forgets the entries in memory and the count dropped, not the
-lines written.
+:class:`Journal` is thread-safe (the server thread appends, any thread reads), holds the last ``window``
+entries in memory and may write every entry to an append-only JSON Lines file as its outcome is known.
+Bodies, verdicts and the file's guarantees: docs/architecture/server.md.
 """
 
 from __future__ import annotations
@@ -54,7 +21,7 @@ from typing import IO, Any
 
 from replaykit.cassette import body_json, stale_temporaries, write_atomic
 from replaykit.errors import UsageError, located
-from replaykit.server.diff import brief
+from replaykit.server.diff import Change, brief
 from replaykit.server.matching import near_text
 
 __all__ = ["BODY_HEAD", "EMPTY_SHA256", "JOURNAL_BODIES", "SCHEMA_ID", "WINDOW", "Entry", "Journal",
@@ -86,7 +53,7 @@ class Entry:
     verdict: str = "pending"
     matched: dict[str, Any] | None = None
     near_misses: list[dict[str, Any]] = field(default_factory=list)
-    diff: list[dict[str, Any]] = field(default_factory=list)
+    diff: list[Change] = field(default_factory=list)
     faults: list[dict[str, Any]] = field(default_factory=list)
     status: int = 0
     stream: bool = False
@@ -109,7 +76,7 @@ class Entry:
         parsed = body_json(self.raw)
         return parsed if parsed is not None else self.raw.decode("utf-8", "replace")
 
-    def to_json(self, parsed: Any = None) -> dict[str, Any]:
+    def to_json(self, parsed: object = None) -> dict[str, Any]:
         """The entry as a JSON object (valid against the journal-entry contract): ``body`` in place of
         ``raw``; the lists and dicts are the entry's own (serialize them, do not change them). ``parsed``:
         the request body's JSON when the caller already has it (``Received.json``), not parsed again."""
@@ -229,7 +196,7 @@ class Journal:
         """True while the journal file is open (:meth:`log` writes to it)."""
         return self._log is not None
 
-    def log(self, entry: Entry, parsed: Any = None) -> None:
+    def log(self, entry: Entry, parsed: object = None) -> None:
         """Append ``entry`` to the journal file, if one is open: one JSON line, flushed (``parsed``: the
         request body's JSON already parsed, see :meth:`Entry.to_json`)."""
         if self._log is None:  # no file: nothing to serialize

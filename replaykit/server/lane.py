@@ -1,31 +1,9 @@
-"""The lane: plain requests answered on the connection itself, without aiohttp's per-request machinery.
+"""The lane (HTTP wing): plain requests answered on the connection itself, in prepared bytes.
 
-Every client connection starts as a :class:`Lane` (an asyncio protocol). It parses what arrives with llhttp
-(:mod:`httptools`) and answers a request there, in one write of prepared bytes, when all of this holds:
-
-- the request is *plain*: HTTP/1.1, kept alive, not ``HEAD``, no ``Expect``, ``Upgrade`` or
-  ``Transfer-Encoding``, no header twice (aiohttp answers 400 to a repeated ``Host``...), a head of
-  printable ASCII, a target that is a path and an optional query of the characters :data:`_PLAIN_TARGET`
-  allows (no ``%``, ``+``, dot segment or fragment: aiohttp reads it the same), a body of at most
-  :data:`MAX_BODY` bytes, and nothing pipelined behind it;
-- the server's ``answer`` takes it (:func:`~replaykit.server.app.make_server`: not the admin API, no fault
-  set, ``fast`` timing); it is journaled from then on;
-- its answer is prepared whole (``Plan.whole``, :func:`~replaykit.server.streaming.send_whole`): the bytes
-  aiohttp's path writes for it.
-
-Anything else hands the connection to aiohttp's :class:`~replaykit.server.connections.Connection` for good,
-with every byte received of the request at hand, which aiohttp parses again: malformed requests, slow
-clients, faults, pacing, the admin API, HTTP/1.0 and large bodies are answered as they always were. A
-request the lane has begun whose answer is not prepared whole goes over with it (``Connection.carried``):
-it is delivered there, never matched twice (and journaled ``client_closed`` if the client leaves first). A
-request the server fails to begin goes over too, and meets aiohttp's 500 as it always did.
-
-The lane keeps the connection's limits (:class:`~replaykit.server.connections.Limits`): it counts toward
-``max_connections``; a connection that sends no request for ``header_timeout`` after opening or after its
-last answer is closed; a head that does not arrive in one piece goes to aiohttp at once, and a body that
-arrives after its head waits at most :data:`GRACE` seconds in the lane before it does (aiohttp's
-``body_timeout`` then runs, and ``body_deadline`` counts from when the lane took the head). While the kernel
-does not take what was written, the lane reads no more.
+Each connection starts as a :class:`Lane`, which parses with llhttp (:mod:`httptools`). The rules for what
+it answers live here, in one place: a plain head (:meth:`Lane._plain_head`), not the admin API, nothing
+pipelined, and an answer the provider prepared whole (``Plan.whole``). Anything else hands the connection to
+aiohttp's :class:`~replaykit.server.connections.Connection` for good, with the request begun, if any.
 """
 
 from __future__ import annotations
@@ -34,18 +12,15 @@ import asyncio
 import re
 import socket
 import time
-from collections.abc import Callable
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import httptools
 
 from replaykit.server import streaming
-from replaykit.server.connections import Carried, Server
-from replaykit.server.matching import Received
-from replaykit.server.plan import Plan
-from replaykit.server.streaming import Progress
+from replaykit.server.connections import Handler, Server
+from replaykit.server.seam import Exchange, Provider, Request, is_admin
 
-__all__ = ["GRACE", "MAX_BODY", "MAX_HEADERS", "MAX_LINE", "Begun", "Lane", "LaneServer"]
+__all__ = ["GRACE", "MAX_BODY", "MAX_HEADERS", "MAX_LINE", "Lane", "LaneServer"]
 
 GRACE = 0.1  # seconds a body may lag behind its head in the lane (httpx writes them apart)
 MAX_BODY = 1 << 20  # bytes of body the lane buffers; a longer one goes to aiohttp, which streams it
@@ -57,32 +32,13 @@ _PLAIN_TARGET = re.compile(rb"(?:/[A-Za-z0-9_.~:@-]*)+(?:\?[A-Za-z0-9_.~:@=&,/-]
 _UNPRINTABLE = re.compile(rb"[^\x20-\x7e\t]")
 
 
-class Begun(Carried, Protocol):
-    """A request the server has begun answering (:class:`~replaykit.server.app._Exchange`); it can be carried
-    over to aiohttp (:class:`~replaykit.server.connections.Carried`)."""
-
-    @property
-    def plan(self) -> Plan:
-        """What is to be sent."""
-
-    @property
-    def progress(self) -> Progress:
-        """How far delivery got."""
-
-    def close(self) -> None:
-        """The end of delivery: journal the outcome."""
-
-
-Answer = Callable[[Received, float], Begun | None]
-
-
 class LaneServer(Server):
-    """The fake provider's server: a :class:`Lane` for each client; ``answer`` begins a plain request (None:
-    the general way), given it and :func:`time.perf_counter` when it came."""
+    """The server with the lane: a :class:`Lane` for each client, asking ``provider`` to begin a plain
+    request."""
 
-    def __init__(self, handler: Any, *, answer: Answer, **options: Any) -> None:
+    def __init__(self, handler: Handler, *, provider: Provider, **options: Any) -> None:
         super().__init__(handler, **options)
-        self.answer = answer
+        self.provider = provider
 
     def __call__(self) -> Lane:  # type: ignore[override]  # a protocol of its own, not aiohttp's handler
         return Lane(self)
@@ -230,14 +186,17 @@ class Lane(asyncio.Protocol):
     def _answer(self) -> None:
         url = self.url.decode("ascii")
         path, _, query = url.partition("?")
+        if is_admin(path):  # the admin API is answered by aiohttp
+            self._hand_over()
+            return
         method = self.method.decode("ascii")
-        received = Received.arrived(method, path, query, self.fields, b"".join(self.body))
+        request = Request(method, path, query, self.fields, b"".join(self.body), time.perf_counter())
         try:
-            begun = self.server.answer(received, time.perf_counter())
+            begun = self.server.provider.handle_request(request)
         except Exception:  # nothing begun: aiohttp's path meets it again and answers 500, as it always did
             self._hand_over()
             return
-        if begun is None or begun.plan.whole is None:
+        if begun.plan.whole is None:  # not prepared whole: delivered by aiohttp
             self._hand_over(begun)
             return
         self.pending.clear()
@@ -253,7 +212,7 @@ class Lane(asyncio.Protocol):
             begun.close()
         self.last = self.loop.time()
 
-    def _hand_over(self, begun: Begun | None = None) -> None:
+    def _hand_over(self, begun: Exchange | None = None) -> None:
         """Make aiohttp's :class:`~replaykit.server.connections.Connection` the connection's protocol, for
         good, and give it the bytes of the request at hand (and ``begun``, the request begun here)."""
         transport = self.transport

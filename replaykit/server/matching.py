@@ -1,41 +1,10 @@
-"""Which recorded interaction answers a request.
+"""Which recorded interaction answers a request (provider wing).
 
-The candidates are the interactions recorded on the request's route (cassettes in the order loaded) not yet
-served, that every matcher accepts. Built-in matchers, by name:
-
-``stream`` (always in force: a request whose JSON body says ``"stream": true`` gets an interaction recorded
-for a stream, one whose request said so or whose response is ``text/event-stream``, and a request that does
-not ask for a stream never gets one), ``method``, ``path``, ``query`` (parsed, order-insensitive), ``body``
-(the canonical views of :mod:`replaykit.canonical`, so encodings of equal meaning match, with the volatile
-fields ignored; bytes when not JSON) and ``model`` (the body's ``model``, or the Azure deployment in the
-path).
-A user matcher is any callable ``(received: Received, recorded: replaykit.cassette.Request) -> bool``.
-``strict=True`` adds the ``body`` matcher.
-
-Among the candidates the request gets, in this order of preference:
-
-1. the first whose recorded body equals the request's (volatile fields ignored), before one that merely comes
-   next: a request is answered by its own recording when one is loaded;
-2. then the first in order (*ordered per route*: the n-th request on a route gets the n-th interaction
-   recorded on it), except that interactions of an *error cassette* come last. An error cassette is one whose
-   every interaction answers with an error (HTTP status 400 or more, or a stream that ends in an ``error`` or
-   ``response.failed`` event, :func:`~replaykit.server.envelopes.streams_an_error`): served alongside other
-   cassettes (``replaykit serve cassettes/``), it answers only when chosen or when nothing else is left.
-   Within one cassette the recorded order always holds (a recorded 429 still comes before its retry's 200).
-
-A client chooses explicitly with two request headers of replaykit's own (:data:`CONTROL_PREFIX`: never
-matched against recordings, never journaled as the request's headers): ``x-replaykit-cassette: NAME`` keeps
-only the cassettes NAME names (:func:`is_named`: the file name, with or without its suffix, a path ending in
-it, or the label) and ``x-replaykit-interaction: N`` only their interaction N (0-based). The matchers still
-apply, and an interaction already served is not served again unless ``repeat``.
-
-The order candidates are tried in is kept per route (:class:`Queue`: the route's slots by how often each was
-taken, each level in recorded order), updated as a slot is taken or given back, so choosing costs the same
-whatever the count of interactions loaded, also with ``repeat``.
-
-Every match records a structured diff (JSON pointers) of the body received against the one recorded; a
-request nothing matches gets the nearest candidates (near misses) with the matchers that refused them and
-their diffs (:func:`near_text` puts the nearest in words).
+:class:`Pool` holds the loaded interactions (:class:`Slot`) and chooses among those on the request's route
+not yet served that every matcher accepts: the first whose body equals the request's, else the next in
+order, interactions of an error cassette last. :class:`Received` is the request as matching sees it; the
+``x-replaykit-cassette`` / ``x-replaykit-interaction`` headers choose explicitly. A request nothing matches
+gets its near misses (:func:`near_text`). The rules in full: docs/architecture/server.md.
 """
 
 from __future__ import annotations
@@ -51,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 from replaykit.canonical import canonical
 from replaykit.cassette import Interaction, Request, body_json
 from replaykit.routes import Route, classify, classify_uri
-from replaykit.server.diff import Pattern, brief, compile_patterns, diff
+from replaykit.server.diff import Change, Pattern, brief, compile_patterns, diff
 from replaykit.server.envelopes import streams_an_error
 
 __all__ = [
@@ -142,7 +111,7 @@ class Received:
         return cls.build(method, path, parsed, headers, body, classify(method, path))
 
 
-def wants_stream(body: Any) -> bool:
+def wants_stream(body: object) -> bool:
     """True when a request body asks for an event stream (``"stream": true``)."""
     return isinstance(body, dict) and body.get("stream") is True
 
@@ -222,7 +191,7 @@ class Match:
     """The outcome of matching: the slot chosen (or ``None``), the body diff, near misses and why not."""
 
     slot: Slot | None
-    diff: list[dict[str, Any]] = field(default_factory=list)
+    diff: list[Change] = field(default_factory=list)
     near_misses: list[dict[str, Any]] = field(default_factory=list)
     reason: str = ""
 
@@ -235,16 +204,14 @@ def _query_of(request: Request) -> dict[str, list[str]]:
     return parse_qs(urlsplit(request.uri).query, keep_blank_values=True)
 
 
-def _model(body: Any, path: str) -> str | None:
+def _model(body: object, path: str) -> str | None:
     if isinstance(body, dict) and isinstance(body.get("model"), str):
         return str(body["model"])
     found = _DEPLOYMENT.search(path)
     return found.group(1) if found else None
 
 
-def _body_diff(
-    received: Received, slot: Slot, ignore: tuple[Pattern, ...], limit: int
-) -> list[dict[str, Any]]:
+def _body_diff(received: Received, slot: Slot, ignore: tuple[Pattern, ...], limit: int) -> list[Change]:
     raw = slot.interaction.request.body or b""
     if received.body == raw:
         return []  # the very bytes recorded

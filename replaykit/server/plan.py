@@ -1,40 +1,30 @@
-"""What a response will look like on the wire, before it is sent: a :class:`Plan`, which faults rewrite.
+"""What a response will look like on the wire, before it is sent: the :class:`~replaykit.server.seam.Plan` of
+a recorded response or an error envelope, which :mod:`~replaykit.server.faults` then rewrites.
 
-A plan is the status, the headers, the chunks to write (one per recorded SSE event, or the body of a
-non-stream response) and when each is due. :mod:`replaykit.server.faults` turns each fault into a change of
-plan, so the network code (:mod:`replaykit.server.streaming`) knows nothing of faults; this module knows
-nothing of them either.
+Knows nothing of faults nor of the network; a recording replayed unchanged is framed once per interaction.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from http import HTTPStatus
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any, Literal, TypeVar, cast
-
-from aiohttp.http import SERVER_SOFTWARE
+from typing import Literal, TypeVar, cast
 
 from replaykit import sse
 from replaykit.cassette import Response
 from replaykit.errors import UsageError
 from replaykit.server import envelopes
+from replaykit.server.prepared import BATCH_LIMIT, Batch, Whole, batches, whole
+from replaykit.server.seam import Plan
 
 __all__ = [
-    "BATCH_LIMIT",
     "HOP_BY_HOP",
-    "LAST_CHUNK",
-    "Batch",
+    "Memo",
     "Plan",
     "Timing",
-    "Whole",
-    "batched",
-    "batches",
     "error_plan",
-    "http_chunk",
     "plan_for",
     "recorded_batches",
     "recorded_chunks",
@@ -57,14 +47,9 @@ HOP_BY_HOP = frozenset(
     }
 )
 WRITE_SIZE = 1 << 20  # a large non-stream body is written in slices of this size
-# Bytes gathered at most into one write in fast timing (see streaming): one client read (httpx reads
-# 64 KiB), so a stream this long goes in one write with its headers, a longer one a read at a time.
-BATCH_LIMIT = 64 << 10
-LAST_CHUNK = b"0\r\n\r\n"  # the chunk that ends a chunked body
 PARSE_SLICE = 1 << 16  # bytes of a recorded body parsed at a time when it is cut into events
-End = Literal["eof", "disconnect", "hang"]
-Batch = tuple[bytes, int]  # HTTP chunks framed and joined, and how many they are
 _T = TypeVar("_T")
+Memo = dict[str, object]  # an interaction's cache (``Slot.memo``): what is made of its bodies
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,93 +83,21 @@ class Timing:
         return [0.0] * count
 
 
-@dataclass(slots=True)
-class Plan:
-    """A response as it will be written; ``due`` holds each chunk's offset in seconds from the first.
-
-    ``batch`` (a stream in ``fast`` timing): chunks written back to back are gathered into fewer writes,
-    each still its own HTTP chunk, and all is sent before any wait (see :mod:`replaykit.server.streaming`).
-    ``framed``: the chunks already framed, in :func:`batches` (the last one ending the body), when the plan
-    replays a recording unchanged in ``fast`` timing (``None``: they are framed as they are written);
-    ``whole``: then also the whole response, head and body, when it fits one write (:func:`recorded_whole`).
-    """
-
-    status: int
-    headers: list[tuple[str, str]]
-    chunks: list[bytes | memoryview]
-    stream: bool
-    due: list[float] = field(default_factory=list)
-    head_delay: float = 0.0
-    length: int | None = None
-    end: End = "eof"
-    events: list[sse.Event] = field(default_factory=list, repr=False)
-    provider: str | None = None
-    notes: list[str] = field(default_factory=list)
-    altered: bool = False
-    batch: bool = False
-    framed: list[Batch] | None = None
-    whole: Whole | None = None
-
-    @property
-    def timed(self) -> bool:
-        """True when some chunk must wait."""
-        return any(self.due)
-
-    @property
-    def complete(self) -> bool:
-        """True when the plan delivers the whole recorded response (only delays were applied)."""
-        return not self.altered and self.end == "eof"
-
-
 def replay_headers(response: Response) -> list[tuple[str, str]]:
     """Recorded headers minus framing and encoding ones: bodies are held decoded; the server frames them."""
     return [(k, v) for k, values in response.headers.items() if k.lower() not in HOP_BY_HOP for v in values]
 
 
-def http_chunk(chunk: bytes | memoryview) -> tuple[bytes | memoryview, ...]:
-    """``chunk`` framed as one HTTP/1.1 chunk: size in hex, CRLF, the bytes, CRLF (join the pieces)."""
-    return (b"%x\r\n" % len(chunk), chunk, b"\r\n")
-
-
-def batches(chunks: Iterable[bytes | memoryview], end: bool = False) -> Iterator[Batch]:
-    """``chunks`` framed as HTTP chunks (an empty one skipped) and joined, at most :data:`BATCH_LIMIT` bytes
-    a batch (a bigger frame alone), each with how many chunks it holds; made as they are taken. ``end``: the
-    last batch also holds :data:`LAST_CHUNK` (the body's end), so it leaves in the same write."""
-    pieces: list[bytes | memoryview] = []
-    size = count = 0
-    for chunk in chunks:
-        frame = http_chunk(chunk)
-        length = len(chunk) + len(frame[0]) + 2
-        if pieces and size + length > BATCH_LIMIT:
-            yield b"".join(pieces), count
-            pieces, size, count = [], 0, 0
-        if chunk:
-            pieces.extend(frame)
-            size += length
-        count += 1
-    if end:
-        pieces.append(LAST_CHUNK)
-    if count or end:
-        yield b"".join(pieces), count
-
-
-def batched(plan: Plan) -> list[Batch] | None:
-    """The batches ``plan`` is sent in when it is a stream in ``fast`` timing that never waits (the last one
-    ending the body when the plan ends with ``eof``); None when it goes event by event."""
-    if not plan.batch or plan.timed:
-        return None
-    return plan.framed if plan.framed is not None else list(batches(plan.chunks, plan.end == "eof"))
-
-
 # ---------------------------------------------------------------- a recording framed once per interaction
 
 
-def _per_body(memo: dict[str, Any], key: str, body: bytes, make: Callable[[], _T]) -> _T:
+def _per_body(memo: Memo, key: str, body: bytes, make: Callable[[], _T]) -> _T:
     """``make()``, kept in ``memo`` under ``key`` for as long as ``body`` is the very same object."""
-    cached = memo.get(key)
+    cached = cast("tuple[bytes, _T] | None", memo.get(key))
     if cached is None or cached[0] is not body:
-        cached = memo[key] = (body, make())
-    return cast(_T, cached[1])
+        cached = (body, make())
+        memo[key] = cached
+    return cached[1]
 
 
 def _event_ends(body: bytes) -> list[int]:
@@ -204,7 +117,7 @@ def _event_views(body: bytes) -> list[bytes | memoryview]:
     return [view[a:b] for a, b in pairwise([0, *ends])]
 
 
-def recorded_chunks(body: bytes, memo: dict[str, Any]) -> list[bytes | memoryview]:
+def recorded_chunks(body: bytes, memo: Memo) -> list[bytes | memoryview]:
     """The SSE events of a recorded ``body`` as views into it, one per event (their ``raw`` bytes uncopied).
 
     ``memo`` is the interaction's cache (``Slot.memo``): the views are made once per body (a new ``body``
@@ -213,62 +126,23 @@ def recorded_chunks(body: bytes, memo: dict[str, Any]) -> list[bytes | memoryvie
     return list(_per_body(memo, "framing:chunks", body, lambda: _event_views(body)))
 
 
-def recorded_batches(body: bytes, memo: dict[str, Any]) -> list[Batch]:
+def recorded_batches(body: bytes, memo: Memo) -> list[Batch]:
     """The events of a recorded ``body`` framed as HTTP chunks, in :func:`batches` with the body's end, made
     once per body (kept in ``memo`` as :func:`recorded_chunks`)."""
     return list(_per_body(memo, "framing:batches", body,
                           lambda: list(batches(recorded_chunks(body, memo), end=True))))
 
 
-@dataclass(frozen=True, slots=True)
-class Whole:
-    """A recorded response as one HTTP/1.1 keep-alive response, in the bytes aiohttp writes for it: ``head``
-    (the status line, the headers recorded, ``Transfer-Encoding`` for a stream or ``Content-Length``, and
-    aiohttp's default ``Content-Type`` when none was recorded), a ``Date`` line when ``date`` (none was
-    recorded; it is the one part made per second), then ``rest`` (aiohttp's ``Server`` line unless one was
-    recorded, the blank line, the body: a stream framed whole with its final chunk); ``chunks``: the events
-    in it (1 for a body with a length)."""
-
-    head: bytes
-    date: bool
-    rest: bytes
-    chunks: int
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # what aiohttp refuses in a header (injection)
-_REASONS = {status.value: status.phrase for status in HTTPStatus}  # the reason phrases aiohttp sends
-
-
-def _lines(headers: list[tuple[str, str]]) -> str:
-    return "".join(f"{name}: {value}\r\n" for name, value in headers)
-
-
-def _whole(status: int, headers: list[tuple[str, str]], body: Batch, length: int | None) -> Whole | None:
-    """``body`` (a stream framed whole, or ``length`` bytes) and its head, as aiohttp writes them."""
-    names = {name.lower() for name, _ in headers}
-    framing = ("Transfer-Encoding", "chunked") if length is None else ("Content-Length", str(length))
-    typed = "content-type" in names or length == 0
-    head = [*headers, framing, *([] if typed else [("Content-Type", "application/octet-stream")])]
-    rest = [] if "server" in names else [("Server", SERVER_SOFTWARE)]
-    unsafe = any(_CONTROL.search(text) for line in head + rest for text in line)
-    if status < 200 or status in (204, 304) or unsafe:
-        return None  # no body, or a header aiohttp refuses: sent the general way
-    data, count = body
-    status_line = f"HTTP/1.1 {status} {_REASONS.get(status, '')}\r\n"
-    return Whole((status_line + _lines(head)).encode(), "date" not in names,
-                 (_lines(rest) + "\r\n").encode() + data, count)
-
-
-def recorded_whole(response: Response, memo: dict[str, Any]) -> Whole | None:
+def recorded_whole(response: Response, memo: Memo) -> Whole | None:
     """``response`` replayed unchanged as a :class:`Whole` (a stream's framing from ``memo``, see
     :func:`recorded_batches`; :func:`unchanged_plan` keeps the result); None when it does not fit one write
     (:data:`BATCH_LIMIT`)."""
     headers = replay_headers(response)
     if not response.is_stream:
         body = response.body
-        return _whole(response.status, headers, (body, 1), len(body)) if len(body) <= BATCH_LIMIT else None
+        return whole(response.status, headers, (body, 1), len(body)) if len(body) <= BATCH_LIMIT else None
     framed = recorded_batches(response.body, memo)
-    return _whole(response.status, headers, framed[0], None) if len(framed) == 1 else None
+    return whole(response.status, headers, framed[0], None) if len(framed) == 1 else None
 
 
 def _slices(body: bytes) -> list[bytes | memoryview]:
@@ -317,7 +191,7 @@ def plan_for(
     )
 
 
-def _unchanged(response: Response, timing: Timing, memo: dict[str, Any]) -> Plan:
+def _unchanged(response: Response, timing: Timing, memo: Memo) -> Plan:
     """The parts of an unchanged plan shared by every request (no provider: each plan is given its own)."""
     if not response.is_stream:
         plan = plan_for(response, timing, None)
@@ -330,15 +204,16 @@ def _unchanged(response: Response, timing: Timing, memo: dict[str, Any]) -> Plan
     return plan
 
 
-def unchanged_plan(response: Response, timing: Timing, provider: str | None, memo: dict[str, Any]) -> Plan:
+def unchanged_plan(response: Response, timing: Timing, provider: str | None, memo: Memo) -> Plan:
     """The plan replaying ``response`` as recorded, with no fault: what does not depend on the request (its
     headers, events, offsets, framing and, when it goes in one write, the whole response) is made once per
     body and timing (kept in ``memo`` as :func:`recorded_chunks`) and shared by the plans returned, which
     only read it; a plan that faults change comes from :func:`plan_for`, with lists of its own."""
-    kept = memo.get("plan:unchanged")
+    kept = cast("tuple[bytes, Timing, Plan] | None", memo.get("plan:unchanged"))
     if kept is None or kept[0] is not response.body or (kept[1] is not timing and kept[1] != timing):
-        kept = memo["plan:unchanged"] = (response.body, timing, _unchanged(response, timing, memo))
-    model: Plan = kept[2]
+        kept = (response.body, timing, _unchanged(response, timing, memo))
+        memo["plan:unchanged"] = kept
+    model = kept[2]
     return Plan(model.status, model.headers, model.chunks, model.stream, model.due, length=model.length,
                 provider=provider, batch=model.batch, framed=model.framed, whole=model.whole)
 

@@ -1,40 +1,8 @@
-"""Write a :class:`~replaykit.server.plan.Plan` to the client through aiohttp's ``StreamResponse``.
+"""Delivery (HTTP wing): a :class:`~replaykit.server.seam.Plan` written through aiohttp's ``StreamResponse``.
 
-**One HTTP chunk per event.** Each recorded SSE event is framed as its own HTTP chunk (``<size in
-hex>\r\n<event>\r\n``, the bytes aiohttp's chunked writer produces) and written to the connection's
-transport; aiohttp writes the headers and the last chunk and keeps the connection alive. So a client reading
-the raw stream (httpx ``iter_raw()``) gets one chunk per recorded event, with its recorded boundaries. With
-``recorded`` or ``fixed:<ms>`` timing each chunk is written, and sent, on its own at its time: the recorded
-pacing; ``fixed:0`` is one write per event with no waits. When the client reads more slowly than events are
-written, delivery waits for the transport to drain. TCP keeps no boundaries: a client that falls more than
-one read (64 KiB for httpx) behind a long stream may get an event in two pieces, as from any server.
-
-**Batching in ``fast`` timing** (``Plan.batch``). When nothing waits between events (no delay or stall
-fault), the chunks are handed to the transport together, in writes of at most one client read (64 KiB,
-:data:`~replaykit.server.plan.BATCH_LIMIT`) that end at chunk boundaries
-(:func:`~replaykit.server.plan.batched`), the last one with the body's final chunk. A recording replayed
-unchanged is framed once, when first served (``Plan.framed``). A stream with waits in it is written event by
-event (:meth:`Wire.write`, the one place an event is written), each chunk sent at once, so no client waits
-for bytes the server already has. A client on HTTP/1.0 gets the events bare, one by one (no chunked
-encoding; the connection's end ends the body).
-
-A non-stream body goes out through aiohttp's writer with a ``content-length``, in slices of at most 1 MiB.
-
-**An unchanged replay goes out as prepared.** A recording replayed unchanged in ``fast`` timing whose
-framed body fits one write (``Plan.whole``, :func:`~replaykit.server.plan.recorded_whole`) is written, head
-and body, straight to the transport of an HTTP/1.1 keep-alive request, in the bytes aiohttp would write for
-it (the head is built once per interaction; only the ``Date`` line is per second); aiohttp's response
-machinery is not involved.
-
-**One write per response whose whole answer is known.** The request's writer is a :class:`Writer`: for a
-body, or a batched stream, the headers wait for the first body bytes and leave with them, so a response up
-to 64 KiB (headers, events, final chunk) is one write to the socket. A response that waits before its first
-bytes sends its headers at once.
-
-**Waits end when the client closes its side.** A delay before the headers, a stall and recorded pacing end
-at once when the client closes its sending side (:func:`~replaykit.server.connections.half_closed`): a client
-that gives up is journaled when it leaves, not when the wait would have ended. A client that half-closed
-after its request gets what needs no wait (see :mod:`~replaykit.server.connections`).
+One HTTP chunk per recorded event; in ``fast`` timing the chunks go in batches of one client read; a
+prepared :class:`~replaykit.server.prepared.Whole` goes in one write. :class:`Writer` holds the headers for
+the first body bytes; waits end when the client half-closes. The design: docs/architecture/server.md.
 """
 
 from __future__ import annotations
@@ -43,41 +11,25 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from email.utils import formatdate
-from typing import Literal
 
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 from aiohttp.http import HttpVersion11, StreamWriter
 
 from replaykit.server.connections import half_closed
-from replaykit.server.plan import LAST_CHUNK, Batch, Plan, Whole, batched, http_chunk
+from replaykit.server.prepared import LAST_CHUNK, Batch, Whole, batches, http_chunk
+from replaykit.server.seam import Plan, Progress
 
-__all__ = ["Outcome", "Progress", "Wire", "Writer", "deliver", "send_whole"]
-
-Outcome = Literal["pending", "complete", "disconnected", "hung", "client_closed"]
+__all__ = ["Wire", "Writer", "batched", "deliver", "send_whole"]
 
 
-@dataclass(slots=True)
-class Progress:
-    """How far delivery got: chunks written and the outcome (read by the journal, even after a cancel).
-
-    ``on_settle`` is called once, when the outcome is known but *before* the last bytes leave: a client
-    that has its whole response then finds the request in the journal already.
-    """
-
-    chunks: int = 0
-    outcome: Outcome = "pending"
-    on_settle: Callable[[Progress], None] | None = None
-
-    def settle(self, outcome: Outcome) -> None:
-        """Set the outcome and call ``on_settle`` (the first time only)."""
-        self.outcome = outcome
-        callback, self.on_settle = self.on_settle, None
-        if callback is not None:
-            callback(self)
+def batched(plan: Plan) -> list[Batch] | None:
+    """The batches ``plan`` is sent in when it is a stream in ``fast`` timing that never waits (the last one
+    ending the body when the plan ends with ``eof``); None when it goes event by event."""
+    if not plan.batch or plan.timed:
+        return None
+    return plan.framed if plan.framed is not None else list(batches(plan.chunks, plan.end == "eof"))
 
 
 class Writer(StreamWriter):
@@ -316,16 +268,17 @@ def send_whole(transport: asyncio.Transport | None, whole: Whole, progress: Prog
 
 
 async def deliver(
-    request: web.BaseRequest, plan: Plan, closing: asyncio.Event, progress: Progress
+    request: web.BaseRequest, plan: Plan, closing: asyncio.Event, progress: Progress, prepared: bool = True
 ) -> web.StreamResponse:
-    """Send ``plan``; ``progress`` says how far it got, also when the client leaves.
+    """Send ``plan``; ``progress`` says how far it got, also when the client leaves. ``prepared``: a
+    ``plan.whole`` goes as is to a plain request (else aiohttp writes every byte).
 
     A client that goes away is not an error: the outcome says ``client_closed`` and aiohttp, finding the
     connection closed, finishes quietly. A cancelled handler (the client left during a wait) re-raises.
     """
     response: web.StreamResponse | None = None
     try:
-        if plan.whole is not None and _plain(request):
+        if prepared and plan.whole is not None and _plain(request):
             if send_whole(request.transport, plan.whole, progress, request.writer):
                 await request.writer.drain()
             return _SENT

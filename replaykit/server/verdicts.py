@@ -1,16 +1,8 @@
-"""Contract verdicts for the journal: the violations of each request received and each response served.
+"""Contract verdicts for the journal (provider wing): the violations of each request received and each
+response served, checked with :mod:`replaykit.contracts` on the route's contracts.
 
-Built on :mod:`replaykit.contracts`; the route of the request received (:mod:`replaykit.routes`) names the
-contracts. The response checked is
-the one *served*: a recorded response as replayed (checked once per interaction, then cached), an error
-envelope, or a stream or body as a fault changed it (a corrupted event is reported as such).
-
-Request verdicts are cached: SDK retries and test suites send the very same bodies again and again, so the
-violations of a request body are kept in a bounded least-recently-used cache (:data:`REQUEST_CACHE`
-entries) keyed by the route's request contract and the SHA-256 of the body's bytes (``Received.sha256``). A
-hit returns a new list of the very rows validating returned (by reference: journal entries share them, so
-a long journal holds each verdict once); a row is a :class:`Row`, a dict that refuses changes, so no
-caller can alter what the next one gets. Errors are never cached.
+A request body's verdict is cached by contract and SHA-256 (a bounded LRU), a replayed response's once per
+interaction; rows are :class:`Row`, shared dicts that refuse changes.
 """
 
 from __future__ import annotations
@@ -40,12 +32,12 @@ class Row(dict[str, Any]):
     """A violation as a journal row, shared between entries: a dict (it serializes as one) that refuses
     changes; a copy (``dict(row)``, ``copy.deepcopy``) is a plain dict."""
 
-    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+    def _refuse(self, *args: object, **kwargs: object) -> None:
         raise TypeError("a journal verdict row is shared and cannot be changed; change a copy: dict(row)")
 
     __setitem__ = __delitem__ = update = setdefault = pop = popitem = clear = __ior__ = _refuse  # type: ignore
 
-    def __reduce__(self) -> tuple[type[dict[str, Any]], tuple[dict[str, Any]]]:
+    def __reduce__(self) -> tuple[type[dict[str, object]], tuple[dict[str, object]]]:
         return dict, (dict(self),)
 
 

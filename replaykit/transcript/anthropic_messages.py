@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
 
 from replaykit import jsondoc
+from replaykit.jsondoc import JSON
 from replaykit.transcript.convert import (
     _accumulate,
     _assistant,
@@ -24,7 +24,6 @@ from replaykit.transcript.convert import (
 )
 from replaykit.transcript.model import (
     ANTHROPIC_API,
-    JSON,
     AssistantBlock,
     AssistantMessage,
     ConversionError,
@@ -50,7 +49,7 @@ _ANTHROPIC_STOPS: dict[str, StopReason] = {
 _SEARCH_TOOLS = {"web_search", "web_fetch"}
 
 
-def from_anthropic(message: Mapping[str, Any], *, timestamp: int) -> AssistantMessage:
+def from_anthropic(message: Mapping[str, object], *, timestamp: int) -> AssistantMessage:
     """Convert an Anthropic Messages response body (``type: message``) into an assistant message."""
     body = _mapping(message, "an Anthropic message")
     return _anthropic_message(body, _anthropic_stop(body.get("stop_reason")), timestamp)
@@ -243,12 +242,12 @@ def _apply_delta(block: JSON, delta: JSON, json_bufs: dict[int, str], index: int
     # any other delta type extends a block this accumulator does not model: ignored, as the SDK's does
 
 
-def anthropic_final_body(events: Iterable[Mapping[str, Any]]) -> JSON:
+def anthropic_final_body(events: Iterable[Mapping[str, object]]) -> JSON:
     """The final message body an Anthropic stream adds up to (the parsed ``data`` of each event, in order)."""
     return _accumulate(_AnthropicStream(), events).final()
 
 
-def from_anthropic_stream(events: Iterable[Mapping[str, Any]], *, timestamp: int) -> AssistantMessage:
+def from_anthropic_stream(events: Iterable[Mapping[str, object]], *, timestamp: int) -> AssistantMessage:
     """Convert an Anthropic Messages stream (parsed event data, in order) into an assistant message.
 
     Same result as :func:`from_anthropic` on the final body; a stream broken by an ``error`` event or ending

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from replaykit.errors import UsageError
+from replaykit.jsondoc import JSON
 from replaykit.transcript.model import (
-    JSON,
     AssistantBlock,
     AssistantMessage,
     ConversionError,
@@ -82,7 +82,7 @@ class _Accumulator(Protocol):
 _Stream = TypeVar("_Stream", bound=_Accumulator)
 
 
-def _accumulate(stream: _Stream, events: Iterable[Mapping[str, Any]]) -> _Stream:
+def _accumulate(stream: _Stream, events: Iterable[Mapping[str, object]]) -> _Stream:
     """``stream`` (a stream accumulator of one of the converters) fed every event, in order."""
     for event in events:
         stream.feed(_mapping(event, "a stream event"))

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from replaykit import routes
 from replaykit.cassette import Interaction
+from replaykit.jsondoc import JSON
 from replaykit.transcript.anthropic_messages import from_anthropic, from_anthropic_stream
 from replaykit.transcript.convert import _assistant, _failed, _mapping, _usage
-from replaykit.transcript.model import ANTHROPIC_API, JSON, AssistantMessage, ConversionError
+from replaykit.transcript.model import ANTHROPIC_API, AssistantMessage, ConversionError
 from replaykit.transcript.openai_responses import from_openai, from_openai_stream
 
 __all__ = ["from_interaction"]

@@ -7,9 +7,10 @@ transcript is checked against is ``contracts/replaykit/transcript.schema.json``.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 from replaykit.errors import ReplaykitError
+from replaykit.jsondoc import JSON
 
 __all__ = [
     "ANTHROPIC_API",
@@ -51,7 +52,6 @@ STOP_REASONS: tuple[StopReason, ...] = ("stop", "length", "toolUse", "error", "a
 ROLES = ("user", "assistant", "toolResult")
 ANTHROPIC_API = "anthropic-messages"
 OPENAI_API = "openai-responses"
-JSON = dict[str, Any]
 
 
 class Usage(TypedDict):

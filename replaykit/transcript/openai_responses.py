@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from replaykit import jsondoc
+from replaykit.jsondoc import JSON
 from replaykit.transcript.convert import (
     _accumulate,
     _assistant,
@@ -23,7 +23,6 @@ from replaykit.transcript.convert import (
     _usage,
 )
 from replaykit.transcript.model import (
-    JSON,
     OPENAI_API,
     AssistantBlock,
     AssistantMessage,
@@ -45,7 +44,8 @@ _OPENAI_STATUS: dict[str, StopReason] = {
 _TERMINAL_EVENTS = {"response.completed", "response.incomplete", "response.failed", "response.cancelled"}
 
 
-def from_openai(response: Mapping[str, Any], *, timestamp: int, provider: str = "openai") -> AssistantMessage:
+def from_openai(response: Mapping[str, object], *, timestamp: int,
+                provider: str = "openai") -> AssistantMessage:
     """Convert an OpenAI Responses body (``object: response``) into an assistant message.
 
     ``provider`` is ``openai`` or ``azure`` (Azure OpenAI serves the same API).
@@ -108,7 +108,7 @@ def _openai_message(item: JSON, index: int) -> list[TextBlock]:
     return blocks
 
 
-def _parts(item: JSON, what: str) -> list[Any]:
+def _parts(item: JSON, what: str) -> list[object]:
     """A message item's ``content`` parts: a list (absent or null is none), else a ConversionError."""
     parts = item.get("content") or []
     if not isinstance(parts, list):
@@ -207,7 +207,7 @@ def _index(event: JSON) -> int:
     return index
 
 
-def openai_final_response(events: Iterable[Mapping[str, Any]]) -> JSON:
+def openai_final_response(events: Iterable[Mapping[str, object]]) -> JSON:
     """The final response an OpenAI Responses stream adds up to.
 
     The terminal event's response when it carries the output (as the SDK's ``get_final_response``: reasoning
@@ -217,7 +217,7 @@ def openai_final_response(events: Iterable[Mapping[str, Any]]) -> JSON:
     return _accumulate(_OpenAIStream(), events).final()
 
 
-def from_openai_stream(events: Iterable[Mapping[str, Any]], *, timestamp: int,
+def from_openai_stream(events: Iterable[Mapping[str, object]], *, timestamp: int,
                        provider: str = "openai") -> AssistantMessage:
     """Convert an OpenAI Responses stream (parsed event data, in order) into an assistant message.
 

@@ -21,9 +21,10 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from replaykit.jsondoc import JSON
 from replaykit.pointer import json_pointer
 from replaykit.transcript.anthropic_messages import from_anthropic
-from replaykit.transcript.model import JSON, ConversionError, Message, Tool, Transcript, UserBlock
+from replaykit.transcript.model import ConversionError, Message, Tool, Transcript, UserBlock
 from replaykit.transcript.openai_responses import from_openai
 
 __all__ = ["from_anthropic_request", "from_openai_request"]
@@ -39,7 +40,7 @@ def _list(value: object, parts: list[str | int], what: str) -> list[Any]:
     return value
 
 
-def _conversation(doc: object, key: str) -> tuple[JSON, list[Any], list[str | int]]:
+def _conversation(doc: object, key: str) -> tuple[JSON, list[object], list[str | int]]:
     """The request body (``{}`` for a bare list) and its ``key`` list, with the pointer prefix of the list."""
     if isinstance(doc, list):
         return {}, doc, []
@@ -95,7 +96,7 @@ def _anthropic_turn(message: JSON, at: list[str | int], body: JSON, names: dict[
         raise _fail([*at, "role"], f"role {role!r}: an Anthropic message is user or assistant")
 
 
-def _anthropic_assistant(blocks: list[Any], at: list[str | int], body: JSON, names: dict[str, str],
+def _anthropic_assistant(blocks: list[object], at: list[str | int], body: JSON, names: dict[str, str],
                          stamp: int) -> Message:
     calls = [block for block in blocks if isinstance(block, dict) and block.get("type") == "tool_use"]
     names.update({str(call.get("id")): str(call.get("name")) for call in calls})
@@ -107,7 +108,7 @@ def _anthropic_assistant(blocks: list[Any], at: list[str | int], body: JSON, nam
         raise _fail([*at, "content"], str(exc)) from exc
 
 
-def _anthropic_user(blocks: list[Any], at: list[str | int], names: dict[str, str],
+def _anthropic_user(blocks: list[object], at: list[str | int], names: dict[str, str],
                     stamp: int) -> Iterator[Message]:
     """The user's blocks as one user message; each ``tool_result`` as a toolResult message before it."""
     said: list[UserBlock] = []
@@ -255,7 +256,7 @@ def _openai_output_item(item: JSON) -> JSON:
         return item
     content = item.get("content")
     if isinstance(content, str):
-        parts: list[Any] = [{"type": "output_text", "text": content, "annotations": []}]
+        parts: list[object] = [{"type": "output_text", "text": content, "annotations": []}]
     else:
         parts = [{**part, "type": "output_text"} if _input_text(part) else part for part in content or []]
     return {**item, "type": "message", "content": parts}

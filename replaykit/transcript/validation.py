@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from replaykit import contracts
 from replaykit.errors import LocalRequestError
+from replaykit.jsondoc import JSON
 from replaykit.pointer import json_pointer, resolve
-from replaykit.transcript.model import CONTRACT, JSON, Transcript, _finite
+from replaykit.transcript.model import CONTRACT, Transcript, _finite
 
 if TYPE_CHECKING:
     import jsonschema  # type: ignore[import-untyped]
@@ -76,7 +77,7 @@ def _describe(value: object) -> str:
     return _JSON_TYPES.get(type(value), "a value")
 
 
-def _safe_message(data: object, errors: list[Any], violation: contracts.Violation) -> str:
+def _safe_message(data: object, errors: list[object], violation: contracts.Violation) -> str:
     """What is wrong at the violation's pointer, with the schema's expectation and only the type of the value.
 
     The violation's own message may quote the offending value (user content, keys): it is not used, except

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from replaykit.canonical import canonical_transcript
 from replaykit.scenario import Check, Evidence, Scenario, check_all
 from replaykit.scenario.expect import in_count
 from replaykit.scenario.snapshot import normalize, serialize
+from replaykit.server import Entry
 
 JSON = dict[str, Any]
 BODY = {
@@ -27,18 +29,10 @@ TRANSCRIPT = {
 }
 
 
-def entry(seq: int = 1, route: str = "anthropic.messages", **more: Any) -> JSON:
-    return {
-        "seq": seq,
-        "method": "POST",
-        "path": "/v1/messages",
-        "route": route,
-        "status": 200,
-        "verdict": "served",
-        "body": copy.deepcopy(BODY),
-        "request_violations": [],
-        **more,
-    }
+def entry(seq: int = 1, route: str = "anthropic.messages", body: Any = BODY, **more: Any) -> Entry:
+    """A journal entry as the fake provider makes it (``body``: the request's JSON)."""
+    return Entry(seq, "2026-01-01T00:00:00Z", "anthropic", route, "POST", "/v1/messages", {}, {},
+                 raw=json.dumps(body).encode(), **{"status": 200, "verdict": "served", **more})
 
 
 def outcome(**more: Any) -> JSON:

@@ -25,7 +25,7 @@ RUNS = 20
 
 def _journal(result: Result) -> list[tuple[Any, ...]]:
     """The journal as the sequence of requests and bodies, with how far each response got."""
-    return [(e["route"], e["method"], e["path"], e["body"], e["outcome"], e["chunks"])
+    return [(e.route, e.method, e.path, e.body, e.outcome, e.chunks)
             for e in result.journal]
 
 
@@ -46,7 +46,7 @@ def test_a_kill_is_deterministic(name: str) -> None:
     assert len(journals) == 1 and len(verdicts) == 1, (journals, verdicts)
     assert results[0].passed, results[0].failure_text()
     first = results[0].journal[0]
-    assert (first["outcome"], first["chunks"]) == KILLED_AT[name]
+    assert (first.outcome, first.chunks) == KILLED_AT[name]
 
 
 @pytest.mark.skipif(not Path("/proc/self/schedstat").exists(), reason="reads /proc (Linux)")
@@ -77,7 +77,7 @@ def test_a_kill_with_no_restart_left_is_the_scenario_failure(
                     .replace("persistedSnapshot: true", "persistedSnapshot: false"), encoding="utf-8")
     (result,) = run_many([load(path)], Target.parse(DEFAULT_TARGET))
     assert result.failure_text().startswith("target: the target reached a kill point with no restart left")
-    assert [entry["outcome"] for entry in result.journal] == ["hung", "hung"]
+    assert [entry.outcome for entry in result.journal] == ["hung", "hung"]
 
 
 def test_a_kill_fault_is_checked_where_the_scenario_is_read(tmp_path: Path) -> None:

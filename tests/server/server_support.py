@@ -187,3 +187,23 @@ _DATE = re.compile(rb"\r\nDate: [^\r]*")
 def undated(response: bytes) -> bytes:
     """``response`` with its ``Date`` header's value masked (``Date: -``): the one part made per second."""
     return _DATE.sub(b"\r\nDate: -", response)
+
+
+def responses(sock: socket.socket, count: int) -> list[bytes]:
+    """``count`` responses read off ``sock``, each to the end of its ``Content-Length`` or chunked body (a
+    ``HEAD`` answer has none: read with ``count`` 1 on its own), ``Date`` masked (:func:`undated`)."""
+    data, found = b"", []
+    while len(found) < count:
+        head, blank, body = data.partition(b"\r\n\r\n")
+        length = re.search(rb"(?i)\r\ncontent-length: (\d+)", head)
+        bodiless = re.match(rb"HTTP/1\.[01] (1\d\d|204|304) ", head)
+        end = (len(head) + 4 if bodiless else len(head) + 4 + int(length.group(1)) if length else
+               len(head) + 4 + body.find(b"0\r\n\r\n") + 5 if b"0\r\n\r\n" in body else -1)
+        if blank and 0 <= end <= len(data):
+            found.append(undated(data[:end]))
+            data = data[end:]
+            continue
+        chunk = sock.recv(1 << 16)
+        assert chunk, f"the connection closed mid-response: {data[:300]!r}"
+        data += chunk
+    return found

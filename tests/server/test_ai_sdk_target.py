@@ -84,7 +84,7 @@ def test_plain_requests_reach_each_provider(command: str, tmp_path: Path, provid
                                    "persistWrites": 1})
     result = _run([path], f"env REPLAYKIT_AI_SDK_STREAM=0 {command}")[f"plain-{provider}"]
     assert result.passed, result.failure_text()
-    assert result.journal[0]["body"].get("stream") in (None, False)
+    assert result.journal[0].body.get("stream") in (None, False)
 
 
 def test_a_cancelled_run_is_aborted_and_persists_nothing(command: str, tmp_path: Path) -> None:

@@ -30,21 +30,15 @@ from server_support import (
 
 from replaykit.cassette import Cassette
 from replaykit.server import FakeProvider, Timing, streaming
-from replaykit.server.app import State, _replay_plan
+from replaykit.server.exchange import State, _replay_plan
 from replaykit.server.faults import Fault
 from replaykit.server.matching import Pool, slots_of
-from replaykit.server.plan import (
-    BATCH_LIMIT,
-    LAST_CHUNK,
-    Batch,
-    batched,
-    batches,
-    http_chunk,
-    plan_for,
-    recorded_batches,
-    recorded_chunks,
-)
-from replaykit.server.streaming import Progress, Wire
+from replaykit.server.plan import plan_for, recorded_batches, recorded_chunks
+from replaykit.server.prepared import BATCH_LIMIT, LAST_CHUNK, Batch, batches, http_chunk
+from replaykit.server.seam import Progress
+from replaykit.server.streaming import Wire, batched
+
+pytestmark = pytest.mark.both_lanes  # every response the same with the lane and without it
 
 
 class _Transport:

@@ -169,6 +169,16 @@ def test_the_limits_and_journal_bodies_are_flags(tmp_path: Path, monkeypatch: py
     assert (fake.limits.header_timeout, fake.limits.body_timeout, fake.limits.max_connections) == (5, 7.5, 9)
     assert fake.limits.body_deadline == 30
     assert fake.journal_bodies == "full"
+    assert fake.lane is True
+
+
+def test_no_lane_serves_everything_through_aiohttp(monkeypatch: pytest.MonkeyPatch) -> None:
+    from replaykit.cli import serve
+
+    built: list[Any] = []
+    monkeypatch.setattr(serve, "run", lambda parsed: built.append(serve.build(parsed)) or 0)
+    assert main(["serve", str(bundled("anthropic/web_search.yaml")), "--no-lane"]) == 0
+    assert built[0].lane is False
 
 
 def test_serve_help_names_the_new_flags(capsys: Any) -> None:

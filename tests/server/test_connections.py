@@ -37,7 +37,7 @@ from server_support import (
 
 from replaykit import contracts
 from replaykit.errors import UsageError
-from replaykit.server import FakeProvider, Fault, app
+from replaykit.server import FakeProvider, Fault, exchange
 from replaykit.server.connections import Limits, Server, body_began, carried, half_closed
 
 SLOWLORIS = 50
@@ -163,8 +163,9 @@ def _served(fake: FakeProvider) -> bool:
         return False
 
 
-def test_a_connection_over_the_cap_is_refused_at_once_and_others_are_served(serve: Any) -> None:
-    fake = serve(message_cassette("a"), repeat=True, max_connections=3)
+@pytest.mark.parametrize("lane", [True, False], ids=["lane", "aiohttp"])
+def test_a_connection_over_the_cap_is_refused_at_once_and_others_are_served(serve: Any, lane: bool) -> None:
+    fake = serve(message_cassette("a"), repeat=True, max_connections=3, lane=lane)
     held = [_held(fake) for _ in range(3)]
     try:
         with connect(fake.url) as extra:
@@ -435,10 +436,10 @@ def test_an_error_in_the_handler_is_answered_500_as_aiohttp_does(
 ) -> None:
     boom = RuntimeError("boom")
 
-    async def broken(request: Any, state: Any) -> Any:
+    def broken(state: Any, request: Any) -> Any:
         raise boom
 
-    monkeypatch.setattr(app, "handle", broken)
+    monkeypatch.setattr(exchange, "handle", broken)
     caplog.set_level(logging.ERROR, logger="aiohttp")
     fake = serve(message_cassette("a"), faults=["kind=delay_headers,ms=0"])  # aiohttp's path, not the lane
     body = json.dumps(anthropic_request("a")).encode()

@@ -28,7 +28,7 @@ from replaykit import contracts
 from replaykit.errors import UsageError
 from replaykit.redact import SECRET_HEADERS, redact_header
 from replaykit.server import FakeProvider, Fault
-from replaykit.server.app import _timestamp
+from replaykit.server.exchange import _timestamp
 from replaykit.server.journal import BODY_HEAD, Entry, Journal
 
 
@@ -190,7 +190,7 @@ def test_journal_entries_keep_arrival_order() -> None:
 def test_the_entry_is_journaled_before_the_client_has_its_response(
     serve: Any, monkeypatch: pytest.MonkeyPatch, make: Any, sent: dict[str, Any]
 ) -> None:
-    from replaykit.server import app
+    from replaykit.server import exchange as app
 
     late_close = app._Exchange.close
 

@@ -32,11 +32,11 @@ from server_support import (
     until,
 )
 
-from replaykit.server import app, lane, streaming
+from replaykit.server import exchange, lane, streaming
 from replaykit.server.connections import Connection, Limits
 from replaykit.server.lane import Lane
-from replaykit.server.plan import BATCH_LIMIT, LAST_CHUNK, Whole
-from replaykit.server.streaming import Progress
+from replaykit.server.prepared import BATCH_LIMIT, LAST_CHUNK, Whole
+from replaykit.server.seam import Progress
 
 
 @pytest.fixture
@@ -116,12 +116,12 @@ def test_a_plain_request_is_answered_in_the_lane_with_the_bytes_aiohttp_writes(
 ) -> None:
     cassette = make()
     fake = serve(cassette, repeat=True)
-    general = serve(cassette, repeat=True, faults=["kind=delay_headers,ms=0"])  # aiohttp's response path
+    general = serve(cassette, repeat=True, lane=False)  # aiohttp writes every byte
     body = _body(cassette)
     ours = _one(fake.url, post_head(len(body)) + body)
     assert laned == [len(cassette.interactions[0].response.events) or 1] and handed == []
     theirs = _one(general.url, post_head(len(body)) + body)
-    assert handed == [False] and len(laned) == 1
+    assert handed == [] and len(laned) == 1
     assert ours == theirs and ours.startswith(b"HTTP/1.1 200 OK\r\n")
     assert b"\r\nContent-Type: application/octet-stream\r\n" in ours or make is not _untyped
     journaled = [(e.verdict, e.outcome, e.status, e.chunks, e.body_sha256) for e in (*fake.journal,
@@ -207,12 +207,12 @@ def test_the_whitespace_after_a_header_value_is_not_part_of_it_as_with_aiohttp(
 ) -> None:
     cassette = stream_cassette()
     fake = serve(cassette, repeat=True)
-    general = serve(cassette, repeat=True, faults=["kind=delay_headers,ms=0"])  # aiohttp's request parser
+    general = serve(cassette, repeat=True, lane=False)  # aiohttp's request parser
     body = _body(cassette)
     request = post_head(len(body), extra="X-Replaykit-Cassette: elsewhere \t\r\n") + body
     ours, theirs = (re.findall(rb"\r\nx-replaykit-error: ([^\r]*)", _one(fake.url, request)),
                     re.findall(rb"\r\nx-replaykit-error: ([^\r]*)", _one(general.url, request)))
-    assert handed == [True, False]  # matched in the lane (its 404 is not prepared whole), then in aiohttp
+    assert handed == [True]  # matched in the lane (its 404 is not prepared whole); aiohttp's own, no lane
     assert ours == theirs and b"x-replaykit-cassette: 'elsewhere' names no cassette" in ours[0]
 
 
@@ -323,7 +323,7 @@ def test_a_request_the_server_fails_to_begin_gets_aiohttps_500(serve: Any, hande
     def broken(*args: Any) -> Any:
         raise RuntimeError("a bug in the server")
 
-    monkeypatch.setattr(app, "begin", broken)
+    monkeypatch.setattr(exchange, "begin", broken)
     cassette = stream_cassette()
     fake = serve(cassette)
     body = _body(cassette)
@@ -333,14 +333,14 @@ def test_a_request_the_server_fails_to_begin_gets_aiohttps_500(serve: Any, hande
     assert handed == [False]
 
 
-def test_a_fault_or_paced_timing_keeps_requests_out_of_the_lane(serve: Any, laned: list[int],
-                                                                handed: list[bool]) -> None:
+def test_a_fault_or_paced_timing_hands_the_request_over_begun(serve: Any, laned: list[int],
+                                                              handed: list[bool]) -> None:
     cassette = stream_cassette()
     body = _body(cassette)
     for fake in (serve(cassette, repeat=True, faults=["kind=delay_headers,ms=0"]),
                  serve(cassette, repeat=True, timing="fixed:0")):
         assert _one(fake.url, post_head(len(body)) + body).startswith(b"HTTP/1.1 200 OK\r\n")
-    assert handed == [False, False] and laned == []  # handed over before anything was begun
+    assert handed == [True, True] and laned == []  # begun in the lane, its answer not prepared whole
 
 
 def test_lane_connections_count_toward_the_cap(serve: Any, laned: list[int]) -> None:
@@ -389,7 +389,7 @@ def test_stopping_the_server_closes_lane_connections(serve: Any, laned: list[int
 
 
 class _Begun:
-    """A request the server began (as :func:`replaykit.server.app.begin` does); its answer whole or not."""
+    """A request the provider began (:func:`replaykit.server.exchange.begin`); its answer whole or not."""
 
     def __init__(self, whole: Whole | None) -> None:
         self.plan = mock.Mock(whole=whole)
@@ -408,17 +408,20 @@ _WHOLE = Whole(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n", False, b"\r\nok", 1)
 
 
 def _server(*begun: _Begun, refused: bool = False) -> mock.Mock:
-    """A :class:`~replaykit.server.lane.LaneServer` whose ``answer`` returns ``begun`` in turn (then None),
-    noting each request in ``received``."""
+    """A :class:`~replaykit.server.lane.LaneServer` whose provider begins ``begun`` in turn (then fails: the
+    general way), noting each request in ``received``."""
     server = mock.Mock(lanes=set(), limits=Limits(header_timeout=60.0, body_timeout=60.0), received=[])
     server.refused.return_value = refused
     answers = iter(begun)
 
-    def answer(received: Any, started: float) -> _Begun | None:
+    def answer(received: Any) -> _Begun:
         server.received.append(received)
-        return next(answers, None)
+        begun = next(answers, None)
+        if begun is None:
+            raise RuntimeError("nothing begun")
+        return begun
 
-    server.answer.side_effect = answer
+    server.provider.handle_request.side_effect = answer
     return server
 
 
@@ -612,8 +615,7 @@ def test_each_request_is_read_as_aiohttp_reads_it_and_waits_for_its_own_body(
         for piece in (post_head(len(body), "/v1/messages?beta=true&x="), body[:7], body[7:20], body[20:]):
             protocol.data_received(piece)  # no turn of the loop in between: the pieces of one arrival
         received = server.received[0]
-        assert (received.method, received.path, received.query) == ("POST", "/v1/messages",
-                                                                    {"beta": ["true"], "x": [""]})
+        assert (received.method, received.path, received.query) == ("POST", "/v1/messages", "beta=true&x=")
         assert received.body == body and received.headers["content-length"] == str(len(body))
         protocol.data_received(second)
         protocol.data_received(body[:7])

@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from server_support import anthropic_request, message_cassette, stream_cassette, stream_request
 
 from replaykit import sse
+
+pytestmark = pytest.mark.both_lanes  # every response the same with the lane and without it
 
 
 def _raw_post(url: str, body: bytes, version: str = "1.1") -> bytes:

@@ -20,6 +20,8 @@ from server_support import bundled
 from replaykit import cassette
 from replaykit.server import FakeProvider, Fault
 
+pytestmark = pytest.mark.both_lanes  # every response the same with the lane and without it
+
 Json = dict[str, Any]
 SEARCH_TOOL = [{"type": "web_search_20250305", "name": "web_search"}]
 ASK: Json = {

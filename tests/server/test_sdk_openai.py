@@ -17,6 +17,8 @@ from server_support import bundled
 from replaykit import cassette
 from replaykit.server import FakeProvider, Fault
 
+pytestmark = pytest.mark.both_lanes  # every response the same with the lane and without it
+
 Json = dict[str, Any]
 TOOLS: list[Any] = [{"type": "web_search"}]
 

@@ -33,9 +33,13 @@ from server_support import (
 from replaykit import cassette, sse
 from replaykit.cassette import Cassette, Interaction, Response
 from replaykit.errors import UsageError
-from replaykit.server import FakeProvider, Timing, app, streaming
-from replaykit.server.plan import WRITE_SIZE, Plan, Whole, http_chunk, plan_for, replay_headers
-from replaykit.server.streaming import Progress, Wire
+from replaykit.server import FakeProvider, Timing, exchange, streaming
+from replaykit.server.plan import WRITE_SIZE, Plan, plan_for, replay_headers
+from replaykit.server.prepared import Whole, http_chunk
+from replaykit.server.seam import Progress
+from replaykit.server.streaming import Wire
+
+pytestmark = pytest.mark.both_lanes  # every response the same with the lane and without it
 
 
 def _raw_chunks(fake: FakeProvider) -> list[bytes]:
@@ -71,14 +75,14 @@ def test_a_long_stream_arrives_whole(serve: Any) -> None:
 def delivered(monkeypatch: pytest.MonkeyPatch) -> list[Plan]:
     """The plans the server begins, in order: what each response was asked to send, and when."""
     plans: list[Plan] = []
-    begin = app.begin
+    begin = exchange.begin
 
     def spy(*args: Any) -> Any:  # every request is begun here, in the lane or on aiohttp's path
-        exchange = begin(*args)
-        plans.append(exchange.plan)
-        return exchange
+        begun = begin(*args)
+        plans.append(begun.plan)
+        return begun
 
-    monkeypatch.setattr(app, "begin", spy)
+    monkeypatch.setattr(exchange, "begin", spy)
     return plans
 
 

@@ -10,7 +10,6 @@ in their ``x-rules`` keyword (:data:`replaykit.contracts.RULES`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
 
 from replaykit.contracts.rulebook.anthropic import ANTHROPIC_RULES
 from replaykit.contracts.rulebook.book import RULEBOOK_GLOB, ProviderError, Rulebook, RuleSpec, read_rulebook
@@ -21,11 +20,11 @@ from replaykit.contracts.rulebook.walk import RuleError
 __all__ = ["RULEBOOK_GLOB", "WIRE_RULES", "ProviderError", "RuleError", "RuleSpec", "Rulebook",
            "read_rulebook", "refusal"]
 
-WIRE_RULES: dict[str, Callable[[Mapping[str, Any]], Iterator[RuleError]]] = {
+WIRE_RULES: dict[str, Callable[[Mapping[str, object]], Iterator[RuleError]]] = {
     **ANTHROPIC_RULES, **OPENAI_RULES, **CLOUDFLARE_RULES}
 
 
-def refusal(spec: RuleSpec, body: Any) -> ProviderError:
+def refusal(spec: RuleSpec, body: object) -> ProviderError:
     """The provider's answer to ``body`` (a request that breaks ``spec``), naming its first failure."""
     failures = WIRE_RULES[spec.id](body) if isinstance(body, dict) else iter(())
     first = next(failures, None)

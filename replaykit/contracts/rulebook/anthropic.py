@@ -16,7 +16,7 @@ from replaykit.contracts.rulebook.walk import Block, RuleError, Turn, all_blocks
 
 __all__ = ["ANTHROPIC_RULES"]
 
-Check = Callable[[Mapping[str, Any]], Iterator[RuleError]]
+Check = Callable[[Mapping[str, object]], Iterator[RuleError]]
 _CLIENT_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 _SERVER_ID = re.compile(r"^srvtoolu_[a-zA-Z0-9_]+$")
 _THINKING = ("thinking", "redacted_thinking")
@@ -33,7 +33,7 @@ def _result_type(name: str) -> str:
     return _RESULT_OF.get(name, f"{name}_tool_result")
 
 
-def _thinking_type(body: Mapping[str, Any]) -> str:
+def _thinking_type(body: Mapping[str, object]) -> str:
     thinking = body.get("thinking")
     kind = thinking.get("type") if isinstance(thinking, dict) else None
     return kind if isinstance(kind, str) else "disabled"
@@ -42,7 +42,7 @@ def _thinking_type(body: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------- client tools: ids and pairing
 
 
-def _tool_use_answered(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _tool_use_answered(body: Mapping[str, object]) -> Iterator[RuleError]:
     listed = turns(body)
     for at, turn in enumerate(listed[:-1]):
         following = listed[at + 1]
@@ -55,7 +55,7 @@ def _tool_use_answered(body: Mapping[str, Any]) -> Iterator[RuleError]:
                             "tool_use there", [*missing[0].path, "id"], message=missing[0].message, ids=ids)
 
 
-def _tool_results_lead(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _tool_results_lead(body: Mapping[str, object]) -> Iterator[RuleError]:
     listed = turns(body)
     for at, turn in enumerate(listed):
         previous = listed[at - 1] if at and turn.role == "user" else Turn("")
@@ -69,7 +69,7 @@ def _tool_results_lead(body: Mapping[str, Any]) -> Iterator[RuleError]:
                                 ids=block.id)
 
 
-def _tool_result_matches(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _tool_result_matches(body: Mapping[str, object]) -> Iterator[RuleError]:
     listed = turns(body)
     for at, turn in enumerate(listed):
         previous = listed[at - 1] if at and listed[at - 1].role == "assistant" else Turn("")
@@ -81,7 +81,7 @@ def _tool_result_matches(body: Mapping[str, Any]) -> Iterator[RuleError]:
                                 id=block.id)
 
 
-def _tool_use_id(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _tool_use_id(body: Mapping[str, object]) -> Iterator[RuleError]:
     for block in all_blocks(body):
         if block.type == "tool_use" and block.id and not _CLIENT_ID.match(block.id):
             yield RuleError(f"tool_use id {block.id!r} has characters outside [a-zA-Z0-9_-]",
@@ -91,7 +91,7 @@ def _tool_use_id(body: Mapping[str, Any]) -> Iterator[RuleError]:
 # ---------------------------------------------------------------- server tools: ids, pairing, order
 
 
-def _server_tool_use_id(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _server_tool_use_id(body: Mapping[str, object]) -> Iterator[RuleError]:
     for block in all_blocks(body):
         server = block.type == "server_tool_use" or _server_result(block)
         if server and block.id and not _SERVER_ID.match(block.id):
@@ -101,7 +101,7 @@ def _server_tool_use_id(body: Mapping[str, Any]) -> Iterator[RuleError]:
                             field=f"{block.type}.{member}")
 
 
-def _server_call_as_client(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _server_call_as_client(body: Mapping[str, object]) -> Iterator[RuleError]:
     for turn in turns(body):
         clients = {b.id: b for b in turn.of_type("tool_use") if b.id.startswith("srvtoolu_")}
         for block in turn.blocks:
@@ -112,7 +112,7 @@ def _server_call_as_client(body: Mapping[str, Any]) -> Iterator[RuleError]:
                                 block=block.index, type=block.type, id=block.id)
 
 
-def _server_result_follows_call(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _server_result_follows_call(body: Mapping[str, object]) -> Iterator[RuleError]:
     calls: set[str] = set()
     clients = {b.id for b in all_blocks(body) if b.type == "tool_use"}
     for block in all_blocks(body):
@@ -124,7 +124,7 @@ def _server_result_follows_call(body: Mapping[str, Any]) -> Iterator[RuleError]:
                             message=block.message, block=block.index, type=block.type, id=block.id)
 
 
-def _server_call_has_result(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _server_call_has_result(body: Mapping[str, object]) -> Iterator[RuleError]:
     listed = turns(body)
     for at, turn in enumerate(listed):
         later = {b.id for after in listed[at:] for b in after.blocks if _server_result(b)}
@@ -149,7 +149,7 @@ def _unfinished(call: Block, what: str) -> RuleError:
                      result=_result_type(name))
 
 
-def _client_tool_use_last(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _client_tool_use_last(body: Mapping[str, object]) -> Iterator[RuleError]:
     for turn in turns(body):
         calls = {b.id: b for b in turn.of_type("server_tool_use")}
         client_seen = False
@@ -163,7 +163,7 @@ def _client_tool_use_last(body: Mapping[str, Any]) -> Iterator[RuleError]:
 # ---------------------------------------------------------------- thinking
 
 
-def _thinking_first(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _thinking_first(body: Mapping[str, object]) -> Iterator[RuleError]:
     if _thinking_type(body) == "disabled":
         return
     for turn in turns(body):
@@ -175,7 +175,7 @@ def _thinking_first(body: Mapping[str, Any]) -> Iterator[RuleError]:
                                 found=first[0].type)
 
 
-def _thinking_not_last(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _thinking_not_last(body: Mapping[str, object]) -> Iterator[RuleError]:
     for turn in turns(body):
         for index in sorted({b.message for b in turn.blocks}) if turn.role == "assistant" else []:
             final = [b for b in turn.blocks if b.message == index][-1]
@@ -184,7 +184,7 @@ def _thinking_not_last(body: Mapping[str, Any]) -> Iterator[RuleError]:
                                 final.path, message=index)
 
 
-def _thinking_needs_enabled(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _thinking_needs_enabled(body: Mapping[str, object]) -> Iterator[RuleError]:
     listed = _listed(body, "messages")
     last = listed[-1] if listed else None
     if _thinking_type(body) != "disabled" or not isinstance(last, dict) or last.get("role") != "assistant":
@@ -197,7 +197,7 @@ def _thinking_needs_enabled(body: Mapping[str, Any]) -> Iterator[RuleError]:
             return
 
 
-def _thinking_leads_tool_loop(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _thinking_leads_tool_loop(body: Mapping[str, object]) -> Iterator[RuleError]:
     listed = turns(body)
     looping = len(listed) > 1 and listed[-1].role == "user" and bool(listed[-1].of_type("tool_result"))
     if _thinking_type(body) != "enabled" or not looping or listed[-2].role != "assistant" \
@@ -210,14 +210,14 @@ def _thinking_leads_tool_loop(body: Mapping[str, Any]) -> Iterator[RuleError]:
                         message=first.message, found=first.type)
 
 
-def _thinking_signed(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _thinking_signed(body: Mapping[str, object]) -> Iterator[RuleError]:
     for block in all_blocks(body):
         if block.type == "thinking" and block.data.get("signature") == "":
             yield RuleError("a thinking block's signature is empty; replay the signature as received",
                             [*block.path, "signature"], message=block.message, block=block.index)
 
 
-def _redacted_thinking_data(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _redacted_thinking_data(body: Mapping[str, object]) -> Iterator[RuleError]:
     for block in all_blocks(body):
         if block.type == "redacted_thinking" and block.data.get("data") == "":
             yield RuleError("a redacted_thinking block's data is empty; replay the data the response carried",
@@ -227,7 +227,7 @@ def _redacted_thinking_data(body: Mapping[str, Any]) -> Iterator[RuleError]:
 # ---------------------------------------------------------------- content, tools
 
 
-def _non_empty_content(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _non_empty_content(body: Mapping[str, object]) -> Iterator[RuleError]:
     listed = _listed(body, "messages")
     for index, message in enumerate(listed):
         final_assistant = index == len(listed) - 1 and isinstance(message, dict) \
@@ -237,12 +237,12 @@ def _non_empty_content(body: Mapping[str, Any]) -> Iterator[RuleError]:
                             ["messages", index, "content"], message=index)
 
 
-def _listed(body: Mapping[str, Any], member: str) -> list[Any]:
+def _listed(body: Mapping[str, object], member: str) -> list[Any]:
     found = body.get(member)
     return found if isinstance(found, list) else []
 
 
-def _text_not_blank(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _text_not_blank(body: Mapping[str, object]) -> Iterator[RuleError]:
     for index, message in enumerate(_listed(body, "messages")):
         content = message.get("content") if isinstance(message, dict) else None
         for block in blocks(index, message) if isinstance(content, list) else []:
@@ -252,7 +252,7 @@ def _text_not_blank(body: Mapping[str, Any]) -> Iterator[RuleError]:
                                 [*block.path, "text"])
 
 
-def _tool_names_unique(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _tool_names_unique(body: Mapping[str, object]) -> Iterator[RuleError]:
     seen: set[str] = set()
     for index, tool in enumerate(_listed(body, "tools")):
         name = tool.get("name") if isinstance(tool, dict) else None
@@ -263,7 +263,7 @@ def _tool_names_unique(body: Mapping[str, Any]) -> Iterator[RuleError]:
             seen.add(name)
 
 
-def _one_domain_list(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _one_domain_list(body: Mapping[str, object]) -> Iterator[RuleError]:
     for index, tool in enumerate(_listed(body, "tools")):
         if isinstance(tool, dict) and tool.get("allowed_domains") is not None \
                 and tool.get("blocked_domains") is not None:
@@ -271,7 +271,7 @@ def _one_domain_list(body: Mapping[str, Any]) -> Iterator[RuleError]:
                             ["tools", index, "blocked_domains"])
 
 
-def _encrypted_kept(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _encrypted_kept(body: Mapping[str, object]) -> Iterator[RuleError]:
     for block in all_blocks(body):
         content = block.data.get("content") if block.type == "web_search_tool_result" else None
         for at, result in enumerate(content if isinstance(content, list) else []):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from replaykit.errors import ContractError, located
+from replaykit.jsondoc import JSON
 
 __all__ = ["RULEBOOK_GLOB", "ProviderError", "RuleSpec", "Rulebook", "read_rulebook"]
 
@@ -48,7 +49,7 @@ class RuleSpec:
     wording: Wording
     sources: tuple[str, ...]
     relaxed_under: tuple[str, ...]
-    examples: Mapping[str, Any]
+    examples: Mapping[str, object]
 
     def reply(self, params: Mapping[str, str]) -> ProviderError:
         """The provider's error for a failure naming ``params``; where the provider's wording is not public,
@@ -68,7 +69,7 @@ def _spec(contract: str, rule: Mapping[str, Any]) -> RuleSpec:
                     tuple(rule["sources"]), tuple(rule.get("relaxedUnder", ())), rule["examples"])
 
 
-def read_rulebook(path: Path) -> dict[str, Any]:
+def read_rulebook(path: Path) -> JSON:
     """The JSON of one rulebook file (a ContractError naming the file when it is not JSON)."""
     try:
         contents = json.loads(path.read_text(encoding="utf-8"))
@@ -83,7 +84,7 @@ def read_rulebook(path: Path) -> dict[str, Any]:
 class Rulebook:
     """Every rule of the rulebook files, by id, in file and list order."""
 
-    def __init__(self, files: list[tuple[Path, dict[str, Any]]]) -> None:
+    def __init__(self, files: list[tuple[Path, JSON]]) -> None:
         self.specs: dict[str, RuleSpec] = {}
         self.files: dict[str, Path] = {}
         for path, contents in files:

@@ -5,13 +5,12 @@ them, ``store: false`` with items referred to by id, ``previous_response_id`` wi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
 
 from replaykit.contracts.rulebook.walk import Item, RuleError, input_items
 
 __all__ = ["OPENAI_RULES"]
 
-Check = Callable[[Mapping[str, Any]], Iterator[RuleError]]
+Check = Callable[[Mapping[str, object]], Iterator[RuleError]]
 _PREFIX = {"reasoning": "rs", "function_call": "fc", "web_search_call": "ws"}
 _OUTPUT_TYPES = frozenset({"reasoning", "function_call", "web_search_call", "file_search_call",
                            "computer_call", "code_interpreter_call", "image_generation_call",
@@ -31,12 +30,12 @@ def _is_output(item: Item) -> bool:
     return item.type in _OUTPUT_TYPES or (item.type == "message" and item.data.get("role") == "assistant")
 
 
-def _chained(body: Mapping[str, Any]) -> bool:
+def _chained(body: Mapping[str, object]) -> bool:
     """Whether earlier items come from the server (``previous_response_id`` or ``conversation``)."""
     return bool(body.get("previous_response_id")) or bool(body.get("conversation"))
 
 
-def _item_id_prefix(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _item_id_prefix(body: Mapping[str, object]) -> Iterator[RuleError]:
     for item in input_items(body):
         prefix, given = _prefix(item), item.data.get("id")
         if prefix and isinstance(given, str) and not given.startswith(prefix + "_"):
@@ -45,7 +44,7 @@ def _item_id_prefix(body: Mapping[str, Any]) -> Iterator[RuleError]:
                             prefix=prefix)
 
 
-def _store_false_reference(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _store_false_reference(body: Mapping[str, object]) -> Iterator[RuleError]:
     if body.get("store") is not False:
         return
     for item in input_items(body):
@@ -57,7 +56,7 @@ def _store_false_reference(body: Mapping[str, Any]) -> Iterator[RuleError]:
                             [*item.path, "id"], id=item.text("id"))
 
 
-def _previous_response_replayed(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _previous_response_replayed(body: Mapping[str, object]) -> Iterator[RuleError]:
     if not body.get("previous_response_id"):
         return
     for item in input_items(body):
@@ -67,7 +66,7 @@ def _previous_response_replayed(body: Mapping[str, Any]) -> Iterator[RuleError]:
             return
 
 
-def _unique_item_ids(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _unique_item_ids(body: Mapping[str, object]) -> Iterator[RuleError]:
     seen: set[str] = set()
     for item in input_items(body):
         given = item.text("id")
@@ -77,7 +76,7 @@ def _unique_item_ids(body: Mapping[str, Any]) -> Iterator[RuleError]:
         seen.add(given)
 
 
-def _function_call_output_matches(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _function_call_output_matches(body: Mapping[str, object]) -> Iterator[RuleError]:
     if _chained(body):
         return
     calls: set[str] = set()
@@ -90,7 +89,7 @@ def _function_call_output_matches(body: Mapping[str, Any]) -> Iterator[RuleError
                             call_id=item.text("call_id"))
 
 
-def _function_call_answered(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _function_call_answered(body: Mapping[str, object]) -> Iterator[RuleError]:
     if _chained(body):
         return
     listed = input_items(body)
@@ -102,7 +101,7 @@ def _function_call_answered(body: Mapping[str, Any]) -> Iterator[RuleError]:
                             "send the tool's output", [*item.path, "call_id"], call_id=item.text("call_id"))
 
 
-def _reasoning_followed(body: Mapping[str, Any]) -> Iterator[RuleError]:
+def _reasoning_followed(body: Mapping[str, object]) -> Iterator[RuleError]:
     listed = input_items(body)
     for at, item in enumerate(listed):
         following = listed[at + 1] if at + 1 < len(listed) else None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from jsonschema import ValidationError  # type: ignore[import-untyped]
 
@@ -27,7 +26,7 @@ class Block:
 
     message: int
     index: int
-    data: Mapping[str, Any]
+    data: Mapping[str, object]
 
     @property
     def type(self) -> str:
@@ -56,14 +55,14 @@ class Turn:
         return [block for block in self.blocks if block.type in types]
 
 
-def _messages(body: Mapping[str, Any]) -> Iterator[tuple[int, Mapping[str, Any]]]:
+def _messages(body: Mapping[str, object]) -> Iterator[tuple[int, Mapping[str, object]]]:
     listed = body.get("messages")
     for index, message in enumerate(listed if isinstance(listed, list) else []):
         if isinstance(message, dict):
             yield index, message
 
 
-def blocks(index: int, message: Mapping[str, Any]) -> list[Block]:
+def blocks(index: int, message: Mapping[str, object]) -> list[Block]:
     """The blocks of ``message`` (``messages[index]``); a string content is one text block."""
     content = message.get("content")
     if isinstance(content, str):
@@ -72,7 +71,7 @@ def blocks(index: int, message: Mapping[str, Any]) -> list[Block]:
     return [Block(index, at, block) for at, block in enumerate(listed) if isinstance(block, dict)]
 
 
-def turns(body: Mapping[str, Any]) -> list[Turn]:
+def turns(body: Mapping[str, object]) -> list[Turn]:
     """The request's messages as turns (consecutive messages of one role combined, as the API does)."""
     found: list[Turn] = []
     for index, message in _messages(body):
@@ -83,7 +82,7 @@ def turns(body: Mapping[str, Any]) -> list[Turn]:
     return found
 
 
-def all_blocks(body: Mapping[str, Any]) -> Iterator[Block]:
+def all_blocks(body: Mapping[str, object]) -> Iterator[Block]:
     """Every block of every message, in order."""
     for index, message in _messages(body):
         yield from blocks(index, message)
@@ -94,7 +93,7 @@ class Item:
     """One entry of an OpenAI Responses ``input`` list, at ``input[index]``."""
 
     index: int
-    data: Mapping[str, Any]
+    data: Mapping[str, object]
 
     @property
     def type(self) -> str:
@@ -111,7 +110,7 @@ class Item:
         return ["input", self.index]
 
 
-def input_items(body: Mapping[str, Any]) -> list[Item]:
+def input_items(body: Mapping[str, object]) -> list[Item]:
     """The objects of a Responses request's ``input`` list (none when ``input`` is a string)."""
     listed = body.get("input")
     return [Item(at, item) for at, item in enumerate(listed if isinstance(listed, list) else [])

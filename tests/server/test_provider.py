@@ -19,8 +19,8 @@ from replaykit.cassette import Request
 from replaykit.errors import CassetteError, UsageError
 from replaykit.netguard import REFUSING_PROXY
 from replaykit.resources import data_dir
-from replaykit.server import DUMMY_KEY, FakeProvider, Received, runner
-from replaykit.server.runner import check_host
+from replaykit.server import DUMMY_KEY, FakeProvider, Received, provider
+from replaykit.server.provider import check_host
 
 
 @pytest.mark.parametrize("host", ["10.0.0.1", "0.0.0.0", "::", "192.168.1.20"])
@@ -199,7 +199,7 @@ def test_without_uvloop_asyncio_serves_the_same_bytes(monkeypatch: pytest.Monkey
     with FakeProvider(body, repeat=True) as fake:
         default = httpx.post(f"{fake.url}/v1/messages", json=stream_request()).content
     monkeypatch.setitem(sys.modules, "uvloop", None)  # import uvloop now fails, as on Windows
-    loop = runner.new_loop()
+    loop = provider.new_loop()
     try:
         assert isinstance(loop, asyncio.BaseEventLoop)  # uvloop's Loop is not one
     finally:

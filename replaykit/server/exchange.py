@@ -1,50 +1,32 @@
-"""What the server answers: every provider route, and the request handler.
+"""One request's exchange (provider wing): admitted, answered, judged and journaled.
 
-The handler reads the request, takes the next sequence number, picks the faults that apply, matches an
-interaction (unless a ``status`` fault or ``enforce_contracts`` answers first), builds the :class:`Plan`,
-lets the faults rewrite it, delivers it, and journals the outcome. A request whose body stops arriving for
-``body_timeout`` seconds, or is not whole ``body_deadline`` seconds after its head, is answered 408, one
-whose framing is broken 400, and journaled (``timeout``,
-``malformed``); so is a request aiohttp cannot parse at all (:mod:`~replaykit.server.connections`). Each
-entry goes to the journal file when its request is done, and to the state's ``watch`` callable when its
-response is over. Paths under ``/__replaykit/`` go to the admin API (:mod:`~replaykit.server.admin`), never
-journaled; it loads cassettes through the state's :class:`Host`.
+:func:`handle` takes the seam's :class:`~replaykit.server.seam.Request`: it takes the next sequence number,
+picks the faults that apply, matches an interaction (unless a ``status`` fault or ``enforce_contracts``
+answers first), builds the plan, lets the faults rewrite it and returns the :class:`Exchange` the HTTP wing
+delivers; ``close()`` journals the outcome. :class:`State` is what the provider wing shares across threads.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-import os
 import threading
 import time
 import unicodedata
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-from aiohttp import web
-from aiohttp.http import HttpProcessingError
 
 from replaykit import sse
-from replaykit.cassette import Cassette, Interaction
 from replaykit.contracts import STRICT, Profile
 from replaykit.errors import ReplaykitError
 from replaykit.redact import redact_header
 from replaykit.redact.names import DEFAULT_RULES
 from replaykit.server import envelopes, verdicts
-from replaykit.server.connections import Limits, body_began, carried
+from replaykit.server.connections import Limits
 from replaykit.server.diff import brief
-from replaykit.server.faults import (
-    EVENT_KINDS,
-    Fault,
-    apply_all,
-    status_plan,
-)
+from replaykit.server.faults import EVENT_KINDS, Fault, apply_all, status_plan
 from replaykit.server.journal import Entry, Journal, body_fields
-from replaykit.server.lane import LaneServer
 from replaykit.server.matching import (
     CASSETTE_HEADER,
     INTERACTION_HEADER,
@@ -54,21 +36,12 @@ from replaykit.server.matching import (
     Slot,
     near_text,
 )
-from replaykit.server.plan import (
-    Plan,
-    Timing,
-    error_plan,
-    plan_for,
-    recorded_chunks,
-    unchanged_plan,
-)
-from replaykit.server.streaming import Progress, Writer, deliver
+from replaykit.server.plan import Plan, Timing, error_plan, plan_for, recorded_chunks, unchanged_plan
+from replaykit.server.seam import Exchange, Progress, Request
 
-__all__ = ["ADMIN_PREFIX", "MAX_BODY", "Handler", "Host", "Settings", "State", "Unreadable", "body_here",
-           "make_server", "read_body", "refusal"]
+__all__ = ["KillPoint", "Settings", "State", "begin", "handle"]
 
-ADMIN_PREFIX = "/__replaykit"
-MAX_BODY = 1 << 30  # bytes a request body may have
+KillPoint = dict[str, object]  # a response held after its events (seq, route, events) or a tool call
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,36 +54,10 @@ class Settings:
     profile: Profile = STRICT
 
 
-Handler = Callable[[web.BaseRequest, "State"], Awaitable[web.StreamResponse]]
-
-
-class Host(Protocol):
-    """What the admin API asks of the fake provider that runs the server
-    (:class:`~replaykit.server.runner.FakeProvider` is one): load, unload and list cassettes, add stubs."""
-
-    @property
-    def max_body(self) -> int:
-        """The bytes a compressed body of a cassette may decode to."""
-
-    def load(self, cassettes: Iterable[str | os.PathLike[str] | Cassette], *, add: bool = False) -> None:
-        """Load cassettes (paths, folders, :class:`Cassette` objects), replacing the loaded ones unless
-        ``add``."""
-
-    def unload(self, names: Iterable[str] = ()) -> list[str]:
-        """Unload the cassettes ``names`` name (every one when none); the labels unloaded."""
-
-    def stub(self, interaction: Interaction) -> dict[str, Any]:
-        """Add ``interaction`` to the ``<stubs>`` cassette; where it went."""
-
-    def cassettes(self) -> list[dict[str, Any]]:
-        """The cassettes loaded: ``{cassette, interactions, routes}`` each."""
-
-
 @dataclass(slots=True)
 class State:
-    """Everything the handler shares with the caller's thread; mutate only under ``lock``. ``host`` loads
-    cassettes for the admin API; ``watch`` gets each entry, final, when its response is over (in the server
-    thread: what it raises is stored in ``errors``)."""
+    """Everything the handler shares with the caller's thread; mutate only under ``lock``. ``watch`` gets
+    each entry, final, when its response is over (in the server thread: what it raises goes to ``errors``)."""
 
     pool: Pool
     settings: Settings = Settings()
@@ -122,11 +69,10 @@ class State:
     seq: int = 0
     closing: asyncio.Event = field(default_factory=asyncio.Event)
     limits: Limits = field(default_factory=Limits)
-    host: Host | None = None
     watch: Callable[[Entry], None] | None = None
-    kill_points: list[dict[str, Any]] = field(default_factory=list)
+    kill_points: list[KillPoint] = field(default_factory=list)
 
-    def reached(self, point: dict[str, Any]) -> None:
+    def reached(self, point: KillPoint) -> None:
         """Record a kill point reached (a response or a tool call held for a ``kill`` fault)."""
         with self.lock:
             self.kill_points.append(point)
@@ -141,91 +87,11 @@ class State:
             self.pool.reset()
             self.seq = 0
 
-    def unused(self, session: bool = False) -> list[dict[str, Any]]:
+    def unused(self, session: bool = False) -> list[dict[str, object]]:
         """Interactions never delivered whole since the last reset (``session``: since they were loaded):
         ``{cassette, index, line, route}`` each."""
         with self.lock:
             return [{**slot.where(), "route": slot.route.name} for slot in self.pool.unused(session)]
-
-
-# ---------------------------------------------------------------- reading the request
-
-
-class Unreadable(Exception):
-    """A request whose body could not be read: answered ``status`` and journaled with ``verdict``."""
-
-    def __init__(self, status: int, verdict: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.verdict = status, verdict
-
-
-async def _read_some(request: web.BaseRequest, limits: Limits, due: float) -> bytes:
-    """The next bytes of the body, waiting at most ``body_timeout`` seconds and never past ``due`` (loop
-    time: the body's deadline)."""
-    content = request.content
-    try:
-        if content.is_eof():  # the rest of the body is here already: no wait, no timer
-            return await content.readany()
-        paused = asyncio.get_running_loop().time() + limits.body_timeout
-        async with asyncio.timeout_at(min(paused, due)):
-            return await content.readany()
-    except TimeoutError:
-        raise _late(limits, due <= paused) from None
-    except (web.RequestPayloadError, HttpProcessingError) as exc:
-        raise Unreadable(400, "malformed", f"the request body is malformed: {exc}") from None
-
-
-def _late(limits: Limits, deadline: bool) -> Unreadable:
-    """Why a body being read was given up: its ``deadline`` came first, or it paused too long (decided by
-    which bound the timer was set to: a timer may fire a tick before its time)."""
-    if deadline:
-        return Unreadable(408, "timeout", f"the request body was not whole {limits.body_deadline:g} s after "
-                                          "its head; send it at once, or raise --body-deadline")
-    return Unreadable(408, "timeout", f"no byte of the request body came for {limits.body_timeout:g} s; send "
-                                      "the body without pausing, or raise --body-timeout")
-
-
-def body_here(request: web.BaseRequest) -> bytes | None:
-    """The whole body when all of it has arrived (as it mostly has: taken in one read, no wait, no timer),
-    else None; a broken or oversized body as :func:`read_body` says."""
-    content = request.content
-    if not content.is_eof():
-        return None
-    try:
-        body = content.read_nowait()
-    except (web.RequestPayloadError, HttpProcessingError) as exc:
-        raise Unreadable(400, "malformed", f"the request body is malformed: {exc}") from None
-    if len(body) >= MAX_BODY:
-        raise web.HTTPRequestEntityTooLarge(max_size=MAX_BODY, actual_size=len(body))
-    return body
-
-
-async def read_body(request: web.BaseRequest, limits: Limits) -> bytes:
-    """The whole body, each read waiting at most ``body_timeout`` seconds and all of it arrived within
-    ``body_deadline`` seconds of the head (:class:`Unreadable` past either, or when its framing is broken);
-    over :data:`MAX_BODY` bytes, aiohttp's 413."""
-    body = body_here(request)
-    if body is not None:
-        return body
-    due = body_began(request) + limits.body_deadline
-    parts: list[bytes] = []
-    size = 0
-    while chunk := await _read_some(request, limits, due):
-        size += len(chunk)
-        if size >= MAX_BODY:
-            raise web.HTTPRequestEntityTooLarge(max_size=MAX_BODY, actual_size=size)
-        parts.append(chunk)
-    return b"".join(parts)
-
-
-def _built(request: web.BaseRequest, body: bytes) -> Received:
-    """``request`` with ``body`` as :class:`Received` (repeated headers joined with ``, ``; the lane takes no
-    request with one)."""
-    headers: dict[str, str] = {}
-    for name, value in request.headers.items():
-        key = name.lower()
-        headers[key] = f"{headers[key]}, {value}" if key in headers else value
-    return Received.arrived(request.method, request.path, request.query_string, headers, body)
 
 
 @functools.lru_cache(maxsize=2)
@@ -233,20 +99,15 @@ def _second(epoch: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch))
 
 
-_LAST: tuple[int, str] = (-1, "")  # the latest millisecond written, and its text (requests come in bursts)
+@functools.lru_cache(maxsize=4)  # requests come in bursts: most share their millisecond with another
+def _millisecond(whole: int) -> str:
+    epoch, ms = divmod(whole, 1000)
+    return f"{_second(epoch)}.{ms:03d}Z"
 
 
 def _timestamp(now: float) -> str:
     """``now`` (seconds since the epoch) as ISO 8601 UTC to the millisecond: ``2026-12-02T13:04:05.123Z``."""
-    global _LAST
-    whole = int(now * 1000)
-    last = _LAST
-    if last[0] == whole:
-        return last[1]
-    epoch, ms = divmod(whole, 1000)
-    text = f"{_second(epoch)}.{ms:03d}Z"
-    _LAST = (whole, text)
-    return text
+    return _millisecond(int(now * 1000))
 
 
 @functools.lru_cache(maxsize=512)
@@ -291,9 +152,8 @@ def _admit(state: State, received: Received) -> tuple[Entry, list[Fault]]:
 # ---------------------------------------------------------------- choosing what to serve
 
 
-def _error_reply(
-    received: Received, status: int, message: str, header: str | None = None
-) -> envelopes.ErrorReply:
+def _error_reply(received: Received, status: int, message: str,
+                 header: str | None = None) -> envelopes.ErrorReply:
     """The provider's error envelope for an answer replaykit makes up itself; ``header`` (default:
     ``message``) goes into ``x-replaykit-error``, and any status but 400 says not to retry."""
     headers = {"x-replaykit-error": _header_text(header or message)}
@@ -474,33 +334,37 @@ def _log(state: State, entry: Entry, received: Received | None = None) -> None:
         state.errors.append(exc)
 
 
-def refusal(state: State, request: web.BaseRequest, status: int, verdict: str, message: str) -> web.Response:
-    """Journal a request that could not be read (``verdict``: ``malformed``, ``timeout``) and build its
-    answer: the provider's error envelope with ``status``, closing the connection."""
-    received = _built(request, b"")
-    text = " ".join(message.split())
+@dataclass(slots=True)
+class _Refused:
+    """The exchange of a request that could not be read: journaled already; its answer closes the
+    connection."""
+
+    plan: Plan
+    progress: Progress = field(default_factory=Progress)
+
+    def close(self) -> None:
+        """Nothing left to journal."""
+
+    def abandon(self) -> None:
+        """Nothing left to journal."""
+
+
+def _refused(state: State, request: Request) -> _Refused:
+    """Journal a request that could not be read (``verdict``: ``malformed``, ``timeout``) and answer it in
+    the provider's error envelope."""
+    unreadable = request.unreadable
+    assert unreadable is not None
+    received = Received.arrived(request.method, request.path, request.query, request.headers, b"")
+    text = " ".join(str(unreadable).split())
     with state.lock:
         state.seq += 1
         entry = _entry(state, received)
-    entry.verdict, entry.error, entry.status, entry.outcome = verdict, text, status, "complete"
+    entry.verdict, entry.error, entry.status = unreadable.verdict, text, unreadable.status
+    entry.outcome = "complete"
     state.journal.append(entry)
     _log(state, entry)
     _notify(state, entry)
-    reply = _error_reply(received, status, f"replaykit: {text}")
-    response = web.Response(status=status, body=reply.body, headers=reply.headers)
-    response.force_close()
-    return response
-
-
-async def _refuse(state: State, request: web.BaseRequest, unreadable: Unreadable) -> web.StreamResponse:
-    """Answer a request whose body could not be read and close the connection (the rest of the body is
-    never read)."""
-    response = refusal(state, request, unreadable.status, unreadable.verdict, str(unreadable))
-    with contextlib.suppress(ConnectionError):
-        await response.prepare(request)
-        await response.write_eof()
-    request.protocol.force_close()
-    return response
+    return _Refused(_replaykit_error(received, unreadable.status, f"replaykit: {text}"))
 
 
 def _internal_error(state: State, received: Received, exc: Exception, entry: Entry) -> Plan:
@@ -529,74 +393,10 @@ def begin(state: State, received: Received, started: float) -> _Exchange:
     return exchange
 
 
-async def handle(request: web.BaseRequest, state: State) -> web.StreamResponse:
-    """Answer one provider request (see the module docstring), or deliver the one the lane began."""
-    exchange = carried(request)
-    if not isinstance(exchange, _Exchange):
-        started = time.perf_counter()
-        try:
-            received = _built(request, await read_body(request, state.limits))
-        except Unreadable as unreadable:
-            return await _refuse(state, request, unreadable)
-        exchange = begin(state, received, started)
-    try:
-        return await deliver(request, exchange.plan, state.closing, exchange.progress)
-    finally:
-        exchange.close()
-
-
-def _lane_answer(state: State) -> Callable[[Received, float], _Exchange | None]:
-    """What the lane asks of a plain request (:mod:`~replaykit.server.lane`): None (the general way) for the
-    admin API, or while a fault is set (the answer is then never prepared whole) or timing is not ``fast`` (a
-    stream's answer is then never prepared whole); else the exchange :func:`begin` makes."""
-
-    def answer(received: Received, started: float) -> _Exchange | None:
-        path = received.path
-        if state.faults or state.settings.timing.mode != "fast" or path.startswith(ADMIN_PREFIX):
-            return None
-        return begin(state, received, started)
-
-    return answer
-
-
-def _continue(request: web.BaseRequest) -> None:
-    """Answer ``Expect: 100-continue`` before the body is read, as aiohttp's router would (curl sends it for
-    bodies over 1 MiB and would otherwise wait a second before sending the body): written to the transport
-    at once, before anything else of the response."""
-    transport = request.transport
-    expects = request.version >= (1, 1) and request.headers.get("Expect", "").lower() == "100-continue"
-    if expects and transport is not None and not transport.is_closing():
-        transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-
-
-def make_server(state: State, admin: Handler | None = None, **options: Any) -> LaneServer:
-    """The server answering for ``state``, under ``state.limits``: plain requests in the lane
-    (:mod:`~replaykit.server.lane`), the others on aiohttp's low-level server: a path under
-    :data:`ADMIN_PREFIX` to ``admin`` (:func:`replaykit.server.admin.answer`), every other request to
-    :func:`handle`, requests aiohttp cannot parse to :func:`refusal`. ``options`` go to aiohttp's connection
-    handler (``access_log``...).
-
-    Built in the event loop that will run it. No ``web.Application``: it has nothing to offer a server of
-    five routes but its router and middlewares, which cost about a tenth of each request.
-    """
-    loop = asyncio.get_running_loop()
-
-    async def dispatch(request: web.BaseRequest) -> web.StreamResponse:
-        body_began(request)  # taken now, whether or not the handler reads the body
-        _continue(request)
-        path = request.path
-        ours = admin is not None and (path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/"))
-        return await (admin if ours and admin is not None else handle)(request, state)
-
-    def build(
-        message: Any, payload: Any, protocol: Any, writer: Any, task: asyncio.Task[None]
-    ) -> web.BaseRequest:
-        # replaykit's writer in place of aiohttp's: one write per response whose whole answer is known
-        ours = Writer(protocol, loop)
-        return web.BaseRequest(message, payload, protocol, ours, task, loop, client_max_size=MAX_BODY)
-
-    def malformed(request: web.BaseRequest, message: str) -> web.StreamResponse:
-        return refusal(state, request, 400, "malformed", f"the request could not be parsed: {message}")
-
-    return LaneServer(dispatch, answer=_lane_answer(state), limits=state.limits, on_malformed=malformed,
-                      request_factory=build, handler_cancellation=True, **options)
+def handle(state: State, request: Request) -> Exchange:
+    """The exchange answering ``request`` (the seam's ``handle_request``): begun, or refused when its body
+    could not be read."""
+    if request.unreadable is not None:
+        return _refused(state, request)
+    received = Received.arrived(request.method, request.path, request.query, request.headers, request.body)
+    return begin(state, received, request.started)

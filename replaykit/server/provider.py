@@ -1,10 +1,9 @@
-"""``FakeProvider``: the server (its lane and aiohttp's, :func:`~replaykit.server.app.make_server`) run in a
-background thread with its own event loop (uvloop's where installed).
+"""``FakeProvider`` (provider wing): lifecycle and addresses of the loopback fake provider.
 
-The caller's thread binds the socket (so a busy port fails in ``start()``), the server thread runs the
-loop; every mutation from the caller goes through the state's lock. Exceptions raised while handling a
-request are stored and re-raised in the caller's thread by :meth:`FakeProvider.check_errors` (and on leaving
-the ``with`` block), never swallowed.
+The caller's thread binds the socket (a busy port fails in ``start()``); a background thread runs the event
+loop and the HTTP wing (:func:`~replaykit.server.transport.make_server`), given a :class:`Service` (the seam's
+provider). Mutations go through the state's lock; errors raised while serving are re-raised in the caller's
+thread by :meth:`FakeProvider.check_errors`. What is served: :mod:`~replaykit.server.catalogue`.
 """
 
 from __future__ import annotations
@@ -14,33 +13,32 @@ import ipaddress
 import os
 import socket
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 from types import TracebackType
-from typing import Any
 
 from aiohttp import web
 
 from replaykit import cassette as cassette_mod
-from replaykit.cassette import Cassette, Interaction
+from replaykit.cassette import Interaction
 from replaykit.contracts import Profile, resolve_profile
 from replaykit.errors import MatchError, UsageError
 from replaykit.netguard import proxy_env
-from replaykit.resources import find_cassette
-from replaykit.routes import PROVIDERS, base_url_env, base_urls, classify_uri
-from replaykit.server import admin
-from replaykit.server.app import Settings, State, make_server
+from replaykit.routes import PROVIDERS, base_url_env, base_urls
+from replaykit.server import admin, exchange
 from replaykit.server.background import Background, bind, cancel_pending, new_loop
+from replaykit.server.catalogue import CassetteSource, Catalogue, declared_profile
 from replaykit.server.connections import BODY_DEADLINE, BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS, Limits
+from replaykit.server.exchange import KillPoint, Settings, State
 from replaykit.server.faults import Fault
 from replaykit.server.journal import WINDOW, Entry, Journal
-from replaykit.server.matching import DEFAULT_VOLATILE, Matcher, Pool, Slot, is_named, near_text, slots_of
-from replaykit.server.plan import Timing
+from replaykit.server.matching import DEFAULT_VOLATILE, Matcher, Pool, near_text
+from replaykit.server.plan import Plan, Timing
+from replaykit.server.seam import Exchange, Request
+from replaykit.server.transport import make_server
 
-__all__ = ["DUMMY_KEY", "CassetteSource", "FakeProvider", "check_host", "declared_profile", "new_loop"]
+__all__ = ["DUMMY_KEY", "CassetteSource", "FakeProvider", "Service", "check_host", "declared_profile",
+           "new_loop"]
 
-CassetteSource = str | os.PathLike[str] | Cassette
 DUMMY_KEY = "replaykit-dummy-key"
-STUBS = "<stubs>"  # the cassette that interactions added one by one (stub()) go to
 SHUTDOWN_TIMEOUT = 1.0
 
 
@@ -59,40 +57,25 @@ def check_host(host: str, allow_remote: bool) -> None:
         )
 
 
-def _sources(cassettes: CassetteSource | Iterable[CassetteSource]) -> list[CassetteSource]:
-    if isinstance(cassettes, str | os.PathLike | Cassette):
-        return [cassettes]
-    return list(cassettes)
+class Service:
+    """The seam's provider (:class:`~replaykit.server.seam.Provider`): what the HTTP wing asks of ``state``
+    and ``catalogue``."""
 
+    def __init__(self, state: State, catalogue: Catalogue) -> None:
+        self.state, self.catalogue = state, catalogue
 
-def _loaded(cassettes: CassetteSource | Iterable[CassetteSource],
-            max_body: int = cassette_mod.MAX_BODY) -> list[tuple[str, Cassette]]:
-    """Each cassette named (files, folders of them, or :class:`Cassette` objects) with its label, in order;
-    a name is found as the command line finds it (:func:`~replaykit.resources.find_cassette`: as given, else
-    among the bundled cassettes); a file's compressed bodies may decode to ``max_body`` bytes at most."""
-    loaded: list[tuple[str, Cassette]] = []
-    for number, source in enumerate(_sources(cassettes)):
-        if isinstance(source, Cassette):
-            loaded.append((str(source.path) if source.path else f"<cassette {number}>", source))
-            continue
-        loaded += [(str(path), cassette_mod.load(path, max_body=max_body))
-                   for path in cassette_mod.iter_paths([find_cassette(source)])]
-    return loaded
+    def handle_request(self, request: Request) -> Exchange:
+        """Begin answering a provider request (:func:`~replaykit.server.exchange.handle`)."""
+        return exchange.handle(self.state, request)
 
-
-def declared_profile(loaded: Iterable[tuple[str, Cassette]]) -> Profile:
-    """The contract profile the cassettes declare (``replaykit: {profile: ...}``), ``strict`` when none does;
-    cassettes that declare different ones are a usage error (choose one with ``profile=`` / ``--profile``)."""
-    named = {label: tape.meta.extra["profile"] for label, tape in loaded if "profile" in tape.meta.extra}
-    if len(set(named.values())) > 1:
-        listed = ", ".join(f"{label}: {name}" for label, name in named.items())
-        raise UsageError(f"the cassettes declare different contract profiles ({listed}); "
-                         "choose one with --profile (profile=...)")
-    return resolve_profile(next(iter(named.values()), None))
+    async def handle_admin(self, request: Request) -> Plan:
+        """Answer the admin API (:func:`~replaykit.server.admin.answer`)."""
+        return await admin.answer(request, self.state, self.catalogue)
 
 
 class FakeProvider:
-    """A loopback fake of the Anthropic, OpenAI, Azure and Cloudflare APIs; see :mod:`replaykit.server`."""
+    """A loopback fake of the Anthropic, OpenAI, Azure and Cloudflare APIs; see :mod:`replaykit.server`.
+    ``lane=False`` serves every request through aiohttp (the same bytes; no fast path)."""
 
     def __init__(
         self,
@@ -107,7 +90,7 @@ class FakeProvider:
         match_on: Iterable[str | Matcher] = (),
         volatile: Iterable[str] = DEFAULT_VOLATILE,
         repeat: bool = False,
-        faults: Iterable[Fault | str | Mapping[str, Any]] = (),
+        faults: Iterable[Fault | str | Mapping[str, object]] = (),
         profile: str | Profile | None = None,
         journal_file: str | os.PathLike[str] | None = None,
         journal_bodies: str = "head",
@@ -118,12 +101,11 @@ class FakeProvider:
         body_deadline: float = BODY_DEADLINE,
         max_body: int = cassette_mod.MAX_BODY,
         watch: Callable[[Entry], None] | None = None,
+        lane: bool = True,
     ) -> None:
         check_host(host, allow_remote)
-        self.host, self._port = host, port
-        self._profile = None if profile is None else resolve_profile(profile)
-        self._journal_file, self._max_body = journal_file, max_body
-        self._tapes: list[tuple[str, Cassette]] = []
+        self.host, self._port, self.lane = host, port, lane
+        self._journal_file = journal_file
         settings = Settings(timing if isinstance(timing, Timing) else Timing.parse(timing), enforce_contracts)
         try:
             pool = Pool((), match_on=list(match_on), volatile=volatile, strict=strict, repeat=repeat)
@@ -132,7 +114,8 @@ class FakeProvider:
         limits = Limits(header_timeout, body_timeout, max_connections, body_deadline)
         self._state = State(pool, settings, journal=Journal(journal_bodies, journal_window),
                             limits=limits, watch=watch)
-        self._state.host = self
+        judged = None if profile is None else resolve_profile(profile)
+        self._catalogue = Catalogue(self._state, judged, max_body)
         self._background = Background("replaykit-fake-provider", self._setup, self._cleanup,
                                       self._state.journal.close_log)
         self._runner: web.ServerRunner | None = None
@@ -169,11 +152,10 @@ class FakeProvider:
     async def _setup(self, sock: socket.socket) -> None:
         if self._journal_file is not None:
             self._state.journal.open_log(self._journal_file)
-        self._state.closing = asyncio.Event()
-        self._runner = web.ServerRunner(
-            make_server(self._state, admin.answer, access_log=None), handle_signals=False,
-            shutdown_timeout=SHUTDOWN_TIMEOUT,
-        )
+        closing = self._state.closing = asyncio.Event()
+        service = Service(self._state, self._catalogue)
+        server = make_server(service, self._state.limits, closing, lane=self.lane, access_log=None)
+        self._runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=SHUTDOWN_TIMEOUT)
         await self._runner.setup()
         await web.SockSite(self._runner, sock).start()
 
@@ -230,66 +212,35 @@ class FakeProvider:
     # ------------------------------------------------------------ what is served
 
     def load(self, cassettes: CassetteSource | Iterable[CassetteSource], *, add: bool = False) -> None:
-        """Replace the loaded cassettes (paths, folders or :class:`Cassette` objects; usage starts afresh), or
-        with ``add`` load them after the others (usage goes on).
+        """Replace the loaded cassettes (paths, folders or :class:`~replaykit.cassette.Cassette` objects;
+        usage starts afresh), or with ``add`` load them after the others (usage goes on).
 
         Traffic is judged by the ``profile`` given to the constructor, else by the one the cassettes declare
         (:func:`declared_profile`). Safe to call while serving (``POST /__replaykit/cassettes`` does).
         """
-        loaded = _loaded(cassettes, self._max_body)
-        with self._state.lock:
-            kept = self._tapes if add else []
-            slots = [*self._state.pool.slots] if add else []
-            self._install([*kept, *loaded], slots + [s for label, tape in loaded
-                                                     for s in slots_of(label, tape.interactions)])
-
-    def _install(self, tapes: list[tuple[str, Cassette]], slots: list[Slot]) -> None:
-        """Serve ``slots`` from now on, judged by the profile ``tapes`` declare (call under the lock)."""
-        profile = self._profile or declared_profile(tapes)
-        self._tapes, self._state.pool.slots = tapes, slots
-        self._state.settings = replace(self._state.settings, profile=profile)
+        self._catalogue.load(cassettes, add=add)
 
     def unload(self, names: Iterable[str] = ()) -> list[str]:
         """Unload the cassettes ``names`` name (as ``x-replaykit-cassette`` does:
         :func:`~replaykit.server.matching.is_named`), every one when none is given; returns the labels
         unloaded."""
-        wanted = list(names)
-        with self._state.lock:
-            labels = list(dict.fromkeys(s.cassette for s in self._state.pool.slots))
-            gone = [label for label in labels if not wanted or any(is_named(label, n) for n in wanted)]
-            self._install([(label, tape) for label, tape in self._tapes if label not in gone],
-                          [slot for slot in self._state.pool.slots if slot.cassette not in gone])
-        return gone
+        return self._catalogue.unload(names)
 
-    def stub(self, interaction: Interaction) -> dict[str, Any]:
+    def stub(self, interaction: Interaction) -> dict[str, object]:
         """Add one interaction to the cassette ``<stubs>`` (after the stubs added before): served as if
         recorded. Returns where it went: ``{cassette, index, line, route}``."""
-        with self._state.lock:
-            slots = self._state.pool.slots
-            index = sum(1 for slot in slots if slot.cassette == STUBS)
-            route = classify_uri(interaction.request.method, interaction.request.uri)
-            slot = Slot(STUBS, index, interaction, route)
-            self._state.pool.slots = [*slots, slot]
-        return {**slot.where(), "route": route.name}
+        return self._catalogue.stub(interaction)
 
-    def cassettes(self) -> list[dict[str, Any]]:
+    def cassettes(self) -> list[dict[str, object]]:
         """The cassettes loaded, in order: ``{cassette, interactions, routes}`` each."""
-        rows: dict[str, dict[str, Any]] = {}
-        with self._state.lock:
-            for slot in self._state.pool.slots:
-                row = rows.setdefault(slot.cassette, {"cassette": slot.cassette, "interactions": 0,
-                                                      "routes": []})
-                row["interactions"] += 1
-                if slot.route.name not in row["routes"]:
-                    row["routes"].append(slot.route.name)
-        return list(rows.values())
+        return self._catalogue.listed()
 
     @property
     def max_body(self) -> int:
         """The bytes a compressed body of a cassette may decode to (``max_body``)."""
-        return self._max_body
+        return self._catalogue.max_body
 
-    def inject(self, fault: Fault | str | Mapping[str, Any]) -> Fault:
+    def inject(self, fault: Fault | str | Mapping[str, object]) -> Fault:
         """Add a fault (a :class:`Fault`, a ``--fault`` spec string or a mapping); returns it."""
         if isinstance(fault, str):
             fault = Fault.parse(fault)
@@ -342,12 +293,12 @@ class FakeProvider:
         """Forget the journal, the counters, the faults, and which interactions were served."""
         self._state.reset()
 
-    def unused(self, *, session: bool = False) -> list[dict[str, Any]]:
+    def unused(self, *, session: bool = False) -> list[dict[str, object]]:
         """Interactions never delivered whole since the last :meth:`reset` (``session=True``: since they were
         loaded, whatever the resets): ``{cassette, index, line, route}`` each."""
         return self._state.unused(session)
 
-    def kill_points(self) -> list[dict[str, Any]]:
+    def kill_points(self) -> list[KillPoint]:
         """The kill points reached so far, in order: a response held after its events were sent (``{seq,
         route, events}``) or a tool call held at its announcement (``{tool, id, nth}``); see the ``kill``
         fault (:mod:`replaykit.server.faults`)."""
