@@ -1,17 +1,10 @@
 """Assertions for tests of a harness: what reached the fake provider, and the provenance of an outcome.
 
-::
-
-    assert_no_provider_request(server.journal)            # a local error was terminal: nothing was sent
-    assert_requests(server.journal, 1, route="anthropic.messages")
-    assert_retries(server.journal, "anthropic.messages", 2)   # 1 attempt + exactly 2 retries
-    assert_provenance(outcome, {"outcome": "error", "code": "LOCAL_REQUEST_ERROR", "phase": "validation"})
-
-A journal is whatever :class:`replaykit.server.FakeProvider` exposes (a ``Journal`` with ``entries()``, a
-list of ``Entry`` objects) or the JSON list of ``GET /__replaykit/journal``. A route is named as the journal
-names it (``anthropic.messages``, ``openai.responses``, ``azure.responses``, ``cloudflare.websearch``) or by
-its provider (``anthropic``…). Failures raise ``AssertionError`` with a message that lists what the journal
-holds, one request a line (``#seq METHOD path -> status [route] faults``).
+:func:`assert_no_provider_request`, :func:`assert_requests`, :func:`assert_retries` and
+:func:`assert_provenance` read a journal (a :class:`replaykit.server.FakeProvider`'s ``Journal``, or the JSON
+list of ``GET /__replaykit/journal``) and a target outcome; a route is named as the journal names it
+(``anthropic.messages``...) or by its provider. A failure raises ``AssertionError`` listing what the journal
+holds, one request a line. Used in users' tests; examples are in docs/architecture/modules.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """The canonical view of a request body: two encodings that mean the same to the provider are one value.
 
-One definition per wire API (:data:`RULES`, each rule a short function with the sentence it implements).
-Expectations on what reaches the provider, ``--match-on body`` and the plugin's body matching compare
-canonical views, so a harness that encodes a valid request its own way is judged by what it means::
-
-    canonical("anthropic.messages", {"messages": [{"role": "user", "content": "hi"}]})
-    # {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}
-
-The input is never changed; a body that is not a JSON object is returned as it is.
+One definition per wire API (:data:`RULES`, each rule a short function with the sentence it implements);
+:func:`canonical` never changes its input, and returns a body that is not a JSON object as it is. The
+scenario expectations on what reaches the provider, ``--match-on body`` and the plugin's body matching
+compare canonical views, so a harness that encodes a valid request its own way is judged by what it means.
 """
 
 from __future__ import annotations

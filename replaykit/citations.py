@@ -1,28 +1,11 @@
 """Citations: their shapes, and verification against the search evidence of the same transcript.
 
-Three kinds of citation, each checked against evidence seen *before* it::
-
-    Anthropic  web_search_result_location  http(s) URL returned by an earlier web_search_result, cited_text
-                                           present and <= 150 characters, encrypted_index present; a document
-                                           citation (char_location, page_location, …) in a search answer is
-                                           the wrong shape
-    OpenAI     url_citation                0 <= start_index <= end_index <= len(text), http(s) URL, among the
-                                           web_search_call's sources when sources were included; under the
-                                           openai-compatible profile a citation may come without its span
-    evidence   {answer, citations: [{sourceId, claim}], unsupportedClaims}
-                                           every sourceId names an evidence record; links are rendered from
-                                           the records only (:func:`render_sources`), never from model text
-
-Entry points: :func:`verify_transcript` (a neutral transcript,
-``contracts/replaykit/transcript.schema.json``), :func:`verify_anthropic_message` and
-:func:`verify_openai_response` (raw wire bodies, e.g. from cassettes), :func:`verify_evidence_answer`. Each
-returns :class:`~replaykit.findings.Finding` objects (severity, code, message, at a JSON pointer); an empty
-list means every citation verified.
-
-URLs are compared by :func:`replaykit.search.dedupe_key` of their safe form: scheme, fragment, ``utm_*`` and
-``ref`` parameters do not make a cited URL unknown (OpenAI appends ``utm_source=openai`` to cited links).
-``cited_text`` is measured without the ``...`` the API appends when it cuts a quote at 150 characters: every
-real recording bundled in ``cassettes/recorded/`` holds such 153-character quotes.
+Anthropic ``web_search_result_location``, OpenAI ``url_citation`` and evidence answers are each checked
+against evidence seen before them: :func:`verify_transcript`, :func:`verify_anthropic_message`,
+:func:`verify_openai_response` and :func:`verify_evidence_answer` return
+:class:`~replaykit.findings.Finding` objects (none: every citation verified). URLs are compared by
+:func:`replaykit.search.dedupe_key`. Used by the reference harness and ``replaykit verify``; the rules of
+each kind are in docs/architecture/modules.md.
 """
 
 from __future__ import annotations

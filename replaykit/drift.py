@@ -1,35 +1,10 @@
 """SDK drift: compare the contracts with the installed SDKs' pydantic models (and request TypedDicts).
 
-A small explicit table (:data:`MAPPING`) pairs SDK types (``anthropic.types.*``,
-``openai.types.responses.*``) with the contract's ``$defs`` entry for them. For every pair the models are
-walked through ``model_fields`` / TypedDict hints, ``Literal`` and ``Union`` annotations, and compared with
-the schema:
-
-========================  =====================================================  ========
-gap                        meaning                                                 verdict
-========================  =====================================================  ========
-``discriminator``          a union member type the SDK has, the contract lacks     blocking
-``enum``                   a Literal value the SDK has, the contract's enum lacks  blocking
-``required``               the contract requires a field the SDK marks optional    blocking
-``closed``                 a closed (request) object lacks a field the SDK sends   blocking
-``unparsed``               a member the provider sends that the SDK cannot parse   blocking
-``contract-only``          a discriminator or enum value only the contract has     info
-``sdk-required``           the SDK requires a field the contract leaves optional   info
-``sdk-missing``            the installed SDK has no such type (older or newer)     info
-========================  =====================================================  ========
-
-A blocking gap means a payload the SDK accepts would fail the contract; :func:`compare` reports it and
-``replaykit drift`` exits 1, unless the contract explains it: an ``x-drift-ignore`` mapping on the
-``$defs`` entry, from the gap id (``enum:<field>:<value>``, ``required:<field>``,
-``discriminator:<value>``, ``closed:<field>``, ``sdk-required:<field>``, ``unparsed:<value>``) to the
-reason, turns it into ``explained``. An entry marked ``parsed`` is a union the SDK parses from the provider's
-responses (content blocks, output items): a member the contract says the provider sends and the installed
-SDK has no model for is ``unparsed`` (named with the SDK's version), not ``contract-only``. For a union
-the members are compared too, each with the branch of its discriminator value.
-
-Gaps are :class:`~replaykit.findings.Finding` s: ``code`` the gap, ``message`` its detail, ``file`` the
-contract entry, ``place`` ``<sdk>:<type>``, ``note`` the reason of an explained gap; :func:`verdict` reads
-the verdict back (severity ``error``: blocking; ``info`` with a note: explained; ``info``: info).
+:data:`MAPPING` pairs SDK types with the contract's ``$defs`` entries; :func:`compare` walks the models and
+reports each gap (``discriminator``, ``enum``, ``required``, ``closed``, ``unparsed``: blocking;
+``contract-only``, ``sdk-required``, ``sdk-missing``: info) as a :class:`~replaykit.findings.Finding`, a
+blocking gap ``explained`` by an ``x-drift-ignore`` entry; :func:`verdict` reads the verdict back. Called by
+``replaykit drift`` and qualify; the gaps are tabled in docs/architecture/modules.md.
 """
 
 from __future__ import annotations

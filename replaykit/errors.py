@@ -1,31 +1,11 @@
 """The errors replaykit raises, and the one shape of their messages (:func:`located`).
 
-The exception tree::
-
-    ReplaykitError                      every error replaykit raises on purpose
-    ├── UsageError(ReplaykitError, ValueError)   a bad argument or command line (CLI exit 2)
-    ├── CassetteError                   a cassette file cannot be read or written
-    ├── ContractError                   a contract (JSON Schema) is missing or broken
-    ├── MatchError                      a request matched no recorded interaction
-    ├── ScenarioError                   a scenario file is invalid
-    ├── TargetError                     a target command misbehaved (crashed, wrote no outcome)
-    ├── CitationError(ReplaykitError, ValueError)
-    │                                   an answer's citations failed verification (see replaykit.citations)
-    ├── WebSearchError                  a Cloudflare Web Search failed: status, code, retryable, request_id
-    │                                   (built from a response by replaykit.search)
-    ├── NetworkBlockedError(ReplaykitError, ConnectionRefusedError)
-    │                                   the network guard (replaykit.netguard) refused a connection or DNS
-    │                                   lookup that is not loopback; to a client, a refused connection
-    └── LocalRequestError(ReplaykitError, ValueError)
-                                        LOCAL_REQUEST_ERROR: a request was refused before it was sent
-                                        (phase validation | estimation | preparation); terminal, never retried
-
-Every message names the file, the place in it (``path:line`` or a JSON pointer) and the fix.
-Errors of the libraries underneath (YAML, jsonschema, sockets) are translated where they enter:
-``raise CassetteError(...) from exc``.
-
-The taxonomy a harness's failures are judged by (codes, provenance, retryability) is
-:mod:`replaykit.provenance`; this module imports nothing of replaykit.
+:class:`ReplaykitError` is the root; below it :class:`UsageError` (CLI exit 2), :class:`CassetteError`,
+:class:`ContractError`, :class:`MatchError`, :class:`ScenarioError`, :class:`TargetError`,
+:class:`CitationError`, :class:`WebSearchError`, :class:`NetworkBlockedError` and :class:`LocalRequestError`.
+Every message names the file, the place in it and the fix; errors of the libraries underneath are translated
+where they enter (``raise CassetteError(...) from exc``). The failure taxonomy is :mod:`replaykit.provenance`;
+this module imports nothing of replaykit. The tree is drawn in docs/architecture/modules.md.
 """
 
 from __future__ import annotations

@@ -1,53 +1,11 @@
 """The replay-aware token estimator: counts exactly what :func:`replaykit.replay.project` sends.
 
-The heuristic, applied to the projected request body: every string value under the body's ``system`` /
-``instructions``, ``tools`` and ``messages`` / ``input`` (object keys, numbers, booleans and ``model`` are not
-counted) is split into content classes, and each class counts at its rate of :data:`RATES`, in tokens per
-character (Unicode code points)::
-
-    class      rate  characters                                         o200k_base needs (derivation set)
-    text       1/4   prose and code: any not in another class           0.213 recorded text, 0.238 code
-    structure  1/3   JSON punctuation {}[]":, outside URLs              0.326 search results as JSON
-    digits     1/2   ASCII digits outside opaque runs, URLs' included   0.483 strings a tenth digits
-    url        1/3   https?:// and the RFC 3986 characters after it     0.294 result URLs
-    opaque     7/10  12+ characters in a row of the base64 alphabet     0.682 encrypted fields
-                     with a digit and a letter, outside URLs
-    cjk        3/4   CJK characters (a space before one is joined to    0.728 Japanese, Chinese and
-                     it, as o200k_base does)                                  Korean passages
-
-The rates are ``o200k_base``'s, measured by ``scripts/bench_estimate`` on three of the public recordings
-(``cassettes/recorded/``: pydantic-ai's Anthropic pause_turn and web search tool, its OpenAI web search
-tool), replaykit's own source and docstrings and the CJK passages of :data:`replaykit.strategies.PASSAGES`,
-each rounded up to the next step of a fixed ladder of sixtieths; a quarter token, the seed's rule, is a floor
-no class goes under. On the four other recordings and text they never saw they are within 20% of
-``o200k_base`` on every class and +3.6% on search content, where ``ceil(chars/4)`` is -61% (the README's
-benchmarks). For Anthropic targets ``o200k_base`` is a proxy: Anthropic's tokenizer is not public.
-
-An image block (Anthropic ``image``, OpenAI ``input_image``) counts as :data:`IMAGE_CHARS` characters of
-text, not its base64 bytes. A URL or an opaque run ends with its string. The system, the tools and the
-messages are each rounded up on their own. The classes are found by C loops (``bytes.translate``, a regular
-expression with a literal prefix), not character by character in Python.
-
-Usage anchoring: the last assistant message with valid usage (see :func:`usage_tokens`) whose system and
-tools are still in force contributes its usage once, and only the messages after it are counted (as
-``project`` emits them for those messages alone); the system, the tools and every earlier message are
-covered by that usage. With no such message, everything is counted. Only the messages after the anchor are
-projected: an anchored estimate costs what its tail costs, however long the transcript (the prefix is not
-read, so a structural fault there is left to ``project``); ``raw`` blocks are shared with the transcript,
-never copied, since the projected body is only read.
-
-System reconstruction: a transcript may log each (re)build of its system prompt and tool list in the optional
-``systemHistory`` list, ``[{"timestamp", "system", "tools"}, ...]`` in time order. The configuration in force
-when an assistant message was produced is the last entry at or before its timestamp. Rebuilding an unchanged
-system is not a change: the anchor is kept when that configuration equals the transcript's current ``system``
-and ``tools``, whatever the timestamps say. A real instruction or tool change drops it, and so does an anchor
-older than every entry (its configuration cannot be established). Without ``systemHistory`` the transcript's
-one system and tool list are taken to have been in force throughout.
-
-:func:`estimate` with ``exact=True`` counts the same strings with tiktoken's ``o200k_base`` (OpenAI and Azure
-targets only). Its ranks are read offline from the ``o200k_base.tiktoken.gz`` file shipped in the
-``bpe-openai`` package, checked against the SHA-256 that tiktoken itself declares: tiktoken alone would
-download them at first use.
+:func:`estimate` splits every string of the projected body into content classes (text, structure, digits,
+url, opaque, cjk), each counted at its rate of :data:`RATES` (``o200k_base``'s, measured by
+``scripts/bench_estimate``); it anchors on the last assistant message with valid usage whose system and tools
+are still in force (:func:`find_anchor`, :func:`usage_tokens`, ``systemHistory``), and ``exact=True`` counts
+with tiktoken's ``o200k_base`` read offline. Called by the reference harness, repro and qualify; the rates'
+derivation and the anchoring rules are in docs/architecture/modules.md.
 """
 
 from __future__ import annotations

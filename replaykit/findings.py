@@ -1,18 +1,9 @@
 """A finding: one problem replaykit found in someone's input, whichever check found it.
 
-``replaykit verify`` (cassettes), :mod:`replaykit.search` (search requests and results),
-:mod:`replaykit.citations` (citations against their evidence) and :mod:`replaykit.drift` (contracts against
-the SDKs' types) all report :class:`Finding` s, so a finding prints, serializes and fails a run the same way
-everywhere::
-
-    cassettes/x.yaml:interactions[0]: contract: response /output/0/id 'fc_1' does not match '^ws_' (warning)
-
-``severity``: ``error`` fails the check, ``warning`` and ``info`` do not, nor does ``expected``: a problem
-its file declares on purpose (a cassette's ``replaykit: x-expected-violations``), shown as such, as the
-pytest plugin leaves it out of a test's report. ``code`` says what kind of problem
-(``secret``, ``contract``, ``span-missing``, ``unknown-url``, a drift gap such as ``enum``…). ``place`` is
-where in ``file`` (a line number, a JSON pointer, ``interactions[i]:events[j]``), ``fix`` what to do, and
-``note`` why a finding is not an error (a contract profile, a deliberate violation, an explained drift gap).
+``replaykit verify``, :mod:`replaykit.search`, :mod:`replaykit.citations` and :mod:`replaykit.drift` all
+report :class:`Finding` s, so a finding prints, serializes and fails a run the same way everywhere:
+``severity`` (``error`` fails the check; ``warning``, ``info`` and ``expected`` do not), ``code``, ``file``,
+``place``, ``fix`` and ``note``. The fields are described in docs/architecture/modules.md.
 """
 
 from __future__ import annotations

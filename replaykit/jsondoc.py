@@ -1,18 +1,9 @@
 """JSON from untrusted input (cassette bodies, stream events, request bodies): parsed with a depth limit.
 
-A recording may hold a JSON document nested far deeper than any API sends; walked recursively, such a
-document would exhaust Python's stack wherever it goes (contracts, converters, the estimator, the secret
-scanner). :func:`loads` parses like :func:`json.loads` and refuses, with a ``ValueError`` like any other
-non-JSON text, a document nested deeper than :data:`MAX_DEPTH`: every consumer then treats it as text, and
-every walk of a parsed document is bounded.
-
-Memory: parsing a long body with :func:`json.loads` holds three copies of its text at once (the bytes, the
-text they decode to, and the parse). For a body of more than 16 MiB, :func:`loads` cuts each string of
-more than 1 MiB out of the bytes, parses the rest, and decodes those strings on their own, a piece at a
-time, straight into the parse: the bytes and the parse, and not much more.
-
-The package's JSON types live here too: :data:`JSONValue` (any JSON value) and :data:`JSON` (an object
-read by key); every module imports them from here.
+:func:`loads` parses like :func:`json.loads` and refuses, with a ``ValueError``, a document nested deeper
+than :data:`MAX_DEPTH`, so every walk of a parsed document is bounded; a body over 16 MiB is parsed with its
+long strings decoded a piece at a time. The package's JSON types live here too: :data:`JSONValue` and
+:data:`JSON`; every module imports them from here. The reasoning is in docs/architecture/modules.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """Joining shard reports (``replaykit merge``): the N JSON reports of ``run``, ``mutants`` or ``qualify`` run
-with ``--shard K/N`` become the report one unsharded run writes: one list of results in the scenarios' order,
-one kill matrix, one verdict.
+with ``--shard K/N`` become the report one unsharded run writes.
 
-:func:`read` loads a report (bounded, UTF-8, JSON, valid by its contract, with a ``shard`` block; else a
-:class:`~replaykit.errors.UsageError` naming the file and the place); :func:`merge` refuses reports of
-different commands or inputs (their ``shard.inputs`` hashes differ: naming two such files) and a shard that is
-missing or given twice (naming which), then joins them. The verdicts are decided again on the joined results
-(:mod:`replaykit.scenario.report`, :class:`~replaykit.scenario.mutants.Matrix`,
-:mod:`replaykit.qualify.stages`), never re-implemented here.
+:func:`read` loads a report (bounded, valid by its contract, with a ``shard`` block; else a
+:class:`~replaykit.errors.UsageError`); :func:`merge` refuses reports of different commands or inputs and a
+shard missing or given twice, then joins them. The verdicts are decided again by
+:mod:`replaykit.scenario.report`, :class:`~replaykit.scenario.mutants.Matrix` and
+:mod:`replaykit.qualify.stages`, never re-implemented here.
 """
 
 from __future__ import annotations

@@ -1,39 +1,11 @@
 """The network guard: while replaying, refuse every connection that is not loopback, before any DNS lookup.
 
-While a :class:`NetworkGuard` is installed (``with NetworkGuard(): ...``), these entry points refuse a host
-that is not loopback (``localhost``, 127.0.0.0/8, ``::1``, also IPv4-mapped) with
-:class:`~replaykit.errors.NetworkBlockedError`, before the original function runs, so no name is resolved
-and no packet leaves the machine:
-
-- ``socket.socket.connect`` and ``connect_ex`` (``AF_INET`` / ``AF_INET6`` only: Unix sockets pass);
-  asyncio's own event loop, httpx, urllib and the provider SDKs' sync clients connect through them;
-- ``socket.create_connection``, before it looks the name up;
-- the lookups ``getaddrinfo``, ``gethostbyname`` and ``gethostbyname_ex``, of :mod:`socket` and of
-  :mod:`_socket` beneath it: a name, or an address that is not loopback. A numeric address asked of
-  ``getaddrinfo`` with ``AI_PASSIVE`` (binding a local server to ``0.0.0.0`` or ``::``) needs no lookup and
-  passes, and so does ``host=None``;
-- ``_socket.socket``, the C socket type (which cannot be patched): the module attribute is replaced by a
-  subclass whose ``connect`` and ``connect_ex`` are guarded;
-- uvloop's event loop (``uvloop.Loop``, where uvloop is installed), which resolves and connects in C
-  (libuv) without the socket module: ``getaddrinfo`` (also behind its ``sock_connect``),
-  ``create_connection`` and ``create_datagram_endpoint``'s ``remote_addr``. So asyncio streams, httpx's and
-  the SDKs' async clients and aiohttp are refused on uvloop too.
-
-Each refusal is recorded in :attr:`NetworkGuard.refused` (so a caller that swallows the error is still found
-out). The patches are process-wide while installed (every thread); :meth:`NetworkGuard.uninstall` puts the
-originals back. Not guarded: what was bound before the guard was installed (``from _socket import socket``),
-uvloop's C base class used directly (``uvloop.loop.Loop``), datagrams sent with ``sendto`` without
-``connect``, reverse lookups (``gethostbyaddr``, ``getnameinfo``), names given to a server to bind, resolvers
-that speak DNS themselves (c-ares through ``aiodns``; their connections are still refused), and child
-processes. A child process gets :func:`proxy_env` instead: proxy variables that send its HTTP(S) to a closed
-loopback port, so a child that honours them (curl, Python, most HTTP clients) cannot leave either.
-
-Hosts are judged by :func:`is_loopback`, with :mod:`ipaddress`: a name is never resolved to decide.
-
-One way through, for one kind of thread: :func:`unguard_thread` lets every call the calling thread makes pass,
-for as long as it lives. The recording proxy's serving thread (and the threads its loop resolves names in)
-call it, so the proxy reaches the upstreams it was given while the code under test, in every other thread,
-stays guarded; nothing else calls it.
+While a :class:`NetworkGuard` is installed, socket connects, ``create_connection``, the lookups (of
+:mod:`socket` and :mod:`_socket`) and uvloop's loop refuse a host that is not loopback (:func:`is_loopback`)
+with :class:`~replaykit.errors.NetworkBlockedError`, recorded in :attr:`NetworkGuard.refused`; child processes
+get :func:`proxy_env` instead. :func:`unguard_thread` lets the recording proxy's serving thread through. Used
+by the pytest plugin and the recording proxy; what is and is not guarded is listed in
+docs/architecture/modules.md.
 """
 
 from __future__ import annotations

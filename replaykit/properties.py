@@ -1,31 +1,11 @@
 """The estimator property suite: invariants every replay-aware token estimator must keep.
 
-An estimator is a callable ``(transcript: dict, target: dict) -> int | float`` (``target`` is
-``{"provider", "api", "model"}``), loaded from ``module:function``
-(:func:`replaykit.callables.load_callable`), or a command speaking the JSON Lines estimator protocol
-(:class:`CommandEstimator`; requests and answers follow ``contracts/replaykit/estimator-request.schema.json``
-and ``estimator-response.schema.json``).
-
-:data:`PROPERTIES` holds the suite, each property with a ``name`` and a one-line ``statement``; :func:`run`
-checks them with Hypothesis and returns one :class:`Outcome` each, a failure carrying the shrunk
-transcript. In pytest::
-
-    import pytest
-    from replaykit.properties import PROPERTIES
-
-    @pytest.mark.parametrize("prop", PROPERTIES, ids=lambda prop: prop.name)
-    def test_my_estimator(prop):
-        prop.verify(my_estimator, max_examples=50)   # raises PropertyFailed (an AssertionError)
-
-Generated transcripts hold nameless search blocks and opaque ``providerBlock`` s (code execution, tool search,
-block types no SDK knows yet): an estimator that assumes every block has a ``name`` or a known ``type`` fails.
-An estimator that raises, answers ``{"error"}``, breaks the protocol or returns something that is not a
-number fails ``never_raises``; the other properties skip such examples (each defect is reported by the
-property about it) and report ``unchecked`` when they could check none. One that turns an exception into 0
-is caught by ``no_decrease_on_append`` and ``search_chars_count`` (a nameless search block appended to a
-non-empty transcript drops its estimate to 0), and by ``matches_projection``.
-
-Non-finite numbers cross the protocol as strict JSON (:func:`dumps`): NaN as null, infinities as +-1e999.
+An estimator is a callable ``(transcript, target) -> int | float`` loaded from ``module:function``, or a
+command speaking the JSON Lines estimator protocol (:class:`CommandEstimator`). :data:`PROPERTIES` holds the
+suite (each with a ``name`` and a one-line ``statement``); :func:`run` checks them with Hypothesis
+(:mod:`replaykit.strategies`) and returns one :class:`Outcome` each, a failure carrying the shrunk transcript.
+Called by ``replaykit properties`` and qualify; the pytest example and what each property catches are in
+docs/architecture/modules.md.
 """
 
 from __future__ import annotations

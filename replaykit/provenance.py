@@ -1,41 +1,11 @@
 """The taxonomy a harness's failures are judged by: code, phase, provenance and retryability.
 
-::
-
-    code                 provenance  retryable                        raised by
-    LOCAL_REQUEST_ERROR  local       never (terminal, no request)     LocalRequestError, anywhere in the chain
-    PROVIDER_ERROR       provider    408 409 429 5xx 529, not 4xx;    SDK APIStatusError, HTTPStatusError,
-                                     ``x-should-retry`` overrides     an error response, WebSearchError
-    TRANSPORT_ERROR      transport   yes                              reset / refused / dropped connections
-    DEADLINE_EXCEEDED    deadline    yes (a new attempt, if time is   SDK APITimeoutError, TimeoutException,
-                                     left)                            TimeoutError, web_search_timeout
-    CANCELLED            cancelled   never; the outcome is aborted    asyncio / concurrent.futures
-                                                                      CancelledError
-    INTERNAL_ERROR       local       never                            anything else: a bug in the harness
-
-:data:`ERROR_CODES` are exactly the codes of ``contracts/replaykit/target-outcome.schema.json``, whose
-``errorRules`` fix each code's provenance as above (the ``error`` object of a target outcome). An exception
-of no known kind is ``INTERNAL_ERROR``, not ``LOCAL_REQUEST_ERROR``: nothing says it struck before a request
-was sent, and a scenario must be able to tell a harness that refused bad input from one that crashed.
-
-:func:`classify` maps an exception (walking ``__cause__`` / ``__context__``, so ``raise Generic(...) from
-local_error`` keeps its provenance) or a raw HTTP response to an :class:`ErrorInfo`. Messages in an
-``ErrorInfo`` are safe to log and to write to an outcome: key-shaped strings are masked
-(:func:`replaykit.redact.safe_message`) and no request body is ever included. The retry rule is the provider
-SDKs' own (:func:`status_retryable`): ``x-should-retry`` first, then 408, 409, 429 and 5xx.
-
-A research step (search, then a cited answer) reports the failure classes of Cloudflare's guide to
-web-connected agents on top of this taxonomy: :func:`research_code` maps an :class:`ErrorInfo` and the stage
-it struck in to one of :data:`RESEARCH_RETRYABLE`'s codes, whose retryability is the guide's (a step-level
-rule: the caller may run the step again; the request-level rule above still decides retries inside it)::
-
-    invalid_request        no    a LOCAL_REQUEST_ERROR; a search 400 / 422
-    search_capacity        yes   any other search failure: 402, 429, 5xx, transport, a malformed response
-    search_auth            no    a search 401 / 403
-    insufficient_evidence  no    fewer than two evidence records (no error: the step's honest result)
-    model_failure          yes   any failure of the model request
-    citation_failure       yes   a reply that is not the cited answer asked for, or has no claim left
-    deadline               yes   DEADLINE_EXCEEDED, in either stage
+:data:`ERROR_CODES` are exactly the codes of ``contracts/replaykit/target-outcome.schema.json``;
+:func:`classify` maps an exception (its causes walked) or a raw HTTP response to an :class:`ErrorInfo` whose
+message is safe to log (:func:`replaykit.redact.safe_message`); an unknown exception is ``INTERNAL_ERROR``.
+:func:`status_retryable` is the provider SDKs' retry rule; :func:`research_code` maps a research step's
+failure to :data:`RESEARCH_RETRYABLE`'s codes. Used by the reference harness and the scenario expectations;
+the code table is in docs/architecture/modules.md.
 """
 
 from __future__ import annotations

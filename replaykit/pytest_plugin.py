@@ -1,83 +1,11 @@
 """replaykit's pytest plugin (entry point ``pytest11``): cheap to import, does nothing unless asked.
 
-A test asks with the ``replaykit`` fixture or the marker (the marker alone is enough)::
-
-    @pytest.mark.replaykit(cassettes=["anthropic/web_search.yaml"], faults=["status=529,nth=1"])
-    def test_search(replaykit):
-        client = anthropic.Anthropic(base_url=replaykit.base_url("anthropic"), api_key="x", max_retries=1)
-        client.messages.create(...)                       # a 529, the SDK's retry gets the recording
-        assert [e.status for e in replaykit.journal] == [529, 200]
-        subprocess.run([...], env={**os.environ, **replaykit.env()}, check=True)
-
-Marker: ``replaykit(*cassettes, cassettes=[...], faults=[...], allow_unused=False, strict=False,
-match_on=[...], volatile=[...], repeat=False, timing=None, enforce_contracts=None, profile=None)``
-(:data:`MARKER_KEYS`). A cassette is a path or folder (absolute, else looked up in the cassette dir, then
-among the bundled cassettes: :func:`replaykit.resources.find_cassette`) or a
-:class:`~replaykit.cassette.Cassette`; a fault is a :class:`~replaykit.server.Fault`, a ``--fault`` spec
-string or a mapping. ``strict``, ``match_on`` (names or callables; ``"body,model"`` as on the command line),
-``volatile`` (JSON pointers; they replace :data:`replaykit.server.DEFAULT_VOLATILE`), ``repeat``,
-``timing``, ``enforce_contracts`` and ``profile`` mean what they mean to
-:class:`~replaykit.server.FakeProvider` and ``replaykit serve``; a test whose settings differ from the
-session server's is served by a server with those settings (one per distinct settings, started once, reset
-for each test). A test that names no cassette gets its default one when that file exists, named as
-pytest-recording names it: ``<cassette dir>/<module>/<test name>.yaml`` (:func:`default_cassette`).
-
-Where a setting comes from: the marker, else the ``replaykit_config`` fixture (project-wide defaults for the
-marker's arguments, as pytest-recording's ``vcr_config``), else the options below (``timing``,
-``enforce_contracts`` and ``strict``), else the default.
-
-Fixtures, each overridable in a ``conftest.py`` (the pytest-httpserver way):
-``replaykit_options`` (session: :class:`ReplaykitOptions` read from the options below),
-``replaykit_config`` (function, any scope when overridden: a dict of marker arguments, empty by default),
-``replaykit_server`` (session: one :class:`~replaykit.server.FakeProvider` per session, so one per xdist
-worker, on a free loopback port) and ``replaykit`` (function: a :class:`ReplayHandle` that loads the test's
-cassettes and faults into a freshly reset server).
-
-Options (command line, else environment variable, else ini key of the same name without dashes):
-``--replaykit-cassette-dir`` (``REPLAYKIT_CASSETTE_DIR``; default ``cassettes/`` next to the test file),
-``--replaykit-timing`` (``REPLAYKIT_TIMING``: ``fast``, ``recorded`` or ``fixed:<ms>``),
-``--replaykit-enforce-contracts`` (``REPLAYKIT_ENFORCE_CONTRACTS``: invalid requests get a 400),
-``--replaykit-allow-network`` (``REPLAYKIT_ALLOW_NETWORK``: turns the network guard off),
-``--replaykit-strict`` (``REPLAYKIT_STRICT``: the default of the marker's ``strict``),
-``--replaykit-record-mode`` (``REPLAYKIT_RECORD_MODE``: ``none``, ``once``, ``new_episodes`` or ``all``;
-pytest-recording's ``--record-mode`` is read too, and is ours while pytest-recording is absent) and
-``--replaykit-upstream PROVIDER=URL`` (``REPLAYKIT_UPSTREAM``; repeatable; default: each provider's real API,
-:data:`replaykit.routes.API_ORIGINS`).
-
-Scenarios as items (:mod:`replaykit.scenario.pytest_items`): a scenario file named on the command line, or
-directly in a folder named there or given to ``--replaykit-scenarios DIR`` (``REPLAYKIT_SCENARIOS``;
-repeatable), is collected as an item per scenario, run on ``--replaykit-target`` (``REPLAYKIT_TARGET``:
-``replaykit run --target``'s forms; default the reference) with ``--replaykit-manifest``
-(``REPLAYKIT_MANIFEST``); ``--replaykit-mutants`` (``REPLAYKIT_MUTANTS``) adds an item per declared kill.
-
-Recording, as vcrpy's record modes: under ``none`` (the default) nothing is recorded and nothing leaves
-loopback. Under ``once``, a test whose cassette file (its default one, or the one file it names) is found
-nowhere records it; under ``new_episodes`` and ``all``, every test with one cassette file does (one naming
-several, a folder or a :class:`~replaykit.cassette.Cassette` replays). It records through a
-:class:`~replaykit.record.RecordingProxy` (modes ``once``, ``new``, ``all``) to ``--replaykit-upstream``:
-redacted, refused on a key, checked against the contracts, ``origin: recorded``, as ``replaykit record``
-writes it. ``replaykit.base_url(p)`` and ``replaykit.env()`` then point at the proxy (``env()`` without
-dummy keys: the test's own go upstream); faults do not apply. The network guard stays on for the test: only
-the proxy's own thread reaches the upstream (:func:`replaykit.netguard.unguard_thread`). A failed recording
-(the upstream unreachable, a key that survived redaction) fails the test; what each test recorded is listed
-at the end of the run.
-
-When the test body ends, the test fails with one readable report (:mod:`replaykit.traffic`) if the traffic
-had problems: requests no recorded interaction matched (with their near misses and body diffs), interactions
-never served (unless ``allow_unused``), contract violations (of every request, and of every recorded response
-served unaltered; those a cassette lists under ``replaykit: x-expected-violations`` excepted), and
-connections the network guard refused. A test that failed anyway gets the report as a ``replaykit`` section.
-A request served although its body differs from the recording (volatile fields aside) does not fail the test
-unless ``strict``: the terminal summary lists each one, with the test, the JSON pointers that differ and the
-values, masked and cut (:func:`replaykit.traffic.differences`).
-
-Network guard: while a replaykit test runs, a :class:`~replaykit.netguard.NetworkGuard` makes the socket
-module's connections and lookups (and ``_socket``'s beneath them) and uvloop's event loop refuse any
-address that is not loopback (``localhost``, 127.0.0.0/8, ``::1``) with
-:class:`~replaykit.errors.NetworkBlockedError`, before any DNS lookup or packet (the list is in
-:mod:`replaykit.netguard`). A subprocess is out of its reach: ``replaykit.env()`` also sets ``HTTP_PROXY``,
-``HTTPS_PROXY`` and ``ALL_PROXY`` to a closed loopback port and ``NO_PROXY`` to loopback, so a child that
-honours them (curl, Python, most HTTP clients) cannot leave either.
+A test asks with the ``replaykit`` fixture or the ``replaykit`` marker (:data:`MARKER_KEYS`): cassettes and
+faults loaded into a session :class:`~replaykit.server.FakeProvider` reset for each test, the network guard
+(:mod:`replaykit.netguard`) on while it runs, and one traffic report (:mod:`replaykit.traffic`) failing it
+when requests went unmatched or broke a contract. Fixtures, options, recording through a
+:class:`~replaykit.record.RecordingProxy` and scenario items (:mod:`replaykit.scenario.pytest_items`) are
+in docs/guide/pytest-plugin.md and docs/architecture/modules.md.
 """
 
 from __future__ import annotations

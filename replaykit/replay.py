@@ -1,39 +1,11 @@
 """Project a neutral transcript onto a target: exactly the request body a correct harness sends.
 
-Anthropic Messages: ``{model, max_tokens?, system?, tools?, messages}``; OpenAI Responses (OpenAI or Azure):
-``{model, instructions?, tools?, input}``. The replay policy:
-
-- same provider and API as the block (or its message): ``hostedSearch`` blocks are replayed from ``raw``,
-  verbatim (encrypted fields intact); so are OpenAI reasoning items and function calls that carry ``raw``,
-  Anthropic thinking with its ``signature`` and text with its ``citations``.
-- another provider or API: a ``hostedSearch`` block becomes a short text (:func:`search_text_projection`:
-  query, titles, URLs); thinking becomes plain text (its signature is meaningless there); citations are
-  dropped.
-- a display-only block (a ``hostedSearch`` block without ``raw``) is never replayed, to any target.
-- an opaque ``providerBlock`` (code execution, tool search, a server tool introduced next month) is replayed
-  from ``raw``, verbatim, to the same provider and API only; another target never gets it.
-- Anthropic ``tool_use`` blocks carry ``raw`` too: replayed verbatim to Anthropic (``caller`` intact).
-- an assistant message whose stopReason is ``error`` or ``aborted`` is not replayed (its content may be cut
-  off mid-block); one left with no blocks is omitted. A ``pauseTurn`` message is resent as it is.
-- consecutive tool results become one Anthropic ``user`` message; OpenAI gets ``function_call_output`` items.
-- internal fields (timestamps, usage, stop reasons, response ids, unknown fields) never reach the body: the
-  body is built field by field, never copied from the transcript except for ``raw`` and citations.
-
-Tools: a function tool becomes ``{name, description?, input_schema}`` / ``{type: function, name,
-description?, parameters, strict: false}``; the ``hostedSearch`` tool becomes ``web_search_20250305`` (with
-``max_uses``, ``allowed_domains``, ``blocked_domains``) / ``web_search`` (``filters.allowed_domains``; OpenAI
-has no blocked list and no per-request use limit, so those are not sent). The system prompt goes to
-``system`` / ``instructions``; an empty one is omitted.
-
-A transcript with nothing to replay gives an empty ``messages`` / ``input`` list: returned as it is (the
-estimator counts it), though Anthropic refuses such a request.
-
-What is left out on purpose is said: :func:`projection` returns the body with a :class:`Note` for every block
-that was not replayed (display-only, or an opaque block meant for another provider), with its JSON pointer
-into the transcript; :func:`project` returns the body alone.
-
-Structural faults (``messages`` or a content that is not a list, an unknown role or block type) raise
-:class:`~replaykit.errors.LocalRequestError` with phase ``validation``, the JSON pointer and message index.
+:func:`project` builds the Anthropic Messages or OpenAI Responses body field by field: provider blocks
+replayed verbatim from ``raw`` to the same provider and API, projected to text or left out for another,
+display-only blocks never; :func:`projection` also returns a :class:`Note` for each block left out, with its
+JSON pointer. Structural faults raise :class:`~replaykit.errors.LocalRequestError` (phase ``validation``).
+Used by the estimator, the reference harness and repro; the replay policy in full is in
+docs/architecture/modules.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Where the bundled data lives: ``contracts/``, ``cassettes/`` and ``scenarios/``; and how a cassette name
 is found among them.
 
-In a source checkout they sit at the repository root; in an installed wheel they are package data
-under ``replaykit/_data/``. Both layouts are found, so a non-editable install works.
-
-:func:`find_cassette` is the one lookup of a cassette named by a user (the command line, the pytest
-marker): the path as given (a relative one under ``base``), else the same path among the bundled
-cassettes, so ``anthropic/web_search_stream.yaml`` works from any folder, and so does
-``cassettes/anthropic/web_search_stream.yaml`` (the repository's own spelling) from an installed wheel.
+In a source checkout they sit at the repository root, in an installed wheel under ``replaykit/_data/``; both
+are found. :func:`find_cassette` is the one lookup of a cassette named by a user (the command line, the pytest
+marker): the path as given (a relative one under ``base``), else the same path among the bundled cassettes.
 """
 
 from __future__ import annotations

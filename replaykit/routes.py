@@ -1,21 +1,10 @@
 """The one route table: every provider endpoint replaykit knows, and the contracts of each.
 
-A :class:`Route` names one endpoint (``anthropic.messages``, ``openai.responses``…): its method and path
-pattern (every spelling a client sends, a trailing slash included), its provider, the API a model turn on it
-belongs to (``anthropic-messages`` / ``openai-responses``; None where the response is not a model turn), and
-the contract kinds (:mod:`replaykit.contracts`) of its request, response, stream events and error envelope.
-The fake provider routes and validates with it, the contract checks of a cassette look routes up in it,
-and the transcript converters take a recorded turn's provider and API from it::
-
-    route = known("POST", "/v1/messages/")            # the trailing slash is the same route
-    assert route.name == "anthropic.messages" and route.contracts.request == "anthropic.request"
-
-:func:`known` answers for a known endpoint only; :func:`classify` always answers: a path no route
-covers gets a route of its own (``METHOD /path``, no contracts), its provider guessed from the host. The paths
-are the public APIs' own: Anthropic ``POST /v1/messages`` (https://docs.anthropic.com/en/api/messages) and
-``/v1/messages/count_tokens``; OpenAI ``POST /v1/responses``; Azure OpenAI's v1 route
-(``/openai/v1/responses``), its preview route (``/openai/responses?api-version=…``) and the deployment-scoped
-one; Cloudflare Web Search ``POST /client/v4/accounts/{id}/ai/websearch``.
+A :class:`Route` names one endpoint (``anthropic.messages``...): its method and path pattern, its provider,
+its API, and the contract kinds of its request, response, stream events and error envelope. :func:`known`
+answers for a known endpoint only; :func:`classify` always answers. The fake provider routes and validates
+with it, the cassette contract checks and the transcript converters look routes up in it; the paths and
+their sources are in docs/architecture/modules.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """Cloudflare Web Search: request checks, evidence records, dedupe, the model's view and failures.
 
-Four steps, each a small public function::
-
-    check_request(body) -> [Finding]             query 1–1024, provider, limit 1–10, byokAlias, gateway
-    normalize(response, ...) -> [Evidence]        S1…Sn: http(s) only, no fragment, deduped
-    render(query, evidence) -> str                'N results for "q":' then a numbered list
-    error_from_response(status, body, headers)    -> WebSearchError (402/429/5xx/400/401/403); timeout_error()
-
-Sources: https://developers.cloudflare.com/web-search/how-to-use/ (request body, response, error envelopes),
-the agents SDK's ``web_search`` tool
-(https://developers.cloudflare.com/changelog/post/2026-10-12-web-search/: its rendering and
-``WebSearchError`` codes) and the evidence-record pattern of Cloudflare's guide to web-connected agents (keep
-http(s) URLs only, drop fragments, dedupe on a normalized URL). The gateway id limit (1–64 characters) is the
-AI Gateway API's (developers.cloudflare.com/api/resources/ai_gateway/methods/create).
-
-URLs are made safe by :func:`safe_http_url`: only ``http``/``https`` with a host and no credentials; the
-fragment removed; the host lower-cased and IDNA-encoded (``bücher.example`` → ``xn--bcher-kva.example``, with
-the ``idna`` package, UTS #46); spaces, controls and non-ASCII in path and query percent-encoded. Two results
-are duplicates when their :func:`dedupe_key` (host + path + query without ``utm_*`` and ``ref``) is equal;
-every other query parameter is kept, so two pages that differ in one are never merged.
+:func:`check_request`, :func:`normalize` (evidence records S1...Sn), :func:`render` (the model's view) and
+:func:`error_from_response` / :func:`timeout_error`; URLs made safe by :func:`safe_http_url` and compared by
+:func:`dedupe_key`. Used by the reference harness's ``web_search`` tool and research step, by
+:mod:`replaykit.citations` and by the fake provider's checks; the sources and URL rules are in
+docs/architecture/modules.md.
 """
 
 from __future__ import annotations

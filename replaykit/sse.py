@@ -1,21 +1,10 @@
 """Parse and serialize ``text/event-stream`` exactly as the WHATWG HTML spec defines it.
 
-The stream is cut into *blocks*: the lines up to and including a blank line. Every block becomes an
-:class:`Event` that keeps its original bytes in ``raw``, so ``serialize(parse(body)) == body`` byte for
-byte. Lines end in CRLF, LF or CR; a leading BOM is ignored; bytes that are not UTF-8 decode to U+FFFD.
-Fields follow the spec's interpretation steps: ``data`` lines are joined with LF, ``event`` sets the type,
-``id`` (unless it holds NUL) sets the last event ID, which persists into later blocks, ``retry`` counts
-only when it is all ASCII digits, lines starting with ``:`` are comments (kept in ``comments``) and
-unknown fields are ignored. Padding after a JSON payload (real Anthropic streams have it) stays in
-``data``; :meth:`Event.json` accepts it.
-
-A block without ``data`` is kept but is not *dispatched* (``data is None``). A last block without its
-blank line is kept with ``terminated=False``: a spec-conforming client drops it, so :attr:`Event.dispatched`
-is false and ``replaykit verify`` reports it as a framing problem.
-
-:class:`Parser` is incremental: feed it any split of the bytes (mid-line, mid-CRLF, mid-UTF-8 character)
-and it yields exactly the events of a whole-body :func:`parse`. No library is used: the SSE clients we
-know of (httpx-sse, the SDKs' decoders) drop the byte boundaries that replay needs.
+Every block becomes an :class:`Event` that keeps its original bytes in ``raw``, so
+``serialize(parse(body)) == body`` byte for byte; fields follow the spec's interpretation steps, and a last
+block without its blank line is kept with ``terminated=False``. :class:`Parser` is incremental and yields
+exactly the events of a whole-body :func:`parse`. Used by cassettes, the fake provider, the converters and the
+recorder; the rules and why no library is used are in docs/architecture/modules.md.
 """
 
 from __future__ import annotations

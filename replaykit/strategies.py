@@ -1,35 +1,10 @@
 """Hypothesis strategies for replaykit's formats: transcripts, search blocks, usage, text, byte streams.
 
-Every strategy is a public function that checks its arguments when called (not when drawn) and raises
-:class:`hypothesis.errors.InvalidArgument` (a ``TypeError``) with a message such as
-``max_messages=-1 must not be negative.``. What they draw is plain JSON (dicts, lists, strings, numbers),
-in the neutral transcript format of ``contracts/replaykit/transcript.schema.json``; every transcript
-:func:`transcripts` draws passes :func:`replaykit.transcript.restore`.
-
-==========================  =====================================================================
-strategy                    draws
-==========================  =====================================================================
-:func:`targets`             ``{"provider", "api", "model"}`` for anthropic, openai or azure
-:func:`cjk_text`            text of CJK characters only (Han, kana, Hangul, CJK punctuation)
-:func:`mixed_text`          text mixing ASCII, CJK and any other non-surrogate character
-:func:`usages`              usage: ``valid``, ``zero``, ``nan`` or ``infinite``
-:func:`citations`           Anthropic ``web_search_result_location`` / OpenAI ``url_citation``
-:func:`hosted_search_blocks`  ``hostedSearch`` call / result / error; named or nameless; with or without raw
-:func:`provider_blocks`     opaque ``providerBlock`` s: code execution, tool search, a block type never seen
-:func:`tools`               function tools and the hosted search tool
-:func:`user_messages`       user messages (string or text and image blocks)
-:func:`assistant_messages`  assistant turns: text, thinking, tool calls, cited text, search, opaque blocks
-:func:`tool_result_messages`  answers to tool calls
-:func:`transcripts`         contract-valid transcripts
-:func:`system_changes`      a transcript after a system rebuild, an instruction change or a tool change
-:func:`passages`            real-looking prose, code and CJK text: runs of lines of :data:`PASSAGES`
-:func:`web_urls`            URLs as search results carry them
-:func:`encrypted`           base64 of random bytes, as encrypted fields are
-:func:`rich_messages`       messages rich in search, opaque blocks, CJK, code or prose (real-looking)
-:func:`rechunkings`         the same byte stream cut into chunks at arbitrary places
-==========================  =====================================================================
-
-Text never holds lone surrogates, so every transcript survives a round trip through JSON in any language.
+Every strategy is a public function that checks its arguments when called and raises
+:class:`hypothesis.errors.InvalidArgument`; what they draw is plain JSON in the neutral transcript format,
+and every transcript :func:`transcripts` draws passes :func:`replaykit.transcript.restore`. Text never holds
+lone surrogates. Used by replaykit's property suite (:mod:`replaykit.properties`) and by users' own tests;
+the table of strategies is in docs/architecture/modules.md.
 """
 
 from __future__ import annotations

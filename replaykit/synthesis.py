@@ -1,13 +1,10 @@
 """Synthesized provider traffic: the SSE stream of a final response body, event by event.
 
-What ``scripts/synthesize_cassettes`` builds the bundled cassettes with (it adds the SDK type checks), and
-what ``replaykit repro`` builds a reported transcript's cassette with: final response bodies
-(:func:`anthropic_message`, :func:`openai_response`), an Anthropic Messages stream derived
-block by block from a final message (:func:`a_stream_events`), an OpenAI Responses stream derived item by
-item from a final response (:func:`o_stream_events`), plausible per-event time offsets for each
-(:func:`a_offsets`, :func:`o_offsets`) and the ``text/event-stream`` body of the events (:func:`sse_body`).
-Deterministic: the same body gives the same bytes. A cassette holding such traffic is marked
-``origin: synthesized``.
+Final response bodies (:func:`anthropic_message`, :func:`openai_response`), their streams derived block by
+block (:func:`a_stream_events`, :func:`o_stream_events`), plausible event offsets (:func:`a_offsets`,
+:func:`o_offsets`) and the event-stream body (:func:`sse_body`); deterministic. Used by
+``scripts/synthesize_cassettes`` (the bundled cassettes) and by ``replaykit repro``; a cassette holding such
+traffic is marked ``origin: synthesized``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """The report on one test's provider traffic: what the pytest plugin fails a test with.
 
-:func:`format_report` lists, each under a title with a count and the fix, the requests no recorded
-interaction matched (with their near misses and the body diffs against them), the recorded interactions never
-served, the contract violations (of every request, and of every recorded response served unaltered; those the
-cassette lists under ``replaykit: x-expected-violations`` excepted, as
-:func:`replaykit.contracts.expected_violations` reads them), the connections the network guard refused and,
-when the test recorded, why the recording failed. No problems, no report: an empty string.
-
-:func:`differences` lists the requests served although their body differs from the recording (volatile
-fields aside), each difference on a line, values masked and cut as :func:`replaykit.server.diff.brief`
-cuts them: the plugin's terminal summary.
-
-Cheap to import (no aiohttp, no jsonschema until a violation is reported), as the plugin must be.
+:func:`format_report` lists unmatched requests (near misses, body diffs), interactions never served, contract
+violations (expected ones excepted), connections the network guard refused and a failed recording; no
+problems, an empty string. :func:`differences` lists requests served although their body differs from the
+recording, values masked and cut: the plugin's terminal summary. Cheap to import, as the plugin must be;
+the details are in docs/architecture/modules.md.
 """
 
 from __future__ import annotations

@@ -1,34 +1,10 @@
 """In-process recording with vcrpy or pytest-recording, the replaykit way: :func:`vcr_config`.
 
-``vcr_config()`` returns the keyword arguments of vcrpy's ``use_cassette`` (and what pytest-recording's
-``vcr_config`` fixture returns)::
-
-    with vcr.use_cassette("cassettes/new.yaml", **replaykit.vcr_config()):
-        client.messages.create(...)
-
-    @pytest.fixture(scope="module")
-    def vcr_config():                       # pytest-recording
-        return replaykit.vcr_config()
-
-What they bring:
-
-- redaction: ``before_record_request`` and ``before_record_response`` scrub each request and response with
-  :func:`replaykit.redact.redact` (credential headers, keys of every known shape in URIs, headers, JSON and
-  SSE bodies), after vcrpy has decoded a compressed body (``decode_compressed_response``). vcrpy applies
-  ``before_record_request`` to a request before matching it too, so a redacted recording still matches;
-- matching: method, scheme, host, port, path, query and body (vcrpy's own matchers; its ``body`` matcher
-  compares JSON bodies parsed, as replaykit's ``strict`` matching does): a request that asks for a stream
-  only gets a stream, and each recording answers the request it was made for;
-- the serializer, as a persister (:class:`Persister`: vcrpy hands its persister the cassette's path, and
-  pytest-recording names the file after its serializer): a cassette is read by replaykit
-  (:func:`replaykit.cassette.load`: every layout, bodies decoded within bounds) and written by replaykit
-  (:func:`replaykit.cassette.save`: atomically, ``origin: recorded``, the tools' versions, contract
-  violations listed under ``replaykit: contract_warnings``), and never written while the secret scanner
-  still finds a key in it (:class:`~replaykit.errors.CassetteError`, the key masked).
-
-So a cassette recorded this way loads in replaykit (``replaykit serve``, ``verify``), and replaykit's own
-cassettes replay under vcrpy. vcrpy is imported only when a cassette is read or written (``pip install
-replaykit[vcr]``).
+``vcr_config()`` returns the keyword arguments of vcrpy's ``use_cassette`` (what pytest-recording's
+``vcr_config`` fixture returns): redaction of each request and response (:func:`replaykit.redact.redact`),
+strict matching, and a :class:`Persister` that reads and writes through :mod:`replaykit.cassette` and never
+writes a cassette in which a key is still found. vcrpy is imported only when a cassette is read or written
+(``pip install replaykit[vcr]``); the details and examples are in docs/architecture/modules.md.
 """
 
 from __future__ import annotations

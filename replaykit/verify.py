@@ -1,25 +1,10 @@
 """Verify cassettes: parse errors, secrets left behind, SSE framing, contracts (the ``verify`` library).
 
-:func:`verify_paths` loads every cassette named (files, or folders searched for ``*.yaml`` / ``*.yml``) and
-returns a :class:`Report`: one :class:`FileResult` per file, each with its
-:class:`~replaykit.findings.Finding` list. A file that does not parse gets one ``parse`` finding (the
-:class:`~replaykit.errors.CassetteError` text, with its line) and is still searched, as raw text, for keys.
-The contract check is :func:`check_contracts` (places ``interactions[i]`` or ``interactions[i]:events[j]``;
-traffic on a route no contract covers is a warning).
-
-A long cassette is verified in seconds and in bounded memory (``scripts/bench_verify``: a 100 MiB body in
-under 10 s and under 3x the file's size): a JSON body is parsed without its text beside it
-(:mod:`replaykit.jsondoc`) and fingerprinted a piece at a time, a stream's events are read one at a time, the
-raw text is read a piece at a time, and the secret scanner searches a long text only where a key may sit.
-
-Adding a check (the seam)
--------------------------
-A check is a small function ``check(path, cassette) -> list[Finding]`` run on every cassette that parsed.
-:data:`CHECKS` lists them in order. To add one, write the function here on top of the module that knows the
-concept (as :func:`check_contracts` is written on :mod:`replaykit.contracts`); then add ONE line with its name
-to :data:`CHECKS`. Callers may also pass their own tuple: ``verify_paths(paths, checks=CHECKS + (my_check,))``
-or run one check alone (``checks=(check_secrets,)``). A check reports problems as findings, never raises for
-them; ``severity="warning"`` findings are shown but do not fail the run.
+:func:`verify_paths` loads every cassette named and returns a :class:`Report` of :class:`FileResult` s, each
+with its :class:`~replaykit.findings.Finding` list, in bounded memory. The seam: a check is a function
+``check(path, cassette) -> list[Finding]`` run on every cassette that parsed; :data:`CHECKS` lists them in
+order (add one line there), and callers may pass their own tuple (``checks=CHECKS + (my_check,)``). Called by
+``replaykit verify`` and qualify; the bounds are in docs/architecture/modules.md.
 """
 
 from __future__ import annotations

@@ -1,29 +1,11 @@
 """A cassette document parsed with rapidyaml (``ryml``): the same values as ``yaml.safe_load``, faster than
 libyaml (about 3.5x a 5 MB cassette's first load), for the documents vcrpy and replaykit write.
 
-rapidyaml parses YAML 1.2 and resolves no types; this module walks its tree and types each plain scalar with
-PyYAML's own YAML 1.1 resolver and constructors (``yes`` is True, ``0o17``, ``1_000``, timestamps...), so a
-value is exactly what :class:`~replaykit.cassette.yamlio.Loader` gives. It refuses (:class:`Refused`) what it
-is not sure to read the same way, and the caller then parses with libyaml, which gives the value, or the
-error with its line, as before:
-
-* bytes that are not UTF-8, or hold a character YAML forbids, a tab, a carriage return, a YAML 1.1 line
-  break (NEL, LS, PS) or a byte-order mark; a ``%`` directive line;
-* an escaped line break before a blank line, or an escaped line or paragraph separator (``\\L``, ``\\P``:
-  rapidyaml 0.15 folds the ``\\n`` before a pair of them into a space);
-* a plain scalar that holds `` #``: a comment can end a plain scalar but never be part of one, so that is
-  rapidyaml reading a comment inside a flow mapping into the scalar before it (``{a: b #c}`` left unclosed,
-  ``b: x #c`` on a later line of one);
-* anything but one mapping at the top (a ``---`` stream, a scalar, an empty file);
-* an anchor or an alias (so an alias bomb always meets
-  :func:`~replaykit.cassette.build.check_expansion`), a tag other than ``!!str``, ``!!binary`` and
-  vcrpy's ``!!python/str|unicode``, a merge key (``<<``), a key that is not a scalar or is null, a key with
-  no value in a flow collection, a plain scalar that starts with an indicator (``@``, a backquote, ``%``...);
-* nesting deeper than :data:`MAX_DEPTH` (libyaml's own limit and message apply);
-* whatever rapidyaml itself rejects (its report on stderr is caught and dropped: the caller's libyaml parse
-  says what is wrong, with the line).
-
-Without rapidyaml installed every document is refused.
+It types rapidyaml's plain scalars with PyYAML's own YAML 1.1 resolver, so a value is exactly what
+:class:`~replaykit.cassette.yamlio.Loader` gives, and raises :class:`Refused` on whatever it is not sure to
+read the same way (aliases, most tags, odd characters, deep nesting...): the caller,
+:mod:`replaykit.cassette.read`, then parses with libyaml, which gives the value or the error with its line.
+Without rapidyaml every document is refused; the refusals are listed in docs/architecture/cassette.md.
 """
 
 import atexit

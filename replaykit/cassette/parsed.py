@@ -1,22 +1,11 @@
 """Parsed cassettes kept on disk as JSON, keyed by the SHA-256 of the file's bytes: a cassette read once
 loads again, in a new process too, without YAML.
 
-What is kept is the YAML document exactly as the safe loader gave it, with the interactions' lines; a load
-from it still goes through :func:`~replaykit.cassette.build.build_cassette` (every shape check, every body
-limit). Only a document JSON gives back unchanged is kept: text keys, strings, numbers, booleans, null,
-lists, mappings and ``!!binary`` bytes (stored as base64, their places listed); a document with YAML aliases,
-timestamps or other keys is parsed every time. Only a document that built a cassette is kept, so a broken
-file is always explained from its own text.
-
-The folder: ``$REPLAYKIT_CASSETTE_CACHE`` (``off`` or empty: none), else ``replaykit-cache/cassettes`` inside
-the virtual environment replaykit runs in (none outside one). At most :data:`MAX_ENTRIES` files and
-:data:`MAX_BYTES` bytes are kept (the oldest go first). Writing waits (a load makes and writes none of its
-own): the documents are made into JSON and written, atomically, when the process exits, when the
-memory cache is cleared or once documents parsed from :data:`FLUSH_BYTES` bytes would wait (:func:`flush`),
-so the documents held in memory meanwhile are those of at most that many bytes, plus the last one. A string
-longer than :data:`LONG` characters is kept as its UTF-8 after the JSON (read back without decoding JSON).
-A document from more than :data:`MAX_DOCUMENT` bytes is not kept. An unreadable or foreign file is a miss,
-never an error.
+It keeps the YAML document as the safe loader gave it (only one JSON gives back unchanged, and only one that
+built a cassette); a load from it still goes through :func:`~replaykit.cassette.build.build_cassette`. The
+folder is ``$REPLAYKIT_CASSETTE_CACHE`` or ``replaykit-cache/cassettes`` in the virtual environment, bounded
+by :data:`MAX_ENTRIES` and :data:`MAX_BYTES`; writes wait for :func:`flush`. Called by
+:mod:`replaykit.cassette.read`; the rules are in docs/architecture/cassette.md.
 """
 
 from __future__ import annotations

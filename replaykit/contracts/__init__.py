@@ -1,45 +1,10 @@
 """Wire-format contracts: JSON Schema (draft 2020-12) files in ``contracts/``, checked offline.
 
 Every ``*.schema.json`` under ``contracts/`` is loaded into one local registry keyed by its ``$id``; nothing
-is ever fetched (:mod:`~replaykit.contracts.registry`). :func:`validate` returns :class:`Violation` s (JSON
-pointer, keyword, message; :mod:`~replaykit.contracts.violations`).
-
-Contract kinds (``validate(kind, value)``)::
-
-    anthropic.request                Messages request body (messages and content blocks closed)
-    anthropic.response               a successful non-streaming Messages response
-    anthropic.stream_event           the JSON data of one Messages SSE event
-    anthropic.error                  the HTTP error envelope {type: error, error: {type, message}}
-    anthropic.count_tokens_request   POST /v1/messages/count_tokens body
-    anthropic.count_tokens_response  its response {input_tokens}
-    anthropic.content_block          one response content block
-    anthropic.citation               one text citation
-    anthropic.usage                  a usage object
-    anthropic.tool                   one tool definition (web search / web fetch closed)
-    openai.request                   Responses request body (input items closed)
-    openai.response                  a Response object
-    openai.stream_event              the JSON data of one Responses SSE event
-    openai.error                     the HTTP error envelope {error: {message, type, param, code}}
-    openai.input_item                one item of ``input``
-    openai.output_item               one item of ``output``
-    openai.usage                     a Response usage object
-    openai.tool                      one tool definition
-    cloudflare.request               Web Search REST request body (closed)
-    cloudflare.binding_options       the Worker binding's options (closed)
-    cloudflare.response              {items, metadata}
-    cloudflare.error                 the AI Gateway error object or a v4 envelope
-    replaykit.<stem>                 every other ``contracts/**/<stem>.schema.json`` (replaykit's own formats,
-                                     e.g. replaykit.transcript, replaykit.scenario, replaykit.journal-entry)
-
-
-Azure OpenAI shares the ``openai.*`` shapes. The parts: :mod:`~replaykit.contracts.validator` (jsonschema-rs
-decides, stock jsonschema words the rare keywords and is the tests' reference),
-:mod:`~replaykit.contracts.rules` (the cross-field rules of the ``x-rules`` keyword),
-:mod:`~replaykit.contracts.rulebook` (the providers' request rules across fields, blocks and messages, each
-with the provider's real error: :func:`first_violation`, :func:`rule_spec`, :func:`refusal`),
-:mod:`~replaykit.contracts.profiles` (``strict`` and ``openai-compatible``),
-:mod:`~replaykit.contracts.streams` (stream sequence rules) and :mod:`~replaykit.contracts.interaction_check`
-(which contracts a recorded interaction is checked against, and its deliberate violations).
+is ever fetched (:mod:`~replaykit.contracts.registry`). :func:`validate` (``validate(kind, value)``, kinds
+such as ``anthropic.request``, ``openai.stream_event``, ``cloudflare.response``, ``replaykit.<stem>``)
+returns :class:`Violation` s (JSON pointer, keyword, message). Its parts: validator, rules, rulebook,
+profiles, streams and the interaction checks; the kinds and parts are in docs/architecture/contracts.md.
 """
 
 from __future__ import annotations

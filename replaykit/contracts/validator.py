@@ -1,16 +1,9 @@
 """The engines the contracts run on: ``jsonschema-rs`` decides, stock ``jsonschema`` phrases.
 
-Every contract kind compiles once into a ``jsonschema_rs.Draft202012Validator`` over one ``jsonschema_rs``
-registry of the contract files (:func:`compile_kind`); replaykit's cross-field rules
-(:mod:`replaykit.contracts.rules`) are its ``x-rules`` custom keyword, which only says whether a rule fails:
-the rules run again on the failing object to say where and why (:mod:`replaykit.contracts.violations`). A
-conforming value (the common case) costs one call into Rust.
-
-:data:`Reference` is stock jsonschema's ``Draft202012Validator`` extended with the same ``x-rules`` keyword
-and a ``properties`` that places a forbidden member at the member (public
-:func:`jsonschema.validators.extend`): it phrases the rare keywords the violations do not word
-themselves (``minimum``, ``minItems``, ``anyOf``...) exactly as jsonschema does, and it is the reference the
-tests compare the engine with.
+Every contract kind compiles once into a ``jsonschema_rs`` validator over one registry (:func:`compile_kind`),
+replaykit's cross-field rules being its ``x-rules`` keyword; the rules run again on a failing object to say
+where and why (:mod:`replaykit.contracts.violations`). :data:`Reference` is stock jsonschema extended with the
+same keyword: it words the rare keywords and is the tests' reference. Called by :mod:`replaykit.contracts`.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """The oracle: what must hold under any fault schedule, written as the scenario's own expectations.
 
-For a schedule the scenario is run with its faults added and these expectations (so the scenario written
-for a failure fails the same way under ``replaykit run``); each check stands for one invariant
-(:data:`INVARIANTS`, stated fully in docs/explore.md):
-
-- ``expectation``: the scenario's own rules on what is sent (``requestContractsHold``, ``neverReaches``, no
-  unmatched request) under every schedule; its ``outcome``, ``error``, ``reason`` and ``receipts`` under a
-  schedule within the declared budgets (``maxRetries``, ``recovery.maxAttempts``);
-- ``ends-classified``: the target ends, ``ok``, ``aborted``, ``unanswered`` or with an error whose
-  provenance is the fault's (provider for a 529 / error event, transport for a cut or stall);
-- ``retries-bounded``: no provider request beyond the fault-free run's plus one per fault within its budget;
-- ``turns-kept-once``: a recovered run loses no turn (every step's prompt is in the final transcript) and
-  doubles none (as many distinct receipts as the fault-free run);
-- ``partial-kept``: in durable turns, the text received before a kill or a stall reaches the next request;
-- ``contracts-hold``: when every request of the fault-free run held its contract, every request under the
-  schedule does too (the request after a recovery included);
-- ``tool-not-rerun``: a tool without ``recovery: rerun`` killed at its call is not run again (its fault-free
-  result never reaches the provider).
+For a schedule, the scenario runs with its faults added and these expectations, so the scenario written for
+a failure fails the same way under ``replaykit run``. Each check stands for one invariant of
+:data:`INVARIANTS` (``expectation``, ``ends-classified``, ``retries-bounded``, ``turns-kept-once``,
+``partial-kept``, ``contracts-hold``, ``tool-not-rerun``), stated in full in the docs' explore page.
+Called by :mod:`~replaykit.explore.exploration`; reads the runner's
+:class:`~replaykit.scenario.runner.Result`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """The space of fault points a scenario offers, read from its fault-free run and its cassettes.
 
-A :class:`Point` is a place in the run: before a response (``after`` 0), after event ``after`` of a streamed
-response, after its last event (the provider answered; the turn may not be persisted yet), or a tool call
-the target announces. :func:`points` lists them in the order the run reaches them; :func:`trials` crosses
-them with the fault kinds (:data:`KINDS`), each as a :class:`~replaykit.server.faults.Fault` of the
-scenario's own vocabulary: ``disconnect``, ``stall`` (a hang past the target's timeout), ``corrupt`` (an event
-cut in half), ``drop`` (the terminal event left out), ``overloaded`` (a 529 before the response, an
-``overloaded_error`` event mid-stream) and ``kill`` (SIGKILL and restart), plus the *persistent* variants:
-the same fault on every attempt, one more than the declared budget (``times``).
+A :class:`Point` is a place in the run: before a response, after an event of a streamed one, after its last
+event, or a tool call the target announces; :func:`points` lists them in the order the run reaches them.
+:func:`trials` crosses them with the fault kinds (:data:`KINDS`), each a
+:class:`~replaykit.server.faults.Fault` of the scenario's own vocabulary, plus the persistent variants (one
+attempt more than the declared budget). The kinds are described in the docs' explore page.
 """
 
 from __future__ import annotations

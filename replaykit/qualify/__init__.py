@@ -1,23 +1,11 @@
 """Qualification: one run that says whether a target (and an estimator) qualify on this environment, and
 leaves the evidence: ``report.json`` (``contracts/replaykit/qualification-report.schema.json``) and
-``report.md``. What ``replaykit qualify`` runs::
+``report.md``. ``replaykit qualify`` calls :func:`qualify` then :func:`write`.
 
-    from replaykit.qualify import Options, qualify, write
-
-    done = qualify(Options(jobs=2))
-    write(done, Path("qualify-report"))        # report.md, report.json (atomically)
-    assert done.passed, done.failed()
-
-In order: the environment's identity (:mod:`~replaykit.qualify.identity`: versions, the inputs' SHA-256
-manifests, the target's and the estimator's files); verify and the contracts over the cassettes (the bundled
-ones by default) and those the scenarios name; drift against the installed SDKs; the scenarios (the bundled
-ones by default, discovered from their folder) on the target (by default the reference harness); the kill
-matrix of the mutants named (``replaykit qualify`` names the reference's own,
-:data:`replaykit.reference.defects.MUTANTS`, when the target is the reference), reusing the scenarios'
-results on the target; the property suite on the estimator (by default replaykit's own). Each is a section
+It runs, in order, the environment's identity (:mod:`~replaykit.qualify.identity`), verify and the contracts,
+drift, the scenarios, the mutants' kill matrix and the property suite, each a section
 (:mod:`~replaykit.qualify.stages`); with a baseline report, what changed since it
-(:mod:`~replaykit.qualify.baseline`). ``redgreen`` is a section of the format that needs two targets: it
-is skipped here, with the reason.
+(:mod:`~replaykit.qualify.baseline`). The order and the defaults are in docs/architecture/qualify.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """What changed since an earlier qualification report (``replaykit qualify --baseline-report FILE``).
 
-:func:`load_report` reads the earlier ``report.json`` (bounded in size, JSON, valid by
-``contracts/replaykit/qualification-report.schema.json``; else a usage error naming the file, the JSON pointer
-and the fix). :func:`compare` gives, against the report being written:
-
-- the version changes (``dependencies``: each key package, ``python`` and ``replaykit``, ``from`` → ``to``);
-- the verdict changes: each section's status and each verdict in its ``verdicts`` (a cassette, a scenario, a
-  mutant, a property, a drift gap) that differs; a change between passing (``pass``, ``killed``, ``info``,
-  ``explained``, ``skipped``) and failing (``fail``, ``survived``, ``blocking``, ``unchecked``) is *flipped*,
-  and the flipped ones come first;
-- the hash changes: every input file (cassettes, contracts, scenarios, the target's and the estimator's
-  files) added, removed or changed.
-
-That is how an upgrade is qualified: a report from before (the old ``anthropic``), a report from after, and
-what flipped between them on top.
+:func:`load_report` reads the earlier ``report.json`` (bounded, valid by its contract, else a usage error
+naming the file, the JSON pointer and the fix); :func:`compare` gives, against the report being written, the
+version changes, the verdict changes (those flipped between passing and failing first) and the input files'
+hash changes. Called by :mod:`replaykit.qualify`; the rules are in docs/architecture/qualify.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Environment identity: what a qualification ran on, so that a later report can prove what changed.
 
-- :func:`environment`: the Python interpreter, the platform and the installed version of each key package
-  (replaykit's own dependencies as its metadata declares them, and the provider SDKs), read with
-  :mod:`importlib.metadata`; a package that is not installed is ``None``.
-- :func:`manifest`: the SHA-256 of every file under some folders (contracts, cassettes, scenarios), keyed by
-  the path from the folder's parent, forward slashes (``cassettes/anthropic/web_search.yaml``): the same keys
-  in a checkout and in an installed wheel.
-- :func:`command_files`: the files and folders a target or estimator command names, each hashed (a folder
-  by its manifest), and :func:`revision`: the git commit of the current folder.
-
-Hashing is bounded: a folder of more than :data:`MAX_FILES` files is a usage error naming it; dot-folders,
-``__pycache__`` and ``node_modules`` are left out (tooling and installed packages, not the code qualified).
+:func:`environment` (interpreter, platform, key package versions), :func:`manifest` (the SHA-256 of every file
+under some folders, keyed by forward-slash paths, the same in a checkout and a wheel), :func:`command_files`
+(the files a target or estimator command names) and :func:`revision` (the git commit). Hashing is bounded by
+:data:`MAX_FILES`; dot-folders, ``__pycache__`` and ``node_modules`` are left out. Called by
+:mod:`replaykit.qualify`.
 """
 
 from __future__ import annotations

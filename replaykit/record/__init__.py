@@ -1,12 +1,10 @@
 """Recording new cassettes from live traffic: ``replaykit record``, a recording reverse proxy on loopback.
 
-The parts: :mod:`~replaykit.record.capture` (a response captured as it is forwarded, SSE events timed; the
-interaction redacted, scanned and checked), :mod:`~replaykit.record.tape` (the cassette written atomically,
-``origin: recorded``, refused when a key survives redaction), :mod:`~replaykit.record.recorder` (the
-checks and writes in a process of their own, off the proxy's serving thread) and
-:mod:`~replaykit.record.proxy` (the proxy:
-modes ``once``, ``new``, ``all``, ``none``, and ``check``; on aiohttp and the fake provider, imported when
-first named here). In-process recording with vcrpy is :func:`replaykit.vcr_config` (:mod:`replaykit.vcrpy`).
+The parts: :mod:`~replaykit.record.capture` (a response captured and made safe to keep),
+:mod:`~replaykit.record.tape` (the cassette written atomically), :mod:`~replaykit.record.recorder` (the checks
+and writes in a process of their own) and :mod:`~replaykit.record.proxy` (the proxy and its modes; imported
+when first named here). In-process recording with vcrpy is :func:`replaykit.vcr_config`
+(:mod:`replaykit.vcrpy`). The reasoning is in docs/architecture/record.md.
 """
 
 from typing import Any

@@ -1,13 +1,10 @@
 """One exchange as the recording proxy sees it: the response's bytes captured as they pass, SSE events timed,
 then the interaction made safe to keep (redacted, scanned, checked against its contracts).
 
-:class:`Capture` is fed each piece of the response body as it is forwarded, with the time it came; once the
-response is over, a streamed body is cut into events (:func:`replaykit.sse.parse`) and each event gets the
-time its last byte arrived, in milliseconds from the moment the response's headers arrived (the cassette's
-``event_offsets_ms``).
-:func:`checked` redacts the interaction (:func:`replaykit.redact.redact`), scans what is left
-(:func:`replaykit.redact.scan`: a key still found refuses the write) and checks it against its route's
-contracts (:func:`replaykit.contracts.check_interaction`).
+:class:`Capture` is fed each piece of the response body with the time it came, then cuts a stream into events
+timed from the response's headers (``event_offsets_ms``). :func:`checked` redacts the interaction
+(:func:`replaykit.redact.redact`), scans what is left (a key still found refuses the write) and checks it
+(:func:`replaykit.contracts.check_interaction`). Fed by :mod:`replaykit.record.proxy`, run by the recorder.
 """
 
 from __future__ import annotations

@@ -1,40 +1,11 @@
 """``RecordingProxy``: a recording reverse proxy on loopback, between an application and one upstream API.
 
-An application points its base URL at the proxy (:meth:`RecordingProxy.base_url`, as at the fake
-provider); each request is forwarded to ``upstream`` + its path and query, and the response is streamed back
-as it arrives (each piece written to the client as soon as it is read; nothing waits for the end), while its
-pieces are kept with the time each came (:class:`~replaykit.record.capture.Capture`). When the response is
-over, the capture is handed to the recorder (:mod:`replaykit.record.recorder`), a process of its own, off
-the path of the bytes: there a stream is cut into SSE events (each timed by the piece that completed it) and
-the interaction is redacted, scanned for keys, checked against its contracts and added to the cassette
-(:class:`~replaykit.record.tape.Tape`).
-
-Modes, as vcrpy's record modes (https://vcrpy.readthedocs.io/en/latest/usage.html#record-modes):
-
-- ``once``: record into a new cassette; an existing file is refused (choose ``new``, ``all`` or ``none``);
-- ``new``: a request recorded in the cassette (same method, path, query and canonical JSON body, volatile
-  fields aside: :class:`replaykit.server.matching.Pool` with ``strict``) is replayed, once per recording;
-  any other is forwarded and recorded, added after what the file held (vcrpy's ``new_episodes``);
-- ``all``: forward and record everything; the file is replaced by the new recording;
-- ``none``: forward nothing, whatever upstream is given (it is ignored, with one line saying so): the
-  cassette is served as ``replaykit serve`` serves it, an unmatched request answered 404 with its near misses.
-
-Replays come from a :class:`~replaykit.server.FakeProvider` on loopback, started by the proxy, holding the
-cassette as it was when the proxy started; in ``new`` mode each replayed request is pinned to the interaction
-chosen (``x-replaykit-cassette``, ``x-replaykit-interaction``). ``check=True`` forwards everything, checks
-every exchange against the contracts and writes nothing: the live contract test.
-
-One upstream (``upstream="https://api.anthropic.com"``, ``provider="anthropic"``) gets every request. Several
-(``upstream={"anthropic": ..., "openai": ...}``) are chosen per request: by the provider a base URL of
-:meth:`RecordingProxy.base_urls` names (``http://127.0.0.1:PORT/openai/v1``: the prefix ``/openai`` is not
-forwarded), else by the request's route; the cassette's provider is then the one its requests' routes name.
-
-Only the upstreams' origins are ever connected to (and the proxy's own fake provider on loopback): redirects
-are passed to the client, never followed; proxy variables of the environment are ignored. The serving thread
-passes the network guard (:func:`replaykit.netguard.unguard_thread`) when there is an upstream to reach: the
-code under test, in other threads, stays guarded. An upstream that cannot be reached, or a request for a
-provider given none, gets the client a 502 in the provider's error envelope, with ``x-replaykit-error``. An
-exchange that does not end (the client left, the upstream broke the stream) is not recorded.
+Each request is forwarded to ``upstream`` (or one of several, by provider prefix or route) and streamed back
+as it arrives, its pieces kept (:class:`~replaykit.record.capture.Capture`) and handed to the recorder
+(:mod:`replaykit.record.recorder`) off the path of the bytes. Modes as vcrpy's: ``once``, ``new``, ``all``,
+``none``, and ``check`` (the live contract test, writes nothing); replays come from a
+:class:`~replaykit.server.FakeProvider` it starts. Only the upstreams' origins are connected to. Called by
+``replaykit record``; the modes and rules are in docs/architecture/record.md and docs/jobs/record.md.
 """
 
 from __future__ import annotations

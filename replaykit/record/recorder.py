@@ -1,22 +1,11 @@
 """The recorder: what the recording proxy captured, checked and written in a process of its own, so the
 checks and the writes never take the serving thread's GIL (or its event loop) from the bytes in flight.
 
-The proxy hands each finished exchange (a :class:`~replaykit.record.capture.Capture`) to
-:meth:`Recorder.take`, which returns at once: a sender thread pickles it into a pipe. The recorder process
-(:func:`serve`, a fresh interpreter: no fork of a threaded process) cuts it into
-timed events, redacts it, scans it for keys, checks it against its contracts
-(:func:`~replaykit.record.capture.checked`) and adds it to the cassette
-(:class:`~replaykit.record.tape.Tape`), which it writes atomically, never more often than every
-:data:`FLUSH_INTERVAL` nor for more than :data:`WRITE_SHARE` of its time (a write rewrites the whole file:
-the longer the cassette, the rarer the writes, so a long session costs linear, not quadratic, time), and
-once more when told to stop, or when the proxy's end of the pipe closes (the proxy was killed: what was
-captured is still written). What it finds comes back on a second pipe, read by a listener thread of the
-proxy: the lines to tell, the tally's counts, a refusal (a key survived redaction), errors.
-
-When the recorder dies (killed, out of memory), the proxy says so at once, goes on forwarding, and raises a
-:class:`~replaykit.errors.CassetteError` when it stops: the cassette holds the recorder's last complete
-write, never half a file. ``isolate=False`` runs the same recorder in a thread of the proxy's process
-instead (where starting a process is not wanted).
+The proxy hands each finished :class:`~replaykit.record.capture.Capture` to :meth:`Recorder.take`, which
+returns at once; the recorder process (:func:`serve`) checks it (:func:`~replaykit.record.capture.checked`)
+and adds it to the :class:`~replaykit.record.tape.Tape`, written atomically at a bounded rate, and reports
+back on a second pipe. A dead recorder is a :class:`~replaykit.errors.CassetteError` when the proxy stops;
+``isolate=False`` runs it in a thread. The protocol is in docs/architecture/record.md.
 """
 
 from __future__ import annotations

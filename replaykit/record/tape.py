@@ -1,13 +1,10 @@
 """The cassette a recording goes into: what it held before (``--mode new``), each interaction added, written
-atomically (:func:`replaykit.cassette.save`) when the recorder says (:meth:`Tape.flush`; see
-:mod:`replaykit.record.recorder`), marked ``origin: recorded`` with the versions of the tools that recorded
-it.
+atomically (:func:`replaykit.cassette.save`) when the recorder says (:meth:`Tape.flush`), marked
+``origin: recorded`` with the versions of the tools that recorded it.
 
-Each interaction is added redacted (:mod:`replaykit.record.capture`). When the secret scanner still finds a
-key in one, nothing more is written: the file stays as it was before that interaction, and
-:attr:`Tape.refused` says why, the key masked. The contract violations of the interactions recorded are kept,
-one line each, in the cassette's ``replaykit: {contract_warnings: [...]}``. A tape given no provider (a proxy
-forwarding to several providers' APIs) takes it from the routes of what it holds (``mixed`` for several).
+A key still found in an interaction stops all writing (:attr:`Tape.refused` says why, masked); contract
+violations are kept in ``replaykit: {contract_warnings: [...]}``; with no provider given, it takes it from the
+routes of what it holds (``mixed`` for several). Used by :mod:`replaykit.record.recorder`.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """One walk over a cassette, two uses: :func:`redact` scrubs every secret, :func:`scan` reports each one.
 
-The walk visits every place a secret can sit, and knows what it is called there:
-
-* the URI: the password of its userinfo, the Cloudflare account id of ``/client/v4/accounts/{id}/``, a path
-  segment after a secret-named one (``/api-key/{value}``), the value of a secret-named query parameter, and
-  any key anywhere in it (URL-encoded too);
-* headers: a credential header's value whatever its shape (``Authorization: Bearer REDACTED`` keeps its
-  scheme), an identifying header's value (organization, project, cookies: scrubbed, reported only when a key
-  sits in it), a key in any other header;
-* bodies, request and response: every string of a JSON body with the name it is held under (a secret-named
-  field's value whatever its shape, OpenAI's ``client_secret: {value}`` too), keys in free text, in the JSON
-  ``data`` of each SSE event, URL-encoded or base64-encoded; a body that is not JSON as text;
-* the ``replaykit:`` metadata and the cassette's other top-level keys.
-
-JSON is walked to :data:`replaykit.jsondoc.MAX_DEPTH` levels; a deeper document is searched as text. Bodies
-are rewritten only where something changed: an SSE event is rebuilt with :func:`replaykit.sse.encode` only
-when its data held a secret, the other events keep their bytes.
+The walk visits every place a secret can sit (the URI, headers, request and response bodies, each SSE
+event's JSON ``data``, the ``replaykit:`` metadata and other top-level keys) and knows what it is called
+there; it finds keys with :mod:`replaykit.redact.shapes`. JSON is walked to
+:data:`replaykit.jsondoc.MAX_DEPTH` levels, deeper as text; bodies are rewritten only where something
+changed. Called by :mod:`replaykit.redact`; the places are listed in docs/architecture/redact.md.
 """
 
 from __future__ import annotations

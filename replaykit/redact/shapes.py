@@ -1,26 +1,10 @@
 """Key shapes: finding secrets in a text, whatever disguise they wear, and masking them.
 
-:func:`find` reports every secret in a text as a :class:`Hit`:
-
-* keys of a known shape (:data:`KINDS`): Anthropic ``sk-ant-…``, OpenAI ``sk-proj-…`` / ``sk-svcacct-…`` /
-  ``sk-admin-…``, any ``sk-…`` holding ``T3BlbkFJ`` and legacy ``sk-`` and 32 letters and digits or more,
-  Cloudflare ``cfut_…`` and named tokens, AWS ``AKIA…`` / ``ASIA…``, GitHub ``ghp_…`` / ``github_pat_…``,
-  Google ``AIza…``, Slack ``xox?-…``, JWTs, bearer tokens, HTTP Basic credentials and PEM private key blocks.
-  A key starts at a token boundary (never inside a base64 blob) and, where its shape is loose, must look
-  random (letters and digits), so slugs and placeholders are not keys;
-* a value labelled as a secret in prose, config text or a URL path (``api-key: …``,
-  ``AWS_SECRET_ACCESS_KEY=…``, ``password is …``, ``/api_key/…``): shape-less keys (an Azure key, a
-  Cloudflare token, an AWS secret key) are found by their label. Such a value has at least 16 characters,
-  letters and digits;
-* the same inside a URL-encoded text (``%22sk-ant-…%22``, ``api_key%3D…``) and inside a base64-encoded
-  string whose bytes are text (a key base64-encoded in a field). Random bytes are never text, so the
-  base64 blobs of real recordings (``encrypted_content``, ``signature``) are decoded and left alone.
-
-A hit is never shown whole: :func:`excerpt` keeps at most its first 4 and last 2 characters and its length,
-:func:`mask` replaces each secret of a text by its excerpt, and :func:`safe_message` makes any text safe to
-print (secrets replaced, one line, bounded). A received value a message quotes, key or not, is shown as
-:func:`glimpse` shows it: a key of no known shape (an Azure key, a password) is not found, so no value long
-enough to be one is shown whole.
+:func:`find` reports every secret in a text as a :class:`Hit`: keys of a known shape (:data:`KINDS`), values
+labelled as secrets, and both inside URL-encoded or base64-encoded text. A hit is never shown whole:
+:func:`excerpt`, :func:`mask`, :func:`safe_message` and :func:`glimpse` show at most a short masked excerpt.
+Used by the cassette walk of :mod:`replaykit.redact` and by every message that quotes a received value;
+the shapes are listed in docs/architecture/redact.md.
 """
 
 from __future__ import annotations

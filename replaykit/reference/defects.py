@@ -1,15 +1,10 @@
 """The named mutants of the reference harness: each a real defect of its class, switched on by name.
 
-``REPLAYKIT_MUTANT=<name>`` in the environment makes the harness run with that one defect; the code asks
-:func:`mutant` at the exact place the defect lives (``if mutant("retry-on-400"): ...``), so each defect is
-one reading of the code away from the correct behaviour. :data:`MUTANTS` names them, each with its defect in
-one sentence, read from the reference's manifest (``replaykit-target.yaml`` beside this module); a scenario
-proves it can fail by killing the mutants it names in ``kills:``. Their names are the defect classes the
-bundled scenarios' ``kills:`` name, so another target declares its mutant of a class under the same name.
-
-The environment is read on every call, so a test may set the variable for one run in-process. Each name asked
-about is also listed in ``$REPLAYKIT_MUTANTS_ASKED`` when the runner sets it (the kill matrix then skips the
-mutants a scenario's run never asked about: they cannot change it).
+``REPLAYKIT_MUTANT=<name>`` makes the harness run with that one defect: the code asks :func:`mutant` at the
+exact place the defect lives (``if mutant("retry-on-400"): ...``). :data:`MUTANTS` names them, read from the
+reference's manifest (``replaykit-target.yaml`` beside this module); their names are the defect classes the
+bundled scenarios' ``kills:`` name. The environment is read on every call; each name asked about is listed in
+``$REPLAYKIT_MUTANTS_ASKED`` when the runner sets it (:mod:`replaykit.scenario.mutants` reads it).
 """
 
 from __future__ import annotations

@@ -2,29 +2,10 @@
 only what is in the state folder, so a process killed anywhere and started again with the same input
 continues where the last write left off (the Think / pi harness recovery rules).
 
-What is kept, in ``$REPLAYKIT_STATE_DIR``:
-
-- ``transcript.json`` (written whole by :func:`replaykit.cassette.write_atomic`): the transcript, with its
-  bookkeeping under ``durable`` (never sent to a provider): the operations by id (receipt, status), the
-  operation running, where its messages start, the model calls committed (``streams``), the interruptions
-  without progress (``attempts``) and the tool calls started and not finished (``running``);
-- ``stream.jsonl``: the chunks of the model call in flight, one event a line as it arrives, after a header
-  line ``{"call": N, "operationId": ...}``.
-
-When a model call ends, one atomic write commits the message and ``streams = N``: from that instant the
-stream record of call N is retired (a record whose call is not above ``streams`` is never read again; the
-file is then removed). Each tool call is recorded in ``running`` before it runs (and announced to
-``$REPLAYKIT_TOOL_HOOK``), and its result and the end of its record are one write.
-
-Started again on an operation still ``running`` (an interruption): a stream record of the next call is
-rebuilt into the partial message (finished blocks and the text received; a tool call whose input never
-finished streaming is dropped), kept, and the model is called again to continue that same message (the
-answer is folded into it: one assistant message); a tool call cut short runs again when its tool is
-declared ``recovery: rerun``, otherwise it is recorded as failed with an "interrupted" error and the model
-decides. A stream silent for ``stallTimeoutMs`` is handled the same way, in the same process. More than
-``maxAttempts`` interruptions without progress (a finished model or tool call resets the count) settle the
-operation ``unanswered`` with reason ``interrupted``. Submitting an operation id already settled returns its
-receipt and sends nothing.
+It keeps ``transcript.json`` (with its bookkeeping under ``durable``) and ``stream.jsonl`` (the chunks of the
+model call in flight) in ``$REPLAYKIT_STATE_DIR``; a model call's end and a tool call's result are each one
+atomic write. On a restart it rebuilds the partial message and continues it, reruns or fails a tool call cut
+short, and gives up after ``maxAttempts``. The protocol in full is in docs/architecture/reference.md.
 """
 
 from __future__ import annotations

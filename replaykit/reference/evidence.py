@@ -2,18 +2,10 @@
 verification of the model's ``{answer, citations: [{sourceId, claim}], unsupportedClaims}`` and the sources
 rendered from it.
 
-Built on :mod:`replaykit.search` (safe URLs, :class:`~replaykit.search.Evidence` records, the dedupe key) and
-:mod:`replaykit.citations` (the answer's shape, unknown source ids, a URL the model wrote); what this
-module adds is the research agent's policy from Cloudflare's guide to web-connected agents
-(https://developers.cloudflare.com/web-search/): at most four queries, at least two evidence records, every
-claim backed by the record it cites, text copied from an instruction found in a search result never shown as
-an answer, and links only from the evidence.
-
-A citation ends in one of three ways: **accepted** (its record supports its claim), **rejected** (its
-``sourceId`` names no record: the model invented it) or **withheld** (no ``sourceId``, a claim its record does
-not support, or a claim that copies an instruction out of a search result). A rejected or withheld claim is
-listed in ``unsupportedClaims``; when any was, the answer shown is rebuilt from the accepted claims alone, so
-the model's prose cannot carry it. An answer with no accepted claim is no answer (``citation_failure``).
+Built on :mod:`replaykit.search` and :mod:`replaykit.citations`, it adds the research agent's policy from
+Cloudflare's guide to web-connected agents (at most four queries, at least two evidence records, every claim
+backed by the record it cites, links only from the evidence). A citation is accepted, rejected or withheld.
+Used by :mod:`replaykit.reference.research`; the policy in full is in docs/architecture/reference.md.
 """
 
 from __future__ import annotations

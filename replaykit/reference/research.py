@@ -1,21 +1,11 @@
 """The research step of the reference harness: plan, search, evidence, a cited answer, verification.
 
-A step with ``research`` (``contracts/replaykit/target-input.schema.json#/$defs/research``) runs, within one
-deadline (``deadlineMs``, shared by every stage, never restarted per stage)::
-
-    plan       the queries (1–4; the prompt itself when none are given)       replaykit.reference.evidence
-    search     each query on the first provider; after a capacity failure (an HTTP 402, 429 or 5xx) once
-               on the second, then stop                                        replaykit.reference.websearch
-    evidence   the results as records S1…Sn (http(s) only, deduped); fewer than two: insufficient_evidence,
-               and the model is never asked
-    answer     one Anthropic / OpenAI request, no tools, the records as data   replaykit.reference.wire
-    verify     every citation against the records; sources rendered from the records only
-
-The step's result is the outcome's ``research`` entry. Tool calls in the model's reply are counted
-(``ignoredToolCalls``) and never run: text that came from a search result cannot reach an action. A failure
-of the search or the model ends the run (its :class:`~replaykit.provenance.ErrorInfo` is the outcome's
-``error``) and the entry's ``error`` says which research failure it was
-(:func:`replaykit.provenance.research_code`).
+A step with ``research`` runs plan, search (:mod:`~replaykit.reference.websearch`, a second provider once
+after a capacity failure), evidence, answer (:mod:`~replaykit.reference.wire`) and verify
+(:mod:`~replaykit.reference.evidence`) within one deadline (``deadlineMs``); its result is the outcome's
+``research`` entry. Tool calls in the model's reply are counted, never run. A failure ends the run, named by
+:func:`replaykit.provenance.research_code`. Called by the harness; the stages in full are in
+docs/architecture/reference.md.
 """
 
 from __future__ import annotations

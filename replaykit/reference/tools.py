@@ -1,18 +1,11 @@
 """The local tools of the reference harness: ``read`` a file of the work folder, delegate a sub-task, and
 ``web_search`` (:mod:`replaykit.reference.websearch`).
 
-``read {path}``: the text of ``path``, relative to the work folder (the current directory); a path that
-leaves it, or a missing file, is a tool error the model sees (``isError: true``), never a run failure.
-
-``task {prompt}`` starts a sub-agent on ``prompt`` (its own provider requests, the same provider and model,
-the tools minus ``task`` and ``task_wait``) and answers at once with its id (``task-1``, ``task-2``...);
-``task_wait {id?}`` waits for that sub-task (every pending one without ``id``) and answers with its final
-text. Cancelling the run cancels the sub-tasks with it: the cancellation goes up as it is, never as a
-failed sub-task.
-
-``web_search {query, limit?}`` searches Cloudflare Web Search with the host options of its definition
-(checked when the tools are created: LOCAL_REQUEST_ERROR before any request); its result carries the host's
-record in ``details``.
+``read {path}`` reads a file of the work folder (a path that leaves it is a tool error the model sees);
+``task {prompt}`` starts a sub-agent and answers with its id, ``task_wait {id?}`` waits for it (cancelling the
+run cancels the sub-tasks); ``web_search {query, limit?}`` searches Cloudflare Web Search with the host
+options of its definition. Called by the harness; the tools' behaviour in full is in
+docs/architecture/reference.md.
 """
 
 from __future__ import annotations

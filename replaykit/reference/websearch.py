@@ -1,32 +1,11 @@
 """The reference harness's client-side ``web_search`` tool over Cloudflare Web Search.
 
-The model calls ``web_search {query, limit?}`` and nothing else; the host fixes the rest in the tool's
-definition (a function tool of the target input's ``tools`` with a ``host`` object, never sent to a model
-provider)::
-
-    {"type": "function", "name": "web_search", "parameters": {...query, limit...},
-     "host": {"provider": "exa", "accountId": "<32 hex digits>", "gateway": "default", "byokAlias": "...",
-              "limit": 5, "maxDescriptionChars": 600, "timeoutMs": 30000}}
-
-``provider`` (ceramic, exa or linkup) and ``accountId`` are required; ``gateway`` defaults to ``default``,
-``limit`` to 5 (the most results the model gets, whatever it asks for), ``maxDescriptionChars`` to 600 and
-``timeoutMs`` to 30000. :meth:`SearchOptions.from_host` checks them when the tool is created (the request
-checks of :func:`replaykit.search.check_request` for provider, limit, byokAlias and gateway): a bad option is
-LOCAL_REQUEST_ERROR (phase validation) at its JSON pointer in the input, before any request.
-
-:func:`search` POSTs ``{query, provider, limit, byokAlias?, options: {gateway: {id}}}`` to
-``$REPLAYKIT_WEBSEARCH_BASE_URL/accounts/{accountId}/ai/websearch`` (default
-``https://api.cloudflare.com/client/v4``; the bearer token from ``CLOUDFLARE_API_TOKEN``) and returns a
-:class:`SearchResult`: the evidence records of :func:`replaykit.search.normalize` (items without a safe URL
-dropped, a missing title falls back to the URL, whole descriptions), the documented item fields, the
-``metadata.requestId`` and ``latencyMs``. A failure raises :class:`~replaykit.errors.WebSearchError` (status,
-code, retryable, requestId; :func:`replaykit.search.error_from_response`); no answer within ``timeoutMs`` is
-the retryable ``web_search_timeout``; a cancellation goes up as :class:`asyncio.CancelledError`.
-
-:meth:`WebSearchTool.run` is the tool call: the model gets :func:`replaykit.search.render`'s text
-(``N results for "q":``, descriptions trimmed to ``maxDescriptionChars``) or, on a failure, ``isError`` text
-saying what to do next (fix the query, retry once, or carry on without search); the host keeps the whole
-result, or the error, in the tool result's ``details``.
+The model calls ``web_search {query, limit?}``; the host fixes the rest in the tool definition's ``host``
+object (provider, accountId, gateway, limit...), checked by :meth:`SearchOptions.from_host` when the tool is
+created. :func:`search` POSTs to ``$REPLAYKIT_WEBSEARCH_BASE_URL`` and returns a :class:`SearchResult` or
+raises :class:`~replaykit.errors.WebSearchError`; :meth:`WebSearchTool.run` is the tool call. Built on
+:mod:`replaykit.search`; used by :mod:`~replaykit.reference.tools` and :mod:`~replaykit.reference.research`.
+The options and the request in full are in docs/architecture/reference.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """One provider request on the wire: where it goes, with which headers, and its stream read into a message.
 
-The body is what :func:`replaykit.replay.project` builds, plus ``stream: true`` (and ``store: false`` for
-the Responses API). Endpoints come from the target protocol's environment (``ANTHROPIC_BASE_URL``,
-``OPENAI_BASE_URL``, ``REPLAYKIT_AZURE_BASE_URL``: what :func:`replaykit.routes.base_urls` gives), the keys
-from ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY`` / ``AZURE_OPENAI_API_KEY``. The stream is cut into events by
-:class:`replaykit.sse.Parser` as bytes arrive and added up by the transcript converters
-(:func:`~replaykit.transcript.from_anthropic_stream`, :func:`~replaykit.transcript.from_openai_stream`).
-
-What can go wrong, and how it surfaces (classified by :mod:`replaykit.provenance`): an HTTP error status
-raises :class:`httpx.HTTPStatusError`; no bytes for ``idle_timeout`` seconds raises
-:class:`httpx.ReadTimeout`; a connection cut mid-stream raises an :class:`httpx.TransportError`; a stream that
-ends without its terminal event raises :class:`StreamCut` (a ``ConnectionError``: transport); an error event
-in the stream raises :class:`ProviderEvent` with the event's :class:`~replaykit.provenance.ErrorInfo`.
+The body is what :func:`replaykit.replay.project` builds, plus ``stream: true``; endpoints and keys come from
+the target protocol's environment (:func:`replaykit.routes.base_urls`). The stream is cut into events by
+:class:`replaykit.sse.Parser` and added up by the transcript converters. Failures surface as httpx errors,
+:class:`StreamCut` or :class:`ProviderEvent`, classified by :mod:`replaykit.provenance`. Called by the harness
+and the research step; the failures are listed in docs/architecture/reference.md.
 """
 
 from __future__ import annotations

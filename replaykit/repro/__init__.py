@@ -1,23 +1,11 @@
 """``replaykit repro``: a reported transcript into a scenario that replays its failure offline.
 
-:func:`reproduce` reads the report in any form users paste (:mod:`~replaykit.repro.reported`: the neutral
-transcript, an Anthropic Messages or OpenAI Responses request body or its messages / input array, a JSONL
-session log of either, a pydantic-ai message history, a cassette's failing request), scrubs every key from
-it, finds where restore, projection, the request (a broken provider rule, by its rulebook id) or estimation
-first fails (:mod:`~replaykit.repro.diagnosis`) and writes a folder (:mod:`~replaykit.repro.bundle`): a
-scenario (``contracts/replaykit/scenario.schema.json``) that any correct harness passes, whatever its
-language, request encoding, streaming or estimator (its estimate a policy band, :mod:`~replaykit.repro.band`),
-the transcript and a synthesized cassette, so that ``replaykit run DIR`` replays it with no network and no
-key::
-
-    from pathlib import Path
-    from replaykit.repro import reproduce
-
-    done = reproduce(Path("bug.json"), Path("repro-bug"))
-    print(done.diagnosis.failure)      # contract violation at /messages/1/content: ...
-
-Nothing is written when a key survives the scrub (:class:`KeyLeft`, its findings masked), nor into a
-folder that holds anything but an earlier repro output.
+:func:`reproduce` reads the report in any form users paste (:mod:`~replaykit.repro.reported`), scrubs every
+key from it, finds where it first fails (:mod:`~replaykit.repro.diagnosis`) and writes a folder
+(:mod:`~replaykit.repro.bundle`): a scenario any correct harness passes, the transcript and a synthesized
+cassette, so that ``replaykit run DIR`` replays it with no network and no key. Nothing is written when a key
+survives the scrub (:class:`KeyLeft`). Called by ``replaykit repro``; the example and the reasoning are in
+docs/architecture/repro.md and docs/jobs/reproduce.md.
 """
 
 from __future__ import annotations

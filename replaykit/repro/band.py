@@ -1,18 +1,10 @@
 """The estimate a repro scenario expects: a policy band any sound estimator meets, whatever its style.
 
-A band is derived from the policy, never from replaykit's own count (:func:`policy_band`); the styles it
-compares are four characters a token, one token a CJK character (replaykit's heuristic) and tiktoken's
-``o200k_base``, each over the strings of the request a correct harness sends
-(:func:`replaykit.replay.project`):
-
-- anchored (the last assistant turn with valid usage, :func:`replaykit.estimate.find_anchor`): from the
-  anchor's prompt (its input, cached tokens included: an estimator anchoring on the input alone) to its total
-  plus twice what follows it in the largest style, the system and tools counted again, plus
-  :data:`SLACK`;
-- no anchor: everything counted. The band's top is twice the largest style plus :data:`SLACK`; its bottom lies
-  halfway between the sound styles and the count of each defect the transcript could show (CJK counted at
-  four characters a token; the hosted search blocks left out), when that count lies well below them (at most
-  :data:`APART` of the smallest sound count): then the band proves the rule. Else half the smallest count.
+:func:`policy_band` derives it from the policy, never from replaykit's own count: three counting styles over
+the strings of the request a correct harness sends (:func:`replaykit.replay.project`), anchored on the last
+assistant turn with valid usage when there is one (:func:`replaykit.estimate.find_anchor`), widened by
+:data:`SLACK`, its bottom set to catch a defect's count when it lies :data:`APART` below. Used by
+:mod:`replaykit.repro.bundle`; the bounds are derived in docs/architecture/repro.md.
 """
 
 from __future__ import annotations

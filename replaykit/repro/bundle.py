@@ -1,32 +1,11 @@
 """The folder ``replaykit repro`` writes: a scenario, the transcript, a synthesized cassette and a summary.
 
-Layout (``replaykit run DIR`` finds the scenario; the other files sit in subfolders, as in ``scenarios/``)::
-
-    DIR/scenario.yaml           contracts/replaykit/scenario.schema.json: one follow-up step on the transcript
-    DIR/transcripts/repro.json  the reported transcript, redacted, in the neutral form
-    DIR/cassettes/repro.yaml    origin: synthesized: the answer to the follow-up, plain and streamed (twins)
-    DIR/repro.json              what was read and found (the marker of a repro folder)
-
-The scenario says what any correct harness does with the transcript, whatever its language, its encoding of a
-request or its estimator. When restore or projection fails (a contract violation, a projection error) it
-refuses locally: ``LOCAL_REQUEST_ERROR``, phase ``validation``, no request, nothing persisted (the cassette
-then holds the answer a harness that sends anyway would get). When the request breaks the provider's
-contract (a request violation: a broken rule of the rulebook, or a shape), a correct harness never sends it:
-it refuses the transcript locally as above, or repairs it (leaves out what cannot be replayed, reorders) and
-sends one request that keeps the contract; the scenario takes either (``outcome: [ok, error]``, at most one
-request and one write, ``requestContractsHold``), names none of the broken parts in ``reaches`` and checks no
-estimate (a refusing harness makes none); its cassette answers whatever valid request comes. Otherwise it
-sends one request that replays
-every provider block verbatim (``reaches`` on their ids, each checked against the canonical view of the
-request: :mod:`replaykit.canonical`) and none of the transcript's own fields (``neverReaches``), persists
-once, and estimates within the policy band of :mod:`replaykit.repro.band` (derived in the description). An
-estimator exception is replaykit's own defect: its scenario expects the turn to go through, and fails until
-the estimator is fixed. The answer is recorded in both forms, plain and streamed (the same request but for
-``stream``), so the scenario needs neither ``stream`` nor ``non-stream`` of a target.
-
-Every file is checked for keys before any is written (:func:`replaykit.redact.scan_text`). A new folder is
-written beside its place and renamed into it, so it appears whole or not at all; into an empty folder or an
-earlier repro output each file is written atomically (:func:`replaykit.cassette.write_atomic`).
+``DIR/scenario.yaml``, ``DIR/transcripts/repro.json``, ``DIR/cassettes/repro.yaml`` and ``DIR/repro.json``
+(the marker of a repro folder). The scenario says what any correct harness does with the transcript (refuse
+locally, or repair and send one request that keeps the contract, or replay every provider block verbatim and
+estimate within :mod:`replaykit.repro.band`'s band). Every file is checked for keys first
+(:func:`replaykit.redact.scan_text`); the folder appears whole or not at all. Called by
+:mod:`replaykit.repro`; the layout and the expectations are in docs/architecture/repro.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
 """Where a reported transcript first fails: restore, projection, the request, estimation, as a harness runs.
 
-:func:`diagnose` appends the follow-up prompt a replay sends (a user message, as the reference harness
-appends it), then runs :func:`replaykit.transcript.restore` (a contract violation of
-``contracts/replaykit/transcript.schema.json``), :func:`replaykit.replay.projection` (a projection error),
-checks the request against the provider's request contract (a request violation) and runs
-:func:`replaykit.estimate.estimate` (an estimator exception), and stops at the first failure with its JSON
-pointer: into the transcript, or for a request violation into the request checked. That is the reported
-request when the input is one (a request body, a cassette's failing request), checked against the
-rulebook's rules only (a pasted body's shapes often say more about the paste, cut to its messages, than
-about the harness; the transcript's shapes were checked by restore); else, and when it breaks none, the
-request replaying the transcript as sent, checked against the rules and the shapes. A broken rule comes
-before a shape (the rules are what reported refusals are about), named by its rulebook id and worded as the
-provider answers it (:func:`replaykit.contracts.refusal`). An exception that names no place is pinned to the
-first message whose inclusion makes it fail (the shortest failing prefix of ``messages``).
-
-The target is the provider, API and model of the last assistant turn (Anthropic ``claude-sonnet-4-6`` when
-there is none), sent the scenario's default ``max_tokens`` (its ``reserve``) as the reference harness does.
+:func:`diagnose` appends the follow-up prompt a replay sends, then runs :func:`replaykit.transcript.restore`,
+:func:`replaykit.replay.projection`, the provider's request contract (rules before shapes, a rule named by its
+rulebook id and worded by :func:`replaykit.contracts.refusal`) and :func:`replaykit.estimate.estimate`, and
+stops at the first failure with its JSON pointer (else the shortest failing prefix of ``messages``).
+Its target is the last assistant turn's provider, API and model. Called by :mod:`replaykit.repro`; the order
+and its reasons are in docs/architecture/repro.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """A pydantic-ai message history (the JSON ``ModelMessagesTypeAdapter`` dumps) as a neutral transcript.
 
-The history is a list of ``{"kind": "request" | "response", "parts": [...]}`` (pydantic-ai's
-``pydantic_ai/messages.py``). Requests give the system prompt (``system-prompt`` parts, then the last
-request's ``instructions``), user messages (``user-prompt``), tool results (``tool-return``, and
-``retry-prompt`` for a tool) in order.
-
-A response of Anthropic or OpenAI (``provider_name`` ``anthropic``, ``openai``, ``azure``) becomes the wire
-message pydantic-ai itself sends back to that provider, converted as a recorded answer is
-(:func:`~replaykit.transcript.from_anthropic`, :func:`~replaykit.transcript.from_openai`): pydantic-ai keeps
-every field of those blocks (a web search's ``args`` are the call's input, its return ``content`` the result
-block's content, a non-direct ``caller`` in ``provider_details``), so the search parts become ``hostedSearch``
-blocks with ``raw``. Another provider's response is display-only: its text, thinking, tool calls and search
-parts (``hostedSearch`` without ``raw``), never replayed. Usage is pydantic-ai's (its ``input_tokens`` include
-the cache reads and writes); timestamps are its ISO times in milliseconds. A part with no neutral form (a
-file, a compaction, another built-in tool) is left out and named in :attr:`Converted.left_out`.
+Requests give the system prompt, user messages and tool results; an Anthropic or OpenAI response becomes the
+wire message pydantic-ai sends back to that provider, converted as a recorded answer is
+(:func:`~replaykit.transcript.from_anthropic`, :func:`~replaykit.transcript.from_openai`); another provider's
+response is display-only. A part with no neutral form is left out and named in :attr:`Converted.left_out`.
+Called by :mod:`replaykit.repro.reported`; the mapping is in docs/architecture/repro.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """A reported transcript, read: which of the forms users paste it is, redacted, as a neutral transcript.
 
-The forms, told apart by their shape (:func:`read`):
-
-- the neutral transcript (``contracts/replaykit/transcript.schema.json``): an object with ``version``, or
-  with ``messages`` that carry neutral fields (``timestamp``, a ``toolResult`` role);
-- an Anthropic Messages request body (an object with ``messages``) or its bare ``messages`` array;
-- an OpenAI Responses request body (an object with ``input``) or its bare ``input`` array (items with a
-  ``type``, ``input_text`` parts, ``system`` / ``developer`` roles);
-- a pydantic-ai message history (the JSON ``ModelMessagesTypeAdapter`` dumps: a list of
-  ``{"kind": "request" | "response", "parts": [...]}``, :mod:`~replaykit.repro.pydantic_history`);
-- a cassette (vcrpy or replaykit YAML, :func:`replaykit.cassette.loads`): its failing request's body
-  (:mod:`~replaykit.repro.failing`: the last request answered with an error, else the last request);
-- a JSONL session log of either API: one JSON value a line, each a message (or ``{"message": {...}}``, the
-  envelope session logs wrap one in) or a whole request body (then the last one, the fullest conversation).
-
-A bare array of plain ``{role, content: "text"}`` messages fits both APIs; it is read as Anthropic Messages,
-and :attr:`Reported.form` says so. The input is bounded: :data:`MAX_INPUT` bytes, :data:`MAX_LINES` lines,
-JSON nested at most :data:`replaykit.jsondoc.MAX_DEPTH` levels. Every key in it is scrubbed
-(:func:`replaykit.redact.redact_document`) before anything else reads it. A file that is none of these is a
-:class:`~replaykit.errors.UsageError` naming the file, the line or JSON pointer, and the fix.
+:func:`read` tells the forms apart by their shape: the neutral transcript, an Anthropic Messages or OpenAI
+Responses request body (or its bare array), a pydantic-ai history (:mod:`~replaykit.repro.pydantic_history`),
+a cassette's failing request (:mod:`~replaykit.repro.failing`), a JSONL session log. The input is bounded
+(:data:`MAX_INPUT`, :data:`MAX_LINES`) and scrubbed (:func:`replaykit.redact.redact_document`) before anything
+reads it; a file that is none is a :class:`~replaykit.errors.UsageError`. Called by :mod:`replaykit.repro`;
+the forms are listed in docs/architecture/repro.md.
 """
 
 from __future__ import annotations

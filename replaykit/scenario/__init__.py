@@ -3,21 +3,9 @@
 A scenario (YAML, ``contracts/replaykit/scenario.schema.json``) names cassettes, a stored transcript, steps,
 faults and expectations. The runner starts one loopback fake provider per scenario, runs the target (a
 command, or ``python:module:function``) with the protocol's environment, reads its outcome and checks every
-expectation against the outcome and the fake provider's journal::
-
-    from replaykit.scenario import Target, load, run_scenario
-
-    result = run_scenario(load("scenarios/example-nameless-search-block.yaml"),
-                          Target.parse("python:replaykit.reference:run"))
-    print(result.passed, result.failure_text())
-
-The parts: :mod:`~replaykit.scenario.model` (the format and its loader), :mod:`~replaykit.scenario.target`
-(the protocol: environment, one run of the target, its outcome), :mod:`~replaykit.scenario.call` (a Python
-function as a target), :mod:`~replaykit.scenario.expect` (the expectations),
-:mod:`~replaykit.scenario.snapshot` (persisted-transcript snapshots), :mod:`~replaykit.scenario.runner` (one
-scenario, many in parallel), :mod:`~replaykit.scenario.report` (text, JSON, JUnit XML),
-:mod:`~replaykit.scenario.redgreen` and
-:mod:`~replaykit.scenario.mutants` (the kill matrix).
+expectation against the outcome and the fake provider's journal (``run_scenario(load(path), target)``). The
+parts: model, target, call, expect, snapshot, runner, report, redgreen, mutants; the example and the parts are
+in docs/architecture/scenario.md.
 """
 
 from __future__ import annotations

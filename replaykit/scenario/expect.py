@@ -1,16 +1,11 @@
 """Expectations: each one a :class:`Check` of the target's outcome and the fake provider's journal.
 
-:func:`check_all` runs every expectation a scenario gives and returns them in *cause order*, so the first
-failing one is the earliest cause (:data:`STAGES`): the target itself ran; a local failure of the target (an
-error of local provenance); its estimates; what it sent (``requestContractsHold``, ``reaches``,
-``neverReaches``, ``providerRequests``, ``requests``); what was answered (``unmatched``, ``unused``); how the
-run ended (``outcome``, ``error``, ``reason``, ``receipts``, ``persistWrites``, ``outcomeHas``,
-``outcomeLacks``, ``persistedSnapshot``). ``outcome`` may list the statuses a correct target may end with;
-``error`` is then checked only when it ended with an error. ``reaches`` / ``neverReaches`` read each
-request's canonical view (:mod:`replaykit.canonical`) unless ``raw: true``; ``persistedSnapshot`` compares
-transcripts by meaning.
-What they read is an :class:`Evidence`: the outcome (segments merged), the journal's entries, the unused
-interactions and the transcript the target persisted.
+:func:`check_all` runs every expectation a scenario gives and returns them in *cause order*
+(:data:`STAGES`), so the first failing one is the earliest cause: the target ran, local failures, estimates,
+what it sent, what was answered, how the run ended. ``reaches`` / ``neverReaches`` read each request's
+canonical view (:mod:`replaykit.canonical`) unless ``raw: true``. What they read is an :class:`Evidence`
+(outcome, journal, unused interactions, persisted transcript). Called by :mod:`replaykit.scenario.runner`;
+the order in full is in docs/architecture/scenario.md.
 """
 
 from __future__ import annotations

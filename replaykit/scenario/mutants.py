@@ -1,23 +1,11 @@
 """The kill matrix: every scenario on every mutant of a target (``REPLAYKIT_MUTANT=name`` and the mutant's
 environment from the target's manifest), in parallel.
 
-A mutant is killed by a scenario that fails on it. Each scenario also runs on the target itself (no mutant):
-a scenario that fails there kills nothing that counts, and one that is n/a for the target (a capability it
-lacks) runs on none of its mutants. The matrix fails (:meth:`Matrix.problems`) when a scenario fails on the
-target itself, when a scenario's declared ``kills:`` mutant (among those run) survives it, or when a mutant
-survives every scenario; a scenario that kills no mutant is flagged as vacuous (:meth:`Matrix.vacuous`):
-reported, not a failure. A ``kills:`` name that is neither a mutant of the target nor a known defect class
-(:func:`check_kills`) is a usage error, before anything runs.
-
-The matrix in full is scenarios x mutants runs. ``declared=True`` runs only the cells that decide whether the
-matrix passes: each mutant on the scenarios that declare it in ``kills:`` (a mutant no scenario declares: on
-every scenario). The problems are the same sentences; only vacuous scenarios go unseen (they need the rest).
-
-A target that lists the mutants its code asked about (``$REPLAYKIT_MUTANTS_ASKED``, set on its runs without a
-mutant) saves the cells it never asked about: a mutant not asked about cannot change that run (the same
-input, the same path), so its verdict is the target's, inferred and marked so; the cells a scenario declares
-in ``kills:`` always run, and ``every_cell`` runs them all (what coverage-based test selection in mutation
-tools such as PIT does, per scenario).
+A mutant is killed by a scenario that fails on it; the matrix fails (:meth:`Matrix.problems`) when a scenario
+fails on the target itself, a declared ``kills:`` mutant survives it or a mutant survives every scenario, and
+flags vacuous scenarios (:meth:`Matrix.vacuous`). ``declared=True`` runs only the deciding cells; cells a
+target never asked about (``$REPLAYKIT_MUTANTS_ASKED``) are inferred unless ``every_cell``. Runs through
+:mod:`replaykit.scenario.runner`; the rules are in docs/architecture/scenario.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """Scenarios as pytest items: which YAML files pytest collects as scenarios, one item per scenario (and per
-declared kill), and how an item reports; each run is the runner's
-(:func:`replaykit.scenario.runner.run_scenario`).
+declared kill), and how an item reports; each run is :func:`replaykit.scenario.runner.run_scenario`'s.
 
-The plugin (:mod:`replaykit.pytest_plugin`) hands every ``*.yaml`` / ``*.yml`` file pytest meets to
-:func:`collect_file`. A file is a scenario file when it sits directly in a folder of ``--replaykit-scenarios``
-(every YAML file there but a target manifest, as ``replaykit run DIR`` reads a folder), or when it was named
-on pytest's command line or sits directly in a folder named there and its top level has both ``steps:`` and
-``expectations:`` (so cassettes, manifests and other YAML are left alone; the files below a named folder, its
-``cassettes/`` included, and those of ``testpaths`` are never read). A bad scenario file is a collection
-error: ``file:line``, the JSON pointer and the fix.
-
-An item runs its scenario on the target (``--replaykit-target``, default the reference): it fails with the
-line ``replaykit run`` prints (its first failing expectation; then the others), is skipped when the scenario
-is ``n/a`` (the reason: the capabilities the target lacks). With ``--replaykit-mutants`` a scenario also
-gives an item per mutant of the target it declares in ``kills:`` (``name[mutant]``), which fails with the
-kill matrix's sentence (:meth:`~replaykit.scenario.mutants.Matrix.named_problems`) unless the mutant fails
-the scenario while the target passes it. A Python target's runs fork from a warm parent per pytest process
-(:mod:`~replaykit.scenario.warm`), ended with the session; the target's environment is pytest's without
-``PYTEST_CURRENT_TEST`` (it changes with every item, and a warm parent is one per environment). Heavy
-modules are imported when a scenario is collected, never for other YAML files.
+The plugin (:mod:`replaykit.pytest_plugin`) hands every YAML file pytest meets to :func:`collect_file`; a
+scenario file is collected (a bad one is a collection error with ``file:line``, the JSON pointer and the fix),
+an item fails with ``replaykit run``'s line, is skipped when ``n/a``, and with ``--replaykit-mutants`` gives
+an item per declared kill. Python targets fork from a warm parent (:mod:`~replaykit.scenario.warm`). The rules
+of collection are in docs/architecture/scenario.md and docs/guide/pytest-plugin.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Reports of scenario runs: the text (failures first, then the n/a scenarios grouped by what they lack, the
 passes in one line), a summary with the coverage, Markdown, JSON, and JUnit XML for CI.
 
-A scenario is ``PASS``, ``FAIL`` (its first failing expectation, in cause order) or ``N/A`` (the target lacks
-a capability it needs: never a pass, never a failure). A suite of a thousand scenarios reads as its failures:
-the text names at most :data:`FOLD` passing or n/a scenarios a line (``-v``: a line each), the Markdown folds
-longer lists in ``<details>``; the JSON and the JUnit XML hold every result.
-
-The JUnit XML is the shape pytest's ``--junitxml`` writes (one ``<testsuites>`` holding one ``<testsuite>``;
-a ``<testcase>`` per scenario, its ``classname`` the scenario file's folder and ``name`` the scenario; a
-failed one holds one ``<failure>`` whose ``message`` is the first failing expectation and whose text lists
-every failing one; an n/a one a ``<skipped>`` with what is missing), which CI systems (GitHub, GitLab,
-Jenkins) read.
+A scenario is ``PASS``, ``FAIL`` (its first failing expectation, in cause order) or ``N/A`` (never a pass,
+never a failure). The text folds passes :data:`FOLD` a line, the Markdown in ``<details>``; the JSON and the
+JUnit XML (the shape pytest's ``--junitxml`` writes) hold every result. Called by the CLI and qualify; the
+JUnit shape is described in docs/architecture/scenario.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """The runner: one scenario on one target (:func:`run_scenario`), many in parallel (:func:`run_many`).
 
-Per scenario: a fresh temporary folder holding the target's work folder (its cwd, with the scenario's
-``files``), its state folder (``REPLAYKIT_STATE_DIR``, the same across segments) and the protocol's files;
-one :class:`~replaykit.server.FakeProvider` (``journal_bodies="full"``) serving the scenario's cassettes with
-its faults, unchanged. The steps run in segments split before each ``restart`` step, each segment a new
-process of the target (:func:`~replaykit.scenario.target.run_segment`) under what is left of the scenario's
-``timeoutMs``. A ``kill`` fault's kill point (:mod:`replaykit.scenario.target`) SIGKILLs the process
-group and starts the segment again with the same input and state folder, as often as the kill faults can
-fire (``times`` each); the restart's outcome is the segment's. The outcomes are merged (the last segment's
-status, error and transcript; ``persistWrites`` summed; estimates renumbered to the scenario's steps;
-receipts joined); a segment that does not end ``ok`` ends the run.
-Then every expectation is checked (:mod:`replaykit.scenario.expect`). A scenario that needs a capability the
-target's manifest lacks (:mod:`~replaykit.scenario.capabilities`) is not run: its result is ``n/a``, with what
-is missing.
-
-Scenarios share nothing (each has its own fake provider, port, folders and processes), so their verdicts do
-not depend on how many run at once: :func:`run_many` runs ``jobs`` of them in threads and returns the results
-in the order given.
+Per scenario: a fresh temporary folder (work and state folders), one :class:`~replaykit.server.FakeProvider`
+serving the scenario's cassettes with its faults, the steps run in segments split at each ``restart``, each a
+new process of the target (:func:`~replaykit.scenario.target.run_segment`), restarted at each ``kill`` fault;
+the outcomes merged, then every expectation checked (:mod:`replaykit.scenario.expect`). A scenario needing a
+capability the target lacks is ``n/a``. Scenarios share nothing, so :func:`run_many` runs ``jobs`` in threads.
+The segments and the merge in full are in docs/architecture/scenario.md.
 """
 
 from __future__ import annotations

@@ -2,14 +2,10 @@
 it is balanced on, and the hash of the inputs every shard of one run shares (``replaykit merge`` refuses
 others).
 
-:func:`partition` deals the scenario names to ``N`` shards. With durations (seconds by name), longest first
-(ties by name; a name with no duration counts as the mean of the known ones), each to the shard with the least
-total so far (the lowest numbered on a tie): greedy longest-processing-time. With none, round robin over the
-sorted names. The partition depends on the names and the durations only, so every shard computes the same.
-
-The durations file (``.replaykit-durations.json`` in the working folder unless ``--durations FILE``) holds
-``{"version": 1, "<command>": {"<scenario>": seconds}}``: an unsharded run given ``--durations FILE`` writes
-its command's section, ``replaykit merge`` writes the merged run's; a shard only reads it.
+:func:`partition` deals the scenario names to ``N`` shards: greedy longest-processing-time on the durations,
+else round robin over the sorted names; it depends on the names and durations only, so every shard computes
+the same. The durations file (``.replaykit-durations.json`` unless ``--durations FILE``) is written by an
+unsharded run and by ``replaykit merge``, read by a shard. Its format is in docs/architecture/scenario.md.
 """
 
 from __future__ import annotations

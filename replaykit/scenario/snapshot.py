@@ -1,12 +1,10 @@
 """Snapshots of the transcript a target persisted: normalized, serialized by syrupy, stored beside the
 scenario.
 
-The snapshot of scenario file ``scenarios/x.yaml`` named ``NAME`` is ``scenarios/__snapshots__/NAME.json``.
-Before it is compared or written, the transcript is normalized (:func:`normalize`): every ``timestamp``
-becomes ``"<timestamp>"`` and every id (the key ``id`` and any key ending in ``Id`` or ``_id``) becomes
-``"<id:N>"``, N counting distinct id values in order of first appearance, so a tool result still points at its
-call. The text is syrupy's JSON snapshot serializer (:class:`syrupy.extensions.json.JSONSnapshotExtension`:
-sorted keys, two spaces, a final newline), the format a syrupy user already reads and diffs.
+The snapshot of ``scenarios/x.yaml`` named ``NAME`` is ``scenarios/__snapshots__/NAME.json``.
+:func:`normalize` replaces every ``timestamp`` by ``"<timestamp>"`` and every id by ``"<id:N>"`` (N in order
+of first appearance, so a tool result still points at its call); the text is syrupy's JSON snapshot
+serializer. Read by the ``persistedSnapshot`` expectation (:mod:`replaykit.scenario.expect`).
 """
 
 from __future__ import annotations

@@ -1,31 +1,11 @@
 """The target protocol, runner side: how a target is named, the environment it gets, one run of it.
 
-A target is a command (``"node harness.js"``, split as a shell would, leading ``VAR=value`` words set in its
-environment as a shell sets them) or ``python:module:function``, which runs ``sys.executable -m
-replaykit.scenario.call module:function`` (:mod:`replaykit.scenario.call`). Its manifest
-(:mod:`~replaykit.scenario.capabilities`) says what it has and names its mutants. Each run
-(:func:`run_segment`) gets, in a fresh process group:
-
-- cwd: the scenario's work folder (its ``files`` written there);
-- the environment: this process's, minus every variable whose name is a secret's (``*_API_KEY``,
-  ``*_TOKEN``...: :func:`replaykit.redact.is_secret_field`), plus the fake provider's
-  (:meth:`replaykit.server.FakeProvider.env`: base URLs, dummy keys, the network guard's proxy variables),
-  ``REPLAYKIT_INPUT``, ``REPLAYKIT_OUTCOME``, ``REPLAYKIT_STATE_DIR``, ``REPLAYKIT_TOOL_HOOK`` and, for a
-  mutant, ``REPLAYKIT_MUTANT``;
-- a deadline: past it the whole process group is killed (SIGKILL) and the run reports ``timed_out``;
-- a kill point (``stop``): once it is reached the whole process group is killed (SIGKILL) and the run reports
-  ``killed``; the runner then starts the target again with the same input and state folder.
-
-**Kill points** (the scenario's ``kill`` faults, :mod:`replaykit.server.faults`) are observed at the fake
-provider, so they need nothing of a target but what it does anyway, in any language: a streamed response
-is held after its event ``after`` (each event sent on its own and with the kernel before the hold), and a
-tool call is held at its announcement: a target that supports being killed during a tool call POSTs
-``{"name": TOOL, "id": CALL_ID}`` to ``REPLAYKIT_TOOL_HOOK`` after recording the call and before running
-it, and waits for the answer (``{"held": false}`` at once when no kill is armed there). Either way the
-target is blocked at a known point when it dies, so a kill is deterministic.
-
-The outcome file is read and checked against ``contracts/replaykit/target-outcome.schema.json``
-(:func:`read_outcome`).
+A target is a command or ``python:module:function`` (:mod:`replaykit.scenario.call`); its manifest
+(:mod:`~replaykit.scenario.capabilities`) says what it has. Each run (:func:`run_segment`) gets, in a fresh
+process group, the work folder as cwd, this process's environment without secrets plus the fake provider's
+and the protocol's variables, a deadline and a kill point (``stop``) observed at the fake provider. The
+outcome is read and checked against its contract (:func:`read_outcome`). Called by
+:mod:`replaykit.scenario.runner`; the environment and kill points are in docs/architecture/scenario.md.
 """
 
 from __future__ import annotations

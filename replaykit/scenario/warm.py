@@ -1,23 +1,11 @@
 """A warm parent for Python targets: the target's module imported once, a fresh process forked for each run.
 
-``python -m replaykit.scenario.warm module:function`` imports the function (and so its module and replaykit),
-then reads one request a line on stdin (``{"cwd", "env", "stdout", "stderr"}``), forks, and answers
-``{"pid"}`` at once and ``{"pid", "code"}`` when the run ends. The child is what
-``python -m replaykit.scenario.call`` would be, without the start-up: a session (process group) of its own,
-that folder, exactly that environment, its output appended to those files; each run still gets its own
-process, so a crash or a hang in one never reaches another. The parent keeps no thread (a fork copies only
-the thread that forks). A module that reads the environment when it is imported sees the runner's, not the
-run's: ``REPLAYKIT_WARM=0`` starts each run cold instead.
-
-The parent also learns (:class:`Preload`): the modules of installed packages (and of replaykit) that a run
-imported are imported by the parent before its next fork, so the runs after it skip their import too
-(``multiprocessing``'s forkserver preload, learned rather than listed). The target's own modules are never
-preloaded (they may read the run's environment when imported); a preload that starts a thread retires the
-parent, and its successor learns nothing.
-
-:class:`Parents` is the runner's side: a warm parent per runner thread and target (:class:`Warm`), started
-when first needed, ended with the batch; :class:`Forked` looks like the :class:`subprocess.Popen` of a cold
-run.
+``python -m replaykit.scenario.warm module:function`` imports the function, then reads one request a line on
+stdin, forks a child per run (its own session, folder, environment and output) and answers its pid and code.
+The parent preloads the installed modules a run imported (:class:`Preload`); ``REPLAYKIT_WARM=0`` starts each
+run cold. :class:`Parents` is the runner's side (a :class:`Warm` parent per thread and target), and
+:class:`Forked` looks like a cold run's :class:`subprocess.Popen`. The protocol is in
+docs/architecture/scenario.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """A provider request's conversation into a neutral transcript: Anthropic ``messages`` and OpenAI ``input``.
 
-A request body (or its bare ``messages`` / ``input`` list) holds the whole conversation a harness sent:
-user turns, assistant turns as the provider returned them, tool results. Assistant turns go through the
-response converters (:func:`~replaykit.transcript.from_anthropic`, :func:`~replaykit.transcript.from_openai`),
-so their blocks map exactly as a recorded answer's do (search blocks keep ``raw``; unknown blocks become
-opaque ``providerBlock``\\s). A request carries no usage: assistant turns get zero usage (nothing to anchor
-an estimate on) and stopReason ``stop`` (``toolUse`` when they call a tool).
-
-Timestamps are the caller's: message ``n`` gets ``timestamp + n`` (milliseconds), keeping their order.
-The system prompt (``system``, or OpenAI ``instructions`` and ``system`` / ``developer`` messages) becomes
-``system``; the hosted web search tool becomes the ``hostedSearch`` tool and function tools their neutral
-form; other provider tools (code execution...) are left out. What cannot be converted raises
-:class:`~replaykit.transcript.ConversionError` naming the JSON pointer of the value at fault.
+Assistant turns go through the response converters (:func:`~replaykit.transcript.from_anthropic`,
+:func:`~replaykit.transcript.from_openai`), so their blocks map as a recorded answer's do; they get zero usage
+and stopReason ``stop`` (``toolUse`` when they call a tool). Message ``n`` gets ``timestamp + n``. What cannot
+be converted raises :class:`~replaykit.transcript.ConversionError` naming the JSON pointer; the details are in
+docs/architecture/transcript.md.
 """
 
 from __future__ import annotations
