@@ -19,8 +19,7 @@ from replaykit.jsondoc import JSON
 from replaykit.routes import classify_uri
 from replaykit.sse import event_type
 
-# event_type is replaykit.sse's; listed here only while replaykit/server/ still imports it from this module
-__all__ = ["BodyKind", "Exchange", "Summary", "event_type", "exchanges", "summarize"]
+__all__ = ["BodyKind", "Exchange", "Summary", "exchanges", "summarize"]
 
 BodyKind = Literal["json", "text", "binary", "none"]
 

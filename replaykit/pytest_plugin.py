@@ -162,7 +162,7 @@ def _suite(config: pytest.Config) -> Suite:
 
 def _defect_classes() -> frozenset[str]:
     """The defect classes a ``kills:`` may name (``replaykit mutants``'s)."""
-    from replaykit.reference.mutants import defect_classes
+    from replaykit.reference.defects import defect_classes
 
     return defect_classes()
 

@@ -111,6 +111,15 @@ def test_each_command_has_a_module_of_its_name_and_each_module_with_register_is_
     assert registering == set(COMMANDS)
 
 
+def test_each_module_docstring_says_what_it_owns_in_eight_lines_at_most() -> None:
+    import ast
+
+    folder = Path(__file__).resolve().parents[1] / "replaykit" / "cli"
+    lines = {path.name: len((ast.get_docstring(ast.parse(path.read_text()), clean=False) or "").splitlines())
+             for path in folder.glob("*.py")}
+    assert {name: count for name, count in lines.items() if not 1 <= count <= 8} == {}
+
+
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_each_command_gets_its_arguments_when_chosen(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:

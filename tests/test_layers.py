@@ -141,3 +141,31 @@ def test_the_http_wing_imports_nothing_of_the_provider_wing() -> None:
     for low in HTTP_WING:
         reached = _reach(f"replaykit.server.{low}") & upper
         assert reached == set(), f"server.{low} imports {sorted(reached)}"
+
+
+# Basenames more than one package may use, each for one concept (the reason in one line).
+SHARED_BASENAMES = {
+    "__init__.py": "a package",
+    "__main__.py": "what `python -m` runs: replaykit's CLI, the reference target",
+    "drift.py": "cli/drift.py is the `drift` command of the library's drift.py",
+    "merge.py": "cli/merge.py is the `merge` command of the library's merge.py",
+    "mutants.py": "cli/mutants.py is the `mutants` command of the kill matrix, scenario/mutants.py",
+    "redgreen.py": "cli/redgreen.py is the `redgreen` command of scenario/redgreen.py",
+    "properties.py": "cli/properties.py is the `properties` command of the library's property suite",
+    "verify.py": "cli/verify.py is the `verify` command of the library's verify.py",
+    "model.py": "the data types of its package (cassette, scenario, transcript): one role",
+}
+
+
+def _basenames() -> dict[str, list[str]]:
+    """``{basename: the modules of that name}`` for every module of the package."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        found.setdefault(path.name, []).append(str(path.relative_to(PACKAGE.parent)))
+    return found
+
+
+def test_no_two_modules_share_a_basename_unless_they_are_one_concept() -> None:
+    shared = {name: paths for name, paths in _basenames().items() if len(paths) > 1}
+    assert {name: paths for name, paths in shared.items() if name not in SHARED_BASENAMES} == {}
+    assert sorted(set(SHARED_BASENAMES) - set(shared)) == []  # a reason for a pair that is gone goes too

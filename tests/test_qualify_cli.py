@@ -26,7 +26,7 @@ from replaykit.cli.qualify import Lines
 from replaykit.contracts import Contracts, registry
 from replaykit.properties import PROPERTIES
 from replaykit.qualify.stages import Section
-from replaykit.reference.mutants import MUTANTS
+from replaykit.reference.defects import MUTANTS
 from replaykit.resources import data_dir
 from replaykit.scenario import discover
 

@@ -325,7 +325,7 @@ def test_the_recorder_writes_when_due_while_captures_keep_coming(tmp_path: Path)
     item = recording(PLAIN)
     tasks_out, tasks_in = multiprocessing.Pipe(duplex=False)
     results_out, results_in = multiprocessing.Pipe(duplex=False)
-    tasks_in.send(recorder.Settings(tmp_path / "busy.yaml", "anthropic", False, contracts.STRICT))
+    tasks_in.send(recorder.RecorderSettings(tmp_path / "busy.yaml", "anthropic", False, contracts.STRICT))
     for _ in range(8):  # all waiting before the recorder starts (small: the pipe holds them): never a lull
         taken = capture.Capture(item.request, 200, "OK", {"content-type": ["application/json"]})
         taken.feed(b'{"type": "message"}')

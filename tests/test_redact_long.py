@@ -16,7 +16,7 @@ from urllib.parse import quote, unquote, unquote_plus
 import pytest
 
 from replaykit.cassette import Cassette, Interaction, Meta, Request, Response
-from replaykit.redact import cassettes as walk
+from replaykit.redact import cassette_walk as walk
 from replaykit.redact import redact, scan, scan_text, shapes
 from replaykit.redact.shapes import KINDS, Hit, find, might_hold_key, might_hold_key_in_json
 

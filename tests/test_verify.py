@@ -263,16 +263,16 @@ def test_two_distinct_keys_of_one_kind_are_two_findings(tmp_path: Path) -> None:
 
 
 def test_shared_yaml_aliases_are_scanned_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from replaykit.redact import cassettes
+    from replaykit.redact import cassette_walk as walk
 
     searched: list[str] = []
-    real = cassettes.find
-    monkeypatch.setattr(cassettes, "find", lambda text: searched.append(text) or real(text))
+    real = walk.find
+    monkeypatch.setattr(walk, "find", lambda text: searched.append(text) or real(text))
     levels = ["a0: &a0 [x, y, z, w, v, u, t, s, r]"]
     levels += [f"a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 9) + "]" for n in range(1, 6)]
     anchors = "\n".join(levels)
     text = (DATA / "clean_stream.yaml").read_text().replace("interactions:", f"{anchors}\ninteractions:")
-    cassettes.scan(_loads(text))
+    walk.scan(_loads(text))
     assert len(searched) < 200  # 9 ** 6 strings when every alias is walked again
     target = tmp_path / "laughs.yaml"
     target.write_text(text)

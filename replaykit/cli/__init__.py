@@ -1,16 +1,9 @@
-"""The ``replaykit`` command line: one module per subcommand, each with ``register(subparsers)``.
+"""The ``replaykit`` command line: :func:`main`, its exit codes and the helpers the commands share.
 
-Exit codes: 0 clean, 1 findings or failures, 2 usage errors, 3 on an internal error (a replaykit bug),
-141 when the reader of the output went away (``replaykit verify ... | head -1``), quietly, as ``cat`` does.
-Bad input never prints a traceback: a ``ReplaykitError`` becomes one line on stderr
-(``replaykit: error: ...``; a bad command line ``replaykit serve: error: ...``, the prefix once), an
-unexpected exception one ``internal error`` line with key-shaped text masked (set ``REPLAYKIT_TRACEBACK=1``
-to see the stack). ``replaykit --version`` prints the version.
-
-A command's module is imported only when that command runs (:mod:`~replaykit.cli.parser`: the commands'
-table): ``replaykit --help`` imports none, ``replaykit verify`` loads the contract engine, never the
-fake provider (aiohttp) or Hypothesis, and ``replaykit --version`` nothing at all. This module imports only
-``os`` and ``sys`` (already loaded by the interpreter); its functions import what they use.
+Each command is its own module, ``replaykit/cli/<command>.py`` with ``register(subparsers)``, imported only
+when chosen (:mod:`~replaykit.cli.parser`); this module imports only ``os`` and ``sys``. Exit codes: 0
+clean, 1 findings, 2 usage, 3 internal error (a replaykit bug), 141 reader gone. An error is one line on
+stderr, never a traceback (``REPLAYKIT_TRACEBACK=1`` shows it). The design: docs/architecture/cli.md.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
-"""``replaykit merge REPORT.json... [--json | --markdown] [--out DIR] [--junit FILE] [--durations FILE]
-[--baseline-report FILE]``: the JSON reports of the N shards of one ``run``, ``mutants``, ``qualify`` or
-``explore`` (``--shard K/N``) joined into one report (:mod:`replaykit.merge`).
+"""``replaykit merge REPORT.json...``: the JSON reports of the shards of one ``run``, ``mutants``,
+``qualify`` or ``explore`` (``--shard K/N``) joined into one; :mod:`replaykit.merge` joins them.
 
-Prints the joined report (the text the unsharded command prints, failures first and the passes in one line;
-explore: its summary; ``--markdown``: Markdown; ``--json``: JSON valid by its contract); ``--out DIR`` writes
-``DIR/report.md`` and ``DIR/report.json`` (explore: and the scenarios of the groups kept, copied from their
-shards' folders) and appends report.md to ``$GITHUB_STEP_SUMMARY`` when set; ``--junit FILE`` the JUnit XML;
-the scenarios' seconds go to the durations file the next shards are balanced on. Exit 0 when the joined
-report passes (explore: no group written), 1 when it fails, 2 on bad input: a report that is not JSON or not
-a shard's, shards of different inputs, a shard missing or twice.
+Owns the command's arguments and its outputs: the text the unsharded command prints (explore: its summary),
+``--markdown``, ``--json``, ``--out DIR`` (explore: also the scenarios of the groups kept), ``--junit FILE``
+and the durations the next shards are balanced on. Exit 0 when the joined report passes, 1 when it fails, 2
+on bad input (not a shard's report, shards of different inputs, a shard missing or twice).
 """
 
 from __future__ import annotations
@@ -61,12 +57,12 @@ def register(subparsers: Any) -> None:
 
 
 def _markdown(merged: Any) -> str:
-    from replaykit.explore import write
+    from replaykit.explore import output
     from replaykit.qualify import markdown
     from replaykit.scenario import report
 
     if merged.command == "explore":
-        return write.summary(merged.doc)
+        return output.summary(merged.doc)
     if merged.command == "qualify":
         return str(markdown.render(merged.doc))
     if merged.command == "mutants":
@@ -91,11 +87,11 @@ def _text(merged: Any) -> str:
 
 def _copy(files: dict[str, Path], out: Path) -> None:
     """explore: the scenarios of the groups kept, from their shards' folders into ``out``."""
-    from replaykit.explore import write
+    from replaykit.explore import output
 
     for source in files.values():
         if source.parent.resolve() != out.resolve():
-            write.copy_scenario(source, out)
+            output.copy_scenario(source, out)
 
 
 def _write(merged: Any, args: argparse.Namespace) -> None:

@@ -25,7 +25,7 @@ from replaykit.cli.scenario_options import (
     write_report,
 )
 from replaykit.errors import UsageError
-from replaykit.reference.mutants import defect_classes
+from replaykit.reference.defects import defect_classes
 from replaykit.scenario.mutants import Matrix, check_kills, run_matrix
 
 __all__ = ["matrix_text", "register", "run_mutants"]

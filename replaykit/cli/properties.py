@@ -1,35 +1,25 @@
-"""``replaykit properties``: check a token estimator against the property suite (:mod:`replaykit.properties`).
+"""``replaykit properties``: a token estimator against the property suite (:mod:`replaykit.properties`).
 
-``--estimator module:function`` loads a Python callable ``(transcript, target) -> tokens``;
-``--estimator-cmd "CMD"`` runs a command speaking the JSON Lines estimator protocol. Prints one line per
-property (``PASS`` / ``FAIL`` / ``UNCHECKED`` / ``SKIPPED``, its name and statement) as soon as that property
-is done; a failure adds what went wrong, the target and the shrunk transcript as JSON; ``tracks_o200k`` adds
-the estimate's error against o200k_base per kind of content (``--search-margin`` and ``--band`` set what it
-allows), or says why it was skipped (tiktoken not installed: not a pass). ``--json`` prints one JSON
-document at the end instead. On a terminal (stderr a TTY, ``CI`` not set) a status line on stderr says
-which property runs (``[##........] [3/11] cjk_chars_count``) and is wiped when the run ends; in CI and in
-pipes nothing but the report is written. Exit 0 when every property holds, 1 otherwise (a skipped property
-included), 2 on usage errors (a bad ``module:function``, a command that cannot start).
+Owns the command's arguments (``--estimator module:function`` or ``--estimator-cmd CMD``) and its output:
+a line per property as it is done, a failure's shrunk transcript, ``--json`` at the end; a status line on a
+terminal (:mod:`~replaykit.cli.status_line`). Exit 0 when every property holds, 1 otherwise (a skipped one
+included), 2 on usage errors.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import sys
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK, positive
+from replaykit.cli.status_line import StatusLine
 from replaykit.jsondoc import JSON
 
 if TYPE_CHECKING:  # replaykit.properties (and Hypothesis) load only when the command runs
     from replaykit.properties import Estimator, Outcome, Property
 
-__all__ = ["Progress", "percent", "register", "render", "run_command", "to_json"]
-
-_BAR = 20  # cells of the progress bar at most
-
+__all__ = ["percent", "register", "render", "run_command", "to_json"]
 
 def register(subparsers: Any) -> None:
     """Add the ``properties`` subcommand."""
@@ -71,33 +61,6 @@ def percent(text: str) -> float:
     return value
 
 
-class Progress:
-    """A status line on ``stream`` while a property runs: only on a terminal, never when ``CI`` is set (where
-    a line rewritten with ``\\r`` would pile up in the log). A dependency-free line is enough for one name
-    and a count; the bar has a cell per item up to 20 items, then stays 20 cells wide."""
-
-    def __init__(self, total: int, stream: TextIO | None = None) -> None:
-        self.stream = stream or sys.stderr
-        self.total = total
-        self.live = self.stream.isatty() and not os.environ.get("CI")
-
-    def running(self, number: int, name: str) -> None:
-        """Say that property ``number`` (from 1) of ``total``, ``name``, is running."""
-        cells = min(self.total, _BAR)
-        filled = (number - 1) * cells // self.total
-        done = "#" * filled + "." * (cells - filled)
-        self._write(f"\r\x1b[K[{done}] [{number}/{self.total}] {name}")
-
-    def clear(self) -> None:
-        """Wipe the status line (before a report line is printed, and at the end)."""
-        self._write("\r\x1b[K")
-
-    def _write(self, text: str) -> None:
-        if self.live:
-            self.stream.write(text)
-            self.stream.flush()
-
-
 def run_command(args: argparse.Namespace) -> int:
     """Run the suite as ``args`` say and print each property's lines as it finishes (``--json``: one strict
     JSON document at the end, no ``Infinity``)."""
@@ -117,7 +80,7 @@ def run_command(args: argparse.Namespace) -> int:
 def _each(chosen: list[Property], estimator: Estimator, args: argparse.Namespace, seed: int) -> list[Outcome]:
     """Each property in turn, its lines printed once it is done (text output), a status line meanwhile."""
     width = max(len(prop.name) for prop in chosen)
-    progress = Progress(len(chosen))
+    progress = StatusLine(len(chosen))
     outcomes: list[Outcome] = []
     for number, prop in enumerate(chosen, 1):
         progress.running(number, prop.name)

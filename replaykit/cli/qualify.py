@@ -1,16 +1,9 @@
-"""``replaykit qualify [--target CMD] [--estimator MODULE:FUNCTION | --estimator-cmd CMD]
-[--baseline-report FILE] [--out DIR] [-j N]``: every check on this environment, one report
-(:mod:`replaykit.qualify`).
+"""``replaykit qualify``: every check on this environment, one report (:mod:`replaykit.qualify` runs them).
 
-Prints the identity line, then one line per check as it is decided (``PASS scenarios: 17 scenarios on ...,
-0 failed (5.2 s)``); on a terminal (stderr a TTY, ``CI`` not set) a status line on stderr meanwhile says
-which stage runs and how far it is (``[#####.....] [120/289] mutants: PASS retry-529 on no-retry-on-529``);
-in CI and in pipes, only the plain lines. With a baseline report, the verdicts that flipped since come
-before the paths of the reports. Writes ``DIR/report.md`` and ``DIR/report.json`` (and appends report.md to
-``$GITHUB_STEP_SUMMARY`` when set). Exit 0 when every check passes; 1 when one fails, the last line naming
-each failed check and its first failure; 2 on usage errors (a bad target, estimator or baseline report).
-``--shard K/N [--durations FILE]``: one part of the scenarios (the other checks in shard 1 only), for
-``replaykit merge``.
+Owns the command's arguments and what it says: the identity line, a line per check as it is decided, a
+status line on a terminal (:mod:`~replaykit.cli.status_line`), the flipped verdicts against
+``--baseline-report``; writes ``DIR/report.md`` and ``DIR/report.json``. ``--shard K/N`` runs one part, for
+``replaykit merge``. Exit 0 when every check passes, 1 when one fails, 2 on usage errors.
 """
 
 from __future__ import annotations
@@ -22,7 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK, positive
-from replaykit.cli.properties import Progress
+from replaykit.cli.status_line import StatusLine
 from replaykit.jsondoc import JSON
 
 __all__ = ["Lines", "register", "run"]
@@ -131,13 +124,13 @@ def register(subparsers: Any) -> None:
 
 class Lines:
     """What ``qualify`` says: plain lines on ``out``; a status line on ``err`` while a stage runs, only on a
-    terminal (:class:`replaykit.cli.properties.Progress` decides)."""
+    terminal (:class:`replaykit.cli.status_line.StatusLine` decides)."""
 
     def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.stage = ""
-        self.status: Progress | None = None
+        self.status: StatusLine | None = None
 
     def note(self, text: str) -> None:
         """Print a line."""
@@ -146,13 +139,13 @@ class Lines:
     def start(self, stage: str) -> None:
         """A stage begins: its name on the status line."""
         self.stage = stage
-        self.status = Progress(1, self.err)
+        self.status = StatusLine(1, self.err)
         self.status.running(1, f"{stage}...")
 
     def tick(self, done: int, total: int, what: str) -> None:
         """How far the stage is."""
         if self.status is None or self.status.total != total:
-            self.status = Progress(total, self.err)
+            self.status = StatusLine(total, self.err)
         self.status.running(min(done + 1, total), f"{self.stage}: {what}")
 
     def finish(self, stage: str, section: Any) -> None:

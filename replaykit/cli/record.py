@@ -1,17 +1,10 @@
 """``replaykit record --upstream URL --provider P --cassette FILE``: a recording reverse proxy on loopback.
 
-Prints the base URL to give the provider's SDK (``--json``: one JSON line, the base URL of each provider as
-``serve --json`` prints them), forwards every request to the upstream and streams each answer back as it
-arrives, recording it (see :mod:`replaykit.record.proxy` for the modes), until SIGINT or SIGTERM; then
-prints a summary on stderr. Contract violations are printed as they are found and kept in the cassette's
-``replaykit: {contract_warnings: [...]}``. ``--check`` forwards and checks without writing: the live contract
-test. ``--mode`` defaults to ``REPLAYKIT_RECORD_MODE`` when it is set (the pytest plugin reads it too), else
-``once``; under ``none`` nothing is forwarded, and an ``--upstream`` given is ignored with one line saying so.
-
-Exit 0 when done; 1 when ``--check`` found a contract error, when a key survived redaction (the cassette is
-not written past it), the upstream could not be reached or the recorder process stopped unexpectedly (the
-cassette holds its last complete write); 2 on usage errors (an existing cassette under ``--mode once``, a bad
-URL...).
+Owns the command's arguments and what it prints: the base URL for the SDK (``--json``: as ``serve
+--json``), contract violations as found, a summary on stderr at SIGINT or SIGTERM; the proxy and its modes
+are :mod:`replaykit.record.proxy`. ``--check`` forwards and checks without writing. Exit 0 when done; 1 on a
+contract error under ``--check``, a key that survived redaction, an unreachable upstream or a recorder that
+stopped; 2 on usage errors.
 """
 
 from __future__ import annotations

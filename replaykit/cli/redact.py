@@ -1,13 +1,9 @@
 """``replaykit redact PATH... (--in-place | --out DIR | --check)``: scrub every secret from cassettes.
 
-Each secret found is printed as a ``verify`` finding (masked: never the key), then one line per file (what
-was done) and a summary. ``--in-place`` rewrites each file that changes, atomically; ``--out DIR`` writes
-every cassette under ``DIR`` (a folder named on the command line keeps its layout there); ``--check`` writes
-nothing. A file is written whole or not at all, and not at all when a secret survives scrubbing. The
-fingerprint of a redacted cassette is that of its redacted traffic, so ``replaykit verify`` finds it fresh.
-
-Exit 0 when done (with ``--check``: when nothing would change), 1 when something would change under
-``--check``, when a file does not load or when a secret survives scrubbing, 2 on usage errors.
+Owns the command's arguments and output: each secret found as a masked ``verify`` finding, a line per file
+and a summary; the scrubbing and the atomic write are :mod:`replaykit.redact`. A file is written whole or
+not at all, never while a secret survives. Exit 0 when done (``--check``: nothing would change), 1 when
+something would change under ``--check``, a file does not load or a secret survives, 2 on usage errors.
 """
 
 from __future__ import annotations

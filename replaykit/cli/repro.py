@@ -1,17 +1,10 @@
 """``replaykit repro TRANSCRIPT --out DIR [--target CMD] [--json]``: a reported transcript into a scenario.
 
-Reads the transcript in any form users paste (neutral JSON, an Anthropic Messages or OpenAI Responses request
-body or its messages / input array, a JSONL session log of either, a pydantic-ai message history, or a
-cassette: its failing request, which the ``read:`` line names), scrubs its keys, pinpoints the first failure
-of restore, projection, the request (a broken provider rule: its rulebook id, the provider's own message,
-the request it is in, the other rules broken) and estimation with its JSON pointer, and writes DIR (a
-scenario any correct harness passes, the transcript, a synthesized cassette answering plain and streamed
-requests, ``repro.json``: see :mod:`replaykit.repro`). With ``--target`` the new scenario runs at once on
-that target and its verdict is printed.
-
-Exit 0 when written (and, with ``--target``, the scenario passes); 1 when a key survived the scrub (nothing
-written) or the scenario fails on the target; 2 on a file that is no transcript, or a DIR that is neither
-new, empty nor an earlier repro output.
+Owns the command's arguments and output; :mod:`replaykit.repro` reads the transcript in any form users
+paste, scrubs its keys, pinpoints its first failure and writes DIR (scenario, transcript, cassette,
+``repro.json``). With ``--target`` the scenario runs at once and its verdict is printed. Exit 0 when written
+(and passing on ``--target``); 1 when a key survived the scrub or the scenario fails; 2 on a file that is no
+transcript or a DIR that is not new, empty or an earlier repro output.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-class _Progress:
+class _FailureFeed:
     """Each failure as it finishes (its first failing expectation; ``verbose``: every one); on a terminal,
     ``[k/N] running, M more...`` rewritten in place meanwhile. The passes and the n/a scenarios are reported
     after the run (:func:`replaykit.scenario.report.rest`), so the failures come first."""
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     """``replaykit run``."""
     target = load_target(args)
     scenarios, shard = pick_shard(args, "run", load_scenarios(args), target)
-    progress = _Progress(len(scenarios), sys.stdout, args.json, args.verbose)
+    progress = _FailureFeed(len(scenarios), sys.stdout, args.json, args.verbose)
     progress.start()
     results = run_many(
         scenarios, target, jobs=args.jobs, update_snapshots=args.snapshot_update, done=progress

@@ -1,20 +1,9 @@
 """``replaykit serve CASSETTE...``: the loopback fake provider, for an application in any language.
 
-Prints each provider's base URL (with ``--json``, one JSON line ``{"anthropic": ..., "openai": ...,
-"azure": ..., "cloudflare": ...}``) and serves until SIGINT or SIGTERM, then prints a one-line summary on
-stderr. ``--journal FILE`` is emptied at start and gets one JSON line per request as each completes
-(flushed: a crash loses at most the requests in flight); ``--journal-bodies full`` keeps whole request bodies
-in it (default: the first 64 KiB, with the length and SHA-256 of the whole); ``--journal-window N`` is how
-many entries ``GET /__replaykit/journal`` keeps (the last N; the file gets every one). Faults come from
-``--fault SPEC`` (repeatable, e.g. ``route=anthropic,nth=1,status=429,retry_after=0``) and ``--faults FILE``
-(YAML or JSON, a list of fault objects). ``--header-timeout``, ``--body-timeout``, ``--body-deadline`` and
-``--max-connections`` bound slow and numerous clients (see :mod:`replaykit.server.connections`).
-
-A request that matched no interaction, or that an interaction with a different body answered, gets a line on
-stderr as it completes (``-v``: every request does: :meth:`replaykit.server.Entry.summary`). Exit 0 after a
-clean shutdown; 1 when a request matched no interaction, or an interaction was never served (unless
-``--allow-unused``), counted over the whole run (``POST /__replaykit/reset`` does not forget them), with the
-reason on the summary line; 2 on usage errors.
+Owns the command's arguments (journal, faults, timeouts, connection bounds) and what it prints: each
+provider's base URL (``--json``: one line), a line per unmatched request, a summary on stderr at SIGINT or
+SIGTERM; the server is :mod:`replaykit.server`. Exit 0 after a clean shutdown; 1 when a request matched no
+interaction or an interaction was never served (unless ``--allow-unused``); 2 on usage errors.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """``replaykit show CASSETTE [--interaction N] [--full] [--json]``: what a cassette expects and answers.
 
-Prints the cassette's origin, provider and description, then per interaction (or only ``interactions[N]``):
-method and path, the route, the request body as indented JSON with every secret scrubbed
-(:func:`replaykit.overview.exchanges`; strings longer than 240 characters, such as ``encrypted_content``,
-shortened unless ``--full``), whether the response streams, its status and the types of its events. So the
-request a client must send to be served is read here, not in the YAML. ``--json`` prints one JSON document
-(never shortened). A name not found is looked up among the bundled cassettes. Exit 0, 2 on usage errors
-(a missing file, an interaction out of range, a file that does not load).
+Owns the command's arguments and the page it prints: per interaction its method, path, route, the request
+body with every secret scrubbed, whether the response streams, its status and event types; the content is
+:func:`replaykit.overview.exchanges`. A name not found is looked up among the bundled cassettes. Exit 0, 2 on
+usage errors.
 """
 
 from __future__ import annotations

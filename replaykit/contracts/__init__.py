@@ -13,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from replaykit.contracts.interactions import (
+    from replaykit.contracts.interaction_check import (
         EXPECTED_VIOLATIONS,
         check_body,
         check_interaction,
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 # engine, so the reference target and ``replaykit.citations`` load jsonschema only when they validate.
 _HOMES = {
     **dict.fromkeys(("EXPECTED_VIOLATIONS", "check_body", "check_interaction", "expected_keys",
-                     "expected_violations", "place"), "interactions"),
+                     "expected_violations", "place"), "interaction_check"),
     **dict.fromkeys(("OPENAI_COMPATIBLE", "PROFILES", "STRICT", "Profile", "profile_of", "resolve_profile"),
                     "profiles"),
     **dict.fromkeys(("BASE_URI", "PROVIDER_KINDS", "Contracts", "default", "first_violation", "kinds",

@@ -4,7 +4,8 @@ For a schedule, the scenario runs with its faults added and these expectations, 
 a failure fails the same way under ``replaykit run``. Each check stands for one invariant of
 :data:`INVARIANTS` (``expectation``, ``ends-classified``, ``retries-bounded``, ``turns-kept-once``,
 ``partial-kept``, ``contracts-hold``, ``tool-not-rerun``), stated in full in the docs' explore page.
-Called by :mod:`~replaykit.explore.run`; reads the runner's :class:`~replaykit.scenario.runner.Result`.
+Called by :mod:`~replaykit.explore.exploration`; reads the runner's
+:class:`~replaykit.scenario.runner.Result`.
 """
 
 from __future__ import annotations

@@ -36,8 +36,8 @@ from replaykit.scenario.target import DEFAULT_TARGET, Target
 __all__ = [
     "DEFAULT_ESTIMATOR",
     "SECTIONS",
+    "Observer",
     "Options",
-    "Progress",
     "Qualification",
     "qualify",
     "write",
@@ -52,7 +52,7 @@ _REDGREEN = (
 )
 
 
-class Progress(Protocol):
+class Observer(Protocol):
     """What a qualification says while it runs (the command line shows it)."""
 
     def note(self, text: str) -> None:
@@ -172,7 +172,7 @@ def _now() -> str:
 @dataclass
 class _Run:
     options: Options
-    progress: Progress
+    progress: Observer
     estimator: tuple[str, properties.Estimator]
     every: list[Scenario] = field(default_factory=list)
     sections: dict[str, Section] = field(default_factory=dict)
@@ -306,7 +306,7 @@ def _existing(paths: list[Path], what: str) -> list[Path]:
     return paths
 
 
-def qualify(options: Options, progress: Progress | None = None) -> Qualification:
+def qualify(options: Options, progress: Observer | None = None) -> Qualification:
     """Run every check (see the module docstring) and build the report; a bad option, path, estimator or
     baseline report is a :class:`~replaykit.errors.UsageError` before any check runs."""
     progress = progress or _Silent()

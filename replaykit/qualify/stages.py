@@ -22,7 +22,7 @@ from replaykit.errors import ContractError, ScenarioError, UsageError
 from replaykit.findings import Finding
 from replaykit.jsondoc import JSON
 from replaykit.qualify.identity import installed_version
-from replaykit.reference.mutants import MUTANTS
+from replaykit.reference.defects import MUTANTS
 from replaykit.scenario.model import Scenario, load_all
 from replaykit.scenario.mutants import Matrix, check_kills, decides, run_matrix
 from replaykit.scenario.report import counts as report_counts

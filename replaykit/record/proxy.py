@@ -29,7 +29,7 @@ from replaykit.errors import UsageError
 from replaykit.netguard import proxy_env
 from replaykit.record.capture import Capture
 from replaykit.record.options import MODES, upstream_url
-from replaykit.record.recorder import Recorder, Settings, Tally
+from replaykit.record.recorder import Recorder, RecorderSettings, Tally
 from replaykit.record.tape import Tape
 from replaykit.routes import PROVIDERS, base_url_env, base_urls, classify
 from replaykit.server import FakeProvider, envelopes
@@ -98,7 +98,8 @@ class RecordingProxy:
         self.replay = self._replay()
         self._pool = self._pinning()
         self.recorder = None if mode == "none" else Recorder(
-            Settings(None if self.tape is None else self.path, provider, self.mode == "new", self.profile),
+            RecorderSettings(None if self.tape is None else self.path, provider, self.mode == "new",
+                             self.profile),
             tally=self.tally, tape=self.tape, say=self.say, isolate=isolate)
         self._background = Background("replaykit-record", self._setup, self._cleanup,
                                       unguarded=mode != "none")

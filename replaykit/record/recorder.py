@@ -32,7 +32,7 @@ from replaykit.record.capture import Capture, checked, violation_line
 from replaykit.record.tape import Tape
 from replaykit.redact import safe_message
 
-__all__ = ["FLUSH_INTERVAL", "WRITE_SHARE", "Recorder", "Settings", "Tally", "serve"]
+__all__ = ["FLUSH_INTERVAL", "WRITE_SHARE", "Recorder", "RecorderSettings", "Tally", "serve"]
 
 
 @dataclass(slots=True)
@@ -55,7 +55,7 @@ WRITE_SHARE = 0.1  # at most this share of the recorder's time goes to rewriting
 
 
 @dataclass(frozen=True, slots=True)
-class Settings:
+class RecorderSettings:
     """What the recorder process needs to start: the cassette (``path`` None: check only, write nothing),
     whose traffic it is (None: the routes of each request say), whether it adds to what the file holds
     (``--mode new``) and the contract profile."""
@@ -77,7 +77,7 @@ def _due(written_at: float, took: float) -> float:
 class _Work:
     """The recorder's state: the tape, the exchanges taken, and when the next write is due."""
 
-    def __init__(self, settings: Settings, results: Connection) -> None:
+    def __init__(self, settings: RecorderSettings, results: Connection) -> None:
         self.settings, self.results = settings, results
         self.tape = None if settings.path is None else Tape(settings.path, settings.provider,
                                                             keep=settings.keep, say=self.refused)
@@ -139,8 +139,8 @@ def _send_error(results: Connection, exc: BaseException) -> None:
 
 
 def serve(tasks: Connection, results: Connection) -> None:
-    """The recorder's loop: its :class:`Settings` first on ``tasks``, then each capture until None or the
-    end of the pipe; the cassette written when due and at the end, then ``("done",)`` sent."""
+    """The recorder's loop: its :class:`RecorderSettings` first on ``tasks``, then each capture until None or
+    the end of the pipe; the cassette written when due and at the end, then ``("done",)`` sent."""
     try:
         work = _Work(tasks.recv(), results)
     except Exception as exc:
@@ -197,8 +197,8 @@ class Recorder:
     errors (the recorder's own, or its death) are kept in ``errors``.
     """
 
-    def __init__(self, settings: Settings, *, tally: Tally, tape: Tape | None, say: Callable[[str], None],
-                 isolate: bool = True) -> None:
+    def __init__(self, settings: RecorderSettings, *, tally: Tally, tape: Tape | None,
+                 say: Callable[[str], None], isolate: bool = True) -> None:
         self.settings, self.tally, self.tape, self.say, self.isolate = settings, tally, tape, say, isolate
         self.errors: list[BaseException] = []
         self.written = 0  # interactions in the recorder's last complete write
@@ -252,7 +252,7 @@ class Recorder:
         """Hand ``capture`` to the recorder; returns at once (a thread sends it)."""
         self._sender.submit(self._send, capture)
 
-    def _send(self, message: Settings | Capture | None) -> None:
+    def _send(self, message: RecorderSettings | Capture | None) -> None:
         assert self._tasks is not None
         with contextlib.suppress(OSError):  # the recorder is gone: the listener says so
             self._tasks.send(message)

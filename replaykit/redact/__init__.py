@@ -7,7 +7,14 @@ and metadata, as written, URL- or base64-encoded; key shapes are in :mod:`replay
 other callers. What is scrubbed by default: docs/architecture/redact.md.
 """
 
-from replaykit.redact.cassettes import SecretFinding, redact, redact_document, redact_header, scan, scan_text
+from replaykit.redact.cassette_walk import (
+    SecretFinding,
+    redact,
+    redact_document,
+    redact_header,
+    scan,
+    scan_text,
+)
 from replaykit.redact.names import (
     CREDENTIAL_HEADERS,
     SECRET_HEADERS,

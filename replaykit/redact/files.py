@@ -1,6 +1,6 @@
 """Redacting cassette files: what ``replaykit redact`` does to each file, written whole or not at all.
 
-:func:`redact_file` loads a cassette, scrubs it (:func:`~replaykit.redact.cassettes.redact`), checks that the
+:func:`redact_file` loads a cassette, scrubs it (:func:`~replaykit.redact.redact`), checks that the
 result scans clean, and writes it atomically: over the file (``--in-place``) or to another path
 (``--out DIR``); with ``target=None`` it writes nothing (``--check``). A file whose traffic and metadata
 would not change is not rewritten. The fingerprint of a redacted cassette is that of its redacted traffic
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from replaykit import cassette as cassettes
-from replaykit.redact.cassettes import SecretFinding, redact, scan
+from replaykit.redact.cassette_walk import SecretFinding, redact, scan
 from replaykit.redact.names import Rules
 
 __all__ = ["FileRedaction", "redact_file", "target_of"]

@@ -10,7 +10,7 @@ websearch, mutants) and the steps in full are in docs/architecture/reference.md.
 
 from __future__ import annotations
 
+from replaykit.reference.defects import MUTANTS, mutant
 from replaykit.reference.harness import run, run_async
-from replaykit.reference.mutants import MUTANTS, mutant
 
 __all__ = ["MUTANTS", "mutant", "run", "run_async"]

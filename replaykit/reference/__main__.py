@@ -12,8 +12,8 @@ from pathlib import Path
 
 from replaykit.cassette import write_atomic
 from replaykit.errors import UsageError
+from replaykit.reference.defects import active
 from replaykit.reference.harness import run
-from replaykit.reference.mutants import active
 
 
 def main() -> int:

@@ -23,7 +23,7 @@ import httpx
 
 from replaykit.jsondoc import JSON
 from replaykit.reference import steps, wire
-from replaykit.reference.mutants import mutant
+from replaykit.reference.defects import mutant
 from replaykit.reference.tools import Tools
 from replaykit.replay import ProviderModel
 from replaykit.transcript import (
@@ -53,8 +53,8 @@ class _Settings(Protocol):
     def cwd(self) -> Path: ...
 
 
-class Run(Protocol):
-    """What a durable step needs of the harness's run (:class:`replaykit.reference.harness.Run`)."""
+class HarnessRunView(Protocol):
+    """What a durable step needs of the harness's run (:class:`replaykit.reference.harness.HarnessRun`)."""
 
     transcript: JSON | None
     client: httpx.AsyncClient
@@ -193,9 +193,9 @@ def merged(partial: JSON, more: JSON) -> JSON:
 
 
 class Keeper:
-    """Durable steps over a :class:`~replaykit.reference.harness.Run` whose store is ``state``."""
+    """Durable steps over a :class:`~replaykit.reference.harness.HarnessRun` whose store is ``state``."""
 
-    def __init__(self, run: Run, recovery: Recovery, scenario: str, state: Path,
+    def __init__(self, run: HarnessRunView, recovery: Recovery, scenario: str, state: Path,
                  target_of: Callable[[JSON], ProviderModel]) -> None:
         self.run, self.recovery, self.scenario, self.state = run, recovery, scenario, state
         self.target_of = target_of

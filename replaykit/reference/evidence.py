@@ -19,7 +19,7 @@ from replaykit import jsondoc
 from replaykit.citations import errors_only, render_sources, verify_evidence_answer
 from replaykit.errors import CitationError, LocalRequestError
 from replaykit.jsondoc import JSON
-from replaykit.reference.mutants import mutant
+from replaykit.reference.defects import mutant
 from replaykit.search import QUERY_CHARS, Evidence, dedupe_key
 
 __all__ = ["MAX_QUERIES", "MIN_EVIDENCE", "SYSTEM", "Verified", "instructions", "merge", "parse_answer",

@@ -26,7 +26,7 @@ from replaykit.errors import LocalRequestError
 from replaykit.jsondoc import JSON
 from replaykit.provenance import ErrorInfo, classify
 from replaykit.reference import durable, steps, wire
-from replaykit.reference.mutants import active, mutant
+from replaykit.reference.defects import active, mutant
 from replaykit.reference.research import Research
 from replaykit.reference.tools import DELEGATION, Tools
 from replaykit.replay import ProviderModel
@@ -40,7 +40,7 @@ STORE = "transcript.json"
 
 
 @dataclass
-class Settings:
+class InputSettings:
     """What the input fixes for the whole run (contracts/replaykit/target-input.schema.json)."""
 
     tools: list[JSON]
@@ -53,7 +53,7 @@ class Settings:
     state_dir: Path | None
 
     @classmethod
-    def of(cls, data: JSON) -> Settings:
+    def of(cls, data: JSON) -> InputSettings:
         state = os.environ.get("REPLAYKIT_STATE_DIR")
         return cls(list(data.get("tools") or []), int(data["contextWindow"]), int(data["reserve"]),
                    int(data.get("idleTimeoutMs", 30000)) / 1000, int(data.get("maxRetries", 2)),
@@ -61,10 +61,10 @@ class Settings:
 
 
 @dataclass
-class Run:
+class HarnessRun:
     """One run of the input's steps: the transcript, the store writes and the estimates so far."""
 
-    settings: Settings
+    settings: InputSettings
     client: httpx.AsyncClient
     transcript: JSON | None = None
     persist_writes: int = 0
@@ -244,9 +244,9 @@ _TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 async def run_async(data: JSON) -> JSON:
     """Run a target input (a dict of contracts/replaykit/target-input.schema.json); return the outcome."""
     active()  # an unknown REPLAYKIT_MUTANT fails before anything runs
-    settings = Settings.of(data)
+    settings = InputSettings.of(data)
     async with httpx.AsyncClient(timeout=httpx.Timeout(settings.idle_timeout), verify=_TLS) as client:
-        state = Run(settings, client)
+        state = HarnessRun(settings, client)
         recovery = durable.Recovery.of(data.get("recovery"))
         if recovery is not None and settings.state_dir is not None:
             return await _durable(state, durable.Keeper(state, recovery, str(data.get("scenario") or "run"),
@@ -261,7 +261,7 @@ async def run_async(data: JSON) -> JSON:
         return _outcome(state, None)
 
 
-async def _durable(state: Run, keeper: durable.Keeper, data: JSON) -> JSON:
+async def _durable(state: HarnessRun, keeper: durable.Keeper, data: JSON) -> JSON:
     """The steps as durable operations: restored from the store when it holds one (a restart), else from
     the input; the outcome carries the receipts, and ``unanswered`` when an operation settled so."""
     stored = (keeper.state / STORE).is_file()
@@ -289,7 +289,7 @@ async def _within(cancel_after_ms: int | None, work: Any) -> None:
             timer.cancel()
 
 
-def _outcome(state: Run, error: ErrorInfo | None) -> JSON:
+def _outcome(state: HarnessRun, error: ErrorInfo | None) -> JSON:
     if error is not None:
         print(f"replaykit.reference: {error.code}: {error.message}", file=sys.stderr)
         if error.code != "CANCELLED" and error.retryable:

@@ -21,7 +21,7 @@ from replaykit.errors import CitationError, WebSearchError
 from replaykit.jsondoc import JSON
 from replaykit.provenance import RESEARCH_RETRYABLE, ResearchCode, classify, research_code
 from replaykit.reference import evidence as ev
-from replaykit.reference.mutants import mutant
+from replaykit.reference.defects import mutant
 from replaykit.reference.websearch import SearchOptions, search
 from replaykit.reference.wire import now_ms
 from replaykit.search import Evidence

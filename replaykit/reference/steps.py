@@ -5,7 +5,7 @@ citations.
 Each is a thin use of the library (:func:`replaykit.transcript.restore`, :func:`replaykit.replay.projection`,
 :func:`replaykit.contracts.first_violation`, :func:`replaykit.estimate.estimate`,
 :func:`replaykit.citations.verify_transcript`); the named mutants
-(:mod:`replaykit.reference.mutants`) live here, at the line each defect would sit in a real harness.
+(:mod:`replaykit.reference.defects`) live here, at the line each defect would sit in a real harness.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from replaykit.citations import errors_only, verify_transcript
 from replaykit.errors import LocalRequestError
 from replaykit.estimate import Chars, Estimate, body_chars, estimate
 from replaykit.jsondoc import JSON
-from replaykit.reference.mutants import mutant
+from replaykit.reference.defects import mutant
 from replaykit.reference.wire import wire_body
 from replaykit.replay import ProviderModel, project, projection
 from replaykit.routes import MODEL_ROUTES

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 
 from replaykit.jsondoc import JSON
-from replaykit.reference.mutants import mutant
+from replaykit.reference.defects import mutant
 from replaykit.reference.websearch import TOOL_NAME, ToolAnswer, WebSearchTool
 from replaykit.reference.wire import now_ms
 from replaykit.transcript import ToolCallBlock, ToolResultMessage

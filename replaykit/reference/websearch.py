@@ -27,7 +27,7 @@ from replaykit import jsondoc
 from replaykit.cassette import header
 from replaykit.errors import LocalRequestError, WebSearchError
 from replaykit.jsondoc import JSON
-from replaykit.reference.mutants import mutant
+from replaykit.reference.defects import mutant
 from replaykit.search import (
     PROVIDERS,
     Evidence,

@@ -25,7 +25,7 @@ from replaykit.scenario.capabilities import recorded_forms
 from replaykit.scenario.expect import Check, Evidence, check_all
 from replaykit.scenario.formats import Estimate, ReportResult, TargetOutcome
 from replaykit.scenario.model import Scenario
-from replaykit.scenario.target import Run, Target, read_outcome, run_segment, target_env
+from replaykit.scenario.target import Target, TargetExit, read_outcome, run_segment, target_env
 from replaykit.scenario.warm import Parents
 from replaykit.server import Entry, FakeProvider
 
@@ -218,7 +218,8 @@ class _Segments:
         self.outcome = _merge(self.outcome, outcome, first)
         return True
 
-    def _killed_and_restarted(self, provider: FakeProvider, env: dict[str, str], deadline: float) -> Run:
+    def _killed_and_restarted(self, provider: FakeProvider, env: dict[str, str],
+                              deadline: float) -> TargetExit:
         """One run of the segment; each time a new kill point is reached, SIGKILL and run it again (at most
         as often as the scenario's kill faults fire)."""
         while True:

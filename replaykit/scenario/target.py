@@ -33,7 +33,7 @@ from replaykit.scenario.capabilities import Manifest, find_manifest, load_manife
 from replaykit.scenario.formats import TargetOutcome
 from replaykit.scenario.warm import Parents
 
-__all__ = ["DEFAULT_TARGET", "Run", "Target", "read_outcome", "run_segment", "target_env"]
+__all__ = ["DEFAULT_TARGET", "Target", "TargetExit", "read_outcome", "run_segment", "target_env"]
 
 DEFAULT_TARGET = "python:replaykit.reference:run"
 PYTHON_PREFIX = "python:"
@@ -142,7 +142,7 @@ def target_env(
 
 
 @dataclass(frozen=True)
-class Run:
+class TargetExit:
     """How one run of the target ended: its exit code (None when killed), whether it ``timed_out``, the
     tail of its stderr, and how long it took."""
 
@@ -258,7 +258,7 @@ def _start(target: Target, cwd: Path, env: Mapping[str, str], logs: Path,
 def run_segment(
     target: Target, cwd: Path, env: Mapping[str, str], timeout: float, logs: Path,
     stop: Callable[[], bool] | None = None, parents: Parents | None = None,
-) -> Run:
+) -> TargetExit:
     """Run ``target`` once in ``cwd`` with ``env``; kill its process group after ``timeout`` seconds, or as
     soon as ``stop()`` is true (and any process it left behind once it exits). Its stdout and stderr go to
     files in ``logs``. ``parents``: the batch's warm parents (a Python target's run is forked from one)."""
@@ -270,7 +270,7 @@ def run_segment(
         _kill_group(process)
         process.wait()
     code = process.returncode if ended == "exited" else None
-    return Run(code, ended == "timed_out", _tail(logs / "stderr.txt"), time.monotonic() - start,
+    return TargetExit(code, ended == "timed_out", _tail(logs / "stderr.txt"), time.monotonic() - start,
                ended == "killed")
 
 

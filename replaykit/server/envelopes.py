@@ -13,7 +13,7 @@ import secrets
 from dataclasses import dataclass, field
 
 from replaykit import sse
-from replaykit.overview import event_type
+from replaykit.sse import event_type
 
 __all__ = [
     "ERROR_EVENTS",

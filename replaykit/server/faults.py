@@ -23,10 +23,10 @@ import yaml
 
 from replaykit import sse
 from replaykit.errors import UsageError, located
-from replaykit.overview import event_type
 from replaykit.routes import PROVIDERS, ROUTES
 from replaykit.server import envelopes
 from replaykit.server.plan import Plan, error_plan
+from replaykit.sse import event_type
 
 __all__ = [
     "COMPLETE_KINDS",

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from replaykit.errors import CitationError, LocalRequestError
+from replaykit.reference.defects import ENV
 from replaykit.reference.evidence import instructions, merge, parse_answer, plan, prompt, supports, verify
-from replaykit.reference.mutants import ENV
 from replaykit.search import Evidence, normalize
 
 JSON = dict[str, Any]

@@ -13,7 +13,7 @@ from scenario_support import COMMAND, FUNCTION, HERE, ROOT, scenario_doc, write_
 
 from replaykit.cli import main
 from replaykit.errors import UsageError
-from replaykit.reference.mutants import MANIFEST, MUTANTS
+from replaykit.reference.defects import MANIFEST, MUTANTS
 from replaykit.scenario import Target, load, run_scenario
 from replaykit.scenario.capabilities import CAPABILITIES, Manifest, find_manifest, load_manifest
 

@@ -184,7 +184,7 @@ def test_redgreen_takes_leading_assignments_and_names_the_flag_of_a_bad_command(
 def test_progress_prints_each_failure_and_on_a_terminal_a_line_rewritten_meanwhile(tmp_path: Path) -> None:
     import io
 
-    from replaykit.cli.run import _Progress
+    from replaykit.cli.run import _FailureFeed
     from replaykit.scenario import Check, Result, load
 
     class Terminal(io.StringIO):
@@ -198,7 +198,7 @@ def test_progress_prints_each_failure_and_on_a_terminal_a_line_rewritten_meanwhi
     ]
     plain, terminal = io.StringIO(), Terminal()
     for stream in (plain, terminal):
-        progress = _Progress(2, stream, quiet=False)
+        progress = _FailureFeed(2, stream, quiet=False)
         progress.start()
         for result in results:
             progress(result)

@@ -13,7 +13,7 @@ from scenario_support import FUNCTION, ROOT, scenario_doc, tiny_target_importabl
 
 from replaykit import contracts
 from replaykit.reference import MUTANTS
-from replaykit.reference.mutants import ASKED, mutant
+from replaykit.reference.defects import ASKED, mutant
 from replaykit.scenario import DEFAULT_TARGET, Target, load, load_all
 from replaykit.scenario.mutants import Matrix, run_matrix
 

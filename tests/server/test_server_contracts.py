@@ -13,7 +13,7 @@ import pytest
 from server_support import ANTHROPIC, anthropic_request, cassette_of, json_interaction, message_cassette
 
 from replaykit import contracts
-from replaykit.contracts import interactions
+from replaykit.contracts import interaction_check as interactions
 from replaykit.routes import ROUTES, classify
 from replaykit.server import verdicts
 from replaykit.server.matching import Received

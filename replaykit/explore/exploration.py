@@ -5,7 +5,7 @@ a fault is itself the finding), lists the fault points of that run (:mod:`~repla
 the schedule (:mod:`~replaykit.explore.schedule`) ``jobs`` at a time, each run judged by the oracle
 (:mod:`~replaykit.explore.oracle`), groups and shrinks the failures (:mod:`~replaykit.explore.group`), writes
 each group's scenario and runs it again from the file: written only when it fails there too
-(:mod:`~replaykit.explore.write`).
+(:mod:`~replaykit.explore.output`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from replaykit.cassette import write_atomic
 from replaykit.errors import UsageError
-from replaykit.explore import oracle, schedule, space, write
+from replaykit.explore import oracle, output, schedule, space
 from replaykit.explore import report as reported
 from replaykit.explore.group import Group, Key, candidates, group
 from replaykit.explore.space import Trial
@@ -132,7 +132,7 @@ def _clear(out: Path, scenario: Scenario) -> None:
     first line says so), so the folder holds this run's findings alone."""
     for path in sorted(out.glob(f"{scenario.name}-*.yaml")):
         with path.open("rb") as handle:
-            if handle.readline().startswith(write.HEADER.encode()):
+            if handle.readline().startswith(output.HEADER.encode()):
                 path.unlink()
 
 
@@ -140,7 +140,7 @@ def _write(runner: _Runner, report: Report, options: Options) -> None:
     _clear(options.out, runner.scenario)
     for each in report.groups:
         doc = runner.judged[each.trial].scenario.doc
-        path = write.write_scenario(options.out, runner.scenario, each, doc, options.seed)
+        path = output.write_scenario(options.out, runner.scenario, each, doc, options.seed)
         again = runner.one(load(path))
         if again.failed:
             report.written.append(path)
@@ -173,7 +173,7 @@ def _report(report: Report, target: Target, options: Options) -> JSON:
 def _summary(report: Report, target: Target, options: Options) -> None:
     doc = _report(report, target, options)
     write_atomic(options.out / reported.FILE, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode())
-    write.write_summary(options.out, write.summary(doc))
+    output.write_summary(options.out, output.summary(doc))
 
 
 def _explore(runner: _Runner, report: Report, progress: Progress | None) -> None:
