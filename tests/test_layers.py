@@ -154,6 +154,7 @@ SHARED_BASENAMES = {
     "properties.py": "cli/properties.py is the `properties` command of the library's property suite",
     "verify.py": "cli/verify.py is the `verify` command of the library's verify.py",
     "model.py": "the data types of its package (cassette, scenario, transcript): one role",
+    "report.py": "a command's report as text and JSON (scenario runs, explore): one role",
 }
 
 
