@@ -157,6 +157,9 @@ def test_the_docs_have_examples() -> None:
     assert {block.page for block in BLOCKS} > {"README.md"}
 
 
+FENCES = {"python", "bash", "js", "yaml", "mermaid", "text"}  # text: a drawing, never run
+
+
 @pytest.mark.parametrize("path", PAGES, ids=lambda path: path.relative_to(ROOT).as_posix())
 def test_every_marker_is_known_and_marks_a_block(path: Path) -> None:
     page = page_blocks(path)
@@ -166,7 +169,7 @@ def test_every_marker_is_known_and_marks_a_block(path: Path) -> None:
     for block in page:
         where = block.at()
         assert block.marks <= MARKS, f"{where}: unknown marker words {sorted(block.marks - MARKS)}"
-        assert block.lang in {"python", "bash", "js", "yaml", "mermaid"}, f"{where}: a ```{block.lang} block"
+        assert block.lang in FENCES, f"{where}: a ```{block.lang} block"
         assert "pytest" not in block.marks or block.lang == "python", f"{where}: pytest marks a python block"
         assert "target" not in block.marks or block.lang == "js", f"{where}: target marks a js block"
 
