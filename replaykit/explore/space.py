@@ -9,13 +9,11 @@ attempt more than the declared budget). The kinds are described in the docs' exp
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from replaykit import cassette
+from replaykit import cassette, sse
 from replaykit.jsondoc import JSON
 from replaykit.routes import PROVIDERS
 from replaykit.scenario.formats import ScenarioDoc
@@ -96,9 +94,10 @@ def _events(place: JSON, scenario_cassettes: tuple[Path, ...]) -> list[JSON]:
     return []
 
 
-def _data(event: Any) -> JSON:
+def _data(event: sse.Event) -> JSON:
+    """The event's JSON object (bounded as every event is: :meth:`replaykit.sse.Event.json`); {} when not."""
     try:
-        value = json.loads(event.data) if event.data else {}
+        value = event.json() if event.data else {}
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
