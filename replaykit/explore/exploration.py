@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from replaykit.explore.group import Group, Key, candidates, group
 from replaykit.explore.space import Trial
 from replaykit.jsondoc import JSON
 from replaykit.scenario.model import Scenario, load
-from replaykit.scenario.runner import Result, run_scenario
+from replaykit.scenario.runner import Result, run_jobs, run_scenario
 from replaykit.scenario.shard import Shard
 from replaykit.scenario.target import Target
 from replaykit.scenario.warm import Parents
@@ -97,11 +96,8 @@ class _Runner:
             if progress is not None:
                 progress(counts["done"], len(trials), counts["failing"])
 
-        with ThreadPoolExecutor(self.options.jobs, thread_name_prefix="replaykit-explore") as pool:
-            futures = [pool.submit(self.one, j.scenario) for j in judged]
-            for future in as_completed(futures):
-                done(future.result())
-        results = [future.result() for future in futures]
+        runs = [(j.scenario, self.target, self.options.mutant) for j in judged]
+        results = run_jobs(runs, jobs=self.options.jobs, done=done, parents=self.parents)
         for trial, judgement, result in zip(trials, judged, results, strict=True):
             self.judged[trial], self.results[trial] = judgement, result
             self.ran[trial] = oracle.first_broken(result, judgement.labels)

@@ -22,6 +22,7 @@ from replaykit.scenario.model import Scenario
 from replaykit.scenario.report import Case
 from replaykit.scenario.runner import Result, run_jobs
 from replaykit.scenario.target import Target
+from replaykit.scenario.warm import Parents
 
 __all__ = ["Matrix", "check_kills", "decides", "run_matrix"]
 
@@ -226,22 +227,31 @@ def run_matrix(
     the target's run of the scenario never asked about (:attr:`Result.asked`) is inferred, not run, unless
     the scenario declares it or ``every_cell``. ``done`` is called with each result as it comes (see
     :func:`~replaykit.scenario.runner.run_jobs`)."""
-    if on_target is None:
-        on_target = run_jobs([(scenario, target, None) for scenario in scenarios], jobs=jobs, done=done)
-    table: dict[tuple[str, str | None], Result] = {
-        (s.name, None): result for s, result in zip(scenarios, on_target, strict=True)
-    }
-    every = scenarios if universe is None else universe
-    cells = [(scenario, mutant, table[(scenario.name, None)]) for scenario in scenarios for mutant in mutants
-             if _applies(scenario, target) and (not declared or decides(scenario, mutant, every))]
-    work = [(scenario, mutant) for scenario, mutant, seen in cells
-            if every_cell or seen.asked is None or mutant in seen.asked or mutant in scenario.kills]
-    results = run_jobs([(scenario, target, mutant) for scenario, mutant in work], jobs=jobs, done=done)
+    with Parents() as parents:  # one pool for both batches: the second forks from parents already warm
+        if on_target is None:
+            on_target = run_jobs([(scenario, target, None) for scenario in scenarios], jobs=jobs, done=done,
+                                 parents=parents)
+        table: dict[tuple[str, str | None], Result] = {
+            (s.name, None): result for s, result in zip(scenarios, on_target, strict=True)
+        }
+        every = scenarios if universe is None else universe
+        cells = [(scenario, mutant) for scenario in scenarios for mutant in mutants
+                 if _applies(scenario, target) and (not declared or decides(scenario, mutant, every))]
+        work = [(scenario, mutant) for scenario, mutant in cells
+                if every_cell or _may_change(table[(scenario.name, None)], scenario, mutant)]
+        results = run_jobs([(scenario, target, mutant) for scenario, mutant in work], jobs=jobs, done=done,
+                           parents=parents)
     table.update({(s.name, mutant): result for (s, mutant), result in zip(work, results, strict=True)})
-    inferred = frozenset((s.name, mutant) for s, mutant, _ in cells if (s.name, mutant) not in table)
+    inferred = frozenset((s.name, mutant) for s, mutant in cells if (s.name, mutant) not in table)
     for name, mutant in inferred:
         table[(name, mutant)] = dataclasses.replace(table[(name, None)], mutant=mutant, seconds=0.0)
     return Matrix(tuple(scenarios), tuple(mutants), table, full=not declared, inferred=inferred)
+
+
+def _may_change(on_target: Result, scenario: Scenario, mutant: str) -> bool:
+    """Whether ``mutant`` may change the target's run of ``scenario``: the target asked about it, or did not
+    say what it asked about; a cell the scenario declares in ``kills:`` always runs."""
+    return on_target.asked is None or mutant in on_target.asked or mutant in scenario.kills
 
 
 def _applies(scenario: Scenario, target: Target) -> bool:

@@ -10,6 +10,7 @@ The segments and the merge in full are in docs/architecture/scenario.md.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import time
@@ -302,20 +303,23 @@ def run_jobs(
     jobs: int = 1,
     update_snapshots: bool = False,
     done: Callable[[Result], None] | None = None,
+    parents: Parents | None = None,
 ) -> list[Result]:
     """Run each ``(scenario, target, mutant)``, ``jobs`` at a time (see :func:`run_many`), those that declare
     the longest waits first (:attr:`Scenario.waits`: a long one started last would end the batch alone); a
-    Python target's runs are forked from warm parents, one per thread, ended with the batch."""
+    Python target's runs are forked from warm parents: ``parents`` when given (the caller's, kept across its
+    batches), else the batch's own, ended with it."""
     if jobs < 1:
         raise ValueError(f"jobs={jobs!r} must be at least 1")
     results: list[Result | None] = [None] * len(jobs_)
     order = sorted(range(len(jobs_)), key=lambda index: -jobs_[index][0].waits)
-    with Parents() as parents, ThreadPoolExecutor(max_workers=jobs,
-                                                  thread_name_prefix="replaykit-scenario") as pool:
+    with contextlib.ExitStack() as stack:
+        warm = parents if parents is not None else stack.enter_context(Parents())
+        pool = stack.enter_context(ThreadPoolExecutor(jobs, thread_name_prefix="replaykit-scenario"))
         futures = {
             pool.submit(
                 run_scenario, scenario, target, mutant=mutant, update_snapshots=update_snapshots,
-                parents=parents,
+                parents=warm,
             ): index
             for index, (scenario, target, mutant) in ((index, jobs_[index]) for index in order)
         }

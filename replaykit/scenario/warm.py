@@ -3,7 +3,7 @@
 ``python -m replaykit.scenario.warm module:function`` imports the function, then reads one request a line on
 stdin, forks a child per run (its own session, folder, environment and output) and answers its pid and code.
 The parent preloads the installed modules a run imported (:class:`Preload`); ``REPLAYKIT_WARM=0`` starts each
-run cold. :class:`Parents` is the runner's side (a :class:`Warm` parent per thread and target), and
+run cold. :class:`Parents` is the runner's side (idle :class:`Warm` parents by target, one run each), and
 :class:`Forked` looks like a cold run's :class:`subprocess.Popen`. The protocol is in
 docs/architecture/scenario.md.
 """
@@ -21,7 +21,7 @@ import sysconfig
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -164,10 +164,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 class Forked:
     """One forked run, as much of :class:`subprocess.Popen` as the runner uses: ``pid``, ``returncode`` and
-    :meth:`wait`."""
+    :meth:`wait`; ``ended`` is called with its parent once its exit code is known (the parent is free)."""
 
-    def __init__(self, parent: Warm, pid: int) -> None:
-        self.parent, self.pid = parent, pid
+    def __init__(self, parent: Warm, pid: int, ended: Callable[[Warm], None] | None = None) -> None:
+        self.parent, self.pid, self.ended = parent, pid, ended
         self.returncode: int | None = None
 
     def wait(self, timeout: float | None = None) -> int:
@@ -175,6 +175,8 @@ class Forked:
         when ``timeout`` seconds pass first."""
         if self.returncode is None:
             self.returncode = int(self.parent.answer(timeout, self)["code"])
+            if self.ended is not None:
+                self.ended(self.parent)
         return self.returncode
 
 
@@ -193,12 +195,13 @@ class Warm:
         self.answers: IO[bytes] = self.process.stdout
         self._read = bytearray()  # the parent's output read but not yet answered: lines come two per run
 
-    def start(self, cwd: Path, env: Mapping[str, str], stdout: Path, stderr: Path) -> Forked:
-        """Fork one run; the handle to wait on it."""
+    def start(self, cwd: Path, env: Mapping[str, str], stdout: Path, stderr: Path,
+              ended: Callable[[Warm], None] | None = None) -> Forked:
+        """Fork one run; the handle to wait on it (``ended``: see :class:`Forked`)."""
         order = {"cwd": str(cwd), "env": dict(env), "stdout": str(stdout), "stderr": str(stderr)}
         self.orders.write(json.dumps(order).encode("utf-8") + b"\n")
         self.orders.flush()
-        return Forked(self, int(self.answer(None)["pid"]))
+        return Forked(self, int(self.answer(None)["pid"]), ended)
 
     def answer(self, timeout: float | None, waiting: Forked | None = None) -> JSON:
         """The parent's next line; :class:`subprocess.TimeoutExpired` after ``timeout`` seconds.
@@ -237,38 +240,58 @@ class Warm:
 
 
 class Parents:
-    """The warm parents of one batch of runs (:func:`replaykit.scenario.runner.run_jobs`): one per runner
-    thread and target, started when first needed, all ended by :meth:`close`."""
+    """The warm parents of one or more batches of runs (:func:`replaykit.scenario.runner.run_jobs`): a parent
+    serves one run at a time, so a run takes an idle parent of its target (and the environment it imports
+    under) or starts one, and gives it back when it ends; all are ended by :meth:`close`."""
 
     def __init__(self) -> None:
-        self._parents: dict[tuple[int, str, tuple[tuple[str, str], ...]], Warm] = {}
+        self._idle: dict[tuple[str, tuple[tuple[str, str], ...]], list[Warm]] = {}
+        self._started: list[Warm] = []
+        self._retired: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
         self._lock = threading.Lock()
 
     def launch(self, spec: str, warm_env: Mapping[str, str], cwd: Path, env: Mapping[str, str], stdout: Path,
                stderr: Path) -> Forked:
-        """Fork a run of Python target ``spec`` (``module:function``) from this thread's warm parent for it,
-        started with ``warm_env`` when there is none or it ended."""
-        key = (threading.get_ident(), spec, tuple(sorted(warm_env.items())))
-        with self._lock:
-            parent = self._parents.get(key)
-        if parent is not None and parent.alive():
+        """Fork a run of Python target ``spec`` (``module:function``) from an idle warm parent for it, or from
+        one started with ``warm_env`` when none is idle (one that ended meanwhile is replaced)."""
+        key = (spec, tuple(sorted(warm_env.items())))
+        while (parent := self._take(key)) is not None:
             try:
-                return parent.start(cwd, env, stdout, stderr)
-            except OSError:  # it ended meanwhile (killed): a new one
-                pass
-        preload = True
-        if parent is not None:
-            parent.close()
-            preload = parent.process.returncode != RETIRED
-        parent = Warm(spec, warm_env, preload)
+                return parent.start(cwd, env, stdout, stderr, self._give_back(key))
+            except OSError:  # it ended meanwhile (killed, or retired after a preload): the next one
+                self._ended(key, parent)
         with self._lock:
-            self._parents[key] = parent
-        return parent.start(cwd, env, stdout, stderr)
+            parent = Warm(spec, warm_env, preload=key not in self._retired)
+            self._started.append(parent)
+        return parent.start(cwd, env, stdout, stderr, self._give_back(key))
+
+    def _take(self, key: tuple[str, tuple[tuple[str, str], ...]]) -> Warm | None:
+        """An idle parent of ``key`` that still runs (those that ended are closed on the way)."""
+        while True:
+            with self._lock:
+                idle = self._idle.get(key)
+                parent = idle.pop() if idle else None
+            if parent is None or parent.alive():
+                return parent
+            self._ended(key, parent)
+
+    def _ended(self, key: tuple[str, tuple[tuple[str, str], ...]], parent: Warm) -> None:
+        parent.close()
+        if parent.process.returncode == RETIRED:
+            with self._lock:
+                self._retired.add(key)
+
+    def _give_back(self, key: tuple[str, tuple[tuple[str, str], ...]]) -> Callable[[Warm], None]:
+        def give_back(parent: Warm) -> None:
+            with self._lock:
+                self._idle.setdefault(key, []).append(parent)
+
+        return give_back
 
     def close(self) -> None:
         """End every parent."""
         with self._lock:
-            parents, self._parents = list(self._parents.values()), {}
+            parents, self._started, self._idle = self._started, [], {}
         for parent in parents:
             parent.close()
 

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -124,6 +125,30 @@ def test_a_retired_parent_is_followed_by_one_that_preloads_nothing(tmp_path: Pat
     assert [code for code, _ in ran] == [0, 0, 0]
     first, second, third = (seen["ppid"] for _, seen in ran)
     assert first != second == third
+
+
+def test_a_parent_serves_the_runs_of_other_threads_once_idle(tmp_path: Path) -> None:
+    """A parent is given back when its run ends: another thread (alive at once, so not the same thread under
+    another name) forks its run from it, warm."""
+    (tmp_path / "probe.py").write_text(PROBE)
+    seen: list[dict[str, object]] = []
+    first_ran, release = threading.Event(), threading.Event()
+
+    def first() -> None:
+        seen.append(_run(parents, tmp_path, 1)[1])
+        first_ran.set()
+        release.wait()
+
+    with Parents() as parents:
+        holder = threading.Thread(target=first)
+        holder.start()
+        assert first_ran.wait(60)
+        second = threading.Thread(target=lambda: seen.append(_run(parents, tmp_path, 2)[1]))
+        second.start()
+        second.join()
+        release.set()
+        holder.join()
+    assert len(seen) == 2 and seen[0]["ppid"] == seen[1]["ppid"]
 
 
 def test_a_crash_or_a_hang_ends_that_run_only(tmp_path: Path) -> None:
