@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 from replaykit.errors import LocalRequestError, UsageError
 from replaykit.jsondoc import JSON
-from replaykit.routes import APIS, Api
+from replaykit.routes import APIS, PROVIDER_APIS, Api
 from replaykit.routes import MODEL_APIS as PROVIDERS
 
 __all__ = ["APIS", "PROVIDERS", "Api", "Note", "Projection", "Provider", "ProviderModel", "project",
            "projection", "search_text_projection"]
 
-Provider = Literal["anthropic", "openai", "azure"]  # providers of model turns (replaykit.routes.MODEL_APIS)
+# providers of model turns (replaykit.routes.MODEL_APIS)
+Provider = Literal["anthropic", "openai", "azure", "gemini", "vertex"]
 ANTHROPIC_SEARCH_TOOL = "web_search_20250305"
 _C = TypeVar("_C")
 _T = TypeVar("_T")
@@ -43,8 +44,8 @@ def _shared(value: _T) -> _T:
 
 @dataclass(frozen=True, slots=True)
 class ProviderModel:
-    """Which provider wire and model a transcript is replayed as: ``provider`` (anthropic | openai | azure),
-    its ``api`` and ``model``.
+    """Which provider wire and model a transcript is replayed as: ``provider`` (anthropic | openai | azure |
+    gemini | vertex), its ``api`` (one of the provider's, ``replaykit.routes.PROVIDER_APIS``) and ``model``.
 
     ``max_tokens`` is sent to Anthropic when given (the API requires it on a real request).
     """
@@ -55,11 +56,12 @@ class ProviderModel:
     max_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        expected = PROVIDERS.get(self.provider)
+        expected = PROVIDER_APIS.get(self.provider)
         if expected is None:
             raise UsageError(f"provider={self.provider!r} must be one of {sorted(PROVIDERS)}")
-        if self.api != expected:
-            raise UsageError(f"api={self.api!r} does not fit provider {self.provider!r}; use {expected!r}")
+        if self.api not in expected:
+            raise UsageError(f"api={self.api!r} does not fit provider {self.provider!r}; use one of "
+                             f"{', '.join(map(repr, expected))}")
         if not isinstance(self.model, str) or not self.model:
             raise UsageError(f"model={self.model!r} must be a non-empty string")
         if self.max_tokens is not None and (not isinstance(self.max_tokens, int) or self.max_tokens < 1):
@@ -507,9 +509,16 @@ def projection(transcript: object, target: ProviderModel, *, share: bool = False
     walk = _Walk(target, share, since)
     if not isinstance(transcript, dict):
         raise walk.fail("", f"a transcript must be an object, not {type(transcript).__name__}")
-    build = _anthropic_body if target.api == "anthropic-messages" else _openai_body
+    build = _BODIES.get(target.api)
+    if build is None:
+        raise UsageError(f"replaying a transcript as {target.api} is not supported yet; use one of "
+                         f"{', '.join(_BODIES)}")
     body = build(transcript, walk)
     return Projection(body, tuple(walk.notes))
+
+
+_BODIES: dict[str, Callable[[JSON, _Walk], JSON]] = {"anthropic-messages": _anthropic_body,
+                                                     "openai-responses": _openai_body}
 
 
 def project(transcript: object, target: ProviderModel, *, share: bool = False, since: int = 0) -> JSON:

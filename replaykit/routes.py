@@ -16,17 +16,21 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
-__all__ = ["APIS", "API_ORIGINS", "MODEL_APIS", "MODEL_ROUTES", "PROVIDERS", "ROUTES", "Api", "Kinds",
-           "Provider", "Route", "base_url_env", "base_urls", "classify", "classify_uri", "known",
-           "provider_of"]
+__all__ = ["APIS", "API_ORIGINS", "API_ROUTES", "MODEL_APIS", "MODEL_ROUTES", "PROVIDERS", "PROVIDER_APIS",
+           "ROUTES", "Api", "Kinds", "Provider", "Route", "base_url_env", "base_urls", "classify",
+           "classify_uri", "known", "provider_of"]
 
-Provider = Literal["anthropic", "openai", "azure", "cloudflare"]
-PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "azure", "cloudflare")
-Api = Literal["anthropic-messages", "openai-responses"]
-APIS: tuple[Api, ...] = ("anthropic-messages", "openai-responses")
+Provider = Literal["anthropic", "openai", "azure", "gemini", "vertex", "cloudflare"]
+PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "azure", "gemini", "vertex", "cloudflare")
+#: The wire APIs of model turns: Anthropic Messages, OpenAI Responses, OpenAI Chat Completions and Gemini's
+#: generateContent (the Gemini Developer API's and Vertex AI's, one body).
+Api = Literal["anthropic-messages", "openai-responses", "openai-chat", "gemini-generate"]
+APIS: tuple[Api, ...] = ("anthropic-messages", "openai-responses", "openai-chat", "gemini-generate")
 #: The origin of each provider's real API (Azure OpenAI has none: each resource has its own host,
 #: ``https://NAME.openai.azure.com``).
 API_ORIGINS: dict[str, str] = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com",
+                               "gemini": "https://generativelanguage.googleapis.com",
+                               "vertex": "https://aiplatform.googleapis.com",
                                "cloudflare": "https://api.cloudflare.com"}
 
 
@@ -77,20 +81,47 @@ ROUTES: tuple[Route, ...] = (
     # (/openai/responses?api-version=...), and the deployment-scoped form: the same bodies as OpenAI's.
     _post("azure.responses", "azure", r"/openai(?:/v1|/deployments/[^/]+)?/responses/?", "openai-responses",
           "openai"),
+    # Chat Completions: OpenAI's /v1/chat/completions, and the same path under an OpenAI-compatible host
+    # (OpenRouter's /api/v1/, Perplexity's bare /chat/completions); Azure's v1 and deployment-scoped forms.
+    Route("openai.chat", "openai", re.compile(r"(?:/api)?(?:/v1)?/chat/completions/?"), "POST",
+          "openai-chat"),
+    Route("azure.chat", "azure", re.compile(r"/openai(?:/v1|/deployments/[^/]+)/chat/completions/?"), "POST",
+          "openai-chat"),
+    # Gemini: the model is in the path, the method after a colon (streamed: :streamGenerateContent?alt=sse);
+    # Vertex AI: under /projects/P/locations/L/publishers/google/, or without them (express mode).
+    Route("gemini.generate", "gemini",
+          re.compile(r"/v1(?:alpha|beta)?/models/[^/:]+:(?:stream)?[gG]enerateContent"), "POST",
+          "gemini-generate"),
+    Route("vertex.generate", "vertex",
+          re.compile(r"/v1(?:beta1)?(?:/projects/[^/]+/locations/[^/]+)?/publishers/google/models/[^/:]+"
+                     r":(?:stream)?[gG]enerateContent"), "POST", "gemini-generate"),
     _post("cloudflare.websearch", "cloudflare", r"/client/v4/accounts/[^/]+/ai/websearch/?", None,
           "cloudflare"),
 )
 
-#: The API of the model turns each model provider serves (from the table): anthropic, openai, azure.
-MODEL_APIS: dict[str, Api] = {route.provider: route.api for route in ROUTES if route.provider and route.api}
-#: The route of each model provider's turns (anthropic.messages, openai.responses, azure.responses).
-MODEL_ROUTES: dict[str, Route] = {route.provider: route for route in ROUTES if route.provider and route.api}
+#: The APIs of the model turns each model provider serves, its default first (from the table): openai and
+#: azure serve Responses and Chat Completions.
+PROVIDER_APIS: dict[str, tuple[Api, ...]] = {}
+for _route in ROUTES:
+    if _route.provider and _route.api and _route.api not in PROVIDER_APIS.get(_route.provider, ()):
+        PROVIDER_APIS[_route.provider] = (*PROVIDER_APIS.get(_route.provider, ()), _route.api)
+#: The default API of each model provider's turns: its first in the table.
+MODEL_APIS: dict[str, Api] = {provider: apis[0] for provider, apis in PROVIDER_APIS.items()}
+#: The route of each model provider's turns on each of its APIs, keyed ``(provider, api)``.
+API_ROUTES: dict[tuple[str, Api], Route] = {}
+for _route in ROUTES:
+    if _route.provider and _route.api:
+        API_ROUTES.setdefault((_route.provider, _route.api), _route)
+#: The route of each model provider's turns on its default API (anthropic.messages, openai.responses...).
+MODEL_ROUTES: dict[str, Route] = {provider: API_ROUTES[provider, api] for provider, api in MODEL_APIS.items()}
 
 _HOSTS: tuple[tuple[str, Provider], ...] = (
     ("anthropic.com", "anthropic"),
     ("openai.azure.com", "azure"),
     ("azure.com", "azure"),
     ("openai.com", "openai"),
+    ("generativelanguage.googleapis.com", "gemini"),
+    ("aiplatform.googleapis.com", "vertex"),
     ("cloudflare.com", "cloudflare"),
 )
 
@@ -130,21 +161,27 @@ def base_urls(origin: str) -> dict[str, str]:
 
     Checked against the SDKs: ``Anthropic(base_url=...)`` appends ``/v1/messages``; ``OpenAI(base_url=...)``
     appends ``/responses``; ``OpenAI`` or ``AzureOpenAI(base_url=..., api_version=...)`` on the Azure v1 URL;
-    the Cloudflare client appends ``/accounts/{id}/ai/websearch``.
+    the Cloudflare client appends ``/accounts/{id}/ai/websearch``; google-genai's
+    ``HttpOptions(base_url=...)`` appends its API version (``v1beta/models/...``, on Vertex
+    ``v1beta1/projects/...``).
     """
     return {
         "anthropic": origin,
         "openai": f"{origin}/v1",
         "azure": f"{origin}/openai/v1",
+        "gemini": origin,
+        "vertex": origin,
         "cloudflare": f"{origin}/client/v4",
     }
 
 
 def base_url_env(origins: Mapping[str, str]) -> dict[str, str]:
     """The target protocol's base URL variables, each provider's at its server's origin in ``origins``:
-    ``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``, ``REPLAYKIT_AZURE_BASE_URL``, ``AZURE_OPENAI_ENDPOINT`` and
+    ``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``, ``REPLAYKIT_AZURE_BASE_URL``, ``AZURE_OPENAI_ENDPOINT``,
+    ``GOOGLE_GEMINI_BASE_URL``, ``GOOGLE_VERTEX_BASE_URL`` (read by google-genai) and
     ``REPLAYKIT_WEBSEARCH_BASE_URL``."""
     url = {provider: base_urls(origin)[provider] for provider, origin in origins.items()}
     return {"ANTHROPIC_BASE_URL": url["anthropic"], "OPENAI_BASE_URL": url["openai"],
             "REPLAYKIT_AZURE_BASE_URL": url["azure"], "AZURE_OPENAI_ENDPOINT": origins["azure"],
+            "GOOGLE_GEMINI_BASE_URL": url["gemini"], "GOOGLE_VERTEX_BASE_URL": url["vertex"],
             "REPLAYKIT_WEBSEARCH_BASE_URL": url["cloudflare"]}

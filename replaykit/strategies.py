@@ -26,7 +26,7 @@ from hypothesis.errors import InvalidArgument
 
 from replaykit.estimate import USAGE_FIELDS
 from replaykit.jsondoc import JSON
-from replaykit.replay import PROVIDERS
+from replaykit.replay import PROVIDERS as MODEL_APIS
 from replaykit.transcript import STOP_REASONS
 
 __all__ = [
@@ -76,6 +76,8 @@ OPAQUE_TYPES = {
 _ANTHROPIC_ERRORS = ("invalid_tool_input", "unavailable", "max_uses_exceeded", "too_many_requests",
                      "query_too_long", "request_too_large")
 _EPOCH_MS = (1_600_000_000_000, 1_900_000_000_000)
+#: The model providers the strategies draw, and each one's API.
+PROVIDERS = {provider: MODEL_APIS[provider] for provider in _MODELS}
 
 
 # ---------------------------------------------------------------- argument checks

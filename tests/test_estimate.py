@@ -318,8 +318,8 @@ def test_budget_checks_its_arguments(window: Any, reserve: Any, message: str) ->
 def test_targets_are_checked() -> None:
     azure = ProviderModel("azure", "openai-responses", "dep")
     assert est.to_target({"provider": "azure", "model": "dep"}) == azure
-    with pytest.raises(UsageError, match="provider='gemini'"):
-        estimate(_transcript(), {"provider": "gemini", "api": "x", "model": "m"})
+    with pytest.raises(UsageError, match="provider='cohere'"):
+        estimate(_transcript(), {"provider": "cohere", "api": "x", "model": "m"})
     with pytest.raises(UsageError, match="must be a ProviderModel"):
         estimate(_transcript(), "anthropic")  # type: ignore[arg-type]
 

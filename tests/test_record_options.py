@@ -29,8 +29,8 @@ def test_upstreams_are_provider_url_pairs() -> None:
 
 
 @pytest.mark.parametrize(("pair", "message"), [
-    ("gemini=https://x.example", r"--x 'gemini=https://x.example' must be PROVIDER=URL, PROVIDER one of "
-                                 r"anthropic, openai, azure, cloudflare"),
+    ("cohere=https://x.example", r"--x 'cohere=https://x.example' must be PROVIDER=URL, PROVIDER one of "
+                                 r"anthropic, openai, azure, gemini, vertex, cloudflare"),
     ("anthropic", r"--x 'anthropic' must be PROVIDER=URL"),
     ("anthropic=api.anthropic.com", r"--x anthropic= 'api.anthropic.com' must be an http\(s\) URL"),
 ])

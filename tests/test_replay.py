@@ -429,7 +429,7 @@ def test_structural_faults_are_local_validation_errors() -> None:
 def test_targets_check_their_arguments() -> None:
     with pytest.raises(UsageError, match="provider='google'"):
         ProviderModel("google", "openai-responses", "m")  # type: ignore[arg-type]
-    with pytest.raises(UsageError, match="use 'openai-responses'"):
+    with pytest.raises(UsageError, match="use one of 'openai-responses'"):
         ProviderModel("azure", "anthropic-messages", "m")
     with pytest.raises(UsageError, match="model"):
         ProviderModel("openai", "openai-responses", "")

@@ -20,6 +20,17 @@ from replaykit.routes import ROUTES, Kinds, base_urls, classify, classify_uri, k
         ("POST", "/client/v4/accounts/abc123/ai/websearch", "cloudflare.websearch"),
         ("POST", "/client/v4/accounts/abc123/ai/websearch/", "cloudflare.websearch"),
         ("post", "/v1/messages", "anthropic.messages"),
+        ("POST", "/v1/chat/completions", "openai.chat"),
+        ("POST", "/api/v1/chat/completions", "openai.chat"),
+        ("POST", "/chat/completions", "openai.chat"),
+        ("POST", "/openai/v1/chat/completions", "azure.chat"),
+        ("POST", "/openai/deployments/gpt-4o/chat/completions", "azure.chat"),
+        ("POST", "/v1beta/models/gemini-2.5-flash:generateContent", "gemini.generate"),
+        ("POST", "/v1beta/models/gemini-2.5-flash:streamGenerateContent", "gemini.generate"),
+        ("POST", "/v1/models/gemini-2.5-flash:generateContent", "gemini.generate"),
+        ("POST", "/v1beta1/projects/p-1/locations/us-central1/publishers/google/models/gemini-2.5-flash"
+                 ":streamGenerateContent", "vertex.generate"),
+        ("POST", "/v1/publishers/google/models/gemini-2.5-flash:generateContent", "vertex.generate"),
     ],
 )
 def test_known_routes(method: str, path: str, name: str) -> None:
@@ -58,6 +69,8 @@ def test_every_provider_has_a_route_and_a_base_url() -> None:
         "anthropic": "http://127.0.0.1:1",
         "openai": "http://127.0.0.1:1/v1",
         "azure": "http://127.0.0.1:1/openai/v1",
+        "gemini": "http://127.0.0.1:1",
+        "vertex": "http://127.0.0.1:1",
         "cloudflare": "http://127.0.0.1:1/client/v4",
     }
 
@@ -90,7 +103,7 @@ def test_known_routes_name_their_contracts(method: str, path: str, request_kind:
 @pytest.mark.parametrize(("method", "path"), [
     ("GET", "/v1/messages"),
     ("POST", "/v1/models"),
-    ("POST", "/v1/chat/completions"),
+    ("POST", "/v1/completions"),
     ("POST", "/openai/deployments/a/b/responses"),
     ("POST", "/client/v4/accounts/x/ai/websearch//"),
     ("POST", "/prefix/v1/messages"),

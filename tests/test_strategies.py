@@ -200,12 +200,12 @@ def test_a_rebuild_keeps_a_valid_anchor_and_a_change_drops_it() -> None:
      "min_messages=3 must not exceed max_messages=2."),
     (lambda: rs.transcripts(usage="huge"), "usage='huge' must be None or one of"),
     (lambda: rs.transcripts(providers=[]), "providers=[] must be a non-empty list"),
-    (lambda: rs.transcripts(providers=["gemini"]), "providers[]='gemini' must be None or one of"),
+    (lambda: rs.transcripts(providers=["cohere"]), "providers[]='cohere' must be None or one of"),
     (lambda: rs.mixed_text(min_size=1.5),  # type: ignore[arg-type]
      "min_size=1.5 must be an integer."),
     (lambda: rs.cjk_text(max_size=-2), "max_size=-2 must not be negative."),
     (lambda: rs.usages("negative"), "kind='negative' must be None or one of"),
-    (lambda: rs.citations("gemini"), "provider='gemini'"),
+    (lambda: rs.citations("cohere"), "provider='cohere'"),
     (lambda: rs.citations("openai", -1), "text_length=-1 must not be negative."),
     (lambda: rs.hosted_search_blocks(phase="start"), "phase='start'"),
     (lambda: rs.hosted_search_blocks(raw="yes"),  # type: ignore[arg-type]
@@ -292,7 +292,7 @@ def test_opaque_content_is_of_the_provider_asked(messages: list[JSON]) -> None:
     (lambda: rs.passages("prose", 5, 4), "min_lines=5 must not exceed max_lines=4."),
     (lambda: rs.encrypted(-1), "min_bytes=-1 must not be negative."),
     (lambda: rs.rich_messages("images"), "kind='images'"),
-    (lambda: rs.rich_messages("search", "gemini"), "provider='gemini'"),
+    (lambda: rs.rich_messages("search", "cohere"), "provider='cohere'"),
 ])
 def test_bad_content_arguments_fail_when_the_strategy_is_made(build: Any, message: str) -> None:
     with pytest.raises(InvalidArgument, match=re.escape(message)):

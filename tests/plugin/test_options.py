@@ -27,7 +27,9 @@ def test_the_command_line_wins(rk: pytest.Pytester, monkeypatch: pytest.MonkeyPa
         [
             rf"OPTIONS ReplaykitOptions\(cassette_dir=PosixPath\('{rk.path}/elsewhere'\), timing='fixed:5', "
             r"enforce_contracts=True, allow_network=False, record_mode='none', upstreams=\{'anthropic': "
-            r"'https://api.anthropic.com', 'openai': 'http://127.0.0.1:8', 'cloudflare': "
+            r"'https://api.anthropic.com', 'openai': 'http://127.0.0.1:8', 'gemini': "
+            r"'https://generativelanguage.googleapis.com', 'vertex': "
+            r"'https://aiplatform.googleapis.com', 'cloudflare': "
             r"'https://api.cloudflare.com'\}, strict=True\)",
             r"SETTINGS Settings\(timing=Timing\(mode='fixed', ms=5.0\), enforce_contracts=True, "
             r"profile=Profile\(name='strict', spans_optional=False\)\)",
@@ -51,7 +53,9 @@ def test_the_environment_wins_over_ini(rk: pytest.Pytester, monkeypatch: pytest.
         [
             rf"OPTIONS ReplaykitOptions\(cassette_dir=PosixPath\('{rk.path}/data'\), timing='recorded', "
             r"enforce_contracts=True, allow_network=True, record_mode='none', upstreams=\{'anthropic': "
-            r"'http://127.0.0.1:9', 'openai': 'https://api.openai.com', 'cloudflare': "
+            r"'http://127.0.0.1:9', 'openai': 'https://api.openai.com', 'gemini': "
+            r"'https://generativelanguage.googleapis.com', 'vertex': "
+            r"'https://aiplatform.googleapis.com', 'cloudflare': "
             r"'https://api.cloudflare.com', 'azure': 'https://rk.openai.azure.com'\}, strict=False\)",
         ]
     )

@@ -168,13 +168,13 @@ def test_a_recording_that_fails_fails_the_test(inner: pytest.Pytester) -> None:
 
 def test_bad_settings_are_one_line(inner: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REPLAYKIT_RECORD_MODE", "sometimes")
-    result = inner.runpytest(SEARCH, "--replaykit-upstream", "gemini=https://x.example")
+    result = inner.runpytest(SEARCH, "--replaykit-upstream", "cohere=https://x.example")
     result.assert_outcomes(errors=1)
     result.stdout.re_match_lines([r"E? *REPLAYKIT_RECORD_MODE='sometimes' must be one of once, new \(or "
                                   r"new_episodes\), all, none"])
     monkeypatch.delenv("REPLAYKIT_RECORD_MODE")
-    result = inner.runpytest(SEARCH, "--replaykit-upstream", "gemini=https://x.example")
-    result.stdout.re_match_lines([r"E? *--replaykit-upstream 'gemini=https://x.example' must be PROVIDER="])
+    result = inner.runpytest(SEARCH, "--replaykit-upstream", "cohere=https://x.example")
+    result.stdout.re_match_lines([r"E? *--replaykit-upstream 'cohere=https://x.example' must be PROVIDER="])
 
 
 def _own_address() -> str:

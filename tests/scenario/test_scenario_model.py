@@ -42,11 +42,11 @@ def test_a_misspelt_key_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_a_bad_value_deep_in_a_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     steps = [
         {"prompt": "a", "provider": "anthropic", "model": "m"},
-        {"prompt": "b", "provider": "gemini", "model": "m"},
+        {"prompt": "b", "provider": "cohere", "model": "m"},
     ]
     err = bad(tmp_path, capsys, steps=steps)
     text = (tmp_path / "one-step.yaml").read_text().splitlines()
-    line = text.index("  provider: gemini") + 1
+    line = text.index("  provider: cohere") + 1
     assert f"one-step.yaml:{line} /steps/1/provider:" in err and "use one of the values" in err
 
 

@@ -51,7 +51,7 @@ def test_serve_prints_json_urls_and_writes_the_journal_on_a_signal(tmp_path: Pat
     ) as proc:
         assert proc.stdout is not None
         urls = json.loads(proc.stdout.readline())
-        assert set(urls) == {"anthropic", "openai", "azure", "cloudflare"}
+        assert set(urls) == {"anthropic", "openai", "azure", "gemini", "vertex", "cloudflare"}
         with (
             anthropic.Anthropic(base_url=urls["anthropic"], api_key="dummy", max_retries=1) as client,
             client.messages.stream(model="m", max_tokens=5, messages=[{"role": "user", "content": "q"}]) as s,

@@ -166,8 +166,8 @@ def test_env_and_base_urls(serve: Any) -> None:
     assert env["REPLAYKIT_WEBSEARCH_BASE_URL"] == f"{fake.url}/client/v4"
     assert env["AZURE_OPENAI_ENDPOINT"] == fake.url
     assert {env[k] for k in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY")} == {DUMMY_KEY}
-    with pytest.raises(UsageError, match="provider='gemini' must be one of"):
-        fake.base_url("gemini")
+    with pytest.raises(UsageError, match="provider='cohere' must be one of"):
+        fake.base_url("cohere")
 
 
 def test_env_sends_everything_but_the_server_to_a_refusing_proxy() -> None:
