@@ -99,6 +99,21 @@ def test_a_failed_outcome_is_grouped_with_the_error_code_it_ended_with() -> None
     assert oracle.first_broken(crashed, {"target": "ends-classified"}) == ("ends-classified", "target")
 
 
+def test_contracts_hold_when_the_fault_free_run_held_them_and_break_as_their_own_invariant() -> None:
+    point = Point(1, 0, "anthropic.messages", 1, 9)
+    trial = Trial((Fault("status", "anthropic.messages", 1, status=529),), (point,), ("overloaded",))
+    doc = {"steps": [{"prompt": "hi"}], "expectations": {"outcome": "ok"}}
+    held = oracle.Baseline(1, 0, [], {}, False, contracts_hold=True)
+    wanted, labels = oracle.expectations(trial, doc, held)
+    assert wanted["requestContractsHold"] is True and labels["requestContractsHold"] == "contracts-hold"
+    broke = oracle.Baseline(1, 0, [], {}, False, contracts_hold=False)
+    assert "requestContractsHold" not in oracle.expectations(trial, doc, broke)[0]
+    scenario = Scenario(Path("s.yaml"), {"name": "s", "kind": "regression"})
+    failed = Result(scenario, "t", [Check("outcome", True), Check("requestContractsHold", False, "/model")],
+                    {"status": "ok"})
+    assert oracle.first_broken(failed, labels) == ("contracts-hold", "requestContractsHold")
+
+
 def _found(after: int, runs: int, file: str | None, check: str = "reaches[0]") -> reported.Found:
     point = Point(1, after, "anthropic.messages", 1, 9)
     trial = Trial((Fault("kill", "anthropic.messages", 1, after=after),), (point,), ("kill",))
