@@ -21,12 +21,15 @@ from replaykit.transcript import ConversionError, from_anthropic_request, from_o
 JSON = dict[str, Any]
 
 
+_PROJECTED = ("anthropic-messages", "openai-responses")  # the APIs replay.project writes
+
+
 def _requests() -> list[tuple[str, str, JSON]]:
     found = []
     for path in sorted(data_dir("cassettes").rglob("*.yaml")):
         for number, item in enumerate(cassette.load(path).interactions):
             route = routes.classify_uri(item.request.method, item.request.uri)
-            body = item.request.json() if route.api else None
+            body = item.request.json() if route.api in _PROJECTED else None
             if isinstance(body, dict) and ("messages" in body or "input" in body):
                 found.append((f"{path.name}#{number}", str(route.provider), body))
     return found

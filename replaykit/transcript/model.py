@@ -14,7 +14,9 @@ from replaykit.jsondoc import JSON
 
 __all__ = [
     "ANTHROPIC_API",
+    "CHAT_API",
     "CONTRACT",
+    "GEMINI_API",
     "OPENAI_API",
     "ROLES",
     "SCHEMA_ID",
@@ -52,6 +54,8 @@ STOP_REASONS: tuple[StopReason, ...] = ("stop", "length", "toolUse", "error", "a
 ROLES = ("user", "assistant", "toolResult")
 ANTHROPIC_API = "anthropic-messages"
 OPENAI_API = "openai-responses"
+CHAT_API = "openai-chat"
+GEMINI_API = "gemini-generate"
 
 
 class Usage(TypedDict):
