@@ -72,7 +72,8 @@ class Usage(TypedDict):
 class TextBlock(TypedDict):
     """Text; ``citations`` are the provider's wire citations, kept verbatim (``encrypted_index`` intact).
 
-    ``signature`` is the OpenAI message item id the text came in (``msg_…``), used to replay it.
+    ``signature`` is the OpenAI message item id the text came in (``msg_…``), or the Gemini part's
+    ``thoughtSignature``: used to replay it.
     """
 
     type: Literal["text"]
@@ -93,6 +94,8 @@ class ThinkingBlock(TypedDict):
     """Reasoning. Anthropic: ``signature`` (``redacted``: the signature holds the redacted data).
 
     OpenAI: ``thinking`` is the summary text and ``raw`` the reasoning item (``encrypted_content`` intact).
+    Gemini: ``raw`` the thought part (``signature`` its ``thoughtSignature``); Chat Completions: ``raw`` the
+    message's reasoning fields.
     """
 
     type: Literal["thinking"]
