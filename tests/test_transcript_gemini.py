@@ -242,3 +242,17 @@ def test_an_http_error_names_the_model_of_the_path() -> None:
     message = from_interaction(item, timestamp=STAMP)
     assert (message["stopReason"], message["model"]) == ("error", "gemini-2.5-pro")
     assert message["errorMessage"] == "HTTP 429: Resource has been exhausted"
+
+
+def test_grounding_spread_over_chunks_accumulates_and_grounding_resent_whole_does_not_repeat() -> None:
+    spread = chunks()
+    first, rest = grounding(), grounding()
+    chunk_list = rest["groundingChunks"]
+    first["groundingChunks"], rest["groundingChunks"] = chunk_list[:1], chunk_list[1:]
+    del first["groundingSupports"]
+    spread[3]["candidates"][0]["groundingMetadata"] = first
+    spread[4]["candidates"][0]["groundingMetadata"] = rest
+    assert gemini_final_response(spread) == response()
+    resent = chunks()
+    resent[3]["candidates"][0]["groundingMetadata"] = first
+    assert gemini_final_response(resent) == response()

@@ -200,7 +200,8 @@ def _function_call(part: JSON, fallback: str) -> ToolCallBlock:
 
 class _GeminiStream:
     """Adds up ``streamGenerateContent`` chunks: consecutive text parts (thought or not) merge into one, every
-    other part is appended; candidate and top-level fields take their latest value."""
+    other part is appended; groundingMetadata accumulates (``_merge_grounding``), other candidate and
+    top-level fields take their latest value."""
 
     def __init__(self) -> None:
         self.body: JSON = {}
@@ -216,7 +217,7 @@ class _GeminiStream:
         candidate = _candidate(chunk)
         for key in _CANDIDATE_KEYS:
             if key == "groundingMetadata" and isinstance(candidate.get(key), dict):
-                self.candidate.setdefault(key, {}).update(copy.deepcopy(candidate[key]))
+                _merge_grounding(self.candidate.setdefault(key, {}), candidate[key])
             elif key in candidate:
                 self.candidate[key] = copy.deepcopy(candidate[key])
         content = candidate.get("content")
@@ -241,6 +242,18 @@ class _GeminiStream:
         candidate.update(self.candidate)
         candidate["index"] = 0
         return {"candidates": [candidate], **self.body}
+
+
+def _merge_grounding(merged: JSON, metadata: JSON) -> None:
+    """A chunk's groundingMetadata into what came before: a list that repeats the lists received so far (the
+    metadata resent whole) replaces them; any other list is appended (the chunks spread over the stream,
+    chunk indices counting across all of them); any other field takes its latest value."""
+    for key, value in metadata.items():
+        before = merged.get(key)
+        if isinstance(value, list) and isinstance(before, list) and value[:len(before)] != before:
+            merged[key] = before + copy.deepcopy(value)
+        else:
+            merged[key] = copy.deepcopy(value)
 
 
 def _mergeable(last: JSON, part: JSON) -> bool:
