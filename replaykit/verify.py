@@ -342,14 +342,14 @@ _CITED = ("gemini-generate", "openai-chat")
 def _answer(item: Interaction, api: str | None) -> JSON | None:
     """The answer of a Gemini or Chat Completions exchange (a stream's final one), or None when unreadable."""
     try:
-        if item.response.is_stream:
-            chunks = [event.json() for event in item.response.iter_events()
-                      if event.data is not None and event.data.strip() != _DONE]
+        if item.response.is_stream:  # read one event at a time: only the answer they add up to is held
+            chunks: object = (event.json() for event in item.response.iter_events()
+                              if event.data is not None and event.data.strip() != _DONE)
         else:
             chunks = item.response.json()
         if isinstance(chunks, dict):
             return chunks
-        if not isinstance(chunks, list):
+        if not isinstance(chunks, list | Iterator):
             return None
         return gemini_final_response(chunks) if api == "gemini-generate" else chat_final_completion(chunks)
     except (ValueError, ConversionError):
