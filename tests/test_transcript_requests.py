@@ -232,3 +232,11 @@ def test_a_chat_request_converts_roles_tools_and_web_search_options() -> None:
     assert transcript["tools"] == [{"type": "hostedSearch"},
                                    {"type": "function", "name": "read", "parameters": {"type": "object"}}]
     assert restore(transcript) is transcript
+
+
+def test_a_gemini_function_turn_of_the_older_docs_answers_like_a_user_turn() -> None:
+    turns = [{"role": "model", "parts": [{"functionCall": {"name": "ls", "args": {}}}]},
+             {"role": "function", "parts": [{"functionResponse": {"name": "ls", "response": {"r": "x"}}}]}]
+    transcript = from_gemini_request({"contents": turns}, timestamp=1)
+    assert [m["role"] for m in transcript["messages"]] == ["assistant", "toolResult"]
+    assert transcript["messages"][1]["toolCallId"] == transcript["messages"][0]["content"][0]["id"]

@@ -165,7 +165,7 @@ def _part(part: JSON, index: int, supports: list[JSON], provider: str, prefix: s
         return _text(part, [s for s in supports if _part_index(s) == index])
     if isinstance(part.get("functionCall"), dict):
         return _function_call(part, f"{prefix}_{index}")
-    kind = next((key for key in part if key not in _PART_META), "part")
+    kind = next((key for key in part if key not in _PART_META), next(iter(part), "part"))
     return _provider_block(kind, part, provider)  # executableCode, inlineData, a new part kind...: kept whole
 
 

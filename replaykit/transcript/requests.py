@@ -310,11 +310,11 @@ def from_gemini_request(doc: object, *, timestamp: int, provider: str = "gemini"
         parts = _list(content.get("parts") or [], [*at, "parts"], "parts")
         if content.get("role") == "model":
             state.model_turn(content, index, at)
-        elif content.get("role", "user") == "user":
+        elif content.get("role", "user") in ("user", "function", "tool"):  # older docs: role function
             state.user_turn(parts, at)
         else:
             role = json.dumps(content.get("role"))
-            raise _fail([*at, "role"], f"role {role}: a Gemini turn is user or model")
+            raise _fail([*at, "role"], f"role {role}: a Gemini turn is user or model (function: answers)")
     system = body.get("systemInstruction", body.get("system_instruction"))
     return _transcript(_gemini_system(system), _gemini_tools(body.get("tools")), state.messages)
 
