@@ -8,10 +8,13 @@ them); Perplexity's ``citations`` / ``search_results`` are extra fields the SDK 
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from replaykit.cassette import Interaction, Request, Response
@@ -214,3 +217,28 @@ def test_from_interaction_dispatches_chat_routes(uri: str, provider: str) -> Non
     events = [b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in chunks()]
     sse = b"".join(events) + b"data: [DONE]\n\n"
     assert from_interaction(_interaction(uri, sse, "text/event-stream"), timestamp=STAMP) == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=len(ANSWER) - 1), max_size=6, unique=True),
+       st.lists(st.integers(min_value=1, max_value=15), max_size=4, unique=True))
+def test_any_split_of_content_and_arguments_converts_as_the_completion(cuts: list[int],
+                                                                       arg_cuts: list[int]) -> None:
+    arguments = "{\"path\": \"a.md\"}"
+    bounds = [0, *sorted(cuts), len(ANSWER)]
+    arg_bounds = [0, *sorted(arg_cuts), len(arguments)]
+    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1764662400,
+            "model": "gpt-4o-search-preview-2025-03-11", "system_fingerprint": "fp_1"}
+    deltas = [{"content": ANSWER[low:high]} for low, high in itertools.pairwise(bounds)]
+    deltas += [{"tool_calls": [{"index": 0, "function": {"arguments": arguments[low:high]}}]}
+               for low, high in itertools.pairwise(arg_bounds)]
+    deltas[len(bounds) - 1]["tool_calls"][0].update(id="call_a", type="function")
+    deltas[len(bounds) - 1]["tool_calls"][0]["function"]["name"] = "read"
+    stream = [{**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas]
+    stream.append({**head, "choices": [{"index": 0, "delta": {"annotations": annotations()},
+                                        "finish_reason": "tool_calls"}], "usage": USAGE})
+    body = completion()
+    body["choices"][0].update(finish_reason="tool_calls")
+    body["choices"][0]["message"]["tool_calls"] = [
+        {"id": "call_a", "type": "function", "function": {"name": "read", "arguments": arguments}}]
+    assert from_chat_stream(stream, timestamp=STAMP) == from_chat(body, timestamp=STAMP)

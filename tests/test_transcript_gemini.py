@@ -9,10 +9,13 @@ characters.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from replaykit.cassette import Interaction, Request, Response
 from replaykit.transcript import (
@@ -256,3 +259,15 @@ def test_grounding_spread_over_chunks_accumulates_and_grounding_resent_whole_doe
     resent = chunks()
     resent[3]["candidates"][0]["groundingMetadata"] = first
     assert gemini_final_response(resent) == response()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=len(ANSWER) - 1), max_size=6, unique=True))
+def test_any_split_of_the_answer_into_chunks_converts_as_the_response(cuts: list[int]) -> None:
+    bounds = [0, *sorted(cuts), len(ANSWER)]
+    pieces = [ANSWER[low:high] for low, high in itertools.pairwise(bounds)]
+    stream = chunks()[:2] + [{"candidates": [{"content": {"parts": [{"text": piece}], "role": "model"}}]}
+                             for piece in pieces]
+    stream[-1]["candidates"][0].update(finishReason="STOP", groundingMetadata=grounding())
+    stream[-1].update(usageMetadata=USAGE, modelVersion="gemini-2.5-flash", responseId="resp-7Fq")
+    assert from_gemini_stream(stream, timestamp=STAMP) == from_gemini(response(), timestamp=STAMP)
