@@ -1,7 +1,8 @@
 """Citation verification of Gemini grounding supports and Chat Completions ``url_citation`` annotations.
 
-Gemini's segment offsets count UTF-8 bytes (the SDK's ``Segment``: "measured in bytes"; gemini-cli slices them
-with a TextEncoder); the fixture's text is not ASCII, so character offsets are caught.
+Gemini's segment offsets count UTF-8 bytes (the SDK's ``Segment``: "measured in bytes"; real Japanese answers
+misplaced gemini-cli's markers until it read them as bytes, google-gemini/gemini-cli#5955); the fixture's text
+is not ASCII, so character offsets are caught.
 """
 
 from __future__ import annotations
