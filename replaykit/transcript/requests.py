@@ -423,40 +423,54 @@ def from_chat_request(doc: object, *, timestamp: int, provider: str = "openai") 
     ``openai``, ``azure`` or an OpenAI-compatible one). ``system`` / ``developer`` messages make the system;
     ``web_search_options`` enables the hostedSearch tool."""
     body, messages, prefix = _conversation(doc, "messages")
-    system: list[str] = []
-    out: list[Message] = []
-    names: dict[str, str] = {}
+    state = _ChatTurns(body, provider, timestamp)
     for index, raw in enumerate(messages):
-        at = [*prefix, index]
-        message = _object(raw, at)
-        role, stamp = message.get("role"), timestamp + len(out)
-        if role in _SYSTEM_ROLES:
-            system.append(_chat_text(message.get("content"), [*at, "content"]))
-        elif role == "user":
-            out.append({"role": "user", "content": _chat_user(message.get("content"), [*at, "content"]),
-                        "timestamp": stamp})
-        elif role == "assistant":
-            calls = message.get("tool_calls") or []
-            names.update({str(call.get("id")): str((call.get("function") or {}).get("name"))
-                          for call in calls if isinstance(call, dict)} if isinstance(calls, list) else {})
-            answer = {"model": body.get("model"), "choices": [
-                {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}]}
-            try:
-                out.append(from_chat(answer, timestamp=stamp, provider=provider))
-            except ConversionError as exc:
-                raise _fail(at, str(exc)) from exc
-        elif role == "tool":
-            ident = str(message.get("tool_call_id"))
-            out.append({"role": "toolResult", "toolCallId": ident, "toolName": names.get(ident, ""),
-                        "content": _chat_user(message.get("content"), [*at, "content"]), "isError": False,
-                        "timestamp": stamp})
-        else:
-            raise _fail([*at, "role"], f"role {json.dumps(role)}: a chat message is system, developer, user, "
-                                       "assistant or tool")
+        state.add([*prefix, index], _object(raw, [*prefix, index]))
     tools = _chat_tools(body.get("tools"))
     if isinstance(body.get("web_search_options"), dict):
         tools.insert(0, _hosted_search(None, None, None))
-    return _transcript("\n\n".join(part for part in system if part) or None, tools, out)
+    return _transcript("\n\n".join(part for part in state.system if part) or None, tools, state.messages)
+
+
+class _ChatTurns:
+    """The messages and system texts built so far, and the names of the tool calls made."""
+
+    def __init__(self, body: JSON, provider: str, timestamp: int) -> None:
+        self.body, self.provider, self.timestamp = body, provider, timestamp
+        self.messages: list[Message] = []
+        self.system: list[str] = []
+        self.names: dict[str, str] = {}
+
+    def add(self, at: list[str | int], message: JSON) -> None:
+        role, stamp, content = message.get("role"), self.timestamp + len(self.messages), [*at, "content"]
+        if role in _SYSTEM_ROLES:
+            self.system.append(_chat_text(message.get("content"), content))
+        elif role == "user":
+            self.messages.append({"role": "user", "content": _chat_user(message.get("content"), content),
+                                  "timestamp": stamp})
+        elif role == "assistant":
+            self.messages.append(self._assistant(at, message, stamp))
+        elif role == "tool":
+            ident = str(message.get("tool_call_id"))
+            self.messages.append({"role": "toolResult", "toolCallId": ident,
+                                  "toolName": self.names.get(ident, ""), "isError": False,
+                                  "content": _chat_user(message.get("content"), content), "timestamp": stamp})
+        else:
+            raise _fail([*at, "role"], f"role {json.dumps(role)}: a chat message is system, developer, user, "
+                                       "assistant or tool")
+
+    def _assistant(self, at: list[str | int], message: JSON, stamp: int) -> Message:
+        calls = message.get("tool_calls") or []
+        for call in calls if isinstance(calls, list) else []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict):
+                self.names[str(call.get("id"))] = str(function.get("name"))
+        answer = {"model": self.body.get("model"), "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}]}
+        try:
+            return from_chat(answer, timestamp=stamp, provider=self.provider)
+        except ConversionError as exc:
+            raise _fail(at, str(exc)) from exc
 
 
 def _chat_text(content: object, at: list[str | int]) -> str:
