@@ -394,10 +394,10 @@ def _candidate_supports(pointer: str, candidate: Mapping[str, object],
         segment = support.get("segment")
         index = segment.get("partIndex", 0) if isinstance(segment, Mapping) else 0
         part = parts[index] if type(index) is int and 0 <= index < len(parts) else None
-        text = part.get("text") if isinstance(part, Mapping) else None
+        text = part.get("text") if isinstance(part, Mapping) and part.get("thought") is not True else None
         if not isinstance(text, str):
             findings.append(Finding.at(f"{at}/segment/partIndex", "error", "part-missing",
-                                       f"part {_short(index)} of the candidate is no text part"))
+                                       f"part {_short(index)} of the candidate is no answer text part"))
             continue
         findings += _grounding_support(at, support, text, chunks)
     return findings

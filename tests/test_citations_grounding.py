@@ -81,8 +81,9 @@ def test_supports_without_a_grounding_result_point_at_no_chunk() -> None:
     assert codes == {"chunk-index-out-of-range"}
 
 
-def test_a_support_naming_no_text_part_is_caught() -> None:
-    body = _with_supports([{"segment": {"partIndex": 5, "endIndex": 3, "text": "Zü"},
+@pytest.mark.parametrize("part", [5, 0])  # past the parts; the thought summary
+def test_a_support_naming_no_answer_text_part_is_caught(part: int) -> None:
+    body = _with_supports([{"segment": {"partIndex": part, "endIndex": 3, "text": "Loo"},
                             "groundingChunkIndices": [0]}])
     assert _found(verify_gemini_response(body)) == [(f"{SUPPORTS}/0/segment/partIndex", "part-missing")]
 
