@@ -2,7 +2,8 @@
 
 Anthropic ``web_search_result_location``, OpenAI ``url_citation`` and evidence answers are each checked
 against evidence seen before them: :func:`verify_transcript`, :func:`verify_anthropic_message`,
-:func:`verify_openai_response` and :func:`verify_evidence_answer` return
+:func:`verify_openai_response`, :func:`verify_chat_completion` (Chat Completions, and Perplexity's ``[n]``
+markers into its top-level ``citations``) and :func:`verify_evidence_answer` return
 :class:`~replaykit.findings.Finding` objects (none: every citation verified). URLs are compared by
 :func:`replaykit.search.dedupe_key`. Used by the reference harness and ``replaykit verify``; the rules of
 each kind are in docs/architecture/modules.md.
@@ -10,6 +11,7 @@ each kind are in docs/architecture/modules.md.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -27,6 +29,7 @@ __all__ = [
     "render_sources",
     "search_urls",
     "verify_anthropic_message",
+    "verify_chat_completion",
     "verify_evidence_answer",
     "verify_openai_response",
     "verify_transcript",
@@ -271,6 +274,55 @@ def verify_openai_response(response: Mapping[str, object],
     seen = _Seen(web_types=frozenset({URL_CITATION}), spans_optional=resolve_profile(profile).spans_optional)
     _learn(seen, [item for item in _list(response.get("output")) if _is_type(item, "web_search_call")])
     return _blocks("/output", response.get("output"), seen)
+
+
+def verify_chat_completion(completion: Mapping[str, object],
+                           profile: str | Profile | None = STRICT) -> list[Finding]:
+    """Verify the citations of a Chat Completions body; pointers are into ``completion``.
+
+    Each ``url_citation`` annotation (``{type, url_citation: {url, title, start_index, end_index}}``) spans
+    its message's ``content`` and links to an http(s) page (the search's results never reach the wire, so
+    membership is not checked); a ``[n]`` marker of Perplexity's text points into its top-level
+    ``citations`` (1-based). ``profile`` as for :func:`verify_openai_response`.
+    """
+    seen = _Seen(web_types=frozenset({URL_CITATION}), spans_optional=resolve_profile(profile).spans_optional)
+    findings: list[Finding] = []
+    for index, choice in enumerate(_list(completion.get("choices"))):
+        message = choice.get("message") if isinstance(choice, Mapping) else None
+        if isinstance(message, Mapping):
+            findings += _chat_message(f"/choices/{index}/message", message, seen)
+            findings += _markers(f"/choices/{index}/message/content", message.get("content"),
+                                 completion.get("citations"))
+    return findings
+
+
+def _chat_message(pointer: str, message: Mapping[str, object], seen: _Seen) -> list[Finding]:
+    raw = message.get("content")
+    text = raw if isinstance(raw, str) else ""
+    findings: list[Finding] = []
+    for index, note in enumerate(_list(message.get("annotations"))):
+        where = f"{pointer}/annotations/{index}"
+        inner = note.get("url_citation") if isinstance(note, Mapping) else None
+        if not isinstance(note, Mapping) or note.get("type") != URL_CITATION:
+            findings += _citation(where, note, text, seen)
+        elif not isinstance(inner, Mapping):
+            findings.append(Finding.at(f"{where}/url_citation", "error", "not-an-object",
+                                       "a url_citation annotation holds its url_citation object"))
+        else:
+            findings += _url_citation(f"{where}/url_citation", inner, text, seen)
+    return findings
+
+
+_MARKER = re.compile(r"\[(\d{1,4})\]")
+
+
+def _markers(pointer: str, content: object, citations: object) -> list[Finding]:
+    """A ``[n]`` marker past the ``citations`` list (Perplexity's numbering) points at no source."""
+    if not isinstance(content, str) or not isinstance(citations, list):
+        return []
+    bad = sorted({int(n) for n in _MARKER.findall(content) if not 1 <= int(n) <= len(citations)})
+    return [Finding.at(pointer, "error", "marker-out-of-range",
+                       f"marker [{n}] points past the {len(citations)} citations") for n in bad]
 
 
 def _is_type(value: object, kind: str) -> bool:
