@@ -82,6 +82,8 @@ def test_the_sdk_parses_the_replay_as_it_parses_the_recording(serve: Any, path: 
     assert [entry.route for entry in fake.journal] == [
         "azure.chat" if "/deployments/" in item.request.uri else "openai.chat"]
     assert fake.journal[0].request_violations == []
+    errors = [v for v in fake.journal[0].response_violations if v.get("severity") != "warning"]
+    assert errors == []  # the [DONE] line, Perplexity's chat.completion.done: no error under the profile
 
 
 def test_a_streamed_search_replays_event_by_event_with_its_annotations(serve: Any) -> None:
