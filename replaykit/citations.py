@@ -1,12 +1,11 @@
 """Citations: their shapes, and verification against the search evidence of the same transcript.
 
-Anthropic ``web_search_result_location``, OpenAI ``url_citation`` and evidence answers are each checked
-against evidence seen before them: :func:`verify_transcript`, :func:`verify_anthropic_message`,
-:func:`verify_openai_response`, :func:`verify_chat_completion` (Chat Completions, and Perplexity's ``[n]``
-markers into its top-level ``citations``) and :func:`verify_evidence_answer` return
-:class:`~replaykit.findings.Finding` objects (none: every citation verified). URLs are compared by
-:func:`replaykit.search.dedupe_key`. Used by the reference harness and ``replaykit verify``; the rules of
-each kind are in docs/architecture/modules.md.
+Anthropic ``web_search_result_location``, OpenAI ``url_citation`` (Responses and Chat Completions) and
+evidence answers are each checked against evidence seen before them: :func:`verify_transcript`,
+:func:`verify_anthropic_message`, :func:`verify_openai_response`, :func:`verify_chat_completion` and
+:func:`verify_evidence_answer` return :class:`~replaykit.findings.Finding` objects (none: every citation
+verified). URLs are compared by :func:`replaykit.search.dedupe_key`. Used by the reference harness and
+``replaykit verify``; the rules of each kind are in docs/architecture/modules.md.
 """
 
 from __future__ import annotations
