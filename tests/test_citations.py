@@ -276,19 +276,10 @@ def _final_body(item: cassette.Interaction) -> Any:
         return item.response.json()
     events = _events(item.response)
     if "/chat/completions" in item.request.uri:
-        return _chat_final(events)
+        return transcript_module.chat_final_completion(events)
     if "/responses" in item.request.uri:
         return transcript_module.openai_final_response(events)
     return transcript_module.anthropic_final_body(events)
-
-
-def _chat_final(chunks: list[Any]) -> Any:
-    """The content, annotations and last top-level citations of a chat stream's chunks."""
-    deltas = [choice["delta"] for chunk in chunks for choice in chunk.get("choices", [])]
-    message = {"content": "".join(d.get("content") or "" for d in deltas),
-               "annotations": [a for d in deltas for a in d.get("annotations") or []]}
-    citations = [chunk["citations"] for chunk in chunks if "citations" in chunk]
-    return {"choices": [{"message": message}]} | ({"citations": citations[-1]} if citations else {})
 
 
 def _verify_interaction(item: cassette.Interaction,
