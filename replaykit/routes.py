@@ -72,6 +72,9 @@ def _post(name: str, provider: Provider, pattern: str, api: Api | None, contract
     return Route(name, provider, re.compile(pattern), "POST", api, kinds)
 
 
+#: Gemini's generateContent, on the Developer API and on Vertex AI: one body, one set of contracts.
+_GEMINI = Kinds("gemini.request", "gemini.response", "gemini.stream_event", "gemini.error")
+
 ROUTES: tuple[Route, ...] = (
     _post("anthropic.messages", "anthropic", r"/v1/messages/?", "anthropic-messages", "anthropic"),
     _post("anthropic.count_tokens", "anthropic", r"/v1/messages/count_tokens/?", None,
@@ -91,10 +94,10 @@ ROUTES: tuple[Route, ...] = (
     # Vertex AI: under /projects/P/locations/L/publishers/google/, or without them (express mode).
     Route("gemini.generate", "gemini",
           re.compile(r"/v1(?:alpha|beta)?/models/[^/:]+:(?:stream)?[gG]enerateContent"), "POST",
-          "gemini-generate"),
+          "gemini-generate", _GEMINI),
     Route("vertex.generate", "vertex",
           re.compile(r"/v1(?:beta1)?(?:/projects/[^/]+/locations/[^/]+)?/publishers/google/models/[^/:]+"
-                     r":(?:stream)?[gG]enerateContent"), "POST", "gemini-generate"),
+                     r":(?:stream)?[gG]enerateContent"), "POST", "gemini-generate", _GEMINI),
     _post("cloudflare.websearch", "cloudflare", r"/client/v4/accounts/[^/]+/ai/websearch/?", None,
           "cloudflare"),
 )
