@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 __all__ = ["APIS", "API_ORIGINS", "API_ROUTES", "MODEL_APIS", "MODEL_ROUTES", "PROVIDERS", "PROVIDER_APIS",
            "ROUTES", "Api", "Kinds", "Provider", "Route", "base_url_env", "base_urls", "classify",
-           "classify_uri", "known", "provider_of"]
+           "classify_uri", "known", "provider_of", "streams_by_path"]
 
 Provider = Literal["anthropic", "openai", "azure", "gemini", "vertex", "cloudflare"]
 PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "azure", "gemini", "vertex", "cloudflare")
@@ -134,6 +134,15 @@ def known(method: str, path: str) -> Route | None:
     """The known route of ``method path`` (a path or a full URI, query ignored), or None."""
     bare = urlsplit(path).path if "://" in path or "?" in path else path
     return next((route for route in ROUTES if route.matches(method, bare)), None)
+
+
+_STREAM_METHOD = re.compile(r":streamGenerateContent$")
+
+
+def streams_by_path(path: str) -> bool:
+    """True when ``path`` (no query) asks for a stream by itself: Gemini's and Vertex AI's
+    ``:streamGenerateContent``, whose body has no ``stream`` flag."""
+    return path.endswith("Content") and _STREAM_METHOD.search(path) is not None
 
 
 def classify(method: str, path: str, host: str = "") -> Route:
