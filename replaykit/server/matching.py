@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from replaykit.canonical import canonical
 from replaykit.cassette import Interaction, Request, body_json
+from replaykit.redact.names import DEFAULT_RULES
 from replaykit.routes import Route, classify, classify_uri, streams_by_path
 from replaykit.server.diff import Change, Pattern, brief, compile_patterns, diff
 from replaykit.server.envelopes import streams_an_error
@@ -209,6 +210,12 @@ def _query_of(request: Request) -> dict[str, list[str]]:
     return parse_qs(urlsplit(request.uri).query, keep_blank_values=True)
 
 
+def _public(query: dict[str, list[str]]) -> dict[str, list[str]]:
+    """``query`` without its secret parameters (Gemini's ``?key=``...): a recording holds them redacted, a
+    client sends its own; like credential headers, they are never matched."""
+    return {name: values for name, values in query.items() if not DEFAULT_RULES.secret_query(name)}
+
+
 def _model(body: object, path: str) -> str | None:
     if isinstance(body, dict) and isinstance(body.get("model"), str):
         return str(body["model"])
@@ -237,7 +244,7 @@ def _builtin(name: str, ignore: tuple[Pattern, ...]) -> _Check:
         "stream": lambda r, s: s.stream_matches(r),
         "method": lambda r, s: r.method == s.interaction.request.method.upper(),
         "path": lambda r, s: r.path == _path_of(s.interaction.request),
-        "query": lambda r, s: r.query == _query_of(s.interaction.request),
+        "query": lambda r, s: _public(r.query) == _public(_query_of(s.interaction.request)),
         "body": lambda r, s: not _body_diff(r, s, ignore, 1),
         "model": lambda r, s: (
             _model(r.json, r.path) == _model(s.request_json, _path_of(s.interaction.request))

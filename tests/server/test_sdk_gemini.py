@@ -163,3 +163,17 @@ def test_a_key_in_the_query_or_the_header_is_never_journaled(serve: Any) -> None
     shown = repr([(entry.query, entry.headers) for entry in fake.journal])
     assert key not in shown and "REDACTED" in shown
     assert fake.journal[0].query["key"] == ["REDACTED"]
+
+
+def test_the_query_matcher_leaves_the_key_out(serve: Any, tmp_path: Any) -> None:
+    recording = cassette.load(bundled("gemini/grounding.yaml"))
+    request = recording.interactions[0].request
+    request.uri += "?key=REDACTED"  # as a redacted recording of a ?key= request holds it
+    path = tmp_path / "keyed.yaml"
+    path.write_text(cassette.dumps(recording), encoding="utf-8")
+    fake = serve(path, match_on=["query"], repeat=True)
+    url = f"{fake.url}/v1beta/models/{MODEL}:generateContent"
+    key = "AI" + "za" + "Sy" + "Q7x" * 11
+    assert httpx.post(f"{url}?key={key}", json={"contents": QUESTION}).status_code == 200
+    assert httpx.post(url, json={"contents": QUESTION}).status_code == 200
+    assert httpx.post(f"{url}?key={key}&alt=json", json={"contents": QUESTION}).status_code == 404
