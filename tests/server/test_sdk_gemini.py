@@ -70,6 +70,7 @@ def test_generate_content_parses_as_the_recording(serve: Any, relative: str, ver
 
 
 @pytest.mark.parametrize(("relative", "vertex"), [("gemini/grounding_stream.yaml", False),
+                                                   ("gemini/url_context_stream.yaml", False),
                                                    ("vertex/grounding_stream.yaml", True)])
 def test_each_streamed_chunk_parses_as_the_recorded_one(serve: Any, relative: str, vertex: bool) -> None:
     fake = serve(bundled(relative))
