@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 __all__ = ["APIS", "API_ORIGINS", "API_ROUTES", "MODEL_APIS", "MODEL_ROUTES", "PROVIDERS", "PROVIDER_APIS",
            "ROUTES", "Api", "Kinds", "Provider", "Route", "base_url_env", "base_urls", "classify",
-           "classify_uri", "known", "provider_of"]
+           "classify_uri", "known", "provider_of", "streams_by_path"]
 
 Provider = Literal["anthropic", "openai", "azure", "gemini", "vertex", "cloudflare"]
 PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "azure", "gemini", "vertex", "cloudflare")
@@ -72,6 +72,12 @@ def _post(name: str, provider: Provider, pattern: str, api: Api | None, contract
     return Route(name, provider, re.compile(pattern), "POST", api, kinds)
 
 
+#: Chat Completions' kinds: its own request, response and stream chunk (a ``chat.completion.chunk`` per
+#: ``data:`` line, then ``data: [DONE]``), OpenAI's error envelope.
+CHAT_KINDS = Kinds("openai.chat_request", "openai.chat_response", "openai.chat_chunk", "openai.error")
+#: Gemini's generateContent, on the Developer API and on Vertex AI: one body, one set of contracts.
+_GEMINI = Kinds("gemini.request", "gemini.response", "gemini.stream_event", "gemini.error")
+
 ROUTES: tuple[Route, ...] = (
     _post("anthropic.messages", "anthropic", r"/v1/messages/?", "anthropic-messages", "anthropic"),
     _post("anthropic.count_tokens", "anthropic", r"/v1/messages/count_tokens/?", None,
@@ -84,17 +90,17 @@ ROUTES: tuple[Route, ...] = (
     # Chat Completions: OpenAI's /v1/chat/completions, and the same path under an OpenAI-compatible host
     # (OpenRouter's /api/v1/, Perplexity's bare /chat/completions); Azure's v1 and deployment-scoped forms.
     Route("openai.chat", "openai", re.compile(r"(?:/api)?(?:/v1)?/chat/completions/?"), "POST",
-          "openai-chat"),
+          "openai-chat", CHAT_KINDS),
     Route("azure.chat", "azure", re.compile(r"/openai(?:/v1|/deployments/[^/]+)/chat/completions/?"), "POST",
-          "openai-chat"),
+          "openai-chat", CHAT_KINDS),
     # Gemini: the model is in the path, the method after a colon (streamed: :streamGenerateContent?alt=sse);
     # Vertex AI: under /projects/P/locations/L/publishers/google/, or without them (express mode).
     Route("gemini.generate", "gemini",
           re.compile(r"/v1(?:alpha|beta)?/models/[^/:]+:(?:stream)?[gG]enerateContent"), "POST",
-          "gemini-generate"),
+          "gemini-generate", _GEMINI),
     Route("vertex.generate", "vertex",
           re.compile(r"/v1(?:beta1)?(?:/projects/[^/]+/locations/[^/]+)?/publishers/google/models/[^/:]+"
-                     r":(?:stream)?[gG]enerateContent"), "POST", "gemini-generate"),
+                     r":(?:stream)?[gG]enerateContent"), "POST", "gemini-generate", _GEMINI),
     _post("cloudflare.websearch", "cloudflare", r"/client/v4/accounts/[^/]+/ai/websearch/?", None,
           "cloudflare"),
 )
@@ -131,6 +137,15 @@ def known(method: str, path: str) -> Route | None:
     """The known route of ``method path`` (a path or a full URI, query ignored), or None."""
     bare = urlsplit(path).path if "://" in path or "?" in path else path
     return next((route for route in ROUTES if route.matches(method, bare)), None)
+
+
+_STREAM_METHOD = re.compile(r":streamGenerateContent$")
+
+
+def streams_by_path(path: str) -> bool:
+    """True when ``path`` (no query) asks for a stream by itself: Gemini's and Vertex AI's
+    ``:streamGenerateContent``, whose body has no ``stream`` flag."""
+    return path.endswith("Content") and _STREAM_METHOD.search(path) is not None
 
 
 def classify(method: str, path: str, host: str = "") -> Route:

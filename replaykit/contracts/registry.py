@@ -58,12 +58,19 @@ PROVIDER_KINDS: dict[str, str] = {
     "openai.output_item": "openai/output-items.schema.json",
     "openai.usage": "openai/usage.schema.json",
     "openai.tool": "openai/tools.schema.json",
+    "openai.chat_request": "openai/chat-request.schema.json",
+    "openai.chat_response": "openai/chat-completion.schema.json",
+    "openai.chat_chunk": "openai/chat-chunk.schema.json",
     "cloudflare.request": "cloudflare/request.schema.json",
     "cloudflare.binding_options": "cloudflare/binding-options.schema.json",
     "cloudflare.response": "cloudflare/response.schema.json",
     "cloudflare.error": "cloudflare/error.schema.json",
+    "gemini.request": "gemini/request.schema.json",
+    "gemini.response": "gemini/response.schema.json",
+    "gemini.stream_event": "gemini/stream-event.schema.json",
+    "gemini.error": "gemini/error.schema.json",
 }
-_PROVIDER_DIRS = ("anthropic", "openai", "cloudflare")
+_PROVIDER_DIRS = ("anthropic", "openai", "cloudflare", "gemini")
 
 
 def _read(path: Path) -> JSON:

@@ -1,6 +1,8 @@
 """Streams: every event against the route's stream-event contract, then the provider's sequence rules
 (Anthropic: ``message_start`` first, blocks paired by index, ``message_stop`` last; OpenAI:
-``sequence_number`` increasing, one terminal event, last)."""
+``sequence_number`` increasing, one terminal event, last; Chat Completions: nothing after ``data: [DONE]``,
+which is not JSON and not checked against the chunk contract; Gemini: no terminal event, nothing for a
+candidate after its finishReason, nothing after an error chunk)."""
 
 from __future__ import annotations
 
@@ -131,6 +133,63 @@ class _OpenAIStream:
         return self.found
 
 
+class _ChatStream:
+    """Sequence rule of a Chat Completions stream: ``data: [DONE]`` (fed as None) ends it, nothing follows."""
+
+    def __init__(self) -> None:
+        self.found: list[Violation] = []
+        self.done: int | None = None
+
+    def feed(self, index: int, data: JSON | None) -> None:
+        if self.done is not None:
+            late = f"an event after data: [DONE] (event {self.done}); [DONE] ends the stream"
+            self.found.append(Violation("", "sequence", late, event=index))
+        elif data is None:
+            self.done = index
+
+    def finish(self, last: int) -> list[Violation]:
+        return self.found
+
+
+class _GeminiStream:
+    """Sequence rules of a :streamGenerateContent stream (it has no terminal event: the connection's end ends
+    it): no chunk for a candidate after the one carrying its finishReason, no chunk after an error chunk."""
+
+    def __init__(self) -> None:
+        self.found: list[Violation] = []
+        self.finished: dict[object, int] = {}
+        self.failed: int | None = None
+
+    def feed(self, index: int, data: JSON) -> None:
+        if self.failed is not None:
+            late = f"a chunk after the error chunk (event {self.failed}); an error ends the stream"
+            self.found.append(Violation("", "sequence", late, event=index))
+        if "error" in data:
+            self.failed = index if self.failed is None else self.failed
+        candidates = data.get("candidates")
+        for at, candidate in enumerate(candidates if isinstance(candidates, list) else ()):
+            self._candidate(index, at, _object(candidate))
+
+    def _candidate(self, index: int, at: int, candidate: JSON) -> None:
+        number = candidate.get("index", 0)
+        if number in self.finished:
+            late = f"candidate {number} goes on after its finishReason (event {self.finished[number]})"
+            self.found.append(Violation(f"/candidates/{at}", "sequence", late, event=index))
+        elif candidate.get("finishReason") is not None:
+            self.finished[number] = index
+
+    def finish(self, last: int) -> list[Violation]:
+        return self.found
+
+
+_SEQUENCES: dict[str | None, type[_AnthropicStream | _OpenAIStream | _ChatStream | _GeminiStream]] = {
+    "anthropic-messages": _AnthropicStream, "openai-chat": _ChatStream, "gemini-generate": _GeminiStream}
+
+
+def _sequence(route: Route) -> _AnthropicStream | _OpenAIStream | _ChatStream | _GeminiStream:
+    return _SEQUENCES.get(route.api, _OpenAIStream)()
+
+
 def check_events(route: Route, events: Iterable[Event], contracts: Contracts | None = None,
                  profile: Profile = STRICT) -> list[Violation]:
     """Every event of a stream against the route's stream-event contract, then the provider's sequence
@@ -141,10 +200,13 @@ def check_events(route: Route, events: Iterable[Event], contracts: Contracts | N
         return [Violation("", "stream", f"{mask(route.name)} does not stream")]
     chosen = contracts or default()
     found: list[Violation] = []
-    sequence = _AnthropicStream() if route.api == "anthropic-messages" else _OpenAIStream()
+    sequence = _sequence(route)
     last = 0
     for index, event in enumerate(events):
         if event.data is None:
+            continue
+        if isinstance(sequence, _ChatStream) and event.data.strip() == "[DONE]":
+            sequence.feed(index, None)
             continue
         try:
             data = event.json()

@@ -22,6 +22,7 @@ from replaykit.contracts import STRICT, Profile
 from replaykit.errors import ReplaykitError
 from replaykit.redact import redact_header
 from replaykit.redact.names import DEFAULT_RULES
+from replaykit.redact.shapes import PLACEHOLDER
 from replaykit.server import envelopes, verdicts
 from replaykit.server.connections import Limits
 from replaykit.server.diff import brief
@@ -127,11 +128,20 @@ def _entry(state: State, received: Received) -> Entry:
         received.route.name,
         received.method,
         received.path,
-        received.query,
+        _query(received.query),
         {name: value if _as_sent(name) else redact_header(name, value)
          for name, value in received.headers.items()},
         **body,
     )
+
+
+def _query(query: dict[str, list[str]]) -> dict[str, list[str]]:
+    """``query`` with the values of secret parameters (Gemini's ``?key=``, ``sig``...) replaced for the
+    journal."""
+    if not query or not any(map(DEFAULT_RULES.secret_query, query)):
+        return query
+    return {name: [PLACEHOLDER] * len(values) if DEFAULT_RULES.secret_query(name) else values
+            for name, values in query.items()}
 
 
 def _admit(state: State, received: Received) -> tuple[Entry, list[Fault]]:

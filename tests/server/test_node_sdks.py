@@ -133,3 +133,57 @@ def test_the_docs_node_admin_client_runs_as_written(serve: Any, monkeypatch: pyt
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["pong", "[ 'served' ]"]
     assert fake.cassettes() == [] and fake.journal == []  # unloaded, reset
+
+
+def _recorded_chunks(name: str) -> list[Any]:
+    response = cassette.load(bundled(name)).interactions[0].response
+    return [event.json() for event in response.events if event.data and event.data.strip() != "[DONE]"]
+
+
+def test_the_node_openai_sdk_parses_chat_search_replays_as_recorded(serve: Any, modules: Path) -> None:
+    plain, stream = "openai/chat_web_search.yaml", "openai/chat_web_search_stream.yaml"
+    fake = serve(bundled(plain), bundled(stream))
+    created, streamed = run_client(modules, [
+        {"do": "openai.chat.create", "baseURL": fake.base_url("openai"), "body": _request(plain)},
+        {"do": "openai.chat.stream", "baseURL": fake.base_url("openai"), "body": _request(stream)},
+    ])
+    assert created["ok"], created
+    assert created["result"] == cassette.load(bundled(plain)).interactions[0].response.json()
+    assert created["result"]["choices"][0]["message"]["annotations"][0]["type"] == "url_citation"
+    assert streamed["ok"], streamed
+    assert streamed["result"] == _recorded_chunks(stream)  # chunk for chunk, annotations delta included
+    assert set(streamed["events"]) == {"chat.completion.chunk"}
+    assert _served(fake) == ["chat_web_search.yaml", "chat_web_search_stream.yaml"]
+def _gemini_body() -> dict[str, Any]:
+    request = _request("gemini/grounding.yaml")
+    config = {"tools": request["tools"]}
+    return {"model": "gemini-2.5-flash", "contents": request["contents"], "config": config}
+
+
+def _without_sdk_fields(result: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in result.items() if key != "sdkHttpResponse"}
+
+
+def test_google_genai_parses_the_replay_as_the_recording_plain_and_streamed(serve: Any,
+                                                                            modules: Path) -> None:
+    fake = serve(bundled("gemini/grounding.yaml"), bundled("gemini/grounding_stream.yaml"), repeat=True)
+    plain, streamed, from_env = run_client(modules, [
+        {"do": "gemini.create", "baseURL": fake.base_url("gemini"), "body": _gemini_body()},
+        {"do": "gemini.stream", "baseURL": fake.base_url("gemini"), "body": _gemini_body()},
+        {"do": "gemini.create", "body": _gemini_body()},  # GOOGLE_GEMINI_BASE_URL, read by @google/genai
+    ], env={"GOOGLE_GEMINI_BASE_URL": fake.base_url("gemini")})
+    recorded = cassette.load(bundled("gemini/grounding.yaml")).interactions[0].response.json()
+    stream = cassette.load(bundled("gemini/grounding_stream.yaml")).interactions[0].response
+    assert plain["ok"] and _without_sdk_fields(plain["result"]) == recorded
+    assert streamed["ok"] and [_without_sdk_fields(chunk) for chunk in streamed["result"]] == [
+        event.json() for event in stream.events if event.data is not None]
+    assert from_env["ok"] and _without_sdk_fields(from_env["result"]) == recorded
+    assert _served(fake) == ["grounding.yaml", "grounding_stream.yaml", "grounding.yaml"]
+
+
+def test_google_genai_raises_the_recorded_error(serve: Any, modules: Path) -> None:
+    fake = serve(bundled("gemini/error_503_unavailable.yaml"))
+    (overloaded,) = run_client(modules, [{"do": "gemini.create", "baseURL": fake.base_url("gemini"),
+                                          "body": _gemini_body()}])
+    assert not overloaded["ok"] and overloaded["status"] == 503 and "UNAVAILABLE" in overloaded["message"]
+    assert "The model is overloaded" in overloaded["message"]
