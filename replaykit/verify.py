@@ -278,6 +278,8 @@ def check_contracts(path: Path, cassette: Cassette) -> list[Finding]:
                 found.append(_refused_finding(path, index, violation, item.response.status))
                 continue
             found.append(_contract_finding(path, index, violation, bool(listed)))
+    if unmet:  # a listed key may name a citation finding instead
+        unmet -= {key for index, finding in _cited(cassette, profile) for key in _keys(index, finding)}
     gone = f"is listed in {contracts.EXPECTED_VIOLATIONS} but no longer occurs"
     return found + [Finding("error", "contract", f"{key} {gone}", str(path),
                             f"replaykit.{contracts.EXPECTED_VIOLATIONS}", fix="remove it from the list")
@@ -318,22 +320,34 @@ def check_citations(path: Path, cassette: Cassette) -> list[Finding]:
     """The citations of every Gemini generateContent and Chat Completions answer (a stream's: what its
     chunks add up to), by :func:`replaykit.citations.verify_gemini_response` and
     :func:`~replaykit.citations.verify_chat_completion` under the cassette's profile; a finding's message is
-    ``response /json/pointer message``. An answer that cannot be read is left to the other checks."""
+    ``response /json/pointer message``. An answer that cannot be read is left to the other checks. A
+    deliberately bad fixture (a support naming no chunk, for a scenario) lists the finding's ``response
+    /json/pointer`` in ``x-expected-violations``, as for :func:`check_contracts`: it is ``expected``."""
     try:
         profile = contracts.profile_of(cassette)
     except ContractError:
         return []  # check_contracts reports the unknown profile
-    found: list[Finding] = []
+    expected = contracts.expected_violations(cassette)
+    return [Finding("expected" if _keys(index, finding) & expected else finding.severity, finding.code,
+                    f"response {finding.place} {finding.message}", str(path),
+                    _place(cassette.interactions[index], index))
+            for index, finding in _cited(cassette, profile)]
+
+
+def _cited(cassette: Cassette, profile: contracts.Profile) -> Iterator[tuple[int, Finding]]:
+    """Each citation finding of the cassette's Gemini and Chat Completions answers, with its interaction."""
     for index, item in enumerate(cassette.interactions):
         api = routes.classify_uri(item.request.method, item.request.uri).api
         answer = _answer(item, api) if api in _CITED and item.response.status < 400 else None
-        if answer is None:
-            continue
-        checked = citations.verify_gemini_response(answer) if api == "gemini-generate" else (
-            citations.verify_chat_completion(answer, profile))
-        found += [Finding(finding.severity, finding.code, f"response {finding.place} {finding.message}",
-                          str(path), _place(item, index)) for finding in checked]
-    return found
+        if answer is not None:
+            checked = citations.verify_gemini_response(answer) if api == "gemini-generate" else (
+                citations.verify_chat_completion(answer, profile))
+            yield from ((index, finding) for finding in checked)
+
+
+def _keys(index: int, finding: Finding) -> set[str]:
+    """The ``x-expected-violations`` entries that name a citation finding of interaction ``index``."""
+    return {f"response {finding.place}", f"interactions[{index}] response {finding.place}"}
 
 
 _CITED = ("gemini-generate", "openai-chat")

@@ -99,3 +99,20 @@ def test_the_cassette_profile_relaxes_chat_spans() -> None:
 def test_an_unreadable_answer_or_an_error_is_left_to_the_other_checks() -> None:
     assert check_citations(Path("x.yaml"), _cassette(CHAT, b"not json", False)) == []
     assert check_citations(Path("x.yaml"), _cassette(CHAT, b"data: {\n\n", True)) == []
+
+
+def test_a_listed_citation_finding_is_expected_and_a_listed_one_gone_is_an_error() -> None:
+    from replaykit.verify import check_contracts
+
+    bad = json.dumps(_past_the_chunks(response())).encode()
+    listed = _cassette(GEMINI + "generateContent", bad, False)
+    listed.meta.extra["x-expected-violations"] = [f"response {SUPPORT}"]
+    [finding] = check_citations(Path("x.yaml"), listed)
+    assert (finding.severity, finding.code) == ("expected", "chunk-index-out-of-range")
+    gone = "no longer occurs"
+    assert [f for f in check_contracts(Path("x.yaml"), listed) if gone in f.message] == []  # met by citations
+    fixed = _cassette(GEMINI + "generateContent", json.dumps(response()).encode(), False)
+    fixed.meta.extra["x-expected-violations"] = [f"interactions[0] response {SUPPORT}"]
+    assert check_citations(Path("x.yaml"), fixed) == []
+    [unmet] = [f for f in check_contracts(Path("x.yaml"), fixed) if gone in f.message]
+    assert unmet.severity == "error"
