@@ -85,7 +85,7 @@ class _Silent:
 @dataclass(frozen=True)
 class Options:
     """What to qualify. Empty ``cassettes`` / ``scenarios``: the bundled ones; ``mutants`` None: those the
-    target's manifest declares (the reference's 38 for the reference), empty: the kill matrix is skipped.
+    target's manifest declares (the reference's 41 for the reference), empty: the kill matrix is skipped.
     ``manifest``: the target's manifest (default: the one beside it, if any). ``shard``: run only that part of
     the scenarios (balanced on ``durations``, :mod:`replaykit.scenario.shard`), and the checks that are not
     per scenario only in shard 1; without it, ``durations`` is where the scenarios' seconds are recorded."""
