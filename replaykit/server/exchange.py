@@ -39,9 +39,20 @@ from replaykit.server.matching import (
 from replaykit.server.plan import Plan, Timing, error_plan, plan_for, recorded_chunks, unchanged_plan
 from replaykit.server.seam import Exchange, Progress, Request
 
-__all__ = ["KillPoint", "Settings", "State", "begin", "handle"]
+__all__ = ["Arrival", "KillPoint", "Settings", "State", "begin", "handle"]
 
 KillPoint = dict[str, object]  # a response held after its events (seq, route, events) or a tool call
+
+
+@dataclass(slots=True, eq=False)
+class Arrival:
+    """An action to take once the ``nth`` request on ``route`` (a route or provider name, ``*``: any, as a
+    fault selects) has arrived: called once, in the server thread, under the state's lock (so it must be
+    quick and never call back into the provider)."""
+
+    route: str
+    nth: int
+    action: Callable[[], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +82,27 @@ class State:
     limits: Limits = field(default_factory=Limits)
     watch: Callable[[Entry], None] | None = None
     kill_points: list[KillPoint] = field(default_factory=list)
+    arrivals: list[Arrival] = field(default_factory=list)
+
+    def when_received(self, arrival: Arrival) -> Callable[[], None]:
+        """Take ``arrival``'s action once its request has arrived (at once when it has already); the function
+        that withdraws it (after which the action is never taken)."""
+        with self.lock:
+            self.arrivals.append(arrival)
+            self.arrived()
+
+        def withdraw() -> None:
+            with self.lock:
+                if arrival in self.arrivals:
+                    self.arrivals.remove(arrival)
+        return withdraw
+
+    def arrived(self) -> None:
+        """Take the actions of the arrivals whose request has come (the caller holds the lock)."""
+        due = [a for a in self.arrivals if self.counts[a.route] >= a.nth]
+        for arrival in due:
+            self.arrivals.remove(arrival)
+            arrival.action()
 
     def reached(self, point: KillPoint) -> None:
         """Record a kill point reached (a response or a tool call held for a ``kill`` fault)."""
@@ -142,6 +174,8 @@ def _admit(state: State, received: Received) -> tuple[Entry, list[Fault]]:
         for key in ("*", route.name, route.provider):
             if key:
                 counts[key] += 1
+        if state.arrivals:
+            state.arrived()
         faults = state.faults
         chosen = [
             f for f in faults if f.selects(route.name, route.provider, counts[f.route or "*"])
