@@ -284,7 +284,9 @@ async def _durable(state: HarnessRun, keeper: durable.Keeper, data: JSON) -> JSO
 class CtrlC:
     """A user's Ctrl-C for the whole run: SIGINT (the runner sends it at a step's ``cancelOn``) cancels the
     running step, or the next one when it comes between steps, so the run ends ``aborted`` / CANCELLED and
-    still writes its outcome. Only the main thread can take a signal: elsewhere SIGINT keeps its handler."""
+    still writes its outcome. Installed whatever SIGINT's disposition was (``asyncio.run``'s own handler is
+    not, when SIGINT was ignored at start). Only the main thread takes signals: elsewhere SIGINT is left as
+    it is."""
 
     def __init__(self) -> None:
         self.task: asyncio.Future[None] | None = None

@@ -8,6 +8,8 @@ after the first are answered 503 (there is one recording).
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ import pytest
 import yaml
 from scenario_support import HERE, STEP, scenario_doc, write_scenario
 
+from replaykit.resources import data_dir
 from replaykit.scenario import Target, load, run_jobs, run_scenario
 
 pytestmark = pytest.mark.slow  # each scenario runs a child process
@@ -98,3 +101,21 @@ def test_cancel_on_is_never_in_the_target_input(tmp_path: Path) -> None:
     [(_, steps)] = scenario.segments()
     assert steps == [STEP]
     assert scenario.cancel_on(0) == {"route": "anthropic", "nth": 1}
+
+
+IGNORING = """import signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a shell starts a background job: its children inherit it
+from replaykit.cli import main
+sys.exit(main(["run", *sys.argv[1:]]))
+"""
+
+
+@pytest.mark.parametrize("warm", ["1", "0"], ids=["warm", "cold"])
+def test_the_reference_takes_sigint_though_it_was_started_ignoring_it(warm: str) -> None:
+    """Python's own Ctrl-C (asyncio.run's) is not installed when SIGINT is ignored at start; the reference's
+    handler (CtrlC) is installed whatever it inherited, warm or cold."""
+    scenarios = data_dir("scenarios")
+    names = [str(scenarios / f"{name}.yaml") for name in ("web-search-cancelled", "cancelled-subtask")]
+    done = subprocess.run([sys.executable, "-c", IGNORING, *names, "-j", "2"], capture_output=True, text=True,
+                          timeout=120, check=False, env={**os.environ, "REPLAYKIT_WARM": warm})
+    assert done.returncode == 0, done.stdout + done.stderr
