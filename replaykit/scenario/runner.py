@@ -34,6 +34,7 @@ __all__ = ["ASKED_ENV", "Result", "run_jobs", "run_many", "run_scenario"]
 
 ASKED_ENV = "REPLAYKIT_MUTANTS_ASKED"  # where a run without a mutant lists the mutants the target asked about
 MAX_ASKED = 1 << 20  # bytes of that list read at most
+SETTLE = 10.0  # seconds at most for the fake provider to journal the requests of a run that ended
 
 
 @dataclass
@@ -300,6 +301,7 @@ def run_scenario(
         segments = _Segments(scenario, target, root, mutant, parents)
         with FakeProvider(scenario.cassettes, faults=scenario.faults, journal_bodies="full") as provider:
             segments.run(provider)
+            provider.settled(SETTLE)  # the ended run's held requests journaled before the journal is read
             journal = list(provider.journal)
             unused = _without_served_twins(provider.unused(), scenario)
         seen = Evidence(

@@ -83,6 +83,23 @@ class State:
     watch: Callable[[Entry], None] | None = None
     kill_points: list[KillPoint] = field(default_factory=list)
     arrivals: list[Arrival] = field(default_factory=list)
+    open: int = 0  # requests admitted whose entry is not yet in the journal
+    quiet: threading.Condition = field(init=False)  # notified as each of them is journaled
+
+    def __post_init__(self) -> None:
+        self.quiet = threading.Condition(self.lock)
+
+    def journaled(self) -> None:
+        """An admitted request's entry is in the journal: one fewer open."""
+        with self.lock:
+            self.open = max(0, self.open - 1)
+            self.quiet.notify_all()
+
+    def settled(self, timeout: float) -> bool:
+        """Wait until every admitted request is in the journal (a client gone: as soon as the server sees it);
+        False when ``timeout`` seconds (a bound on a hang) pass first."""
+        with self.quiet:
+            return self.quiet.wait_for(lambda: self.open == 0, timeout)
 
     def when_received(self, arrival: Arrival) -> Callable[[], None]:
         """Take ``arrival``'s action once its request has arrived (at once when it has already); the function
@@ -117,7 +134,7 @@ class State:
             self.faults.clear()
             self.kill_points.clear()
             self.pool.reset()
-            self.seq = 0
+            self.seq = self.open = 0
 
     def unused(self, session: bool = False) -> list[dict[str, object]]:
         """Interactions never delivered whole since the last reset (``session``: since they were loaded):
@@ -169,6 +186,7 @@ def _entry(state: State, received: Received) -> Entry:
 def _admit(state: State, received: Received) -> tuple[Entry, list[Fault]]:
     with state.lock:
         state.seq += 1
+        state.open += 1
         route = received.route
         counts = state.counts
         for key in ("*", route.name, route.provider):
@@ -327,6 +345,7 @@ class _Exchange:
         entry.duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
         if first:
             self.state.journal.append(entry)
+            self.state.journaled()
         _log(self.state, entry, self.received)
         if progress.outcome == "hung" and any(f["kind"] == "kill" and f["applied"] for f in entry.faults):
             self.state.reached({"seq": entry.seq, "route": entry.route, "events": progress.chunks})

@@ -305,6 +305,12 @@ class FakeProvider:
         with self._state.lock:
             return list(self._state.kill_points)
 
+    def settled(self, timeout: float = 5.0) -> bool:
+        """Wait until every request received is in the journal: one whose client left mid-answer (its target
+        ended) is journaled only once the server has seen it go. False when ``timeout`` seconds (a bound on
+        a hang, not a wait) pass first."""
+        return self._state.settled(timeout)
+
     def when_received(self, route: str, nth: int, action: Callable[[], None]) -> Callable[[], None]:
         """Call ``action`` once the ``nth`` request on ``route`` (a route or provider name, as faults select
         it; counted since the last :meth:`reset`) has arrived, before it is answered: in the server thread,

@@ -1,9 +1,11 @@
 """``FakeProvider.when_received``: an action taken once the n-th request on a route has arrived, before it is
 answered (the scenario runner's ``cancelOn`` sends SIGINT from it): not before, once, at once when it came
-already, never once withdrawn."""
+already, never once withdrawn. ``FakeProvider.settled``: every request received is in the journal, a held
+one once its client has gone (the runner reads the journal of a cancelled run only then)."""
 
 from __future__ import annotations
 
+import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -69,3 +71,17 @@ def test_another_route_or_a_withdrawn_action_takes_nothing(serve: Serve) -> None
     fake.when_received("anthropic", 1, withdrawn)()
     assert post(fake) == 503
     assert elsewhere.count == withdrawn.count == 0
+
+
+def test_settled_once_a_held_request_whose_client_left_is_journaled(serve: Serve) -> None:
+    fake, arrived = serve(faults=[ANSWERED, Fault("delay_headers", route="anthropic", ms=60000)]), Calls()
+    fake.when_received("anthropic", 1, arrived)
+    body = b'{"model": "m"}'
+    with socket.create_connection((fake.host, fake.port)) as client:
+        client.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                       b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        assert arrived.done.wait(WAIT)
+        assert not fake.settled(0) and fake.journal == []  # held: not journaled yet
+    assert fake.settled(WAIT)  # the client has gone: journaled as soon as the server sees it
+    [entry] = fake.journal
+    assert entry.outcome == "client_closed"
