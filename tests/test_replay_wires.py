@@ -1,0 +1,355 @@
+"""replay.project onto Gemini generateContent and OpenAI Chat Completions: the bodies, the policy across
+providers (search history both ways), and the SDKs' request types accepting what is built."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from pydantic import TypeAdapter
+
+from replaykit import strategies as rs
+from replaykit.replay import ProviderModel, project, projection, search_text_projection
+from replaykit.transcript import restore
+
+JSON = dict[str, Any]
+GEMINI = ProviderModel("gemini", "gemini-generate", "gemini-2.5-flash")
+VERTEX = ProviderModel("vertex", "gemini-generate", "gemini-2.5-pro")
+CHAT = ProviderModel("openai", "openai-chat", "gpt-4o-search-preview")
+AZURE_CHAT = ProviderModel("azure", "openai-chat", "my-deployment")
+ANTHROPIC = ProviderModel("anthropic", "anthropic-messages", "claude-sonnet-4-5", max_tokens=1024)
+RESPONSES = ProviderModel("openai", "openai-responses", "gpt-5")
+STAMP = 1764662400000
+
+GROUNDING = {
+    "webSearchQueries": ["uefa euro 2024 winner"],
+    "searchEntryPoint": {"renderedContent": "<div>chips</div>"},
+    "groundingChunks": [{"web": {"uri": "https://vertexaisearch.cloud.google.com/grounding-api-redirect/AbC1",
+                                 "title": "uefa.com"}}],
+    "groundingSupports": [{"segment": {"startIndex": 0, "endIndex": 20, "text": "Spain won Euro 2024."},
+                           "groundingChunkIndices": [0]}],
+}
+
+
+def gemini_turn(provider: str = "gemini") -> JSON:
+    """A grounded Gemini answer as the neutral mapping gives it: search blocks first, then the parts."""
+    head = {"provider": provider, "api": "gemini-generate"}
+    return {
+        "role": "assistant", **head, "model": "gemini-2.5-flash", "stopReason": "toolUse",
+        "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15},
+        "timestamp": STAMP + 2,
+        "content": [
+            {"type": "hostedSearch", "phase": "call", **head, "id": "resp1:q0",
+             "query": "uefa euro 2024 winner", "raw": GROUNDING},
+            {"type": "hostedSearch", "phase": "result", **head, "toolUseId": "resp1:q0",
+             "results": [{"url": GROUNDING["groundingChunks"][0]["web"]["uri"], "title": "uefa.com"}],
+             "raw": GROUNDING},
+            {"type": "providerBlock", **head, "blockType": "urlContextMetadata",
+             "raw": {"urlMetadata": [{"retrievedUrl": "https://uefa.com", "urlRetrievalStatus": "OK"}]}},
+            {"type": "thinking", "thinking": "Look it up.",
+             "raw": {"text": "Look it up.", "thought": True, "thoughtSignature": "c2lnbmF0dXJlMQ=="}},
+            {"type": "text", "text": "Spain won Euro 2024.", "citations": GROUNDING["groundingSupports"]},
+            {"type": "toolCall", "id": "call_1", "name": "lookup", "arguments": {"team": "Spain"},
+             "raw": {"functionCall": {"name": "lookup", "args": {"team": "Spain"}},
+                     "thoughtSignature": "c2lnbmF0dXJlMg=="}},
+            {"type": "providerBlock", **head, "blockType": "executableCode",
+             "raw": {"executableCode": {"language": "PYTHON", "code": "print(1)"}}},
+        ],
+    }
+
+
+ANNOTATION = {"url": "https://uefa.com/euro", "title": "Euro 2024", "start_index": 0, "end_index": 14}
+
+
+def chat_turn(provider: str = "openai") -> JSON:
+    """A Perplexity-style answer: a result block from top-level search_results, annotated text, a call."""
+    head = {"provider": provider, "api": "openai-chat"}
+    raw = {"citations": ["https://uefa.com/euro"],
+           "search_results": [{"title": "Euro 2024", "url": "https://uefa.com/euro", "date": "2024-07-14"}]}
+    return {
+        "role": "assistant", **head, "model": "sonar", "stopReason": "toolUse", "timestamp": STAMP + 2,
+        "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15},
+        "content": [
+            {"type": "hostedSearch", "phase": "result", **head, "toolUseId": "chatcmpl-1",
+             "results": [{"url": "https://uefa.com/euro", "title": "Euro 2024", "pageAge": "2024-07-14"}],
+             "raw": raw},
+            {"type": "thinking", "thinking": "The final was in Berlin."},
+            {"type": "text", "text": "Spain won [1].", "citations": [{"type": "url_citation",
+                                                                       "url_citation": ANNOTATION}]},
+            {"type": "toolCall", "id": "call_9", "name": "lookup", "arguments": {"team": "Spain"},
+             "raw": {"id": "call_9", "type": "function",
+                     "function": {"name": "lookup", "arguments": "{\"team\":\"Spain\"}"}}},
+        ],
+    }
+
+
+def anthropic_turn() -> JSON:
+    head = {"provider": "anthropic", "api": "anthropic-messages"}
+    call_raw = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+                "input": {"query": "euro 2024"}}
+    result_raw = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+        {"type": "web_search_result", "url": "https://uefa.com", "title": "UEFA",
+         "encrypted_content": "Zm9v"}]}
+    return {
+        "role": "assistant", **head, "model": "claude-sonnet-4-5", "stopReason": "toolUse",
+        "timestamp": STAMP + 2,
+        "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15},
+        "content": [
+            {"type": "hostedSearch", "phase": "call", **head, "id": "srvtoolu_1", "query": "euro 2024",
+             "raw": call_raw},
+            {"type": "hostedSearch", "phase": "result", **head, "toolUseId": "srvtoolu_1",
+             "results": [{"url": "https://uefa.com", "title": "UEFA"}], "raw": result_raw},
+            {"type": "thinking", "thinking": "Search first.", "signature": "sig"},
+            {"type": "text", "text": "Spain won.", "citations": [{"type": "web_search_result_location",
+                                                                  "url": "https://uefa.com",
+                                                                  "encrypted_index": "eA=="}]},
+            {"type": "toolCall", "id": "toolu_1", "name": "lookup", "arguments": {"team": "Spain"}},
+        ],
+    }
+
+
+def conversation(turn: JSON, call_id: str = "call_1") -> JSON:
+    return {"version": 1, "system": "Be brief.",
+            "tools": [{"type": "hostedSearch"},
+                      {"name": "lookup", "description": "Look a team up.",
+                       "parameters": {"type": "object", "properties": {"team": {"type": "string"}}}}],
+            "messages": [
+                {"role": "user", "content": "Who won Euro 2024?", "timestamp": STAMP},
+                turn,
+                {"role": "toolResult", "toolCallId": call_id, "toolName": "lookup",
+                 "content": [{"type": "text", "text": "Spain: 4 titles"}], "isError": False,
+                 "timestamp": STAMP + 3},
+                {"role": "toolResult", "toolCallId": "call_2", "toolName": "lookup",
+                 "content": [{"type": "text", "text": "no such team"}], "isError": True,
+                 "timestamp": STAMP + 4},
+            ]}
+
+
+# ---------------------------------------------------------------- the SDKs' request types
+
+
+def gemini_sdk_check(body: JSON) -> None:
+    """google-genai's types (camelCase aliases, unknown fields forbidden) accept every part of ``body``."""
+    types = pytest.importorskip("google.genai.types")
+    assert set(body) <= {"contents", "systemInstruction", "tools"}
+    body = _decodable(copy.deepcopy(body))
+    for content in body["contents"]:
+        types.Content.model_validate(content)
+        assert content["role"] in ("user", "model")
+    if "systemInstruction" in body:
+        types.Content.model_validate(body["systemInstruction"])
+    for tool in body.get("tools", []):
+        types.Tool.model_validate(tool)
+
+
+def _decodable(value: Any) -> Any:
+    """``value`` with every inlineData's data valid base64 (the SDK decodes it; drawn data is any text)."""
+    if isinstance(value, dict):
+        if isinstance(value.get("inlineData"), dict):
+            value["inlineData"]["data"] = "AAAA"
+        for item in value.values():
+            _decodable(item)
+    elif isinstance(value, list):
+        for item in value:
+            _decodable(item)
+    return value
+
+
+def chat_sdk_check(body: JSON) -> None:
+    """openai's Chat Completions request params accept ``body``."""
+    from openai.types.chat import completion_create_params
+
+    adapter = TypeAdapter(completion_create_params.CompletionCreateParamsNonStreaming)
+    validated = adapter.validate_python(body)
+    list(validated["messages"])
+
+
+def test_the_sdk_checks_can_fail() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        gemini_sdk_check({"contents": [{"role": "model", "parts": [{"groundingMetadata": GROUNDING}]}]})
+    with pytest.raises(ValidationError):
+        chat_sdk_check({"model": "m", "messages": [{"role": "tool", "content": "no call id"}]})
+
+
+# ---------------------------------------------------------------- Gemini generateContent
+
+
+def test_gemini_body_places_system_tools_and_contents() -> None:
+    body = project(conversation(anthropic_turn(), "toolu_1"), GEMINI)
+    gemini_sdk_check(body)
+    assert "model" not in body  # the model is in the URL path
+    assert body["systemInstruction"] == {"parts": [{"text": "Be brief."}]}
+    schema = {"type": "object", "properties": {"team": {"type": "string"}}}
+    assert body["tools"] == [{"functionDeclarations": [
+        {"name": "lookup", "description": "Look a team up.", "parametersJsonSchema": schema}]},
+        {"googleSearch": {}}]
+    assert [content["role"] for content in body["contents"]] == ["user", "model", "user"]
+
+
+def test_gemini_tool_results_are_function_responses_in_one_user_content() -> None:
+    body = project(conversation(anthropic_turn(), "toolu_1"), GEMINI)
+    assert body["contents"][2]["parts"] == [
+        {"functionResponse": {"name": "lookup", "response": {"output": "Spain: 4 titles"}}},
+        {"functionResponse": {"name": "lookup", "response": {"error": "no such team"}}}]
+
+
+def test_gemini_tool_result_images_go_in_the_function_response_parts() -> None:
+    transcript = conversation(anthropic_turn(), "toolu_1")
+    transcript["messages"][2]["content"].append({"type": "image", "mimeType": "image/png", "data": "iVBO"})
+    part = project(transcript, GEMINI)["contents"][2]["parts"][0]
+    gemini_sdk_check(project(transcript, GEMINI))
+    assert part["functionResponse"]["parts"] == [{"inlineData": {"mimeType": "image/png", "data": "iVBO"}}]
+
+
+def test_anthropic_search_history_goes_to_gemini_as_text() -> None:
+    turn = anthropic_turn()
+    result = projection(conversation(turn, "toolu_1"), GEMINI)
+    parts = result.body["contents"][1]["parts"]
+    assert parts == [
+        {"text": search_text_projection(turn["content"][0])},
+        {"text": search_text_projection(turn["content"][1])},
+        {"text": "Search first."},  # thinking: its signature means nothing to Gemini
+        {"text": "Spain won."},  # citations are not sent
+        {"functionCall": {"name": "lookup", "args": {"team": "Spain"}}}]
+    assert "encrypted" not in json.dumps(result.body)
+    assert result.notes == ()
+
+
+def test_gemini_replays_its_own_parts_verbatim_and_never_its_grounding() -> None:
+    turn = gemini_turn()
+    result = projection(conversation(turn), GEMINI)
+    gemini_sdk_check(result.body)
+    assert result.body["contents"][1] == {"role": "model", "parts": [
+        turn["content"][3]["raw"], {"text": "Spain won Euro 2024."}, turn["content"][5]["raw"],
+        turn["content"][6]["raw"]]}
+    dumped = json.dumps(result.body)
+    assert "webSearchQueries" not in dumped and "urlMetadata" not in dumped and "grounding" not in dumped
+    assert result.notes == ()  # no input form: left out silently
+
+
+def test_vertex_parts_do_not_go_to_the_gemini_developer_api() -> None:
+    result = projection(conversation(gemini_turn("vertex")), GEMINI)
+    parts = result.body["contents"][1]["parts"]
+    assert "thoughtSignature" not in json.dumps(parts)
+    assert parts[0]["text"].startswith("[web search: uefa euro 2024 winner]")
+    assert [note.pointer for note in result.notes] == ["/messages/1/content/2", "/messages/1/content/6"]
+    assert project(conversation(gemini_turn("vertex")), VERTEX)["contents"][1]["parts"][0] == \
+        gemini_turn()["content"][3]["raw"]
+
+
+def test_gemini_search_history_goes_to_anthropic_and_responses_as_text() -> None:
+    turn = gemini_turn()
+    texts = [search_text_projection(turn["content"][0]), search_text_projection(turn["content"][1])]
+    assert texts[1] == ("[web search results]\n1. uefa.com - "
+                        "https://vertexaisearch.cloud.google.com/grounding-api-redirect/AbC1")
+    anthropic = projection(conversation(turn), ANTHROPIC)
+    assert anthropic.body["messages"][1]["content"][:3] == [
+        {"type": "text", "text": texts[0]}, {"type": "text", "text": texts[1]},
+        {"type": "text", "text": "Look it up."}]
+    assert "groundingSupports" not in json.dumps(anthropic.body)  # Gemini's citations are not Anthropic's
+    responses = project(conversation(turn), RESPONSES)
+    assert responses["input"][1:4] == [{"role": "assistant", "content": text}
+                                       for text in (*texts, "Look it up.")]
+    for result in (anthropic, projection(conversation(turn), RESPONSES)):
+        assert [note.pointer for note in result.notes] == ["/messages/1/content/2", "/messages/1/content/6"]
+
+
+# ---------------------------------------------------------------- OpenAI Chat Completions
+
+
+def test_chat_body_places_system_tools_and_web_search_options() -> None:
+    body = project(conversation(anthropic_turn(), "toolu_1"), CHAT)
+    chat_sdk_check(body)
+    assert body["model"] == "gpt-4o-search-preview"
+    assert body["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert body["tools"] == [{"type": "function", "function": {
+        "name": "lookup", "description": "Look a team up.",
+        "parameters": {"type": "object", "properties": {"team": {"type": "string"}}}}}]
+    assert body["web_search_options"] == {}
+    assert body["messages"][3:] == [{"role": "tool", "tool_call_id": "toolu_1", "content": "Spain: 4 titles"},
+                                    {"role": "tool", "tool_call_id": "call_2", "content": "no such team"}]
+
+
+def test_anthropic_search_history_goes_to_chat_as_text_with_tool_calls() -> None:
+    turn = anthropic_turn()
+    assistant = project(conversation(turn, "toolu_1"), CHAT)["messages"][2]
+    texts = [search_text_projection(block) for block in turn["content"][:2]]
+    assert assistant == {"role": "assistant", "content": "\n\n".join([*texts, "Search first.", "Spain won."]),
+                         "tool_calls": [{"id": "toolu_1", "type": "function", "function": {
+                             "name": "lookup", "arguments": "{\"team\": \"Spain\"}"}}]}
+
+
+def test_chat_sends_text_only_back_to_chat() -> None:
+    turn = chat_turn()
+    result = projection(conversation(turn, "call_9"), CHAT)
+    chat_sdk_check(result.body)
+    assert result.body["messages"][2] == {"role": "assistant", "content": "Spain won [1].",
+                                          "tool_calls": [turn["content"][3]["raw"]]}
+    dumped = json.dumps(result.body)
+    assert "url_citation" not in dumped and "search_results" not in dumped and "Berlin" not in dumped
+    assert result.notes == ()
+
+
+def test_azure_chat_gets_openai_chat_blocks_rebuilt() -> None:
+    turn = chat_turn()
+    assistant = project(conversation(turn, "call_9"), AZURE_CHAT)["messages"][2]
+    assert assistant["content"].startswith("[web search results]\n1. Euro 2024 - https://uefa.com/euro")
+    assert assistant["content"].endswith("The final was in Berlin.\n\nSpain won [1].")
+    assert assistant["tool_calls"] == [{"id": "call_9", "type": "function", "function": {
+        "name": "lookup", "arguments": "{\"team\": \"Spain\"}"}}]
+
+
+def test_chat_search_history_goes_to_anthropic_as_text() -> None:
+    turn = chat_turn()
+    result = projection(conversation(turn, "call_9"), ANTHROPIC)
+    content = result.body["messages"][1]["content"]
+    assert content[0] == {"type": "text", "text": search_text_projection(turn["content"][0])}
+    assert content[2] == {"type": "text", "text": "Spain won [1]."}  # annotations are not Anthropic's
+    assert content[3] == {"type": "tool_use", "id": "call_9", "name": "lookup", "input": {"team": "Spain"}}
+
+
+def test_an_opaque_chat_block_is_dropped_with_a_note() -> None:
+    turn = chat_turn()
+    turn["content"].append({"type": "providerBlock", "provider": "openai", "api": "openai-chat",
+                            "blockType": "x_search_call", "raw": {"type": "x_search_call", "id": "xs_1"}})
+    result = projection(conversation(turn, "call_9"), CHAT)
+    assert "xs_1" not in json.dumps(result.body)
+    assert [str(note) for note in result.notes] == [
+        "/messages/1/content/4: providerBlock 'x_search_call': Chat Completions takes no such block back: "
+        "dropped"]
+
+
+def test_a_chat_turn_with_nothing_to_send_is_omitted() -> None:
+    turn = chat_turn()
+    turn["content"] = turn["content"][:2]  # its own search results and reasoning: no input form
+    assert [m["role"] for m in project(conversation(turn), CHAT)["messages"]] == ["system", "user", "tool",
+                                                                                   "tool"]
+
+
+def test_since_leaves_out_system_and_tools_on_both_wires() -> None:
+    transcript = conversation(gemini_turn())
+    assert set(project(transcript, GEMINI, since=2)) == {"contents"}
+    assert set(project(transcript, CHAT, since=2)) == {"model", "messages"}
+    assert [m["role"] for m in project(transcript, CHAT, since=2)["messages"]] == ["tool", "tool"]
+
+
+# ---------------------------------------------------------------- generated transcripts
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcript=rs.transcripts(max_messages=6))
+def test_every_projection_to_the_new_wires_is_an_sdk_request(transcript: JSON) -> None:
+    restore(transcript)
+    before = copy.deepcopy(transcript)
+    for target in (GEMINI, VERTEX, CHAT, AZURE_CHAT):
+        body = project(transcript, target)
+        (gemini_sdk_check if target.api == "gemini-generate" else chat_sdk_check)(body)
+        dumped = json.dumps(body)
+        for key in ("timestamp", "stopReason", "toolUseId", "hostedSearch", "providerBlock", "usage"):
+            assert f'"{key}"' not in dumped
+    assert transcript == before
