@@ -39,6 +39,7 @@ __all__ = [
     "RATES",
     "STRUCTURE",
     "URL",
+    "URL_TOKEN",
     "USAGE_FIELDS",
     "Anchor",
     "Breakdown",
@@ -102,6 +103,10 @@ _MASK = bytes(ord("a") if chr(byte) in OPAQUE_ALPHABET else ord("s") if chr(byte
 _RUN_START = b"a" * OPAQUE_MIN
 _RUN = re.compile(_RUN_START + b"a*")
 _DIGIT, _LETTER = re.compile(b"[0-9]"), re.compile(b"[A-Za-z]")
+_LOWER, _UPPER = re.compile(b"[a-z]"), re.compile(b"[A-Z]")
+#: An opaque token inside a URL (counted as opaque, not URL): OPAQUE_MIN or more base64url characters.
+URL_TOKEN = re.compile(f"[A-Za-z0-9_=+-]{{{OPAQUE_MIN},}}")
+_URL_TOKEN = re.compile(URL_TOKEN.pattern.encode())
 _NOT_DIGITS = bytes(byte for byte in range(256) if not ord("0") <= byte <= ord("9"))
 _SPACED_CJK = re.compile(f" (?={CJK.pattern})")  # o200k_base joins a space to the word it starts (Korean)
 
@@ -191,11 +196,13 @@ def text_chars(text: str) -> Chars:
     digits = _digits(raw)
     blanked, url = _blank_urls(raw) if b"://" in raw else (raw, 0)
     url -= digits - _digits(blanked) if url else 0  # a URL's digits count as digits
+    in_url, in_url_digits = _url_tokens(raw) if url else (0, 0)
     mask = blanked.translate(_MASK)
     opaque, hidden = _opaque(blanked, mask)
     cjk = 0 if text.isascii() else len(CJK.findall(text))
     joined = len(_SPACED_CJK.findall(text)) if cjk else 0
-    return Chars(len(text) - cjk - joined, cjk, mask.count(b"s"), digits - hidden, url, opaque)
+    return Chars(len(text) - cjk - joined, cjk, mask.count(b"s"), digits - hidden - in_url_digits,
+                 url - (in_url - in_url_digits), opaque + in_url)
 
 
 def _digits(raw: bytes) -> int:
@@ -212,6 +219,19 @@ def _blank_urls(raw: bytes) -> tuple[bytes, int]:
         return b" " * (match.end() - match.start())
 
     return _URL_BYTES.sub(spaces, raw), blanked
+
+
+def _url_tokens(raw: bytes) -> tuple[int, int]:
+    """The bytes of opaque tokens inside the URLs of ``raw`` (a redirect or signed URL's key: a run of
+    :data:`URL_TOKEN` with a digit, a lower and an upper case letter, which no word or slug has), and the
+    digits among them."""
+    runs = b"".join(token.group() for found in _URL_BYTES.finditer(raw)
+                    for token in _URL_TOKEN.finditer(found.group()) if _mixed(token.group()))
+    return len(runs), _digits(runs)
+
+
+def _mixed(run: bytes) -> bool:
+    return bool(_DIGIT.search(run) and _LOWER.search(run) and _UPPER.search(run))
 
 
 def _opaque(raw: bytes, mask: bytes) -> tuple[int, int]:

@@ -342,7 +342,7 @@ def test_since_leaves_out_system_and_tools_on_both_wires() -> None:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(transcript=rs.transcripts(max_messages=6))
+@given(transcript=rs.transcripts(max_messages=6, opaque=False))  # drawn opaque blocks are made-up parts
 def test_every_projection_to_the_new_wires_is_an_sdk_request(transcript: JSON) -> None:
     restore(transcript)
     before = copy.deepcopy(transcript)
