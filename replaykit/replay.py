@@ -187,9 +187,14 @@ class _Walk:
                                             f"sent to {self.target.provider}/{self.target.api}: dropped"))
             return False
         if kind == "hostedSearch" and not isinstance(block.get("raw"), dict):
-            self.notes.append(Note(pointer, "display-only hostedSearch block (no raw): not replayed"))
+            if not (self.same(message, block) and self.target.api in _NO_SEARCH_INPUT):
+                self.notes.append(Note(pointer, "display-only hostedSearch block (no raw): not replayed"))
             return False
         return True
+
+
+#: The APIs that take no search history back: their own search blocks are left out silently.
+_NO_SEARCH_INPUT = ("gemini-generate", "openai-chat")
 
 
 Numbered = list[tuple[int, JSON]]
@@ -595,8 +600,11 @@ _GEMINI_METADATA = frozenset({"urlContextMetadata", "groundingMetadata"})
 
 
 def _gemini_text(block: JSON, same: bool, copy: Copy) -> JSON | None:
-    """Text alone: Gemini takes no citations back."""
+    """Text, its ``thoughtSignature`` back to the same provider; Gemini takes no citations back."""
     text = _text(block)
+    signature = block.get("signature")
+    if same and isinstance(signature, str) and signature:
+        return {"text": text, "thoughtSignature": signature}
     return {"text": text} if text else None
 
 
@@ -693,7 +701,7 @@ def _chat_assistant(message: JSON, walk: _Walk) -> JSON | None:
     calls: list[JSON] = []
     for number, block in enumerate(walk.blocks(message)):
         if block["type"] == "providerBlock":
-            _chat_opaque(message, block, number, walk)
+            _chat_opaque(message, block, number, walk, calls)
             continue
         convert = walk.converter(_CHAT_BLOCKS, block, number)
         if walk.kept(message, block, number):
@@ -706,13 +714,12 @@ def _chat_assistant(message: JSON, walk: _Walk) -> JSON | None:
     return out
 
 
-def _chat_opaque(message: JSON, block: JSON, number: int, walk: _Walk) -> None:
-    """An opaque block has no place in a Chat Completions request message (the API takes back text and
-    tool calls only): left out, with a note (another provider's gets its note from ``kept``)."""
+def _chat_opaque(message: JSON, block: JSON, number: int, walk: _Walk, calls: list[JSON]) -> None:
+    """An opaque Chat Completions block is a tool call of a type the transcript does not model (``custom``):
+    its entry goes back in ``tool_calls``, verbatim, to the same provider (another's gets a note from
+    ``kept``)."""
     if walk.kept(message, block, number):
-        walk.notes.append(Note(f"/messages/{walk.index}/content/{number}",
-                               f"providerBlock {block.get('blockType')!r}: Chat Completions takes no such "
-                               f"block back: dropped"))
+        calls.append(walk.copy(block["raw"]))
 
 
 _ChatParts = tuple[list[str], list[JSON]]

@@ -75,7 +75,7 @@ OPAQUE_TYPES = {
                            "container_upload"),
     "openai-responses": ("code_interpreter_call", "image_generation_call", "mcp_call", "file_search_call",
                          "local_shell_call", "custom_tool_call"),
-    "openai-chat": ("x_search_call", "audio"),
+    "openai-chat": ("custom",),  # a tool call of another type than function
     # Gemini: a part the transcript does not model (its data key), or the candidate's urlContextMetadata
     "gemini-generate": ("executableCode", "codeExecutionResult", "fileData", "urlContextMetadata"),
 }
@@ -291,9 +291,9 @@ def hosted_search_blocks(provider: str | None = None, phase: str | None = None, 
     for nameless ones (results, errors, OpenAI calls).
 
     OpenAI and Azure Responses have no separate result item: their result blocks are display-only. A result
-    block is sometimes a legacy one, with its results only in ``raw``. Gemini's calls and result keep the
-    candidate's ``groundingMetadata`` in ``raw`` (it has no error); Chat Completions has a result only (a
-    Perplexity-style answer's ``citations`` and ``search_results``).
+    block is sometimes a legacy one, with its results only in ``raw``. Gemini's result keeps the candidate's
+    ``groundingMetadata`` in ``raw``, its calls (one per query) are display-only, and it has no error; Chat
+    Completions has a result only (a Perplexity-style answer's ``citations`` and ``search_results``).
     """
     _check_choice("provider", provider, tuple(PROVIDERS))
     _check_choice("phase", phase, ("call", "result", "error"))
@@ -310,7 +310,7 @@ def hosted_search_blocks(provider: str | None = None, phase: str | None = None, 
 _PHASES = {"anthropic-messages": (("call", "result", "error"), ("call", "result", "error")),
            "openai-responses": (("call", "error"), ("call", "result", "error")),
            "openai-chat": (("result",), ("result",)),
-           "gemini-generate": (("call", "result"), ("call", "result"))}
+           "gemini-generate": (("result",), ("call", "result"))}
 
 
 def _search_options(provider: str | None, phase: str | None, raw: bool | None,
@@ -365,10 +365,9 @@ def _grounding() -> st.SearchStrategy[JSON]:
 
 
 def _search_call(source: Source) -> st.SearchStrategy[JSON]:
-    if source[1] == "gemini-generate":
-        return st.builds(lambda ident, grounding: {
-            **_head(source, "call"), "id": ident, "query": grounding["webSearchQueries"][0],
-            "raw": grounding}, _search_id(source), _grounding())
+    if source[1] == "gemini-generate":  # a query of the groundingMetadata the result keeps: no raw
+        return st.builds(lambda ident, query: {**_head(source, "call"), "id": ident, "query": query},
+                         _search_id(source), _mixed_text(1, 30))
 
     def build(ident: str, query: str) -> JSON:
         if source[1] == "anthropic-messages":
@@ -454,7 +453,7 @@ def _pair(blocks: tuple[JSON, JSON]) -> list[JSON]:
 def _grounded(source: Source, ident: str, grounding: JSON) -> list[JSON]:
     """The blocks of one ``groundingMetadata`` as the neutral mapping gives them: a call per query (id
     ``<responseId>:q<i>``), then the result answering the first."""
-    calls = [{**_head(source, "call"), "id": f"{ident}:q{number}", "query": query, "raw": grounding}
+    calls = [{**_head(source, "call"), "id": f"{ident}:q{number}", "query": query}
              for number, query in enumerate(grounding["webSearchQueries"])]
     results = [{"url": chunk["web"]["uri"], "title": chunk["web"]["title"]}
                for chunk in grounding["groundingChunks"]]
@@ -509,8 +508,8 @@ def _text_block(source: Source) -> st.SearchStrategy[JSON]:
         block: JSON = {"type": "text", "text": text}
         if cites:
             block["citations"] = [_fit(cite, len(text)) for cite in cites]
-        if signature is not None and source[1] == "openai-responses":
-            block["signature"] = signature
+        if signature is not None and source[1] in ("openai-responses", "gemini-generate"):
+            block["signature"] = signature  # the message item's id; a Gemini part's thoughtSignature
         return block
 
     return st.builds(build, _mixed_text(0, 60), st.lists(_citations(source, 60), max_size=2),
@@ -1155,9 +1154,9 @@ def _gemini_code(draw: st.DrawFn, source: Source) -> list[JSON]:
 
 @st.composite
 def _chat_opaque(draw: st.DrawFn, source: Source) -> list[JSON]:
-    """xAI's search call on Chat Completions: kept whole, never sent back (Chat has no place for it)."""
-    raw = {"type": "x_search_call", "id": draw(_ids("xs_0")), "query": draw(_queries()),
-           "results": [draw(web_urls()) for _ in range(draw(st.integers(1, 4)))]}
+    """A custom tool call on Chat Completions (free-form input, not JSON): kept whole."""
+    raw = {"type": "custom", "id": draw(_ids("call_0")),
+           "custom": {"name": "apply_patch", "input": draw(passages("code"))}}
     return [_opaque_block(source, raw)]
 
 

@@ -35,7 +35,8 @@ GROUNDING = {
 
 
 def gemini_turn(provider: str = "gemini") -> JSON:
-    """A grounded Gemini answer as the neutral mapping gives it: search blocks first, then the parts."""
+    """A grounded Gemini answer as the neutral mapping gives it: search blocks first (the call display-only,
+    the result holding the groundingMetadata), then the parts."""
     head = {"provider": provider, "api": "gemini-generate"}
     return {
         "role": "assistant", **head, "model": "gemini-2.5-flash", "stopReason": "toolUse",
@@ -43,7 +44,7 @@ def gemini_turn(provider: str = "gemini") -> JSON:
         "timestamp": STAMP + 2,
         "content": [
             {"type": "hostedSearch", "phase": "call", **head, "id": "resp1:q0",
-             "query": "uefa euro 2024 winner", "raw": GROUNDING},
+             "query": "uefa euro 2024 winner"},
             {"type": "hostedSearch", "phase": "result", **head, "toolUseId": "resp1:q0",
              "results": [{"url": GROUNDING["groundingChunks"][0]["web"]["uri"], "title": "uefa.com"}],
              "raw": GROUNDING},
@@ -51,7 +52,8 @@ def gemini_turn(provider: str = "gemini") -> JSON:
              "raw": {"urlMetadata": [{"retrievedUrl": "https://uefa.com", "urlRetrievalStatus": "OK"}]}},
             {"type": "thinking", "thinking": "Look it up.",
              "raw": {"text": "Look it up.", "thought": True, "thoughtSignature": "c2lnbmF0dXJlMQ=="}},
-            {"type": "text", "text": "Spain won Euro 2024.", "citations": GROUNDING["groundingSupports"]},
+            {"type": "text", "text": "Spain won Euro 2024.", "citations": GROUNDING["groundingSupports"],
+             "signature": "c2lnbmF0dXJlMw=="},
             {"type": "toolCall", "id": "call_1", "name": "lookup", "arguments": {"team": "Spain"},
              "raw": {"functionCall": {"name": "lookup", "args": {"team": "Spain"}},
                      "thoughtSignature": "c2lnbmF0dXJlMg=="}},
@@ -225,8 +227,8 @@ def test_gemini_replays_its_own_parts_verbatim_and_never_its_grounding() -> None
     result = projection(conversation(turn), GEMINI)
     gemini_sdk_check(result.body)
     assert result.body["contents"][1] == {"role": "model", "parts": [
-        turn["content"][3]["raw"], {"text": "Spain won Euro 2024."}, turn["content"][5]["raw"],
-        turn["content"][6]["raw"]]}
+        turn["content"][3]["raw"], {"text": "Spain won Euro 2024.", "thoughtSignature": "c2lnbmF0dXJlMw=="},
+        turn["content"][5]["raw"], turn["content"][6]["raw"]]}
     dumped = json.dumps(result.body)
     assert "webSearchQueries" not in dumped and "urlMetadata" not in dumped and "grounding" not in dumped
     assert result.notes == ()  # no input form: left out silently
@@ -236,27 +238,30 @@ def test_vertex_parts_do_not_go_to_the_gemini_developer_api() -> None:
     result = projection(conversation(gemini_turn("vertex")), GEMINI)
     parts = result.body["contents"][1]["parts"]
     assert "thoughtSignature" not in json.dumps(parts)
-    assert parts[0]["text"].startswith("[web search: uefa euro 2024 winner]")
-    assert [note.pointer for note in result.notes] == ["/messages/1/content/2", "/messages/1/content/6"]
+    assert parts[0]["text"].startswith("[web search results]\n1. uefa.com - https://vertexaisearch")
+    assert [note.pointer for note in result.notes] == ["/messages/1/content/0", "/messages/1/content/2",
+                                                       "/messages/1/content/6"]
     assert project(conversation(gemini_turn("vertex")), VERTEX)["contents"][1]["parts"][0] == \
         gemini_turn()["content"][3]["raw"]
 
 
 def test_gemini_search_history_goes_to_anthropic_and_responses_as_text() -> None:
     turn = gemini_turn()
-    texts = [search_text_projection(turn["content"][0]), search_text_projection(turn["content"][1])]
-    assert texts[1] == ("[web search results]\n1. uefa.com - "
-                        "https://vertexaisearch.cloud.google.com/grounding-api-redirect/AbC1")
+    text = search_text_projection(turn["content"][1])
+    assert text == ("[web search results]\n1. uefa.com - "
+                    "https://vertexaisearch.cloud.google.com/grounding-api-redirect/AbC1")
     anthropic = projection(conversation(turn), ANTHROPIC)
     assert anthropic.body["messages"][1]["content"][:3] == [
-        {"type": "text", "text": texts[0]}, {"type": "text", "text": texts[1]},
-        {"type": "text", "text": "Look it up."}]
-    assert "groundingSupports" not in json.dumps(anthropic.body)  # Gemini's citations are not Anthropic's
+        {"type": "text", "text": text}, {"type": "text", "text": "Look it up."},
+        {"type": "text", "text": "Spain won Euro 2024."}]
+    dumped = json.dumps(anthropic.body)
+    assert "groundingSupports" not in dumped and "c2lnbmF0dXJl" not in dumped  # no citations, signatures
     responses = project(conversation(turn), RESPONSES)
-    assert responses["input"][1:4] == [{"role": "assistant", "content": text}
-                                       for text in (*texts, "Look it up.")]
-    for result in (anthropic, projection(conversation(turn), RESPONSES)):
-        assert [note.pointer for note in result.notes] == ["/messages/1/content/2", "/messages/1/content/6"]
+    assert responses["input"][1:4] == [{"role": "assistant", "content": said}
+                                       for said in (text, "Look it up.", "Spain won Euro 2024.")]
+    for result in (anthropic, projection(conversation(turn), RESPONSES)):  # the display-only call, the opaque
+        assert [note.pointer for note in result.notes] == ["/messages/1/content/0", "/messages/1/content/2",
+                                                           "/messages/1/content/6"]
 
 
 # ---------------------------------------------------------------- OpenAI Chat Completions
@@ -313,15 +318,18 @@ def test_chat_search_history_goes_to_anthropic_as_text() -> None:
     assert content[3] == {"type": "tool_use", "id": "call_9", "name": "lookup", "input": {"team": "Spain"}}
 
 
-def test_an_opaque_chat_block_is_dropped_with_a_note() -> None:
+def test_an_opaque_chat_tool_call_goes_back_in_tool_calls_to_its_own_provider_only() -> None:
     turn = chat_turn()
+    custom = {"type": "custom", "id": "call_7", "custom": {"name": "grep", "input": "TODO"}}
     turn["content"].append({"type": "providerBlock", "provider": "openai", "api": "openai-chat",
-                            "blockType": "x_search_call", "raw": {"type": "x_search_call", "id": "xs_1"}})
+                            "blockType": "custom", "raw": custom})
     result = projection(conversation(turn, "call_9"), CHAT)
-    assert "xs_1" not in json.dumps(result.body)
-    assert [str(note) for note in result.notes] == [
-        "/messages/1/content/4: providerBlock 'x_search_call': Chat Completions takes no such block back: "
-        "dropped"]
+    chat_sdk_check(result.body)
+    assert result.body["messages"][2]["tool_calls"] == [turn["content"][3]["raw"], custom]
+    assert result.notes == ()
+    elsewhere = projection(conversation(turn, "call_9"), AZURE_CHAT)
+    assert "call_7" not in json.dumps(elsewhere.body)
+    assert [note.pointer for note in elsewhere.notes] == ["/messages/1/content/4"]
 
 
 def test_a_chat_turn_with_nothing_to_send_is_omitted() -> None:
