@@ -1,11 +1,10 @@
 """Citations: their shapes, and verification against the search evidence of the same transcript.
 
-Anthropic ``web_search_result_location``, OpenAI ``url_citation`` and evidence answers are each checked
-against evidence seen before them: :func:`verify_transcript`, :func:`verify_anthropic_message`,
-:func:`verify_openai_response` and :func:`verify_evidence_answer` return
-:class:`~replaykit.findings.Finding` objects (none: every citation verified). URLs are compared by
-:func:`replaykit.search.dedupe_key`. Used by the reference harness and ``replaykit verify``; the rules of
-each kind are in docs/architecture/modules.md.
+Anthropic ``web_search_result_location``, OpenAI ``url_citation`` (Responses and Chat Completions), Gemini
+``groundingSupports`` and evidence answers are each checked against evidence seen before them: the
+``verify_*`` functions return :class:`~replaykit.findings.Finding` objects (none: every citation verified).
+URLs are compared by :func:`replaykit.search.dedupe_key`. Used by the reference harness and ``replaykit
+verify``; the rules of each kind are in docs/architecture/modules.md.
 """
 
 from __future__ import annotations
@@ -27,7 +26,9 @@ __all__ = [
     "render_sources",
     "search_urls",
     "verify_anthropic_message",
+    "verify_chat_completion",
     "verify_evidence_answer",
+    "verify_gemini_response",
     "verify_openai_response",
     "verify_transcript",
 ]
@@ -35,6 +36,9 @@ __all__ = [
 CITED_TEXT_MAX = 150
 WEB_CITATION = "web_search_result_location"
 URL_CITATION = "url_citation"
+GROUNDING_SUPPORT = "groundingSupport"  # a Gemini groundingSupports entry: it has no type of its own
+GEMINI_API = "gemini-generate"
+CHAT_API = "openai-chat"
 DOCUMENT_CITATION_TYPES = frozenset({"char_location", "page_location", "content_block_location",
                                      "search_result_location"})
 FILE_ANNOTATION_TYPES = frozenset({"file_citation", "container_file_citation", "file_path"})
@@ -50,7 +54,8 @@ class _Seen:
     ``sources``: OpenAI listed URL sources; ``searched``: a web search ran; ``documents``: a document that
     document citations may point into arrived (a ``web_fetch`` result, a ``document`` or ``search_result``).
     ``web_types``: the web citation types the API of the message being checked uses; ``spans_optional``:
-    the profile accepts a ``url_citation`` without ``start_index`` / ``end_index``.
+    the profile accepts a ``url_citation`` without ``start_index`` / ``end_index``; ``chunks``: how many
+    ``groundingChunks`` the Gemini grounding of the message being checked holds (None: no grounding).
     """
 
     titles: dict[str, set[str]] = field(default_factory=dict)
@@ -60,6 +65,7 @@ class _Seen:
     documents: bool = False
     web_types: frozenset[str] = frozenset({"web_search_result_location", "url_citation"})
     spans_optional: bool = False
+    chunks: int | None = None
 
     def add(self, url: object, title: object = None) -> None:
         safe = safe_http_url(url)
@@ -116,7 +122,12 @@ def _learn_neutral(seen: _Seen, block: Mapping[str, object]) -> None:
     for result in _list(block.get("results")):
         if isinstance(result, Mapping):
             seen.add(result.get("url"), result.get("title"))
-    _learn(seen, block.get("raw"))
+    raw = block.get("raw")
+    if block.get("api") == GEMINI_API and block.get("phase") == "result" and isinstance(raw, Mapping):
+        seen.chunks = len(_list(raw.get("groundingChunks")))
+    elif block.get("api") == CHAT_API and block.get("phase") == "result" and block.get("results"):
+        seen.sources = True  # Perplexity's search_results: a cited URL must be among them
+    _learn(seen, raw)
 
 
 def search_urls(value: object) -> set[str]:
@@ -206,16 +217,65 @@ def _url_citation(pointer: str, citation: Mapping[str, object], text: str, seen:
 def _citation(pointer: str, citation: object, text: str, seen: _Seen) -> list[Finding]:
     if not isinstance(citation, Mapping):
         return [Finding.at(pointer, "error", "not-an-object", "a citation must be a JSON object")]
-    kind = citation.get("type")
-    if kind in (WEB_CITATION, URL_CITATION) and kind not in seen.web_types:
+    kind = _kind(citation)
+    if kind in (WEB_CITATION, URL_CITATION, GROUNDING_SUPPORT) and kind not in seen.web_types:
         return [_wrong_type(pointer, kind, seen.web_types)]
     if kind == WEB_CITATION:
         return _web_citation(pointer, citation, seen)
+    nested = citation.get(URL_CITATION)
+    if kind == URL_CITATION and isinstance(nested, Mapping):  # Chat Completions: {type, url_citation: {...}}
+        return _url_citation(f"{pointer}/{URL_CITATION}", nested, text, seen)
     if kind == URL_CITATION:
         return _url_citation(pointer, citation, text, seen)
+    if kind == GROUNDING_SUPPORT:
+        return _grounding_support(pointer, citation, text, seen.chunks)
     if seen.searched and not (seen.documents and kind in DOCUMENT_CITATION_TYPES):
         return [_wrong_type(pointer, kind, seen.web_types)]
     return []  # a document citation into a fetched or given document, or an answer without web search
+
+
+def _kind(citation: Mapping[str, object]) -> object:
+    if "type" not in citation and ("segment" in citation or "groundingChunkIndices" in citation):
+        return GROUNDING_SUPPORT
+    return citation.get("type")
+
+
+def _grounding_support(pointer: str, support: Mapping[str, object], text: str,
+                       chunks: int | None) -> list[Finding]:
+    """A Gemini grounding support: its segment's UTF-8 byte offsets cut ``text`` (the part it names) at
+    character boundaries, ``segment.text`` is what they cut, and every chunk index names a groundingChunk."""
+    segment = support.get("segment")
+    findings = _segment(f"{pointer}/segment", segment, text) if isinstance(segment, Mapping) else [
+        Finding.at(f"{pointer}/segment", "error", "span-missing", "a grounding support needs its segment")]
+    for number, index in enumerate(_list(support.get("groundingChunkIndices"))):
+        if type(index) is not int or not 0 <= index < (chunks or 0):
+            findings.append(Finding.at(
+                f"{pointer}/groundingChunkIndices/{number}", "error", "chunk-index-out-of-range",
+                f"grounding chunk index {_short(index)} names no chunk: the grounding holds {chunks or 0}"))
+    return findings
+
+
+def _segment(pointer: str, segment: Mapping[str, object], text: str) -> list[Finding]:
+    start, end = segment.get("startIndex", 0), segment.get("endIndex", 0)  # proto3 JSON leaves a 0 out
+    data = text.encode("utf-8")
+    if type(start) is not int or type(end) is not int:
+        return [Finding.at(pointer, "error", "span-missing", "startIndex and endIndex must be integers")]
+    if not 0 <= start <= end <= len(data):
+        bad = "startIndex" if start < 0 or start > len(data) else "endIndex"
+        return [Finding.at(f"{pointer}/{bad}", "error", "span-out-of-range",
+                           f"segment [{start}, {end}) breaks 0 <= startIndex <= endIndex <= {len(data)} "
+                           "(the part's length in UTF-8 bytes)")]
+    try:
+        cut = data[start:end].decode("utf-8")
+    except UnicodeDecodeError:
+        return [Finding.at(pointer, "error", "span-splits-character",
+                           f"segment [{start}, {end}) cuts a character in two: offsets count UTF-8 bytes")]
+    said = segment.get("text")
+    if isinstance(said, str) and said != cut:
+        return [Finding.at(f"{pointer}/text", "error", "segment-text-mismatch",
+                           f"segment text {_short(said, 40)} is not the part's bytes [{start}, {end}): "
+                           f"{_short(cut, 40)}")]
+    return []
 
 
 def _text_block(pointer: str, block: Mapping[str, object], seen: _Seen) -> list[Finding]:
@@ -277,9 +337,10 @@ def _is_type(value: object, kind: str) -> bool:
     return isinstance(value, Mapping) and value.get("type") == kind
 
 
-_ANY_WEB_TYPE = frozenset({WEB_CITATION, URL_CITATION})
+_ANY_WEB_TYPE = frozenset({WEB_CITATION, URL_CITATION, GROUNDING_SUPPORT})
 _WEB_TYPES_BY_API = {"anthropic-messages": frozenset({WEB_CITATION}),
-                     "openai-responses": frozenset({URL_CITATION})}
+                     "openai-responses": frozenset({URL_CITATION}), CHAT_API: frozenset({URL_CITATION}),
+                     GEMINI_API: frozenset({GROUNDING_SUPPORT})}
 
 
 def verify_transcript(transcript: Mapping[str, object],
@@ -287,15 +348,85 @@ def verify_transcript(transcript: Mapping[str, object],
     """Verify every assistant citation of a neutral transcript against the search evidence before it.
 
     Search evidence: ``hostedSearch`` result blocks (``results[].url`` and the wire block in ``raw``) and the
-    ``raw`` of OpenAI ``web_search_call`` blocks (``action.sources``). Pointers are into ``transcript``.
-    ``profile`` as for :func:`verify_openai_response`.
+    ``raw`` of OpenAI ``web_search_call`` blocks (``action.sources``). A Gemini message's supports are
+    checked against its own grounding result (its ``groundingChunks``), a Chat Completions message's URLs
+    against its own search results when it has some. Pointers are into ``transcript``. ``profile`` as for
+    :func:`verify_openai_response`.
     """
     seen = _Seen(spans_optional=resolve_profile(profile).spans_optional)
     findings: list[Finding] = []
     for index, message in enumerate(_list(transcript.get("messages"))):
         if isinstance(message, Mapping) and message.get("role") == "assistant":
             seen.web_types = _WEB_TYPES_BY_API.get(str(message.get("api")), _ANY_WEB_TYPE)
+            seen.chunks = None
+            if message.get("api") == CHAT_API:
+                seen.sources = False
             findings += _blocks(f"/messages/{index}/content", message.get("content"), seen)
+    return findings
+
+
+def verify_gemini_response(response: Mapping[str, object]) -> list[Finding]:
+    """Verify the ``groundingSupports`` of a Gemini ``GenerateContentResponse`` (a stream's: its
+    :func:`~replaykit.transcript.gemini_final_response`); pointers are into ``response``.
+
+    Each support's ``segment`` names a text part (``partIndex``, absent: 0) and UTF-8 byte offsets into it;
+    ``segment.text`` must be those bytes, every ``groundingChunkIndices`` entry a ``groundingChunks`` index.
+    """
+    findings: list[Finding] = []
+    for number, candidate in enumerate(_list(response.get("candidates"))):
+        metadata = candidate.get("groundingMetadata") if isinstance(candidate, Mapping) else None
+        if isinstance(candidate, Mapping) and isinstance(metadata, Mapping):
+            findings += _candidate_supports(f"/candidates/{number}", candidate, metadata)
+    return findings
+
+
+def _candidate_supports(pointer: str, candidate: Mapping[str, object],
+                        metadata: Mapping[str, object]) -> list[Finding]:
+    content = candidate.get("content")
+    parts = _list(content.get("parts")) if isinstance(content, Mapping) else []
+    chunks = len(_list(metadata.get("groundingChunks")))
+    findings: list[Finding] = []
+    for number, support in enumerate(_list(metadata.get("groundingSupports"))):
+        at = f"{pointer}/groundingMetadata/groundingSupports/{number}"
+        if not isinstance(support, Mapping):
+            findings.append(Finding.at(at, "error", "not-an-object", "a grounding support must be an object"))
+            continue
+        segment = support.get("segment")
+        index = segment.get("partIndex", 0) if isinstance(segment, Mapping) else 0
+        part = parts[index] if type(index) is int and 0 <= index < len(parts) else None
+        text = part.get("text") if isinstance(part, Mapping) and part.get("thought") is not True else None
+        if not isinstance(text, str):
+            findings.append(Finding.at(f"{at}/segment/partIndex", "error", "part-missing",
+                                       f"part {_short(index)} of the candidate is no answer text part"))
+            continue
+        findings += _grounding_support(at, support, text, chunks)
+    return findings
+
+
+def verify_chat_completion(completion: Mapping[str, object],
+                           profile: str | Profile | None = STRICT) -> list[Finding]:
+    """Verify the ``url_citation`` annotations of a Chat Completions answer (a stream's: its
+    :func:`~replaykit.transcript.chat_final_completion`); pointers are into ``completion``.
+
+    The span (``start_index`` / ``end_index`` inside the nested ``url_citation``) must lie in the message's
+    content, the URL be http(s). Chat Completions has no search item: the URL is checked against the
+    answer's own ``search_results`` / ``citations`` (Perplexity, xAI) when it has some, else only its scheme.
+    ``profile`` as for :func:`verify_openai_response`.
+    """
+    seen = _Seen(web_types=frozenset({URL_CITATION}), spans_optional=resolve_profile(profile).spans_optional)
+    for item in _list(completion.get("search_results")):
+        if isinstance(item, Mapping):
+            seen.add(item.get("url"), item.get("title"))
+    for url in _list(completion.get("citations")):
+        seen.add(url)
+    seen.sources = seen.searched = bool(seen.urls)
+    findings: list[Finding] = []
+    for number, choice in enumerate(_list(completion.get("choices"))):
+        message = choice.get("message") if isinstance(choice, Mapping) else None
+        if isinstance(message, Mapping):
+            text = message.get("content")
+            block = {"text": text if isinstance(text, str) else "", "annotations": message.get("annotations")}
+            findings += _text_block(f"/choices/{number}/message", block, seen)
     return findings
 
 

@@ -1,4 +1,4 @@
-"""Verify cassettes: parse errors, secrets left behind, SSE framing, contracts (the ``verify`` library).
+"""Verify cassettes: parse errors, secrets, SSE framing, contracts, citations (the ``verify`` library).
 
 :func:`verify_paths` loads every cassette named and returns a :class:`Report` of :class:`FileResult` s, each
 with its :class:`~replaykit.findings.Finding` list, in bounded memory. The seam: a check is a function
@@ -19,17 +19,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from replaykit import cassette as cassettes
-from replaykit import contracts, jsondoc, redact
+from replaykit import citations, contracts, jsondoc, redact, routes
 from replaykit.cassette import Cassette, Interaction
 from replaykit.errors import CassetteError, ContractError
 from replaykit.findings import Finding
 from replaykit.jsondoc import JSON
+from replaykit.transcript import ConversionError, chat_final_completion, gemini_final_response
 
 __all__ = [
     "CHECKS",
     "Check",
     "FileResult",
     "Report",
+    "check_citations",
     "check_contracts",
     "check_fingerprint",
     "check_secrets",
@@ -312,12 +314,55 @@ def _leniency(violation: contracts.Violation) -> str:
     return "relaxed by the cassette's profile" if violation.severity == "warning" else ""
 
 
+def check_citations(path: Path, cassette: Cassette) -> list[Finding]:
+    """The citations of every Gemini generateContent and Chat Completions answer (a stream's: what its
+    chunks add up to), by :func:`replaykit.citations.verify_gemini_response` and
+    :func:`~replaykit.citations.verify_chat_completion` under the cassette's profile; a finding's message is
+    ``response /json/pointer message``. An answer that cannot be read is left to the other checks."""
+    try:
+        profile = contracts.profile_of(cassette)
+    except ContractError:
+        return []  # check_contracts reports the unknown profile
+    found: list[Finding] = []
+    for index, item in enumerate(cassette.interactions):
+        api = routes.classify_uri(item.request.method, item.request.uri).api
+        answer = _answer(item, api) if api in _CITED and item.response.status < 400 else None
+        if answer is None:
+            continue
+        checked = citations.verify_gemini_response(answer) if api == "gemini-generate" else (
+            citations.verify_chat_completion(answer, profile))
+        found += [Finding(finding.severity, finding.code, f"response {finding.place} {finding.message}",
+                          str(path), _place(item, index)) for finding in checked]
+    return found
+
+
+_CITED = ("gemini-generate", "openai-chat")
+
+
+def _answer(item: Interaction, api: str | None) -> JSON | None:
+    """The answer of a Gemini or Chat Completions exchange (a stream's final one), or None when unreadable."""
+    try:
+        if item.response.is_stream:  # read one event at a time: only the answer they add up to is held
+            chunks: object = (event.json() for event in item.response.iter_events()
+                              if event.data is not None and event.data.strip() != _DONE)
+        else:
+            chunks = item.response.json()
+        if isinstance(chunks, dict):
+            return chunks
+        if not isinstance(chunks, list | Iterator):
+            return None
+        return gemini_final_response(chunks) if api == "gemini-generate" else chat_final_completion(chunks)
+    except (ValueError, ConversionError):
+        return None
+
+
 # Every check run on a cassette that parsed, in order. Add a check: one line here (see the module docstring).
 CHECKS: tuple[Check, ...] = (
     check_secrets,
     check_sse_framing,
     check_fingerprint,
     check_contracts,
+    check_citations,
 )
 
 

@@ -688,7 +688,7 @@ def test_from_interaction_dispatches_on_the_route() -> None:
     message = from_interaction(failed, timestamp=1)
     assert (message["stopReason"], message["model"], message["content"]) == ("error", "deployment-1", [])
     assert message["errorMessage"] == "HTTP 529: Overloaded"
-    with pytest.raises(ConversionError, match="neither"):
+    with pytest.raises(ConversionError, match="no model turn"):
         from_interaction(_interaction("https://example.com/v1/other", 200, {}), timestamp=1)
 
 

@@ -14,7 +14,9 @@ from replaykit.jsondoc import JSON
 
 __all__ = [
     "ANTHROPIC_API",
+    "CHAT_API",
     "CONTRACT",
+    "GEMINI_API",
     "OPENAI_API",
     "ROLES",
     "SCHEMA_ID",
@@ -52,6 +54,8 @@ STOP_REASONS: tuple[StopReason, ...] = ("stop", "length", "toolUse", "error", "a
 ROLES = ("user", "assistant", "toolResult")
 ANTHROPIC_API = "anthropic-messages"
 OPENAI_API = "openai-responses"
+CHAT_API = "openai-chat"
+GEMINI_API = "gemini-generate"
 
 
 class Usage(TypedDict):
@@ -68,7 +72,8 @@ class Usage(TypedDict):
 class TextBlock(TypedDict):
     """Text; ``citations`` are the provider's wire citations, kept verbatim (``encrypted_index`` intact).
 
-    ``signature`` is the OpenAI message item id the text came in (``msg_…``), used to replay it.
+    ``signature`` is the OpenAI message item id the text came in (``msg_…``), or the Gemini part's
+    ``thoughtSignature``: used to replay it.
     """
 
     type: Literal["text"]
@@ -89,6 +94,8 @@ class ThinkingBlock(TypedDict):
     """Reasoning. Anthropic: ``signature`` (``redacted``: the signature holds the redacted data).
 
     OpenAI: ``thinking`` is the summary text and ``raw`` the reasoning item (``encrypted_content`` intact).
+    Gemini: ``raw`` the thought part (``signature`` its ``thoughtSignature``); Chat Completions: ``raw`` the
+    message's reasoning fields.
     """
 
     type: Literal["thinking"]

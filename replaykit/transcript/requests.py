@@ -17,10 +17,12 @@ from typing import Any
 from replaykit.jsondoc import JSON
 from replaykit.pointer import json_pointer
 from replaykit.transcript.anthropic_messages import from_anthropic
+from replaykit.transcript.gemini_generate import content_blocks
 from replaykit.transcript.model import ConversionError, Message, Tool, Transcript, UserBlock
+from replaykit.transcript.openai_chat import from_chat
 from replaykit.transcript.openai_responses import from_openai
 
-__all__ = ["from_anthropic_request", "from_openai_request"]
+__all__ = ["from_anthropic_request", "from_chat_request", "from_gemini_request", "from_openai_request"]
 
 
 def _fail(parts: list[str | int], message: str) -> ConversionError:
@@ -287,4 +289,220 @@ def _openai_tools(tools: object) -> list[Tool]:
             out.append(_hosted_search(None, allowed, None))
         elif tool.get("type") == "function" and isinstance(tool.get("name"), str):
             out.append(_function(tool["name"], tool.get("description"), tool.get("parameters")))
+    return out
+
+
+# ---------------------------------------------------------------- Gemini generateContent
+
+_SNAKE = {"function_call": "functionCall", "function_response": "functionResponse",
+          "thought_signature": "thoughtSignature", "inline_data": "inlineData", "mime_type": "mimeType"}
+
+
+def from_gemini_request(doc: object, *, timestamp: int, provider: str = "gemini") -> Transcript:
+    """A Gemini ``generateContent`` request body, or its ``contents`` list, as a neutral transcript
+    (``provider``: ``gemini`` or ``vertex``). ``model`` turns go through the response converter; a user turn's
+    ``functionResponse`` parts become toolResult messages (matched to the call by id, else by name)."""
+    body, contents, prefix = _conversation(doc, "contents")
+    state = _GeminiTurns(provider, str(body.get("model") or ""), timestamp)
+    for index, raw in enumerate(contents):
+        at = [*prefix, index]
+        content = _snake_free(_object(raw, at))
+        parts = _list(content.get("parts") or [], [*at, "parts"], "parts")
+        if content.get("role") == "model":
+            state.model_turn(content, index, at)
+        elif content.get("role", "user") in ("user", "function", "tool"):  # older docs: role function
+            state.user_turn(parts, at)
+        else:
+            role = json.dumps(content.get("role"))
+            raise _fail([*at, "role"], f"role {role}: a Gemini turn is user or model (function: answers)")
+    system = body.get("systemInstruction", body.get("system_instruction"))
+    return _transcript(_gemini_system(system), _gemini_tools(body.get("tools")), state.messages)
+
+
+def _snake_free(value: Any) -> Any:
+    """``value`` with the REST API's snake_case spellings of part keys in their camelCase form."""
+    if isinstance(value, dict):
+        return {_SNAKE.get(key, key): _snake_free(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_snake_free(item) for item in value]
+    return value
+
+
+class _GeminiTurns:
+    """The messages built so far, and the function calls not yet answered (id, name)."""
+
+    def __init__(self, provider: str, model: str, timestamp: int) -> None:
+        self.provider, self.model, self.timestamp = provider, model, timestamp
+        self.messages: list[Message] = []
+        self.open: list[tuple[str, str]] = []
+
+    def model_turn(self, content: JSON, index: int, at: list[str | int]) -> None:
+        try:
+            blocks = content_blocks(content, {}, self.provider, f"m{index}")
+        except ConversionError as exc:
+            raise _fail([*at, "parts"], str(exc)) from exc
+        calls = [(block["id"], block["name"]) for block in blocks if block["type"] == "toolCall"]
+        self.open += calls
+        self.messages.append({
+            "role": "assistant", "content": blocks, "provider": self.provider, "api": "gemini-generate",
+            "model": self.model, "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0,
+                                           "totalTokens": 0},
+            "stopReason": "toolUse" if calls else "stop", "timestamp": self.timestamp + len(self.messages)})
+
+    def user_turn(self, parts: list[object], at: list[str | int]) -> None:
+        said: list[UserBlock] = []
+        for number, raw in enumerate(parts):
+            where = [*at, "parts", number]
+            part = _object(raw, where)
+            if isinstance(part.get("functionResponse"), dict):
+                self._answer(part["functionResponse"])
+            else:
+                said.append(_gemini_user_part(part, where))
+        if said or not parts:
+            stamp = self.timestamp + len(self.messages)
+            self.messages.append({"role": "user", "content": said, "timestamp": stamp})
+
+    def _answer(self, response: JSON) -> None:
+        ident, name = response.get("id"), str(response.get("name") or "")
+        match = next((call for call in self.open if call[0] == ident or (ident is None and call[1] == name)),
+                     (str(ident or name), name))
+        if match in self.open:
+            self.open.remove(match)
+        self.messages.append({"role": "toolResult", "toolCallId": match[0], "toolName": name,
+                              "content": _gemini_result(response.get("response")), "isError": False,
+                              "timestamp": self.timestamp + len(self.messages)})
+
+
+def _gemini_result(response: object) -> str:
+    if isinstance(response, dict) and len(response) == 1 and isinstance(next(iter(response.values())), str):
+        return str(next(iter(response.values())))  # {"output": "..."} or {"result": "..."}
+    return json.dumps(response, ensure_ascii=False, separators=(",", ":"))
+
+
+def _gemini_user_part(part: JSON, at: list[str | int]) -> UserBlock:
+    if isinstance(part.get("text"), str):
+        return {"type": "text", "text": part["text"]}
+    inline = part.get("inlineData")
+    if isinstance(inline, dict) and _text(inline.get("mimeType")).startswith("image/"):
+        return {"type": "image", "data": _text(inline.get("data")), "mimeType": _text(inline.get("mimeType"))}
+    kind = next(iter(part), "")
+    raise _fail([*at, kind] if kind else at, f"a user part {json.dumps(kind)} has no neutral form "
+                                             "(text, an inlineData image and functionResponse do)")
+
+
+def _gemini_system(system: object) -> str | None:
+    if isinstance(system, str):
+        return system or None
+    parts = system.get("parts") if isinstance(system, dict) else None
+    texts = [_text(part.get("text")) for part in parts or [] if isinstance(part, dict)]
+    return "\n\n".join(text for text in texts if text) or None
+
+
+def _gemini_tools(tools: object) -> list[Tool]:
+    out: list[Tool] = []
+    for tool in tools if isinstance(tools, list) else []:
+        if not isinstance(tool, dict):
+            continue
+        if any(key in tool for key in ("googleSearch", "google_search", "googleSearchRetrieval",
+                                       "google_search_retrieval")):
+            out.append(_hosted_search(None, None, None))
+        for declared in tool.get("functionDeclarations", tool.get("function_declarations")) or []:
+            if isinstance(declared, dict) and isinstance(declared.get("name"), str):
+                parameters = declared.get("parametersJsonSchema", declared.get("parameters"))
+                out.append(_function(declared["name"], declared.get("description"), parameters))
+    return out
+
+
+# ---------------------------------------------------------------- OpenAI Chat Completions
+
+_SYSTEM_ROLES = ("system", "developer")
+
+
+def from_chat_request(doc: object, *, timestamp: int, provider: str = "openai") -> Transcript:
+    """A Chat Completions request body, or its ``messages`` list, as a neutral transcript (``provider``:
+    ``openai``, ``azure`` or an OpenAI-compatible one). ``system`` / ``developer`` messages make the system;
+    ``web_search_options`` enables the hostedSearch tool."""
+    body, messages, prefix = _conversation(doc, "messages")
+    state = _ChatTurns(body, provider, timestamp)
+    for index, raw in enumerate(messages):
+        state.add([*prefix, index], _object(raw, [*prefix, index]))
+    tools = _chat_tools(body.get("tools"))
+    if isinstance(body.get("web_search_options"), dict):
+        tools.insert(0, _hosted_search(None, None, None))
+    return _transcript("\n\n".join(part for part in state.system if part) or None, tools, state.messages)
+
+
+class _ChatTurns:
+    """The messages and system texts built so far, and the names of the tool calls made."""
+
+    def __init__(self, body: JSON, provider: str, timestamp: int) -> None:
+        self.body, self.provider, self.timestamp = body, provider, timestamp
+        self.messages: list[Message] = []
+        self.system: list[str] = []
+        self.names: dict[str, str] = {}
+
+    def add(self, at: list[str | int], message: JSON) -> None:
+        role, stamp, content = message.get("role"), self.timestamp + len(self.messages), [*at, "content"]
+        if role in _SYSTEM_ROLES:
+            self.system.append(_chat_text(message.get("content"), content))
+        elif role == "user":
+            self.messages.append({"role": "user", "content": _chat_user(message.get("content"), content),
+                                  "timestamp": stamp})
+        elif role == "assistant":
+            self.messages.append(self._assistant(at, message, stamp))
+        elif role == "tool":
+            ident = str(message.get("tool_call_id"))
+            self.messages.append({"role": "toolResult", "toolCallId": ident,
+                                  "toolName": self.names.get(ident, ""), "isError": False,
+                                  "content": _chat_user(message.get("content"), content), "timestamp": stamp})
+        else:
+            raise _fail([*at, "role"], f"role {json.dumps(role)}: a chat message is system, developer, user, "
+                                       "assistant or tool")
+
+    def _assistant(self, at: list[str | int], message: JSON, stamp: int) -> Message:
+        calls = message.get("tool_calls") or []
+        for call in calls if isinstance(calls, list) else []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict):
+                self.names[str(call.get("id"))] = str(function.get("name"))
+        answer = {"model": self.body.get("model"), "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}]}
+        try:
+            return from_chat(answer, timestamp=stamp, provider=self.provider)
+        except ConversionError as exc:
+            raise _fail(at, str(exc)) from exc
+
+
+def _chat_text(content: object, at: list[str | int]) -> str:
+    said = _chat_user(content, at)
+    return said if isinstance(said, str) else "\n".join(
+        block["text"] for block in said if block["type"] == "text")
+
+
+def _chat_user(content: object, at: list[str | int]) -> str | list[UserBlock]:
+    if isinstance(content, str):
+        return content
+    blocks: list[UserBlock] = []
+    for number, raw in enumerate(_list(content, at, "content")):
+        part = _object(raw, [*at, number])
+        image = part.get("image_url")
+        url = _text(image.get("url")) if isinstance(image, dict) else ""
+        if part.get("type") == "text":
+            blocks.append({"type": "text", "text": _text(part.get("text"))})
+        elif part.get("type") == "image_url" and url.startswith("data:"):
+            head, _, data = url.partition(",")
+            blocks.append({"type": "image", "data": data, "mimeType": head[5:].split(";")[0]})
+        else:
+            kind = json.dumps(part.get("type"))
+            raise _fail([*at, number, "type"], f"a content part of type {kind} has no neutral form (text and "
+                                               "a data: image_url do)")
+    return blocks
+
+
+def _chat_tools(tools: object) -> list[Tool]:
+    out: list[Tool] = []
+    for tool in tools if isinstance(tools, list) else []:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            out.append(_function(function["name"], function.get("description"), function.get("parameters")))
     return out

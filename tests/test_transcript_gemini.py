@@ -1,0 +1,273 @@
+"""replaykit.transcript.gemini_generate: a Gemini response, and its stream of chunks, into an assistant
+message.
+
+The fixtures follow the shapes of the ``google-genai`` SDK's types (``GenerateContentResponse``; checked
+against them when the SDK is installed); the text is not ASCII, so a segment's byte offsets differ from its
+characters.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replaykit.cassette import Interaction, Request, Response
+from replaykit.transcript import (
+    ConversionError,
+    from_gemini,
+    from_gemini_stream,
+    from_interaction,
+    gemini_final_response,
+    restore,
+)
+
+JSON = dict[str, Any]
+STAMP = 1764662400000
+THOUGHT = "Looking up Zürich first."
+SENTENCES = ("Zürich has about 443,000 inhabitants.", " It is Switzerland’s largest city.")
+ANSWER = "".join(SENTENCES)
+REDIRECT = "https://vertexaisearch.cloud.google.com/grounding-api-redirect/"
+
+
+def _bytes(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def supports() -> list[JSON]:
+    """One support per sentence of the answer (part 1), offsets in UTF-8 bytes (the first starts at 0:
+    omitted, as proto3 JSON leaves a zero out)."""
+    first, second = SENTENCES
+    return [
+        {"segment": {"partIndex": 1, "endIndex": _bytes(first), "text": first},
+         "groundingChunkIndices": [0], "confidenceScores": [0.93]},
+        {"segment": {"partIndex": 1, "startIndex": _bytes(first) + 1, "endIndex": _bytes(ANSWER),
+                     "text": second.strip()},
+         "groundingChunkIndices": [0, 1], "confidenceScores": [0.71, 0.66]},
+    ]
+
+
+def grounding() -> JSON:
+    return {
+        "webSearchQueries": ["Zürich population", "largest city in Switzerland"],
+        "searchEntryPoint": {"renderedContent": "<style>.container{}</style><div class=\"container\"></div>"},
+        "groundingChunks": [{"web": {"uri": REDIRECT + "AbC1", "title": "stadt-zuerich.ch"}},
+                            {"web": {"uri": REDIRECT + "XyZ2", "title": "wikipedia.org"}}],
+        "groundingSupports": supports(),
+    }
+
+
+USAGE = {"promptTokenCount": 14, "candidatesTokenCount": 21, "thoughtsTokenCount": 9,
+         "toolUsePromptTokenCount": 120, "cachedContentTokenCount": 4, "totalTokenCount": 164}
+
+
+def response() -> JSON:
+    """A grounded answer with a thought summary (``includeThoughts``), as ``generateContent`` returns it."""
+    return {
+        "candidates": [{
+            "content": {"parts": [{"text": THOUGHT, "thought": True, "thoughtSignature": "c2lnLTE="},
+                                  {"text": ANSWER}], "role": "model"},
+            "finishReason": "STOP", "groundingMetadata": grounding(), "index": 0}],
+        "usageMetadata": USAGE, "modelVersion": "gemini-2.5-flash", "responseId": "resp-7Fq",
+    }
+
+
+def chunks() -> list[JSON]:
+    """The same answer as ``streamGenerateContent?alt=sse`` sends it: text in pieces, the grounding and the
+    finish reason in the last chunk."""
+    head = {"modelVersion": "gemini-2.5-flash", "responseId": "resp-7Fq"}
+
+    def chunk(parts: list[JSON], **candidate: Any) -> JSON:
+        usage = USAGE if "finishReason" in candidate else {"promptTokenCount": 14, "totalTokenCount": 14}
+        return {"candidates": [{"content": {"parts": parts, "role": "model"}, "index": 0, **candidate}],
+                "usageMetadata": usage, **head}
+
+    return [chunk([{"text": THOUGHT[:10], "thought": True}]),
+            chunk([{"text": THOUGHT[10:], "thought": True, "thoughtSignature": "c2lnLTE="}]),
+            chunk([{"text": ANSWER[:7]}]),
+            chunk([{"text": ANSWER[7:40]}]),
+            chunk([{"text": ANSWER[40:]}], finishReason="STOP", groundingMetadata=grounding())]
+
+
+def _sdk_checked(body: JSON) -> JSON:
+    types = pytest.importorskip("google.genai.types")
+    types.GenerateContentResponse.model_validate(body)  # the SDK parses the fixture: its shape is real
+    return body
+
+
+def test_the_fixtures_have_the_sdk_s_shapes() -> None:
+    _sdk_checked(response())
+    for chunk in chunks():
+        _sdk_checked(chunk)
+
+
+def test_grounding_becomes_search_calls_and_one_result_first_then_the_parts() -> None:
+    message = from_gemini(response(), timestamp=STAMP)
+    calls, result, thinking, text = message["content"][:2], message["content"][2], *message["content"][3:]
+    assert [(c["phase"], c["id"], c.get("query")) for c in calls] == [
+        ("call", "resp-7Fq:q0", "Zürich population"), ("call", "resp-7Fq:q1", "largest city in Switzerland")]
+    assert result["phase"] == "result" and result["toolUseId"] == "resp-7Fq:q0"
+    assert result["results"] == [{"url": REDIRECT + "AbC1", "title": "stadt-zuerich.ch"},
+                                 {"url": REDIRECT + "XyZ2", "title": "wikipedia.org"}]
+    assert result["raw"] == grounding()
+    assert thinking == {"type": "thinking", "thinking": THOUGHT, "signature": "c2lnLTE=",
+                        "raw": response()["candidates"][0]["content"]["parts"][0]}
+    assert text == {"type": "text", "text": ANSWER, "citations": supports()}
+    assert (message["provider"], message["api"], message["model"]) == ("gemini", "gemini-generate",
+                                                                        "gemini-2.5-flash")
+    assert message["responseId"] == "resp-7Fq" and message["stopReason"] == "stop"
+    restore({"version": 1, "messages": [message]})
+
+
+def test_usage_follows_the_plan() -> None:
+    usage = from_gemini(response(), timestamp=STAMP)["usage"]
+    assert usage == {"input": 14 - 4 + 120, "output": 21 + 9, "cacheRead": 4, "cacheWrite": 0,
+                     "totalTokens": 130 + 30 + 4}
+
+
+def test_the_stream_adds_up_to_the_response_and_converts_the_same() -> None:
+    assert gemini_final_response(chunks()) == response()
+    assert from_gemini_stream(chunks(), timestamp=STAMP) == from_gemini(response(), timestamp=STAMP)
+
+
+def test_a_stream_without_a_finish_reason_broke_off() -> None:
+    message = from_gemini_stream(chunks()[:-1], timestamp=STAMP)
+    assert message["stopReason"] == "error" and "finishReason" in message["errorMessage"]
+    assert message["content"][-1] == {"type": "text", "text": ANSWER[:40]}
+
+
+def test_supports_go_to_the_part_they_index() -> None:
+    body = response()
+    parts = body["candidates"][0]["content"]["parts"]
+    parts.append({"text": "Another part."})
+    body["candidates"][0]["groundingMetadata"]["groundingSupports"].append(
+        {"segment": {"partIndex": 2, "endIndex": 7, "text": "Another"}, "groundingChunkIndices": [1]})
+    texts = [block for block in from_gemini(body, timestamp=STAMP)["content"] if block["type"] == "text"]
+    assert [len(text.get("citations", [])) for text in texts] == [2, 1]
+
+
+@pytest.mark.parametrize(("reason", "stop"), [("STOP", "stop"), ("MAX_TOKENS", "length"),
+                                               ("SAFETY", "error"), ("MALFORMED_FUNCTION_CALL", "error"),
+                                               (None, "error")])
+def test_finish_reasons(reason: str | None, stop: str) -> None:
+    body = response()
+    body["candidates"][0].pop("finishReason")
+    if reason is not None:
+        body["candidates"][0]["finishReason"] = reason
+    message = from_gemini(body, timestamp=STAMP)
+    assert message["stopReason"] == stop
+    if stop == "error":
+        assert str(reason or "no finishReason") in message["errorMessage"]
+
+
+def test_a_function_call_is_a_tool_call_and_stop_is_tool_use() -> None:
+    part = {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": "c2ln"}
+    body = {"candidates": [{"content": {"parts": [part], "role": "model"}, "finishReason": "STOP"}],
+            "responseId": "r.1/x"}
+    message = from_gemini(body, timestamp=STAMP)
+    assert message["content"] == [{"type": "toolCall", "id": "call_r_1_x_0", "name": "get_weather",
+                                   "arguments": {"city": "Paris"}, "raw": part}]
+    assert message["stopReason"] == "toolUse"
+    part["functionCall"]["id"] = "fc-9"
+    assert from_gemini(body, timestamp=STAMP)["content"][0]["id"] == "fc-9"
+
+
+def test_unknown_parts_and_url_context_are_kept_whole() -> None:
+    body = response()
+    code = {"executableCode": {"language": "PYTHON", "code": "print(1)"}}
+    novel = {"thoughtSignature": "eA==", "somethingNew": {"x": 1}}
+    body["candidates"][0]["content"]["parts"] += [code, novel]
+    fetched = {"retrievedUrl": "https://a.example/", "urlRetrievalStatus": "URL_RETRIEVAL_STATUS_SUCCESS"}
+    body["candidates"][0]["urlContextMetadata"] = {"urlMetadata": [fetched]}
+    content = from_gemini(body, timestamp=STAMP)["content"]
+    opaque = [(b["blockType"], b["raw"]) for b in content if b["type"] == "providerBlock"]
+    assert opaque == [("urlContextMetadata", body["candidates"][0]["urlContextMetadata"]),
+                      ("executableCode", code), ("somethingNew", novel)]
+    restore({"version": 1, "messages": [from_gemini(body, timestamp=STAMP)]})
+
+
+def test_a_blocked_prompt_is_an_error_naming_the_block_reason() -> None:
+    body = {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 3}}
+    message = from_gemini(body, timestamp=STAMP)
+    assert message["content"] == [] and message["errorMessage"] == "promptFeedback.blockReason SAFETY"
+
+
+def test_nothing_of_the_response_is_shared_with_the_message() -> None:
+    body = response()
+    message = from_gemini(body, timestamp=STAMP)
+    before = copy.deepcopy(message)
+    body["candidates"][0]["groundingMetadata"]["groundingSupports"][0]["segment"]["text"] = "changed"
+    body["candidates"][0]["content"]["parts"][0]["thoughtSignature"] = "changed"
+    assert message == before
+
+
+@pytest.mark.parametrize("bad", [{"candidates": "x"}, {"candidates": [3]},
+                                 {"candidates": [{"content": {"parts": "x"}, "finishReason": "STOP"}]}])
+def test_a_malformed_response_is_a_conversion_error(bad: JSON) -> None:
+    with pytest.raises(ConversionError):
+        from_gemini(bad, timestamp=STAMP)
+
+
+def _sse(chunks_: list[JSON]) -> bytes:
+    return b"".join(b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n" for chunk in chunks_)
+
+
+def _interaction(uri: str, body: bytes, content_type: str) -> Interaction:
+    headers = {"content-type": [content_type]}
+    return Interaction(Request("POST", uri, {}, b"{}"), Response(200, "", headers, body))
+
+
+@pytest.mark.parametrize(("uri", "provider"), [
+    ("https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent", "gemini"),
+    ("https://aiplatform.googleapis.com/v1beta1/projects/p/locations/global/publishers/google/models/"
+     "gemini-2.5-flash:generateContent", "vertex")])
+def test_from_interaction_dispatches_gemini_routes(uri: str, provider: str) -> None:
+    plain = _interaction(uri, json.dumps(response()).encode(), "application/json")
+    expected = from_gemini(response(), timestamp=STAMP, provider=provider)
+    assert from_interaction(plain, timestamp=STAMP) == expected
+    stream_uri = uri.replace(":generateContent", ":streamGenerateContent")
+    streamed = _interaction(stream_uri + "?alt=sse", _sse(chunks()), "text/event-stream")
+    assert from_interaction(streamed, timestamp=STAMP) == expected
+    array = _interaction(stream_uri, json.dumps(chunks()).encode(), "application/json")
+    assert from_interaction(array, timestamp=STAMP) == expected
+
+
+def test_an_http_error_names_the_model_of_the_path() -> None:
+    uri = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:generateContent"
+    body = {"error": {"code": 429, "message": "Resource has been exhausted", "status": "RESOURCE_EXHAUSTED"}}
+    item = Interaction(Request("POST", uri, {}, b"{}"),
+                       Response(429, "", {"content-type": ["application/json"]}, json.dumps(body).encode()))
+    message = from_interaction(item, timestamp=STAMP)
+    assert (message["stopReason"], message["model"]) == ("error", "gemini-2.5-pro")
+    assert message["errorMessage"] == "HTTP 429: Resource has been exhausted"
+
+
+def test_grounding_spread_over_chunks_accumulates_and_grounding_resent_whole_does_not_repeat() -> None:
+    spread = chunks()
+    first, rest = grounding(), grounding()
+    chunk_list = rest["groundingChunks"]
+    first["groundingChunks"], rest["groundingChunks"] = chunk_list[:1], chunk_list[1:]
+    del first["groundingSupports"]
+    spread[3]["candidates"][0]["groundingMetadata"] = first
+    spread[4]["candidates"][0]["groundingMetadata"] = rest
+    assert gemini_final_response(spread) == response()
+    resent = chunks()
+    resent[3]["candidates"][0]["groundingMetadata"] = first
+    assert gemini_final_response(resent) == response()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=len(ANSWER) - 1), max_size=6, unique=True))
+def test_any_split_of_the_answer_into_chunks_converts_as_the_response(cuts: list[int]) -> None:
+    bounds = [0, *sorted(cuts), len(ANSWER)]
+    pieces = [ANSWER[low:high] for low, high in itertools.pairwise(bounds)]
+    stream = chunks()[:2] + [{"candidates": [{"content": {"parts": [{"text": piece}], "role": "model"}}]}
+                             for piece in pieces]
+    stream[-1]["candidates"][0].update(finishReason="STOP", groundingMetadata=grounding())
+    stream[-1].update(usageMetadata=USAGE, modelVersion="gemini-2.5-flash", responseId="resp-7Fq")
+    assert from_gemini_stream(stream, timestamp=STAMP) == from_gemini(response(), timestamp=STAMP)
