@@ -512,8 +512,9 @@ def _text_block(source: Source) -> st.SearchStrategy[JSON]:
             block["signature"] = signature  # the message item's id; a Gemini part's thoughtSignature
         return block
 
+    signatures = _encrypted(16, 120) if source[1] == "gemini-generate" else _ids("msg_")
     return st.builds(build, _mixed_text(0, 60), st.lists(_citations(source, 60), max_size=2),
-                     st.none() | _ids("msg_"))
+                     st.none() | signatures)
 
 
 def _fit(citation: JSON, length: int) -> JSON:

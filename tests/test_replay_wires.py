@@ -361,3 +361,59 @@ def test_every_projection_to_the_new_wires_is_an_sdk_request(transcript: JSON) -
         for key in ("timestamp", "stopReason", "toolUseId", "hostedSearch", "providerBlock", "usage"):
             assert f'"{key}"' not in dumped
     assert transcript == before
+
+
+# ---------------------------------------------------------------- round trips through the converters
+
+RESPONSE = {"candidates": [{"content": {"role": "model", "parts": [
+    {"text": "Plan the search.", "thought": True, "thoughtSignature": "c2lnMQ=="},
+    {"text": "Spain won Euro 2024.", "thoughtSignature": "c2lnMg=="},
+    {"functionCall": {"name": "lookup", "args": {"team": "Spain"}}, "thoughtSignature": "c2lnMw=="}]},
+    "finishReason": "STOP", "groundingMetadata": {**GROUNDING, "groundingSupports": [
+        {"segment": {"partIndex": 1, "startIndex": 0, "endIndex": 5, "text": "Spain"},
+         "groundingChunkIndices": [0]}]}}],
+    "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 7, "totalTokenCount": 16},
+    "responseId": "resp1", "modelVersion": "gemini-2.5-flash"}
+COMPLETION = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o-search-preview",
+              "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                  "role": "assistant", "content": "Spain won [1].",
+                  "annotations": [{"type": "url_citation", "url_citation": ANNOTATION}],
+                  "tool_calls": [{"id": "call_9", "type": "function",
+                                  "function": {"name": "lookup", "arguments": "{\"team\":\"Spain\"}"}}]}}],
+              "usage": {"prompt_tokens": 9, "completion_tokens": 7, "total_tokens": 16}}
+
+
+def test_a_converted_gemini_turn_projects_back_to_its_recorded_parts() -> None:
+    from replaykit.transcript import from_gemini
+
+    turn = from_gemini(RESPONSE, timestamp=STAMP + 1)
+    body = project({"version": 1, "system": None, "tools": [],
+                    "messages": [{"role": "user", "content": "Who won?", "timestamp": STAMP}, turn]}, GEMINI)
+    gemini_sdk_check(body)
+    assert body["contents"][1] == RESPONSE["candidates"][0]["content"]  # grounding is no part: not sent
+
+
+def test_a_converted_chat_turn_projects_back_to_its_recorded_message_without_annotations() -> None:
+    from replaykit.transcript import from_chat
+
+    turn = from_chat(COMPLETION, timestamp=STAMP + 1)
+    body = project({"version": 1, "system": None, "tools": [],
+                    "messages": [{"role": "user", "content": "Who won?", "timestamp": STAMP}, turn]}, CHAT)
+    chat_sdk_check(body)
+    recorded = COMPLETION["choices"][0]["message"]
+    assert body["messages"][1] == {"role": "assistant", "content": recorded["content"],
+                                   "tool_calls": recorded["tool_calls"]}
+
+
+def test_a_projected_request_converts_back_to_the_same_conversation() -> None:
+    from replaykit.transcript import from_chat_request, from_gemini_request
+
+    transcript = conversation(anthropic_turn(), "toolu_1")
+    for target, convert in ((GEMINI, from_gemini_request), (CHAT, from_chat_request)):
+        back = convert(project(transcript, target), timestamp=STAMP, provider=target.provider)
+        assert back["system"] == "Be brief."
+        assert [message["role"] for message in back["messages"]] == ["user", "assistant", "toolResult",
+                                                                     "toolResult"]
+        assert {tool.get("type", "function") for tool in back["tools"]} == {"hostedSearch", "function"}
+        call = next(block for block in back["messages"][1]["content"] if block["type"] == "toolCall")
+        assert (call["name"], call["arguments"]) == ("lookup", {"team": "Spain"})
