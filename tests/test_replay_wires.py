@@ -417,3 +417,22 @@ def test_a_projected_request_converts_back_to_the_same_conversation() -> None:
         assert {tool.get("type", "function") for tool in back["tools"]} == {"hostedSearch", "function"}
         call = next(block for block in back["messages"][1]["content"] if block["type"] == "toolCall")
         assert (call["name"], call["arguments"]) == ("lookup", {"team": "Spain"})
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcript=rs.transcripts(min_messages=2, max_messages=6, providers=["gemini", "openai", "anthropic"]))
+def test_search_blocks_follow_the_policy_on_the_new_wires(transcript: JSON) -> None:
+    replayed = [block for message in transcript["messages"]
+                if message["role"] == "assistant" and message["stopReason"] not in ("error", "aborted")
+                for block in message["content"] if block["type"] == "hostedSearch" and "raw" in block]
+    for target in (GEMINI, VERTEX, CHAT, AZURE_CHAT):
+        body = project(transcript, target)
+        dumped = json.dumps(body)
+        texts = [part.get("text") for content in body.get("contents", []) for part in content["parts"]] + [
+            message.get("content") for message in body.get("messages", [])]
+        said = "\n".join(text for text in texts if isinstance(text, str))
+        for block in replayed:
+            if (block["provider"], block["api"]) == (target.provider, target.api):
+                assert json.dumps(block["raw"]) not in dumped  # no input form: never sent back
+            else:
+                assert search_text_projection(block) in said
