@@ -530,16 +530,20 @@ def _gemini_declaration(tool: JSON, copy: Copy) -> JSON:
 
 
 def _gemini_contents(messages: Numbered, walk: _Walk) -> list[JSON]:
+    """The contents; a function response carries the ``id`` of its call when the call sent has one."""
     out: list[JSON] = []
+    ids: set[str] = set()
     for index, message in messages:
         walk.index = index
         role = message["role"]
         if role == "user":
             out.append({"role": "user", "parts": _gemini_user(message, walk)})
         elif role == "toolResult":
-            _append_parts(out, "user", [_gemini_tool_result(message, walk)], "functionResponse")
+            _append_parts(out, "user", [_gemini_tool_result(message, walk, ids)], "functionResponse")
         elif _replayed(message) and (parts := _gemini_model(message, walk)):
             out.append({"role": "model", "parts": parts})
+            ids.update(call["id"] for part in parts if isinstance(call := part.get("functionCall"), dict)
+                       and isinstance(call.get("id"), str))
     return out
 
 
@@ -565,7 +569,7 @@ def _gemini_user_part(block: JSON, walk: _Walk) -> JSON:
     return {"text": _text(block)}
 
 
-def _gemini_tool_result(message: JSON, walk: _Walk) -> JSON:
+def _gemini_tool_result(message: JSON, walk: _Walk, ids: set[str]) -> JSON:
     """A ``functionResponse`` part: the text under ``output`` (``error`` when it failed, as Google's docs
     say), images as its own ``parts``."""
     content = message.get("content")
@@ -574,6 +578,8 @@ def _gemini_tool_result(message: JSON, walk: _Walk) -> JSON:
     text = "\n".join(part["text"] for part in parts if "text" in part)
     response: JSON = {"name": str(message.get("toolName") or ""),
                       "response": {"error" if message.get("isError") else "output": text}}
+    if (ident := message.get("toolCallId")) in ids:
+        response["id"] = ident
     if images := [part for part in parts if "inlineData" in part]:
         response["parts"] = images
     return {"functionResponse": response}

@@ -556,9 +556,9 @@ def _tool_call_raw(api: str, ident: str, name: str, arguments: JSON, secret: str
         return {"type": "tool_use", "id": ident, "name": name, "input": arguments,
                 "caller": {"type": "direct"}}
     encoded = json.dumps(arguments, ensure_ascii=False)
-    if api == "gemini-generate":
-        part: JSON = {"functionCall": {"name": name, "args": arguments}}
-        return {**part, "thoughtSignature": secret} if secret else part
+    if api == "gemini-generate":  # the API gives an id to some calls only (then the block's id is it)
+        call = {"id": ident, "name": name, "args": arguments} if secret else {"name": name, "args": arguments}
+        return {"functionCall": call, "thoughtSignature": secret} if secret else {"functionCall": call}
     if api == "openai-chat":
         return {"id": ident, "type": "function", "function": {"name": name, "arguments": encoded}}
     return {"type": "function_call", "id": "fc_" + ident, "call_id": ident, "name": name,

@@ -436,3 +436,14 @@ def test_search_blocks_follow_the_policy_on_the_new_wires(transcript: JSON) -> N
                 assert json.dumps(block["raw"]) not in dumped  # no input form: never sent back
             else:
                 assert search_text_projection(block) in said
+
+
+def test_a_function_response_carries_the_id_of_a_call_sent_with_one() -> None:
+    turn = gemini_turn()
+    turn["content"][5]["id"] = "fc_1"
+    turn["content"][5]["raw"] = {"functionCall": {"id": "fc_1", "name": "lookup", "args": {"team": "Spain"}}}
+    parts = project(conversation(turn, "fc_1"), GEMINI)["contents"][2]["parts"]
+    gemini_sdk_check(project(conversation(turn, "fc_1"), GEMINI))
+    assert [part["functionResponse"].get("id") for part in parts] == ["fc_1", None]  # call_2 had no call
+    foreign = project(conversation(turn, "fc_1"), VERTEX)["contents"][2]["parts"]  # rebuilt: no wire id
+    assert "id" not in foreign[0]["functionResponse"]
