@@ -9,6 +9,7 @@ verify``; the rules of each kind are in docs/architecture/modules.md.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -411,7 +412,8 @@ def verify_chat_completion(completion: Mapping[str, object],
     The span (``start_index`` / ``end_index`` inside the nested ``url_citation``) must lie in the message's
     content, the URL be http(s). Chat Completions has no search item: the URL is checked against the
     answer's own ``search_results`` / ``citations`` (Perplexity, xAI) when it has some, else only its scheme.
-    ``profile`` as for :func:`verify_openai_response`.
+    A ``[n]`` marker of Perplexity's text must name one of its ``citations``. ``profile`` as for
+    :func:`verify_openai_response`.
     """
     seen = _Seen(web_types=frozenset({URL_CITATION}), spans_optional=resolve_profile(profile).spans_optional)
     for item in _list(completion.get("search_results")):
@@ -427,7 +429,20 @@ def verify_chat_completion(completion: Mapping[str, object],
             text = message.get("content")
             block = {"text": text if isinstance(text, str) else "", "annotations": message.get("annotations")}
             findings += _text_block(f"/choices/{number}/message", block, seen)
+            findings += _markers(f"/choices/{number}/message/content", text, completion.get("citations"))
     return findings
+
+
+_MARKER = re.compile(r"\[(\d{1,4})\]")
+
+
+def _markers(pointer: str, content: object, citations: object) -> list[Finding]:
+    """A ``[n]`` marker of Perplexity's text past its ``citations`` list (1-based) points at no source."""
+    if not isinstance(content, str) or not isinstance(citations, list):
+        return []
+    bad = sorted({int(n) for n in _MARKER.findall(content) if not 1 <= int(n) <= len(citations)})
+    return [Finding.at(pointer, "error", "marker-out-of-range",
+                       f"marker [{n}] points past the {len(citations)} citations") for n in bad]
 
 
 # ---------------------------------------------------------------- evidence-id answers

@@ -55,6 +55,9 @@ def verdict(gap: Finding) -> Verdict:
 _A, _O = "anthropic.types", "openai.types.responses"
 _ACB = "anthropic/content-blocks.schema.json#/$defs/"
 _OUT = "openai/output-items.schema.json#/$defs/"
+_C = "openai.types.chat"
+_CC, _CK = "openai/chat-completion.schema.json#/$defs/", "openai/chat-chunk.schema.json#/$defs/"
+_CR = "openai/chat-request.schema.json#/$defs/"
 
 MAPPING: tuple[Entry, ...] = (
     # Anthropic: messages, content blocks (web search, web fetch), citations, usage, stream events, errors
@@ -94,6 +97,21 @@ MAPPING: tuple[Entry, ...] = (
     Entry(f"{_O}:ResponseFunctionWebSearchParam", "openai/input-items.schema.json#/$defs/web_search_call"),
     Entry(f"{_O}.response_function_web_search_param:ActionSearch.sources",
           "openai/input-items.schema.json#/$defs/source"),
+    # OpenAI Chat Completions: the completion, its message and url_citation annotations, chunks, usage,
+    # web_search_options and the request's messages
+    Entry(f"{_C}:ChatCompletion", _CC + "completion"),
+    Entry(f"{_C}.chat_completion:Choice", _CC + "choice"),
+    Entry(f"{_C}:ChatCompletionMessage", _CC + "message"),
+    Entry(f"{_C}.chat_completion_message:Annotation", _CC + "annotation"),
+    Entry(f"{_C}.chat_completion_message:AnnotationURLCitation", _CC + "url_citation"),
+    Entry(f"{_C}:ChatCompletionMessageToolCallUnion", _CC + "tool_call", parsed=True),
+    Entry("openai.types:CompletionUsage", _CC + "usage"),
+    Entry(f"{_C}:ChatCompletionChunk", _CK + "chunk"),
+    Entry(f"{_C}.chat_completion_chunk:Choice", _CK + "choice"),
+    Entry(f"{_C}.chat_completion_chunk:ChoiceDelta", _CK + "delta"),
+    Entry(f"{_C}.completion_create_params:WebSearchOptions", _CR + "web_search_options"),
+    Entry(f"{_C}:ChatCompletionMessageParam", _CR + "message", discriminator="role"),
+    Entry(f"{_C}:ChatCompletionToolUnionParam", _CR + "tool"),
 )
 
 

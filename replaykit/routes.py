@@ -72,6 +72,10 @@ def _post(name: str, provider: Provider, pattern: str, api: Api | None, contract
     return Route(name, provider, re.compile(pattern), "POST", api, kinds)
 
 
+#: Chat Completions' kinds: its own request, response and stream chunk (a ``chat.completion.chunk`` per
+#: ``data:`` line, then ``data: [DONE]``), OpenAI's error envelope.
+CHAT_KINDS = Kinds("openai.chat_request", "openai.chat_response", "openai.chat_chunk", "openai.error")
+
 ROUTES: tuple[Route, ...] = (
     _post("anthropic.messages", "anthropic", r"/v1/messages/?", "anthropic-messages", "anthropic"),
     _post("anthropic.count_tokens", "anthropic", r"/v1/messages/count_tokens/?", None,
@@ -84,9 +88,9 @@ ROUTES: tuple[Route, ...] = (
     # Chat Completions: OpenAI's /v1/chat/completions, and the same path under an OpenAI-compatible host
     # (OpenRouter's /api/v1/, Perplexity's bare /chat/completions); Azure's v1 and deployment-scoped forms.
     Route("openai.chat", "openai", re.compile(r"(?:/api)?(?:/v1)?/chat/completions/?"), "POST",
-          "openai-chat"),
+          "openai-chat", CHAT_KINDS),
     Route("azure.chat", "azure", re.compile(r"/openai(?:/v1|/deployments/[^/]+)/chat/completions/?"), "POST",
-          "openai-chat"),
+          "openai-chat", CHAT_KINDS),
     # Gemini: the model is in the path, the method after a colon (streamed: :streamGenerateContent?alt=sse);
     # Vertex AI: under /projects/P/locations/L/publishers/google/, or without them (express mode).
     Route("gemini.generate", "gemini",

@@ -35,8 +35,9 @@ import pydantic
 import pytest
 import yaml
 from anthropic.types import WebSearchToolResultErrorCode
+from openai.types.chat.completion_create_params import CompletionCreateParamsBase
 
-from replaykit import cassette, sse
+from replaykit import cassette, routes, sse
 from replaykit.cassette import Cassette, Interaction
 from replaykit.resources import data_dir
 
@@ -340,6 +341,26 @@ def openai_features(item: Interaction, provider: str) -> set[str]:
     return found
 
 
+def _is_chat(item: Interaction) -> bool:
+    return routes.classify_uri(item.request.method, item.request.uri).api == "openai-chat"
+
+
+def chat_features(item: Interaction, provider: str, profile: object) -> set[str]:
+    """What one Chat Completions exchange shows (``compatible`` under profile openai-compatible)."""
+    who = f"{provider}:chat" if profile is None else f"compatible:{urlsplit(item.request.uri).hostname}"
+    if item.response.status != 200:
+        return {f"{who}:http:{item.response.status}:{(item.response.json() or {})['error'].get('param')}"}
+    mode = "stream" if item.response.is_stream else "plain"
+    bodies = [e.json() for e in item.response.events if e.data and e.data.strip() != "[DONE]"] \
+        if mode == "stream" else [item.response.json()]
+    notes = [a for body in bodies for choice in body.get("choices", [])
+             for a in (choice.get("message") or choice.get("delta") or {}).get("annotations") or []]
+    found = {f"{who}:url_citation:{mode}"} if any(a["type"] == "url_citation" for a in notes) else set()
+    found |= {f"{who}:search_results:{mode}"} if any(body.get("search_results") for body in bodies) else set()
+    found |= {f"{who}:web_search_options"} if "web_search_options" in (item.request.json() or {}) else set()
+    return found | ({f"{who}:deployment_route"} if "/deployments/" in item.request.uri else set())
+
+
 def cloudflare_features(item: Interaction) -> set[str]:
     """What one Cloudflare Web Search exchange shows, including adversarial items."""
     body = item.response.json() or {}
@@ -387,6 +408,8 @@ def features(loaded: dict[str, Cassette]) -> set[str]:
         for index, item in enumerate(items):
             if provider == "anthropic":
                 found |= anthropic_features(item, items[index + 1:])
+            elif _is_chat(item):
+                found |= chat_features(item, provider, loaded_one.meta.extra.get("profile"))
             elif provider in ("openai", "azure"):
                 found |= openai_features(item, provider)
             elif provider == "cloudflare":
@@ -408,6 +431,10 @@ REQUIRED = {
       for what in ("openai:action:none", "anthropic:search_through_code_execution",
                    "anthropic:code_execution_result:encrypted_code_execution_result")),
     "azure:azure_route", "azure:action:search:plain", "azure:url_citation:plain",
+    "openai:chat:url_citation:plain", "openai:chat:url_citation:stream", "openai:chat:web_search_options",
+    "openai:chat:http:400:web_search_options", "azure:chat:url_citation:plain", "azure:chat:deployment_route",
+    *(f"compatible:api.perplexity.ai:search_results:{mode}" for mode in ("plain", "stream")),
+    *(f"compatible:openrouter.ai:url_citation:{mode}" for mode in ("plain", "stream")),
     *(f"cloudflare:provider:{name}" for name in ("ceramic", "exa", "linkup")),
     "cloudflare:empty", *(f"cloudflare:missing:{key}" for key in ("url", "title", "description")),
     "cloudflare:http:402:web_search_payment_required", "cloudflare:http:429:web_search_rate_limited",
@@ -502,7 +529,8 @@ def openai_stream_problems(events: list[Json]) -> list[str]:
 
 
 def _openai_streams() -> list[tuple[str, int]]:
-    return [(path, index) for path, index in _synthesized_streams() if path.startswith(("openai/", "azure/"))]
+    return [(path, index) for path, index in _synthesized_streams() if path.startswith(("openai/", "azure/"))
+            and not _is_chat(_load(path).interactions[index])]
 
 
 @pytest.mark.parametrize(("relative", "index"), _openai_streams())
@@ -552,11 +580,38 @@ def _openai(item: Interaction, sent: list[httpx2.Request]) -> Any:
             return stream.get_final_response()
 
 
+CHAT_PARAMS = {*CompletionCreateParamsBase.__required_keys__, *CompletionCreateParamsBase.__optional_keys__,
+               "stream"}
+
+
+def _chat(item: Interaction, sent: list[httpx2.Request]) -> Any:
+    """Chat Completions through OpenAI's client (AzureOpenAI on a deployment path); a stream through the
+    SDK's own accumulator (``chat.completions.stream``)."""
+    body = item.request.json()
+    extra = {key: body.pop(key) for key in list(body) if key not in CHAT_PARAMS}  # plugins: OpenRouter's
+    body |= {"extra_body": extra} if extra else {}
+    parts = urlsplit(item.request.uri)
+    with httpx2.Client(transport=_handler(item, sent)) as http:
+        if "/deployments/" in parts.path:
+            version = parse_qs(parts.query)["api-version"][0]
+            client: openai.OpenAI = openai.AzureOpenAI(
+                api_key="test", azure_endpoint=f"{parts.scheme}://{parts.netloc}", api_version=version,
+                azure_deployment=parts.path.split("/")[3], max_retries=0, http_client=http)
+        else:
+            base = item.request.uri.rsplit("/chat/completions", 1)[0]
+            client = openai.OpenAI(api_key="test", base_url=base, max_retries=0, http_client=http)
+        with client:
+            if not body.get("stream"):
+                return client.chat.completions.create(**body)
+            with client.chat.completions.stream(**{k: v for k, v in body.items() if k != "stream"}) as stream:
+                return stream.get_final_completion()
+
+
 def sdk_call(provider: str, item: Interaction) -> tuple[Any, Json]:
     """Run the recorded request through the real SDK against the recorded response (no network): the parsed
     result (or the exception raised) and the body the SDK sent."""
     sent: list[httpx2.Request] = []
-    call = _anthropic if provider == "anthropic" else _openai
+    call = _anthropic if provider == "anthropic" else (_chat if _is_chat(item) else _openai)
     try:
         result = call(item, sent)
     except (anthropic.APIError, openai.APIError) as exc:
@@ -589,6 +644,7 @@ EXPECTED_ERRORS = {
     "anthropic/stream_error_overloaded.yaml": (anthropic.APIStatusError, "overloaded_error"),
     "openai/error_429_rate_limit.yaml": (openai.RateLimitError, "tokens"),
     "openai/error_404_item_not_persisted.yaml": (openai.NotFoundError, "invalid_request_error"),
+    "openai/chat_error_400_search_not_supported.yaml": (openai.BadRequestError, "invalid_request_error"),
 }
 
 
@@ -616,7 +672,50 @@ def twin_difference(provider: str, stream: Interaction, plain: Interaction) -> l
 
 
 def _twins() -> list[str]:
-    return [p for p in _synthesized_paths() if p.endswith("_stream.yaml")]
+    return [p for p in _synthesized_paths() if p.endswith("_stream.yaml") and "/compatible_" not in p]
+
+
+def compatible_twin_difference(stream: Interaction, plain: Interaction) -> list[str]:
+    """Where a compatible provider's chunks (read through OpenAI's client, chunk by chunk: its accumulator
+    is OpenAI's own) fall short of the plain answer: the text, the annotations, the top-level citations and
+    search_results of the last chunk, the finish_reason."""
+    chunks = [c.model_dump(mode="json") for c in sdk_chunks(stream)]
+    final = sdk_call("openai", plain)[0].model_dump(mode="json")
+    deltas = [choice["delta"] for c in chunks for choice in c["choices"]]
+    problems = [] if "".join(d.get("content") or "" for d in deltas) == final["choices"][0]["message"][
+        "content"] else ["content"]
+    notes = [a for d in deltas for a in d.get("annotations") or []]
+    problems += [] if notes == (final["choices"][0]["message"].get("annotations") or []) else ["annotations"]
+    problems += [key for key in ("citations", "search_results") if chunks[-1].get(key) != final.get(key)]
+    finished = [choice["finish_reason"] for c in chunks for choice in c["choices"] if choice["finish_reason"]]
+    return problems + ([] if finished == [final["choices"][0]["finish_reason"]] else ["finish_reason"])
+
+
+def sdk_chunks(item: Interaction) -> list[Any]:
+    """The chunks OpenAI's client yields for a streamed chat exchange (``stream=True``)."""
+    body = item.request.json()
+    extra = {key: body.pop(key) for key in list(body) if key not in CHAT_PARAMS}
+    base = item.request.uri.rsplit("/chat/completions", 1)[0]
+    with httpx2.Client(transport=_handler(item, [])) as http, \
+            openai.OpenAI(api_key="test", base_url=base, max_retries=0, http_client=http) as client:
+        return list(client.chat.completions.create(**body, extra_body=extra or None))
+
+
+@pytest.mark.parametrize("relative", [p for p in _synthesized_paths() if "/compatible_" in p
+                                      and p.endswith("_stream.yaml") and _is_chat(_load(p).interactions[0])])
+def test_each_compatible_stream_adds_up_to_its_non_streaming_twin(relative: str) -> None:
+    twin = relative.replace("_stream.yaml", ".yaml")
+    assert compatible_twin_difference(_load(relative).interactions[0], _load(twin).interactions[0]) == []
+
+
+def test_compatible_twin_check_catches_lost_citations_and_a_lost_delta() -> None:
+    stream = copy.deepcopy(_load("openai/compatible_perplexity_sonar_stream.yaml").interactions[0])
+    plain = _load("openai/compatible_perplexity_sonar.yaml").interactions[0]
+    events = [e.json() for e in stream.response.events]
+    events[-1].pop("search_results")
+    del events[1]
+    stream.response.body = sse.serialize(sse.encode(data=json.dumps(e)) for e in events)
+    assert compatible_twin_difference(stream, plain) == ["content", "search_results"]
 
 
 @pytest.mark.parametrize("relative", _twins())

@@ -20,6 +20,7 @@ from replaykit.citations import (
     render_sources,
     search_urls,
     verify_anthropic_message,
+    verify_chat_completion,
     verify_evidence_answer,
     verify_openai_response,
     verify_transcript,
@@ -274,6 +275,8 @@ def _final_body(item: cassette.Interaction) -> Any:
     if not item.response.is_stream:
         return item.response.json()
     events = _events(item.response)
+    if "/chat/completions" in item.request.uri:
+        return transcript_module.chat_final_completion(events)
     if "/responses" in item.request.uri:
         return transcript_module.openai_final_response(events)
     return transcript_module.anthropic_final_body(events)
@@ -284,6 +287,8 @@ def _verify_interaction(item: cassette.Interaction,
     body = _final_body(item)
     text = json.dumps(body)
     count = text.count('"web_search_result_location"') + text.count('"url_citation"')
+    if "/chat/completions" in item.request.uri:
+        return verify_chat_completion(body, profile), text.count('"url_citation":')
     if "/responses" in item.request.uri:
         return verify_openai_response(body, profile), count
     return verify_anthropic_message(body, search_urls(item.request.json())), count
@@ -434,3 +439,31 @@ def test_the_compatible_profile_still_checks_half_spans_and_urls() -> None:
     assert [f.code for f in verify_openai_response(half, "openai-compatible")] == ["span-missing"]
     bad = _xai_response({"type": "url_citation", "url": "javascript:alert(1)"})
     assert [f.code for f in verify_openai_response(bad, "openai-compatible")] == ["url-scheme"]
+
+
+CHAT_BODY = {"choices": [{"message": {"content": "Lines stop at 79 ([peps.python.org](https://peps.python.org/)).",
+                                      "annotations": [{"type": "url_citation", "url_citation": {
+                                          "url": "https://peps.python.org/", "title": "PEP 8",
+                                          "start_index": 0, "end_index": 62}}]}}]}
+
+
+def test_a_chat_annotation_is_verified_on_its_span_and_url() -> None:
+    assert verify_chat_completion(CHAT_BODY) == []
+    late = copy.deepcopy(CHAT_BODY)
+    late["choices"][0]["message"]["annotations"][0]["url_citation"]["end_index"] = 999
+    assert [f.code for f in verify_chat_completion(late)] == ["span-out-of-range"]
+    unsafe = copy.deepcopy(CHAT_BODY)
+    unsafe["choices"][0]["message"]["annotations"][0]["url_citation"]["url"] = "javascript:alert(1)"
+    assert [f.code for f in verify_chat_completion(unsafe)] == ["url-scheme"]
+    spanless = copy.deepcopy(CHAT_BODY)
+    spanless["choices"][0]["message"]["annotations"][0]["url_citation"] = {"url": "https://peps.python.org/"}
+    assert [f.code for f in verify_chat_completion(spanless)] == ["span-missing"]
+    assert verify_chat_completion(spanless, "openai-compatible") == []
+
+
+def test_a_perplexity_marker_past_its_citations_is_an_error() -> None:
+    body = {"citations": ["https://a.example/", "https://b.example/"],
+            "choices": [{"message": {"content": "Yes[1][2]. Also[3]."}}]}
+    assert [(f.code, f.place) for f in verify_chat_completion(body)] == [
+        ("marker-out-of-range", "/choices/0/message/content")]
+    assert verify_chat_completion({**body, "citations": [*body["citations"], "https://c.example/"]}) == []

@@ -413,3 +413,43 @@ def test_an_unknown_tool_type_is_a_warning_only_under_the_compatible_profile() -
     assert [v.severity for v in contracts.validate("openai.request", body, contracts.STRICT)] == ["error"]
     assert [v.severity for v in contracts.validate("openai.request", body, contracts.OPENAI_COMPATIBLE)] == \
         ["warning"]
+
+
+# ---------------------------------------------------------------- a Chat Completions stream
+
+
+def _chat_chunk(**fields: Any) -> str:
+    chunk = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o",
+             "choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": None}], **fields}
+    return json.dumps(chunk)
+
+
+def _chat_route() -> routes.Route:
+    route = routes.known("POST", "https://api.openai.com/v1/chat/completions")
+    assert route is not None and route.contracts is not None
+    return route
+
+
+def test_a_chat_streams_done_line_ends_it_and_is_never_read_as_json() -> None:
+    usage = _chat_chunk(choices=[], usage=None)
+    events = [sse.encode(_chat_chunk()), sse.encode(usage), sse.encode("[DONE]")]
+    assert contracts.check_events(_chat_route(), events) == []
+    late = contracts.check_events(_chat_route(), [*events, sse.encode(_chat_chunk())])
+    assert [(v.keyword, v.event) for v in late] == [("sequence", 3)]
+
+
+def test_a_chat_stream_error_line_is_openais_error_envelope() -> None:
+    error = json.dumps({"error": {"message": "overloaded", "type": "server_error", "param": None,
+                                  "code": None}})
+    assert contracts.check_events(_chat_route(), [sse.encode(_chat_chunk()), sse.encode(error)]) == []
+    bad = contracts.check_events(_chat_route(), [sse.encode(json.dumps({"error": {"type": "x"}}))])
+    assert [(v.pointer, v.keyword) for v in bad] == [("/error/message", "required")]
+
+
+def test_perplexitys_last_chunk_is_a_warning_only_under_the_compatible_profile() -> None:
+    done = _chat_chunk(id="58cb9740-f356-49e9-b71e-a02a1376c1b9", object="chat.completion.done")
+    strict = contracts.check_events(_chat_route(), [sse.encode(done)])
+    lenient = contracts.check_events(_chat_route(), [sse.encode(done)],
+                                     profile=contracts.OPENAI_COMPATIBLE)
+    assert [(v.pointer, v.severity) for v in strict] == [("/id", "error"), ("/object", "error")]
+    assert [(v.pointer, v.severity) for v in lenient] == [("/id", "warning"), ("/object", "warning")]

@@ -52,7 +52,7 @@ def bundled() -> Iterator[tuple[str, str, Any]]:
             response = item.response
             if response.is_stream and kinds.stream_event:
                 for number, event in enumerate(response.iter_events()):
-                    if event.data:
+                    if event.data and event.data.strip() != "[DONE]":  # Chat Completions' end, not JSON
                         yield f"{where} event {number}", kinds.stream_event, event.json()
             elif (parsed := response.json()) is not None:
                 yield f"{where} response", kinds.error if response.status >= 400 else kinds.response, parsed

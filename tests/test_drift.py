@@ -97,7 +97,25 @@ def _remove_find_action(defs: dict[str, Any]) -> None:
     defs["action"]["properties"]["type"]["enum"].remove("find_in_page")
 
 
+def _remove_content_filter(defs: dict[str, Any]) -> None:
+    defs["finish_reason"]["enum"].remove("content_filter")
+
+
+def _require_refusal(defs: dict[str, Any]) -> None:
+    defs["message"]["required"].append("refusal")
+
+
+def _remove_search_context_size(defs: dict[str, Any]) -> None:
+    defs["web_search_options"]["properties"]["search_context_size"]["enum"].remove("high")
+
+
 CASES = [
+    ("openai/chat-completion.schema.json", _remove_content_filter, "Choice", "enum",
+     "finish_reason: 'content_filter' is allowed by the SDK, not by the contract"),
+    ("openai/chat-completion.schema.json", _require_refusal, "ChatCompletionMessage", "required",
+     "refusal: the contract requires it, the SDK marks it optional"),
+    ("openai/chat-request.schema.json", _remove_search_context_size, "WebSearchOptions", "enum",
+     "search_context_size: 'high' is allowed by the SDK, not by the contract"),
     ("anthropic/content-blocks.schema.json", _remove_error_code, "WebSearchToolResultErrorObject", "enum",
      "error_code: 'max_uses_exceeded' is allowed by the SDK, not by the contract"),
     ("openai/output-items.schema.json", _remove_item_type, "ResponseFunctionWebSearch", "discriminator",

@@ -63,6 +63,10 @@ def planted(seed: int = 7) -> dict[str, list[str]]:
         "bearer": [_random(rng, 40, _URLSAFE + ".")],
         "pem": [f"{pem_head}\n{pem_body}\n{pem_tail}"],
         "google": ["AI" + "za" + _random(rng, 35, _URLSAFE)],
+        "openrouter": ["sk" + dash + "or" + dash + "v1" + dash + "".join(rng.choice("0123456789abcdef")
+                                                                  for _ in range(62)) + "a1"],
+        "perplexity": ["pp" + "lx" + dash + _random(rng, 48)],
+        "xai": ["x" + "ai" + dash + _random(rng, 80)],
         "slack": ["xo" + "xb-" + f"{rng.randrange(10**11, 10**12)}-" + _random(rng, 24)],
         "jwt": [".".join(base64.urlsafe_b64encode(json.dumps(part).encode()).decode().rstrip("=") for part in
                          ({"alg": "HS256", "typ": "JWT"},
@@ -404,7 +408,8 @@ def test_redacted_cassette_scans_clean_after_every_kind_is_planted_in_scrubbed_p
             "credentials": {"aws_secret_access_key": keys["aws"][0], "private_key": keys["pem"][0],
                             "github_token": keys["github"][0], "cloudflare_api_token": keys["cloudflare"][1]}}
     body |= {"note": f"{_in_text('basic', keys['basic'][0])} {keys['google'][0]} {keys['slack'][0]}",
-             "jwt": keys["jwt"][0], "azure_api_key": keys["labelled"][0]}
+             "jwt": keys["jwt"][0], "azure_api_key": keys["labelled"][0],
+             "providers": f"{keys['openrouter'][0]} {keys['perplexity'][0]} {keys['xai'][0]}"}
     account = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
     uri = f"https://api.cloudflare.com/client/v4/accounts/{account}/ai/websearch/?key=" + keys["openai"][2]
     headers = {"authorization": ["Bearer " + keys["bearer"][0]], "x-api-key": [keys["openai"][0]]}
@@ -428,6 +433,9 @@ def test_redacted_cassette_scans_clean_after_every_kind_is_planted_in_scrubbed_p
     "Eq8BCkYIBRgCKkDghp" + "_" + "Ab3dEfGh1jKlMn0pQrStUvWxYz0123456789",  # inside another blob
     "ARN AK" + "IA" + "ABCDEFGH12345678XYZ",                 # too long for an access key id
     "the account " + ACCOUNT_PLACEHOLDER,
+    "x" + "ai-grok-4-fast-reasoning-2025-09-01",              # a model name, not an xAI key
+    "pp" + "lx-api-sonar-pro-search-results",                 # a slug after the prefix
+    "sk" + "-or-v1-",                                         # a prefix alone
 ])
 def test_near_misses_are_not_flagged(text: str) -> None:
     assert scan_text(text) == []

@@ -66,6 +66,10 @@ def _keys() -> list[Key]:
         "openai_legacy": "sk" + dash + _random(48),
         "github": "gh" + "p" + under + _random(36),
         "google": "AI" + "za" + _random(35, _ALNUM + "_-"),
+        "openrouter": "sk" + dash + "or" + dash + "v1" + dash + "".join(_RNG.choice("0123456789abcdef")
+                                                                     for _ in range(62)) + "a1",
+        "perplexity": "pp" + "lx" + dash + _random(48),
+        "xai": "x" + "ai" + dash + _random(80),
         "slack": "xo" + "xp-" + "1234567890-" + _random(28),
         "jwt": jwt,
         "pem": pem,
@@ -164,8 +168,8 @@ PLACES: dict[str, Plant] = {place.__name__: place for place in (
 MATRIX = [(key, place) for key in KEYS for place in PLACES]
 
 
-def test_the_matrix_is_fourteen_kinds_by_eleven_places() -> None:
-    assert (len(KEYS), len(PLACES), len(MATRIX)) == (14, 11, 154)
+def test_the_matrix_is_seventeen_kinds_by_eleven_places() -> None:
+    assert (len(KEYS), len(PLACES), len(MATRIX)) == (17, 11, 187)
 
 
 def _shown(found: list[SecretFinding], key: Key) -> list[str]:
@@ -218,7 +222,7 @@ def test_the_redact_command_scrubs_the_whole_matrix_and_verify_then_passes(
                        tmp_path / f"{key.kind}.yaml")
     assert main(["redact", "--in-place", str(tmp_path)]) == EXIT_OK
     out = capsys.readouterr().out
-    assert out.endswith("14 cassettes, 14 changed, 0 failed\n")
+    assert out.endswith(f"{len(KEYS)} cassettes, {len(KEYS)} changed, 0 failed\n")
     written = "".join(path.read_text() for path in tmp_path.glob("*.yaml"))
     for key in KEYS:
         for secret in key.secrets:

@@ -1,6 +1,7 @@
 """Streams: every event against the route's stream-event contract, then the provider's sequence rules
 (Anthropic: ``message_start`` first, blocks paired by index, ``message_stop`` last; OpenAI:
-``sequence_number`` increasing, one terminal event, last)."""
+``sequence_number`` increasing, one terminal event, last; Chat Completions: nothing after ``data: [DONE]``,
+which is not JSON and not checked against the chunk contract)."""
 
 from __future__ import annotations
 
@@ -131,6 +132,30 @@ class _OpenAIStream:
         return self.found
 
 
+class _ChatStream:
+    """Sequence rule of a Chat Completions stream: ``data: [DONE]`` (fed as None) ends it, nothing follows."""
+
+    def __init__(self) -> None:
+        self.found: list[Violation] = []
+        self.done: int | None = None
+
+    def feed(self, index: int, data: JSON | None) -> None:
+        if self.done is not None:
+            late = f"an event after data: [DONE] (event {self.done}); [DONE] ends the stream"
+            self.found.append(Violation("", "sequence", late, event=index))
+        elif data is None:
+            self.done = index
+
+    def finish(self, last: int) -> list[Violation]:
+        return self.found
+
+
+def _sequence(route: Route) -> _AnthropicStream | _OpenAIStream | _ChatStream:
+    if route.api == "anthropic-messages":
+        return _AnthropicStream()
+    return _ChatStream() if route.api == "openai-chat" else _OpenAIStream()
+
+
 def check_events(route: Route, events: Iterable[Event], contracts: Contracts | None = None,
                  profile: Profile = STRICT) -> list[Violation]:
     """Every event of a stream against the route's stream-event contract, then the provider's sequence
@@ -141,10 +166,13 @@ def check_events(route: Route, events: Iterable[Event], contracts: Contracts | N
         return [Violation("", "stream", f"{mask(route.name)} does not stream")]
     chosen = contracts or default()
     found: list[Violation] = []
-    sequence = _AnthropicStream() if route.api == "anthropic-messages" else _OpenAIStream()
+    sequence = _sequence(route)
     last = 0
     for index, event in enumerate(events):
         if event.data is None:
+            continue
+        if isinstance(sequence, _ChatStream) and event.data.strip() == "[DONE]":
+            sequence.feed(index, None)
             continue
         try:
             data = event.json()

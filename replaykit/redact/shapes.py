@@ -92,6 +92,13 @@ def _basic(value: str) -> bool:
     return text is not None and ":" in text
 
 
+def _hex_or_random(value: str) -> bool:
+    """A key whose body may be lower-case hex (OpenRouter's, Perplexity's older ones): letters and digits,
+    many distinct ones; a slug of words fails (its dashes are outside the body the pattern takes)."""
+    body = value.rpartition("-")[2]
+    return any(map(str.isalpha, body)) and any(map(str.isdigit, body)) and len(set(body)) > 8
+
+
 def _always(value: str) -> bool:
     return True
 
@@ -119,7 +126,14 @@ def _kind(name: str, label: str, needles: str, pattern: str, check: Callable[[st
 #: :func:`safe_message` use. A later match overlapping an earlier one is the same secret.
 KINDS: tuple[Kind, ...] = (
     _kind("anthropic", "Anthropic API key", "sk-", rf"{_EDGE}sk-ant-[A-Za-z0-9_-]{{20,}}{_END}"),
+    # OpenAI-compatible providers' keys: OpenRouter sk-or-v1- and 64 hex digits, Perplexity pplx- and 48
+    # letters and digits (hex in older keys), xAI xai- and 80 letters and digits.
+    _kind("openrouter", "OpenRouter API key", "sk-or-", rf"{_EDGE}sk-or-(?:v\d+-)?[A-Za-z0-9]{{32,}}{_END}",
+          _hex_or_random),
     _kind("openai", "OpenAI API key", "sk-", rf"{_EDGE}sk-(?:{_OPENAI}){_END}"),
+    _kind("perplexity", "Perplexity API key", "pplx-", rf"{_EDGE}pplx-[A-Za-z0-9]{{40,}}{_END}",
+          _hex_or_random),
+    _kind("xai", "xAI API key", "xai-", rf"{_EDGE}xai-[A-Za-z0-9]{{60,}}{_END}"),
     _kind("cloudflare", "Cloudflare API token",
           "cfk_ cfut_ cfat_ token apikey api_key api-key",
           rf"{_EDGE}cf(?:k|ut|at)_[A-Za-z0-9]{{40,64}}{_END}|(?i:c(?:f|loudflare)[_-]?api[_-]?(?:token|key))"

@@ -1,7 +1,8 @@
 """Error bodies and headers in each provider's own envelope, so SDKs raise their normal errors.
 
 Anthropic ``{"type": "error", "error": {...}}``, OpenAI and Azure ``{"error": {...}}``, Cloudflare's v4 and AI
-Gateway envelopes, and the mid-stream error events; the shapes and their sources:
+Gateway envelopes, and the mid-stream error events (a Chat Completions stream's: a ``data:`` line holding
+OpenAI's error envelope, no event name); the shapes and their sources:
 docs/architecture/server.md.
 """
 
@@ -19,6 +20,7 @@ __all__ = [
     "ERROR_EVENTS",
     "ERROR_TAIL",
     "ErrorReply",
+    "chat_error_event",
     "error_event",
     "error_reply",
     "failed_event",
@@ -161,6 +163,26 @@ def error_event(provider: str | None, *, error_type: str | None, message: str, s
     return sse.encode(json.dumps(data), event="error").raw
 
 
+def chat_error_event(*, error_type: str | None, message: str) -> bytes:
+    """A mid-stream error of a Chat Completions stream: ``data: {"error": {...}}`` (OpenAI's error envelope,
+    no event name), which the openai SDKs raise as ``APIError``."""
+    error = {"message": message or "The server had an error processing your request.",
+             "type": error_type or "server_error", "param": None, "code": None}
+    return sse.encode(json.dumps({"error": error})).raw
+
+
+def is_chat_error(event: sse.Event) -> bool:
+    """True for a Chat Completions error line: an unnamed event whose JSON holds ``error`` and no
+    ``choices``."""
+    if event.event is not None or '"error"' not in (event.data or ""):
+        return False
+    try:
+        data = event.json()
+    except ValueError:
+        return False
+    return isinstance(data, dict) and isinstance(data.get("error"), dict) and "choices" not in data
+
+
 def failed_event(
     response: dict[str, object] | None, *, code: str | None, message: str, sequence_number: int
 ) -> bytes:
@@ -189,5 +211,5 @@ def streams_an_error(body: bytes) -> bool:
         if boundary is None:  # the last bytes are all one long event: not an error event
             return False
         tail = body[boundary.end():]
-    types = [event_type(event) for event in sse.iter_events([tail]) if event.dispatched]
-    return bool(types) and types[-1] in ERROR_EVENTS
+    events = [event for event in sse.iter_events([tail]) if event.dispatched]
+    return bool(events) and (event_type(events[-1]) in ERROR_EVENTS or is_chat_error(events[-1]))

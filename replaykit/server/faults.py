@@ -394,6 +394,8 @@ def _error_event(plan: Plan, fault: Fault) -> bool:
         raw = envelopes.failed_event(
             _last_response(sent), code=fault.error_type, message=fault.message or "", sequence_number=sequence
         )
+    elif _is_chat(plan.events):
+        raw = envelopes.chat_error_event(error_type=fault.error_type, message=fault.message or "")
     else:
         raw = envelopes.error_event(
             plan.provider, error_type=fault.error_type, message=fault.message or "", sequence_number=sequence
@@ -403,6 +405,11 @@ def _error_event(plan: Plan, fault: Fault) -> bool:
     plan.notes.append(f"error event after event {at}")
     plan.altered = True
     return True
+
+
+def _is_chat(events: list[sse.Event]) -> bool:
+    """True when the stream is Chat Completions': unnamed events of ``chat.completion`` chunks."""
+    return any(event.event is None and '"chat.completion' in (event.data or "") for event in events[:1])
 
 
 def corrupt(raw: bytes) -> bytes:

@@ -106,3 +106,12 @@ def test_only_the_end_of_a_long_stream_is_read_for_its_error() -> None:
     assert envelopes.streams_an_error(_long_stream(error, stop)) is False  # an error ends a stream
     assert envelopes.streams_an_error(_long_stream(huge)) is False  # the last event fills the tail
     assert envelopes.streams_an_error(_long_stream(huge, error.replace(b"\n", b"\r\n"))) is True
+
+
+def test_a_chat_stream_ending_in_its_error_line_streams_an_error() -> None:
+    chunk = b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[]}\n\n'
+    line = envelopes.chat_error_event(error_type=None, message="boom")
+    assert line.startswith(b'data: {"error": {"message": "boom", "type": "server_error"')
+    assert envelopes.streams_an_error(chunk + line)
+    assert not envelopes.streams_an_error(chunk + b"data: [DONE]\n\n")
+    assert not envelopes.streams_an_error(b'data: {"error": {"message": "x"}, "choices": []}\n\n')

@@ -133,3 +133,24 @@ def test_the_docs_node_admin_client_runs_as_written(serve: Any, monkeypatch: pyt
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["pong", "[ 'served' ]"]
     assert fake.cassettes() == [] and fake.journal == []  # unloaded, reset
+
+
+def _recorded_chunks(name: str) -> list[Any]:
+    response = cassette.load(bundled(name)).interactions[0].response
+    return [event.json() for event in response.events if event.data and event.data.strip() != "[DONE]"]
+
+
+def test_the_node_openai_sdk_parses_chat_search_replays_as_recorded(serve: Any, modules: Path) -> None:
+    plain, stream = "openai/chat_web_search.yaml", "openai/chat_web_search_stream.yaml"
+    fake = serve(bundled(plain), bundled(stream))
+    created, streamed = run_client(modules, [
+        {"do": "openai.chat.create", "baseURL": fake.base_url("openai"), "body": _request(plain)},
+        {"do": "openai.chat.stream", "baseURL": fake.base_url("openai"), "body": _request(stream)},
+    ])
+    assert created["ok"], created
+    assert created["result"] == cassette.load(bundled(plain)).interactions[0].response.json()
+    assert created["result"]["choices"][0]["message"]["annotations"][0]["type"] == "url_citation"
+    assert streamed["ok"], streamed
+    assert streamed["result"] == _recorded_chunks(stream)  # chunk for chunk, annotations delta included
+    assert set(streamed["events"]) == {"chat.completion.chunk"}
+    assert _served(fake) == ["chat_web_search.yaml", "chat_web_search_stream.yaml"]

@@ -192,6 +192,10 @@ SPELLINGS = {
                         "/openai/responses?api-version=2025-04-01", "/openai/deployments/gpt-5/responses",
                         "/openai/deployments/gpt-5/responses/"],
     "cloudflare.websearch": ["/client/v4/accounts/abc/ai/websearch", "/client/v4/accounts/abc/ai/websearch/"],
+    "openai.chat": ["/v1/chat/completions", "/v1/chat/completions/", "/api/v1/chat/completions",
+                    "/chat/completions"],
+    "azure.chat": ["/openai/v1/chat/completions", "/openai/deployments/gpt-4o/chat/completions",
+                   "/openai/deployments/gpt-4o/chat/completions?api-version=2025-04-01"],
 }
 
 
