@@ -9,6 +9,7 @@ blocking gap ``explained`` by an ``x-drift-ignore`` entry; :func:`verdict` reads
 
 from __future__ import annotations
 
+import enum
 import importlib
 import importlib.metadata
 import types
@@ -26,7 +27,8 @@ from replaykit.jsondoc import JSON
 __all__ = ["MAPPING", "SDKS", "Entry", "Verdict", "compare", "sdk_version", "verdict"]
 
 Verdict = Literal["blocking", "info", "explained"]
-SDKS = ("anthropic", "openai")
+SDKS = ("anthropic", "openai", "google-genai")
+_DISTRIBUTIONS = {"google": "google-genai"}  # a module's top package -> its distribution, where they differ
 _BLOCKING = {"discriminator", "enum", "required", "closed", "unparsed"}
 
 
@@ -41,8 +43,9 @@ class Entry:
 
     @property
     def package(self) -> str:
-        """The SDK distribution the type comes from."""
-        return self.sdk.split(".", 1)[0]
+        """The SDK distribution the type comes from (``google.genai.types`` -> ``google-genai``)."""
+        top = self.sdk.split(".", 1)[0]
+        return _DISTRIBUTIONS.get(top, top)
 
 
 def verdict(gap: Finding) -> Verdict:
@@ -52,7 +55,8 @@ def verdict(gap: Finding) -> Verdict:
     return "explained" if gap.note else "info"
 
 
-_A, _O = "anthropic.types", "openai.types.responses"
+_A, _O, _G = "anthropic.types", "openai.types.responses", "google.genai.types"
+_GR = "gemini/response.schema.json#/$defs/"
 _ACB = "anthropic/content-blocks.schema.json#/$defs/"
 _OUT = "openai/output-items.schema.json#/$defs/"
 _C = "openai.types.chat"
@@ -112,6 +116,21 @@ MAPPING: tuple[Entry, ...] = (
     Entry(f"{_C}.completion_create_params:WebSearchOptions", _CR + "web_search_options"),
     Entry(f"{_C}:ChatCompletionMessageParam", _CR + "message", discriminator="role"),
     Entry(f"{_C}:ChatCompletionToolUnionParam", _CR + "tool"),
+    # Gemini generateContent (google-genai): the response, its candidate, grounding and url context, usage,
+    # the request's tools and the error envelope's fields (camelCase aliases, as on the wire)
+    Entry(f"{_G}:GenerateContentResponse", _GR + "response"),
+    Entry(f"{_G}:Candidate", _GR + "candidate"),
+    Entry(f"{_G}:Part", _GR + "part"),
+    Entry(f"{_G}:FunctionCall", _GR + "function_call"),
+    Entry(f"{_G}:GroundingMetadata", _GR + "grounding_metadata"),
+    Entry(f"{_G}:GroundingChunkWeb", _GR + "web"),
+    Entry(f"{_G}:GroundingSupport", _GR + "grounding_support"),
+    Entry(f"{_G}:Segment", _GR + "segment"),
+    Entry(f"{_G}:UrlContextMetadata", _GR + "url_context_metadata"),
+    Entry(f"{_G}:UrlMetadata", _GR + "url_context_metadata/properties/urlMetadata/items"),
+    Entry(f"{_G}:GenerateContentResponseUsageMetadata", _GR + "usage_metadata"),
+    Entry(f"{_G}:Tool", "gemini/request.schema.json#/$defs/tool"),
+    Entry(f"{_G}:GenerationConfig", "gemini/request.schema.json#/$defs/generation_config"),
 )
 
 
@@ -144,9 +163,17 @@ def _members(annotation: object) -> list[object]:
 
 
 def _literals(annotation: object) -> list[object]:
-    """Every Literal value an annotation allows (through unions, Optional and lists)."""
-    return [value for member in _members(annotation) if typing.get_origin(member) is Literal
-            for value in typing.get_args(member) if value is not None]
+    """Every Literal or Enum value an annotation allows (through unions, Optional and lists)."""
+    return [value for member in _members(annotation) for value in _values(member) if value is not None]
+
+
+def _values(member: object) -> tuple[object, ...]:
+    """The values of a Literal, or of an Enum class (google-genai types its enums so)."""
+    if typing.get_origin(member) is Literal:
+        return typing.get_args(member)
+    if isinstance(member, type) and issubclass(member, enum.Enum):
+        return tuple(item.value for item in member)
+    return ()
 
 
 def _fields(model: object) -> dict[str, tuple[bool, object]]:

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 __all__ = ["APIS", "API_ORIGINS", "API_ROUTES", "MODEL_APIS", "MODEL_ROUTES", "PROVIDERS", "PROVIDER_APIS",
            "ROUTES", "Api", "Kinds", "Provider", "Route", "base_url_env", "base_urls", "classify",
-           "classify_uri", "known", "provider_of"]
+           "classify_uri", "known", "provider_of", "streams_by_path"]
 
 Provider = Literal["anthropic", "openai", "azure", "gemini", "vertex", "cloudflare"]
 PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "azure", "gemini", "vertex", "cloudflare")
@@ -75,6 +75,8 @@ def _post(name: str, provider: Provider, pattern: str, api: Api | None, contract
 #: Chat Completions' kinds: its own request, response and stream chunk (a ``chat.completion.chunk`` per
 #: ``data:`` line, then ``data: [DONE]``), OpenAI's error envelope.
 CHAT_KINDS = Kinds("openai.chat_request", "openai.chat_response", "openai.chat_chunk", "openai.error")
+#: Gemini's generateContent, on the Developer API and on Vertex AI: one body, one set of contracts.
+_GEMINI = Kinds("gemini.request", "gemini.response", "gemini.stream_event", "gemini.error")
 
 ROUTES: tuple[Route, ...] = (
     _post("anthropic.messages", "anthropic", r"/v1/messages/?", "anthropic-messages", "anthropic"),
@@ -95,10 +97,10 @@ ROUTES: tuple[Route, ...] = (
     # Vertex AI: under /projects/P/locations/L/publishers/google/, or without them (express mode).
     Route("gemini.generate", "gemini",
           re.compile(r"/v1(?:alpha|beta)?/models/[^/:]+:(?:stream)?[gG]enerateContent"), "POST",
-          "gemini-generate"),
+          "gemini-generate", _GEMINI),
     Route("vertex.generate", "vertex",
           re.compile(r"/v1(?:beta1)?(?:/projects/[^/]+/locations/[^/]+)?/publishers/google/models/[^/:]+"
-                     r":(?:stream)?[gG]enerateContent"), "POST", "gemini-generate"),
+                     r":(?:stream)?[gG]enerateContent"), "POST", "gemini-generate", _GEMINI),
     _post("cloudflare.websearch", "cloudflare", r"/client/v4/accounts/[^/]+/ai/websearch/?", None,
           "cloudflare"),
 )
@@ -135,6 +137,15 @@ def known(method: str, path: str) -> Route | None:
     """The known route of ``method path`` (a path or a full URI, query ignored), or None."""
     bare = urlsplit(path).path if "://" in path or "?" in path else path
     return next((route for route in ROUTES if route.matches(method, bare)), None)
+
+
+_STREAM_METHOD = re.compile(r":streamGenerateContent$")
+
+
+def streams_by_path(path: str) -> bool:
+    """True when ``path`` (no query) asks for a stream by itself: Gemini's and Vertex AI's
+    ``:streamGenerateContent``, whose body has no ``stream`` flag."""
+    return path.endswith("Content") and _STREAM_METHOD.search(path) is not None
 
 
 def classify(method: str, path: str, host: str = "") -> Route:

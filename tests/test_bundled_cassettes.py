@@ -35,6 +35,10 @@ import pydantic
 import pytest
 import yaml
 from anthropic.types import WebSearchToolResultErrorCode
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types as genai_types
+from google.oauth2.credentials import Credentials
 from openai.types.chat.completion_create_params import CompletionCreateParamsBase
 
 from replaykit import cassette, routes, sse
@@ -44,7 +48,7 @@ from replaykit.resources import data_dir
 ROOT = Path(__file__).resolve().parent.parent
 GENERATOR = ROOT / "scripts" / "synthesize_cassettes"
 CASSETTES = data_dir("cassettes")
-PROVIDERS = ("anthropic", "openai", "azure", "cloudflare")
+PROVIDERS = ("anthropic", "openai", "azure", "cloudflare", "gemini", "vertex")
 WIRE_SEARCH_ERROR_CODES = {"invalid_tool_input", "unavailable", "max_uses_exceeded", "too_many_requests",
                            "query_too_long", "request_too_large"}
 Json = dict[str, Any]
@@ -605,16 +609,57 @@ def _chat(item: Interaction, sent: list[httpx2.Request]) -> Any:
                 return client.chat.completions.create(**body)
             with client.chat.completions.stream(**{k: v for k, v in body.items() if k != "stream"}) as stream:
                 return stream.get_final_completion()
+_GEMINI_BODY = ("contents", "tools", "systemInstruction", "toolConfig", "safetySettings", "cachedContent")
+
+
+def _camel(value: Any) -> Any:
+    """A request body with snake_case keys (as the REST docs write them) in google-genai's camelCase."""
+    if isinstance(value, dict):
+        return {re.sub(r"_([a-z])", lambda m: m.group(1).upper(), k): _camel(v) for k, v in value.items()}
+    return [_camel(v) for v in value] if isinstance(value, list) else value
+
+
+def gemini_final(chunks: list[Any]) -> Any:
+    """The response a stream of google-genai chunks adds up to: the text of every chunk merged into one
+    part, the last chunk's finishReason, usage and groundingMetadata, urlContextMetadata where it came."""
+    final = chunks[-1].model_copy(deep=True)
+    candidate = final.candidates[0]
+    candidate.content.parts[0].text = "".join(c.candidates[0].content.parts[0].text for c in chunks)
+    candidate.url_context_metadata = next((c.candidates[0].url_context_metadata for c in chunks
+                                           if c.candidates[0].url_context_metadata), None)
+    return final
+
+
+def _gemini(item: Interaction, sent: list[httpx2.Request]) -> Any:
+    body = _camel(item.request.json())
+    parts = urlsplit(item.request.uri)
+    model = parts.path.rsplit("/", 1)[1].split(":")[0]
+    config = {**body.get("generationConfig", {}), **{k: body[k] for k in _GEMINI_BODY[1:] if k in body}}
+    with httpx2.Client(transport=_handler(item, sent)) as http:
+        options = genai_types.HttpOptions(base_url=f"{parts.scheme}://{parts.netloc}", httpx_client=http,
+                                          api_version=parts.path.split("/")[1],
+                                          retry_options=genai_types.HttpRetryOptions(attempts=1))
+        if "/projects/" in parts.path:
+            project, location = parts.path.split("/")[3], parts.path.split("/")[5]
+            client = genai.Client(vertexai=True, project=project, location=location, http_options=options,
+                                  credentials=Credentials(token="test"))  # type: ignore[no-untyped-call]
+        else:
+            client = genai.Client(api_key="test", http_options=options)
+        if ":stream" not in parts.path:
+            return client.models.generate_content(model=model, contents=body["contents"], config=config)
+        return gemini_final(list(client.models.generate_content_stream(model=model, contents=body["contents"],
+                                                                       config=config)))
 
 
 def sdk_call(provider: str, item: Interaction) -> tuple[Any, Json]:
     """Run the recorded request through the real SDK against the recorded response (no network): the parsed
-    result (or the exception raised) and the body the SDK sent."""
+    result (or the exception raised) and the body the SDK sent (a Gemini body in camelCase)."""
     sent: list[httpx2.Request] = []
-    call = _anthropic if provider == "anthropic" else (_chat if _is_chat(item) else _openai)
+    call = {"anthropic": _anthropic, "gemini": _gemini, "vertex": _gemini}.get(provider) or (
+        _chat if _is_chat(item) else _openai)
     try:
         result = call(item, sent)
-    except (anthropic.APIError, openai.APIError) as exc:
+    except (anthropic.APIError, openai.APIError, genai_errors.APIError) as exc:
         result = exc
     return result, json.loads(sent[0].content)
 
@@ -627,8 +672,9 @@ def _sdk_cases() -> list[tuple[str, int]]:
 @pytest.mark.parametrize(("relative", "index"), _sdk_cases())
 def test_requests_are_what_the_sdk_sends(relative: str, index: int) -> None:
     item = _load(relative).interactions[index]
-    _, sent = sdk_call(_load(relative).meta.provider or "", item)
-    assert sent == item.request.json()
+    provider = _load(relative).meta.provider or ""
+    _, sent = sdk_call(provider, item)
+    assert sent == (_camel(item.request.json()) if provider in ("gemini", "vertex") else item.request.json())
 
 
 def test_request_check_catches_a_parameter_the_sdk_does_not_have() -> None:
@@ -645,6 +691,8 @@ EXPECTED_ERRORS = {
     "openai/error_429_rate_limit.yaml": (openai.RateLimitError, "tokens"),
     "openai/error_404_item_not_persisted.yaml": (openai.NotFoundError, "invalid_request_error"),
     "openai/chat_error_400_search_not_supported.yaml": (openai.BadRequestError, "invalid_request_error"),
+    "gemini/error_429_resource_exhausted.yaml": (genai_errors.ClientError, "RESOURCE_EXHAUSTED"),
+    "gemini/error_503_unavailable.yaml": (genai_errors.ServerError, "UNAVAILABLE"),
 }
 
 
@@ -653,6 +701,9 @@ def test_error_cassettes_raise_the_sdk_exception(relative: str) -> None:
     result, _ = sdk_call(relative.split("/")[0], _load(relative).interactions[0])
     kind, error_type = EXPECTED_ERRORS[relative]
     assert isinstance(result, kind)
+    if isinstance(result, genai_errors.APIError):
+        assert result.status == error_type
+        return
     body = result.body if isinstance(result, anthropic.APIError) else {"error": result.body}
     assert body["error"]["type"] == error_type
 
@@ -666,8 +717,9 @@ def test_no_other_cassette_makes_the_sdk_raise() -> None:
 
 def twin_difference(provider: str, stream: Interaction, plain: Interaction) -> list[str]:
     """Top-level fields where the message the SDK accumulates from ``stream`` differs from ``plain``'s."""
-    streamed = sdk_call(provider, stream)[0].model_dump(mode="json", exclude_none=True)
-    final = sdk_call(provider, plain)[0].model_dump(mode="json", exclude_none=True)
+    local = {"sdk_http_response", "automatic_function_calling_history"}  # google-genai's own, not the wire's
+    streamed = sdk_call(provider, stream)[0].model_dump(mode="json", exclude_none=True, exclude=local)
+    final = sdk_call(provider, plain)[0].model_dump(mode="json", exclude_none=True, exclude=local)
     return sorted(key for key in streamed.keys() | final.keys() if streamed.get(key) != final.get(key))
 
 
@@ -768,7 +820,7 @@ def test_key_scan_catches_a_planted_key(tmp_path: Path) -> None:
     assert len(key_shapes_in(tmp_path)) == 1
 
 
-AUTH_HEADERS = ("x-api-key", "authorization", "api-key")
+AUTH_HEADERS = ("x-api-key", "authorization", "api-key", "x-goog-api-key")
 
 
 def credentials(items: list[Interaction]) -> set[tuple[str, str]]:

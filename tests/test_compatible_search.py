@@ -1,12 +1,13 @@
 """The OpenAI-compatible search providers' bundled cassettes (profile ``openai-compatible``): each verifies
-with warnings only, and xAI's ``x_search_call`` (Responses) converts to the neutral transcript, kept whole as
-a provider block, its span-less citations verified under the profile."""
+with warnings only, and xAI's ``x_search_call`` (Responses) converts to the neutral transcript as a hosted
+search call (its query from the JSON arguments, the item kept whole in ``raw``), its span-less citations
+verified under the profile."""
 
 from __future__ import annotations
 
 import pytest
 
-from replaykit import cassette, transcript, verify
+from replaykit import cassette, jsondoc, transcript, verify
 from replaykit.citations import errors_only, verify_transcript
 from replaykit.resources import data_dir
 
@@ -27,12 +28,13 @@ def test_the_compatible_set_has_each_provider() -> None:
             "compatible_xai_web_search.yaml", "compatible_xai_x_search.yaml"} <= set(COMPATIBLE)
 
 
-def test_an_x_search_call_converts_whole_and_its_citations_verify() -> None:
+def test_an_x_search_call_is_a_hosted_search_and_its_citations_verify() -> None:
     item = cassette.load(data_dir("cassettes") / "openai" / "compatible_xai_x_search.yaml").interactions[0]
     body = item.response.json()
     message = transcript.from_openai(body, timestamp=0)
     call, text = message["content"]
-    assert (call["type"], call["blockType"]) == ("providerBlock", "x_search_call")
+    assert (call["type"], call["phase"], call["id"]) == ("hostedSearch", "call", body["output"][0]["id"])
+    assert call["query"] == jsondoc.loads(body["output"][0]["arguments"])["query"]
     assert call["raw"] == body["output"][0]
     assert text["citations"] == body["output"][1]["content"][0]["annotations"]
     conversation = {"messages": [{"role": "user", "content": "X posts?", "timestamp": 0}, message]}

@@ -56,7 +56,7 @@ def test_kinds_cover_providers_and_replaykit_schemas() -> None:
     known = contracts.kinds()
     assert set(contracts.PROVIDER_KINDS) <= set(known)
     for path in CONTRACTS.rglob("*.schema.json"):
-        if path.relative_to(CONTRACTS).parts[0] not in {"anthropic", "openai", "cloudflare"}:
+        if path.relative_to(CONTRACTS).parts[0] not in {"anthropic", "openai", "cloudflare", "gemini"}:
             assert f"replaykit.{path.name.removesuffix('.schema.json')}" in known
 
 

@@ -157,6 +157,21 @@ NEGATIVE: list[tuple[str, dict[str, Any], str, str]] = [
     ("cloudflare.response", {"/items": {}}, "/items", "type"),
     ("cloudflare.error", {"/success": True}, "/success", "const"),
     ("cloudflare.error", {"/errors/0/code": "7000"}, "/errors/0/code", "type"),
+    ("gemini.request", {"/contents": DELETE}, "/contents", "required"),
+    ("gemini.request", {"/contents/1/role": "assistant"}, "/contents/1/role", "enum"),
+    ("gemini.request", {"/tools/0/google_search": "on"}, "/tools/0/google_search", "type"),
+    ("gemini.request", {"/generationConfig/maxOutputTokens": 0}, "/generationConfig/maxOutputTokens",
+     "minimum"),
+    ("gemini.response", {"/candidates/0/finishReason": "END_TURN"}, "/candidates/0/finishReason", "enum"),
+    ("gemini.response", {"/candidates/0/groundingMetadata/groundingSupports/0/segment/endIndex": DELETE},
+     "/candidates/0/groundingMetadata/groundingSupports/0/segment/endIndex", "required"),
+    ("gemini.response", {"/candidates/0/groundingMetadata/groundingChunks/0/web/uri": DELETE},
+     "/candidates/0/groundingMetadata/groundingChunks/0/web/uri", "required"),
+    ("gemini.stream_event", {"/candidates/0/groundingMetadata/groundingSupports/0/segment/startIndex": -1},
+     "/candidates/0/groundingMetadata/groundingSupports/0/segment/startIndex", "minimum"),
+    ("gemini.stream_event", {"/error": {"code": 503, "message": "overloaded"}}, "/error/status", "required"),
+    ("gemini.error", {"/error/status": "RATE_LIMITED"}, "/error/status", "enum"),
+    ("gemini.error", {"/error/code": "429"}, "/error/code", "type"),
 ]
 
 

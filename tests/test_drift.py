@@ -38,6 +38,7 @@ def test_cli_table_and_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.splitlines()[0].split() == ["verdict", "sdk", "sdk", "type", "contract", "gap", "detail"]
     last = out.splitlines()[-1]
     assert last.startswith(f"anthropic {importlib.metadata.version('anthropic')}, openai ")
+    assert f"google-genai {importlib.metadata.version('google-genai')}" in last
     assert "(0 blocking" in last and last.endswith(": OK")
 
 
@@ -107,6 +108,12 @@ def _require_refusal(defs: dict[str, Any]) -> None:
 
 def _remove_search_context_size(defs: dict[str, Any]) -> None:
     defs["web_search_options"]["properties"]["search_context_size"]["enum"].remove("high")
+def _remove_finish_reason(defs: dict[str, Any]) -> None:
+    defs["candidate"]["properties"]["finishReason"]["enum"].remove("MALFORMED_FUNCTION_CALL")  # an Enum's
+
+
+def _unexplain_uri(defs: dict[str, Any]) -> None:
+    del defs["web"]["x-drift-ignore"]
 
 
 CASES = [
@@ -128,6 +135,10 @@ CASES = [
      "page_age: the SDK sends it, the closed contract object rejects it"),
     ("openai/output-items.schema.json", _remove_find_action, "ActionFind", "discriminator",
      "type 'find_in_page' (ActionFind) is missing from the contract"),
+    ("gemini/response.schema.json", _remove_finish_reason, "Candidate", "enum",
+     "finishReason: 'MALFORMED_FUNCTION_CALL' is allowed by the SDK, not by the contract"),
+    ("gemini/response.schema.json", _unexplain_uri, "GroundingChunkWeb", "required",
+     "uri: the contract requires it, the SDK marks it optional"),
 ]
 
 

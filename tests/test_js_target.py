@@ -38,6 +38,7 @@ from replaykit.assertions import (
 )
 from replaykit.cassette import Cassette
 from replaykit.resources import data_dir
+from replaykit.scenario import Target, load, run_scenario
 from replaykit.server import FakeProvider
 
 pytestmark = pytest.mark.slow
@@ -326,6 +327,24 @@ def test_a_cancel_during_a_stall_aborts_the_run(tmp_path: Path) -> None:
     assert_provenance(ran.outcome, outcome="aborted", code="CANCELLED", provenance="cancelled",
                       retryable=False)
     assert ran.outcome["persistWrites"] == 0
+
+
+def test_a_sigint_once_the_request_has_arrived_aborts_the_run(node: str, tmp_path: Path) -> None:
+    """cancelOn through the runner: its SIGINT aborts the held request; the outcome is still written."""
+    step = {"prompt": "When was Python 3.13 released?", "provider": "anthropic", "model": "claude-sonnet-4-6",
+            "cancelOn": {"route": "anthropic.messages", "nth": 1}}
+    held = [{"kind": "status", "route": "anthropic", "nth": 1, "status": 503},
+            {"kind": "delay_headers", "route": "anthropic", "nth": 1, "ms": 60000}]
+    doc = {"name": "interrupted", "kind": "contract", "description": "A SIGINT cancels the run.",
+           "steps": [step], "faults": held, "maxRetries": 0, "requires": ["stream"],
+           "expectations": {"outcome": "aborted", "error": {"code": "CANCELLED", "provenance": "cancelled"},
+                            "providerRequests": 1, "persistWrites": 0}}
+    path = tmp_path / "interrupted.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    target = Target.parse(f"{node} {TARGET}")
+    assert target.manifest.declares("cancel-signal")
+    result = run_scenario(load(path), target)
+    assert result.passed, result.failure_text()
 
 
 # ---------------------------------------------------------------- persist, then restore in a new process

@@ -596,3 +596,20 @@ def test_every_kind_has_its_label() -> None:
     assert shapes.kind_label("anthropic") == "Anthropic API key"
     assert shapes.kind_label("cloudflare_account") == "Cloudflare account id"
     assert shapes.kind_label("new_kind") == "new_kind"
+
+
+def test_a_google_key_in_the_query_and_in_x_goog_api_key_comes_out_of_a_gemini_recording() -> None:
+    key = planted()["google"][0]
+    uri = ("https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+           f"?alt=sse&key={key}")
+    chunk = f'data: {{"candidates": [{{"content": {{"parts": [{{"text": "your key {key}"}}]}}}}]}}\r\n\r\n'
+    headers = {"x-goog-api-key": [key], "x-goog-api-client": ["google-genai-sdk"]}
+    recording = _one(Request("POST", uri, headers, b'{"contents": [{"parts": [{"text": "hi"}]}]}'),
+                     Response(200, "OK", {"content-type": ["text/event-stream"]}, chunk.encode()))
+    assert {finding.kind for finding in scan(recording)} == {"google"}
+    clean = redact(recording)
+    assert key not in _dumped(clean) and scan(clean) == []
+    request = clean.interactions[0].request
+    assert request.uri.endswith("?alt=sse&key=REDACTED")
+    assert request.headers["x-goog-api-key"] == ["REDACTED"]
+    assert request.headers["x-goog-api-client"] == ["google-genai-sdk"]

@@ -18,16 +18,21 @@ from replaykit.cassette import Interaction
 from replaykit.errors import LocalRequestError
 from replaykit.provenance import classify
 from replaykit.resources import data_dir
+from replaykit.routes import classify_uri
 from replaykit.transcript import (
     ConversionError,
     SystemEntry,
     Transcript,
     anthropic_final_body,
+    chat_final_completion,
     from_anthropic,
     from_anthropic_stream,
+    from_chat,
+    from_gemini,
     from_interaction,
     from_openai,
     from_openai_stream,
+    gemini_final_response,
     openai_final_response,
     restore,
     schema,
@@ -53,13 +58,18 @@ def _name(path: Path) -> str:
 def _provider_interactions() -> Iterator[tuple[str, Interaction]]:
     for path in _cassette_paths():
         for number, item in enumerate(cassette.load(path).interactions):
-            uri = item.request.uri
-            if "/v1/messages" in uri or "/responses" in uri:
+            if classify_uri(item.request.method, item.request.uri).api is not None:  # a model turn
                 yield f"{_name(path)}#{number}", item
 
 
 INTERACTIONS = list(_provider_interactions())
-STREAMS = [(name, item) for name, item in INTERACTIONS if item.response.is_stream]
+_API = {name: classify_uri(item.request.method, item.request.uri).api for name, item in INTERACTIONS}
+#: The Anthropic and Responses streams, which have SDK accumulators as oracles (Chat and Gemini: below).
+STREAMS = [(name, item) for name, item in INTERACTIONS
+           if item.response.is_stream and _API[name] in ("anthropic-messages", "openai-responses")]
+#: The Chat Completions and Gemini streams: their chunks, merged, convert as the streamed message.
+CHUNKED = [(name, item) for name, item in INTERACTIONS
+           if item.response.is_stream and _API[name] in ("openai-chat", "gemini-generate")]
 
 
 def _events(item: Interaction) -> list[JSON]:
@@ -86,14 +96,20 @@ def test_every_recorded_exchange_converts_to_a_valid_message(name: str, item: In
     usage = message["usage"]
     assert usage["totalTokens"] == usage["input"] + usage["output"] + usage["cacheRead"] + usage["cacheWrite"]
     for block in message["content"]:
-        if block["type"] == "hostedSearch":
-            assert block["raw"]["type"] in {
-                "server_tool_use",
-                "web_search_tool_result",
-                "web_search_call",
-                "web_fetch_tool_result",
-            }
+        if block["type"] == "hostedSearch" and ("raw" in block or block["api"] != "gemini-generate"):
+            assert set(block["raw"]) & _SEARCH_WIRE[block["api"]] or block["raw"].get("type") in _SEARCH_WIRE[
+                block["api"]]
             assert "name" not in block or block["phase"] == "call"
+
+
+#: What a hostedSearch block's raw wire form is, by API: a block type, or the keys of its wire object (a
+#: Gemini query is a string of webSearchQueries: its call block has no wire form of its own).
+_SEARCH_WIRE = {
+    "anthropic-messages": {"server_tool_use", "web_search_tool_result", "web_fetch_tool_result"},
+    "openai-responses": {"web_search_call", "x_search_call"},
+    "openai-chat": {"search_results", "citations"},
+    "gemini-generate": {"groundingChunks", "webSearchQueries", "groundingSupports"},
+}
 
 
 def _sdk_anthropic_body(events: list[JSON]) -> JSON:
@@ -173,6 +189,17 @@ def _unencrypted(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _unencrypted(v) for k, v in value.items() if k != "encrypted_content"}
     return [_unencrypted(v) for v in value] if isinstance(value, list) else value
+
+
+@pytest.mark.parametrize(("name", "item"), CHUNKED, ids=[name for name, _ in CHUNKED])
+def test_a_chunked_stream_converts_like_its_merged_body(name: str, item: Interaction) -> None:
+    chunks = [event.json() for event in item.response.events if event.data not in (None, "[DONE]")]
+    streamed = from_interaction(item, timestamp=STAMP)
+    if _API[name] == "openai-chat":
+        merged = from_chat(chat_final_completion(chunks), timestamp=STAMP, provider=streamed["provider"])
+    else:
+        merged = from_gemini(gemini_final_response(chunks), timestamp=STAMP, provider=streamed["provider"])
+    assert streamed == merged and streamed["content"]
 
 
 def test_my_accumulators_match_the_oracles_on_real_streams() -> None:

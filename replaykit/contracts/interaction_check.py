@@ -20,7 +20,7 @@ from replaykit.contracts.registry import Contracts, default, validate
 from replaykit.contracts.streams import check_events
 from replaykit.contracts.violations import Violation
 from replaykit.redact.shapes import mask
-from replaykit.routes import Kinds, Route, known
+from replaykit.routes import Kinds, Route, known, streams_by_path
 
 __all__ = [
     "EXPECTED_VIOLATIONS",
@@ -47,7 +47,8 @@ def check_interaction(interaction: Interaction, contracts: Contracts | None = No
     body = request.json()
     kinds = route.contracts
     found = [replace(v, part="request") for v in check_body(kinds.request, body, "request", chosen, profile)]
-    response = _check_response(chosen, route, kinds, interaction.response, _asks_stream(body), profile)
+    streamed = _asks_stream(body) or streams_by_path(urlsplit(request.uri).path)
+    response = _check_response(chosen, route, kinds, interaction.response, streamed, profile)
     return found + [replace(v, part="response") for v in response]
 
 
@@ -70,7 +71,7 @@ def _check_response(contracts: Contracts, route: Route, kinds: Kinds, response: 
         return check_body(kinds.error, response.json(), f"HTTP {response.status} error", contracts, profile)
     if response.is_stream:
         found = [] if streamed else [Violation("", "stream", "an event stream answers a request without "
-                                               "stream: true")]
+                                               "stream: true (or a :streamGenerateContent path)")]
         return found + check_events(route, response.iter_events(), contracts, profile)
     if streamed:
         return [Violation("", "stream", "the request asked for stream: true but the response is not "

@@ -65,8 +65,12 @@ PROVIDER_KINDS: dict[str, str] = {
     "cloudflare.binding_options": "cloudflare/binding-options.schema.json",
     "cloudflare.response": "cloudflare/response.schema.json",
     "cloudflare.error": "cloudflare/error.schema.json",
+    "gemini.request": "gemini/request.schema.json",
+    "gemini.response": "gemini/response.schema.json",
+    "gemini.stream_event": "gemini/stream-event.schema.json",
+    "gemini.error": "gemini/error.schema.json",
 }
-_PROVIDER_DIRS = ("anthropic", "openai", "cloudflare")
+_PROVIDER_DIRS = ("anthropic", "openai", "cloudflare", "gemini")
 
 
 def _read(path: Path) -> JSON:

@@ -1,7 +1,8 @@
 """Streams: every event against the route's stream-event contract, then the provider's sequence rules
 (Anthropic: ``message_start`` first, blocks paired by index, ``message_stop`` last; OpenAI:
 ``sequence_number`` increasing, one terminal event, last; Chat Completions: nothing after ``data: [DONE]``,
-which is not JSON and not checked against the chunk contract)."""
+which is not JSON and not checked against the chunk contract; Gemini: no terminal event, nothing for a
+candidate after its finishReason, nothing after an error chunk)."""
 
 from __future__ import annotations
 
@@ -150,10 +151,43 @@ class _ChatStream:
         return self.found
 
 
-def _sequence(route: Route) -> _AnthropicStream | _OpenAIStream | _ChatStream:
-    if route.api == "anthropic-messages":
-        return _AnthropicStream()
-    return _ChatStream() if route.api == "openai-chat" else _OpenAIStream()
+class _GeminiStream:
+    """Sequence rules of a :streamGenerateContent stream (it has no terminal event: the connection's end ends
+    it): no chunk for a candidate after the one carrying its finishReason, no chunk after an error chunk."""
+
+    def __init__(self) -> None:
+        self.found: list[Violation] = []
+        self.finished: dict[object, int] = {}
+        self.failed: int | None = None
+
+    def feed(self, index: int, data: JSON) -> None:
+        if self.failed is not None:
+            late = f"a chunk after the error chunk (event {self.failed}); an error ends the stream"
+            self.found.append(Violation("", "sequence", late, event=index))
+        if "error" in data:
+            self.failed = index if self.failed is None else self.failed
+        candidates = data.get("candidates")
+        for at, candidate in enumerate(candidates if isinstance(candidates, list) else ()):
+            self._candidate(index, at, _object(candidate))
+
+    def _candidate(self, index: int, at: int, candidate: JSON) -> None:
+        number = candidate.get("index", 0)
+        if number in self.finished:
+            late = f"candidate {number} goes on after its finishReason (event {self.finished[number]})"
+            self.found.append(Violation(f"/candidates/{at}", "sequence", late, event=index))
+        elif candidate.get("finishReason") is not None:
+            self.finished[number] = index
+
+    def finish(self, last: int) -> list[Violation]:
+        return self.found
+
+
+_SEQUENCES: dict[str | None, type[_AnthropicStream | _OpenAIStream | _ChatStream | _GeminiStream]] = {
+    "anthropic-messages": _AnthropicStream, "openai-chat": _ChatStream, "gemini-generate": _GeminiStream}
+
+
+def _sequence(route: Route) -> _AnthropicStream | _OpenAIStream | _ChatStream | _GeminiStream:
+    return _SEQUENCES.get(route.api, _OpenAIStream)()
 
 
 def check_events(route: Route, events: Iterable[Event], contracts: Contracts | None = None,

@@ -3,16 +3,18 @@
 Per step: restore → validate → rebuild the system → then, until the turn ends: prepare the request (project,
 estimate, preflight) → send it with bounded retries → read the stream → check citations → append → run the
 local tools → and finally persist the transcript atomically. Any failure becomes the outcome's ``error``,
-classified by :func:`replaykit.provenance.classify`; a cancellation (``cancelAfterMs``) ends the run
-``aborted`` with CANCELLED.
+classified by :func:`replaykit.provenance.classify`; a cancellation (``cancelAfterMs``, or SIGINT: a user's
+Ctrl-C, :class:`CtrlC`) ends the run ``aborted`` with CANCELLED.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
+import signal
 import ssl
 import sys
 from dataclasses import dataclass, field
@@ -33,7 +35,7 @@ from replaykit.replay import ProviderModel
 from replaykit.routes import MODEL_APIS
 from replaykit.transcript import AssistantMessage
 
-__all__ = ["backoff", "failure", "run", "run_async", "should_retry"]
+__all__ = ["CtrlC", "backoff", "failure", "run", "run_async", "should_retry"]
 
 MAX_ROUNDS = 16  # model calls in one turn, at most
 STORE = "transcript.json"
@@ -255,9 +257,10 @@ async def run_async(data: JSON) -> JSON:
                                                         settings.state_dir, lambda step: _target(
                                                             step, settings.reserve)), data)
         try:
-            state.restore(data.get("transcript"))
-            for index, step in enumerate(data["steps"]):
-                await _within(step.get("cancelAfterMs"), state.step(index, step))
+            with CtrlC() as ctrl_c:
+                state.restore(data.get("transcript"))
+                for index, step in enumerate(data["steps"]):
+                    await ctrl_c.within(step.get("cancelAfterMs"), state.step(index, step))
         except (Exception, asyncio.CancelledError) as exc:
             return _outcome(state, failure(exc))
         return _outcome(state, None)
@@ -268,9 +271,10 @@ async def _durable(state: HarnessRun, keeper: durable.Keeper, data: JSON) -> JSO
     the input; the outcome carries the receipts, and ``unanswered`` when an operation settled so."""
     stored = (keeper.state / STORE).is_file()
     try:
-        state.restore(None if stored else data.get("transcript"))
-        for index, step in enumerate(data["steps"]):
-            await _within(step.get("cancelAfterMs"), keeper.step(index, step))
+        with CtrlC() as ctrl_c:
+            state.restore(None if stored else data.get("transcript"))
+            for index, step in enumerate(data["steps"]):
+                await ctrl_c.within(step.get("cancelAfterMs"), keeper.step(index, step))
     except durable.Unanswered as settled:
         return {**_outcome(state, None), "status": "unanswered", "reason": settled.reason,
                 "receipts": keeper.receipts}
@@ -279,16 +283,48 @@ async def _durable(state: HarnessRun, keeper: durable.Keeper, data: JSON) -> JSO
     return {**_outcome(state, None), "receipts": keeper.receipts}
 
 
-async def _within(cancel_after_ms: int | None, work: Any) -> None:
-    """Run ``work``; cancel it ``cancel_after_ms`` after it starts (a user's Ctrl-C), when given."""
-    task = asyncio.ensure_future(work)
-    timer = asyncio.get_running_loop().call_later(cancel_after_ms / 1000, task.cancel) \
-        if cancel_after_ms is not None else None
-    try:
-        await task
-    finally:
-        if timer is not None:
-            timer.cancel()
+class CtrlC:
+    """A user's Ctrl-C for the whole run: SIGINT (the runner sends it at a step's ``cancelOn``) cancels the
+    running step, or the next one when it comes between steps, so the run ends ``aborted`` / CANCELLED and
+    still writes its outcome. Installed whatever SIGINT's disposition was (``asyncio.run``'s own handler is
+    not, when SIGINT was ignored at start). Only the main thread takes signals: elsewhere SIGINT is left as
+    it is."""
+
+    def __init__(self) -> None:
+        self.task: asyncio.Future[None] | None = None
+        self.pressed = False
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def __enter__(self) -> CtrlC:
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):  # not the main thread
+            loop.add_signal_handler(signal.SIGINT, self.press)
+            self.loop = loop
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.loop is not None:
+            self.loop.remove_signal_handler(signal.SIGINT)
+
+    def press(self) -> None:
+        """Cancel the running step (or the next)."""
+        self.pressed = True
+        if self.task is not None:
+            self.task.cancel()
+
+    async def within(self, cancel_after_ms: int | None, work: Any) -> None:
+        """Run ``work`` (a step); cancel it on SIGINT, or ``cancel_after_ms`` after it starts, when given."""
+        task = self.task = asyncio.ensure_future(work)
+        if self.pressed:
+            task.cancel()
+        timer = asyncio.get_running_loop().call_later(cancel_after_ms / 1000, task.cancel) \
+            if cancel_after_ms is not None else None
+        try:
+            await task
+        finally:
+            self.task = None
+            if timer is not None:
+                timer.cancel()
 
 
 def _outcome(state: HarnessRun, error: ErrorInfo | None) -> JSON:

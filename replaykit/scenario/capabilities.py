@@ -23,7 +23,7 @@ from replaykit.scenario.formats import ScenarioDoc
 if TYPE_CHECKING:
     from replaykit.server.faults import Fault
 
-__all__ = ["API_OF", "CALLS", "CAPABILITIES", "MANIFEST_NAMES", "Manifest", "Mutant", "find_manifest",
+__all__ = ["API_OF", "CALLS", "CAPABILITIES", "MANIFEST_NAMES", "OR", "Manifest", "Mutant", "find_manifest",
            "load_manifest", "recorded_forms", "requirements"]
 
 #: The capability words (``tool:NAME`` besides them), each with what it means.
@@ -43,6 +43,8 @@ CAPABILITIES: dict[str, str] = {
     "restart": "restores from its store in a new process (a step's `restart: true`)",
     "persisted-transcript": "persists the neutral transcript to $REPLAYKIT_STATE_DIR/transcript.json",
     "cancel": "cancels a step after its cancelAfterMs",
+    "cancel-signal": "on SIGINT (sent at a step's cancelOn) cancels the run: aborted, CANCELLED, outcome "
+                     "written",
     "estimates": "reports a token estimate before each request (the outcome's `estimates`)",
 }
 #: The capability of calling each provider on each of its APIs (a step's ``provider`` and ``api``).
@@ -56,6 +58,7 @@ MANIFEST_NAMES = ("replaykit-target.yaml", "replaykit-target.yml", "replaykit-ta
 _TOOL_OF = {"task_wait": "task"}  # task and task_wait come together: the capability tool:task
 _MODEL_ROUTES = tuple(route.name for route in ROUTES if route.api)
 _SCHEMA = "contracts/replaykit/target-manifest.schema.json"
+OR = " or "  # between the alternatives of one need: ``cancel or cancel-signal``
 
 
 @dataclass(frozen=True)
@@ -78,10 +81,16 @@ class Manifest:
     mutants: Mapping[str, Mutant] = field(default_factory=dict)
 
     def missing(self, needed: Iterable[str]) -> tuple[str, ...]:
-        """What of ``needed`` the target does not declare, in a stable order."""
+        """What of ``needed`` the target does not declare, in a stable order; a need of alternatives
+        (``cancel or cancel-signal``, :data:`OR`) is met by any one of them."""
         if self.capabilities is None:
             return ()
-        return tuple(sorted(set(needed) - self.capabilities))
+        given = self.capabilities
+        return tuple(sorted(need for need in set(needed) if given.isdisjoint(need.split(OR))))
+
+    def declares(self, capability: str) -> bool:
+        """True when the manifest names ``capability`` (not merely takes it as given: none declared)."""
+        return self.capabilities is not None and capability in self.capabilities
 
 
 def load_manifest(path: str | os.PathLike[str]) -> Manifest:
@@ -215,13 +224,22 @@ def _stream_needs(cassettes: Iterable[Path]) -> set[str]:
     return needs
 
 
+def _cancel_needs(step: JSON) -> set[str]:
+    """cancelAfterMs needs cancel, cancelOn cancel-signal, and both either (the runner uses what it has)."""
+    timed, signalled = "cancelAfterMs" in step, "cancelOn" in step
+    if timed and signalled:
+        return {f"cancel{OR}cancel-signal"}
+    return {"cancel"} if timed else {"cancel-signal"} if signalled else set()
+
+
 def _step_needs(steps: list[JSON]) -> set[str]:
     needs = set()
     for step in steps:
         needs.add(CALLS[step["provider"], step.get("api") or MODEL_APIS[step["provider"]]])
         needs.update(name for key, name in (("research", "research"), ("restart", "restart"),
-                                            ("cancelAfterMs", "cancel"), ("operationId", "durable"))
+                                            ("operationId", "durable"))
                      if step.get(key))
+        needs |= _cancel_needs(step)
     return needs
 
 
@@ -249,9 +267,9 @@ def _expectation_needs(expected: JSON) -> set[str]:
 def requirements(doc: ScenarioDoc, cassettes: Iterable[Path], faults: Iterable[Fault]) \
         -> frozenset[str]:
     """What a scenario (its document, cassettes and faults) needs of a target: its ``requires:``, and what its
-    parts show: the APIs of its steps, research / restart / cancelAfterMs / operationId steps, its tools
-    (hostedSearch, function tools by name), ``recovery`` or a ``kill`` fault (durable), a persistedSnapshot,
-    estimates, receipts, and stream or non-stream from its recordings."""
+    parts show: the APIs of its steps, research / restart / cancelAfterMs / cancelOn / operationId steps, its
+    tools (hostedSearch, function tools by name), ``recovery`` or a ``kill`` fault (durable), a
+    persistedSnapshot, estimates, receipts, and stream or non-stream from its recordings."""
     needs = set(doc.get("requires", ()))
     needs |= _step_needs(doc["steps"]) | _tool_needs(doc.get("tools", []))
     needs |= _expectation_needs(doc["expectations"]) | _stream_needs(cassettes)

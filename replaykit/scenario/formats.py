@@ -10,8 +10,8 @@ from typing import Literal, NotRequired, TypedDict
 
 from replaykit.jsondoc import JSON
 
-__all__ = ["Counts", "Estimate", "OutcomeError", "Receipt", "ReportCheck", "ReportResult", "RunReport",
-           "ScenarioDoc", "Step", "TargetInput", "TargetOutcome"]
+__all__ = ["CancelOn", "Counts", "Estimate", "OutcomeError", "Receipt", "ReportCheck", "ReportResult",
+           "RunReport", "ScenarioDoc", "Step", "TargetInput", "TargetOutcome"]
 
 Status = Literal["ok", "error", "aborted", "unanswered"]
 
@@ -26,6 +26,14 @@ class Step(TypedDict):
     cancelAfterMs: NotRequired[int]
     operationId: NotRequired[str]
     research: NotRequired[JSON]
+
+
+class CancelOn(TypedDict):
+    """A scenario step's ``cancelOn`` (``scenario.schema.json#/$defs/step/properties/cancelOn``): the request
+    whose arrival cancels the run (SIGINT), never written to the target's input."""
+
+    route: str
+    nth: int
 
 
 class ScenarioDoc(TypedDict):

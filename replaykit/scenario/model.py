@@ -24,11 +24,12 @@ from replaykit.errors import CassetteError, ScenarioError, UsageError, located
 from replaykit.jsondoc import JSON
 from replaykit.pointer import json_pointer, pointer_parts
 from replaykit.scenario.capabilities import MANIFEST_NAMES, requirements
-from replaykit.scenario.formats import ScenarioDoc, TargetInput
+from replaykit.scenario.formats import CancelOn, ScenarioDoc, TargetInput
 from replaykit.server.faults import Fault
 
-__all__ = ["MAX_FILE", "Scenario", "discover", "load", "load_all"]
+__all__ = ["MAX_FILE", "RUNNER_KEYS", "Scenario", "discover", "load", "load_all"]
 
+RUNNER_KEYS = ("restart", "cancelOn")  # a scenario step's keys the runner keeps from the target's input
 MAX_FILE = 8 << 20  # bytes: a scenario is a page of YAML; more is a mistake (a cassette named as a scenario)
 
 
@@ -109,12 +110,17 @@ class Scenario:
 
     def segments(self) -> list[tuple[int, list[JSON]]]:
         """The run segments: ``(index of the first step, the steps)``, split before each ``restart`` step;
-        steps as the target input carries them (without ``restart``)."""
+        steps as the target input carries them (without the runner's own keys, :data:`RUNNER_KEYS`)."""
         found: list[tuple[int, list[JSON]]] = []
         for index, step in enumerate(self.steps):
             if not found or step.get("restart"):
                 found.append((index, []))
-            found[-1][1].append({key: value for key, value in step.items() if key != "restart"})
+            found[-1][1].append({key: value for key, value in step.items() if key not in RUNNER_KEYS})
+        return found
+
+    def cancel_on(self, index: int) -> CancelOn | None:
+        """Step ``index``'s ``cancelOn``: the request whose arrival cancels the run (None: none)."""
+        found: CancelOn | None = self.steps[index].get("cancelOn")
         return found
 
     def target_input(self, steps: list[JSON], first: bool) -> TargetInput:

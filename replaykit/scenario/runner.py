@@ -24,9 +24,9 @@ from replaykit.cassette import write_atomic
 from replaykit.jsondoc import JSON
 from replaykit.scenario.capabilities import recorded_forms
 from replaykit.scenario.expect import Check, Evidence, check_all
-from replaykit.scenario.formats import Estimate, ReportResult, TargetOutcome
+from replaykit.scenario.formats import CancelOn, Estimate, ReportResult, TargetOutcome
 from replaykit.scenario.model import Scenario
-from replaykit.scenario.target import Target, TargetExit, read_outcome, run_segment, target_env
+from replaykit.scenario.target import Target, TargetExit, interrupt, read_outcome, run_segment, target_env
 from replaykit.scenario.warm import Parents
 from replaykit.server import Entry, FakeProvider
 
@@ -34,6 +34,7 @@ __all__ = ["ASKED_ENV", "Result", "run_jobs", "run_many", "run_scenario"]
 
 ASKED_ENV = "REPLAYKIT_MUTANTS_ASKED"  # where a run without a mutant lists the mutants the target asked about
 MAX_ASKED = 1 << 20  # bytes of that list read at most
+SETTLE = 10.0  # seconds at most for the fake provider to journal the requests of a run that ended
 
 
 @dataclass
@@ -144,6 +145,11 @@ def _without_served_twins(unused: list[JSON], scenario: Scenario) -> list[JSON]:
     return [u for u, place in zip(unused, places, strict=True) if place not in twins]
 
 
+def _untimed(step: JSON) -> JSON:
+    """``step`` without ``cancelAfterMs``: its cancel comes as a signal (``cancelOn``) instead."""
+    return {key: value for key, value in step.items() if key != "cancelAfterMs"}
+
+
 def _new_kill_point(provider: FakeProvider, seen: int) -> bool:
     return len(provider.kill_points()) > seen
 
@@ -174,6 +180,7 @@ class _Segments:
     outcome: TargetOutcome | None = None
     problem: str = ""
     kills: int = 0
+    cancelled: set[int] = field(default_factory=set)  # the steps whose cancelOn sent SIGINT
 
     def run(self, provider: FakeProvider) -> None:
         deadline = time.monotonic() + self.scenario.timeout
@@ -187,6 +194,8 @@ class _Segments:
         self, provider: FakeProvider, number: int, first: int, steps: list[JSON], deadline: float
     ) -> bool:
         given, written = self.root / f"input-{number}.json", self.root / f"outcome-{number}.json"
+        cancels = self._cancels(first, len(steps))
+        steps = [_untimed(step) if first + index in cancels else step for index, step in enumerate(steps)]
         write_atomic(given, json.dumps(self.scenario.target_input(steps, number == 0)).encode("utf-8"))
         extra = {
             "REPLAYKIT_INPUT": str(given),
@@ -200,7 +209,7 @@ class _Segments:
             extra[ASKED_ENV] = str(self.root / "mutants-asked")
         extra.setdefault("REPLAYKIT_TOOL_HOOK", provider.tool_hook)
         env = target_env(provider.env(), extra)
-        ran = self._killed_and_restarted(provider, env, deadline)
+        ran = self._killed_and_restarted(provider, env, deadline, cancels)
         where = f" (segment {number + 1}, from step {first})" if len(self.scenario.segments()) > 1 else ""
         if ran.timed_out:
             self.problem = (
@@ -219,14 +228,44 @@ class _Segments:
         self.outcome = _merge(self.outcome, outcome, first)
         return True
 
+    def _cancels(self, first: int, count: int) -> dict[int, CancelOn]:
+        """The steps of a segment (from ``first``) cancelled by a signal on this target, by index: those
+        with ``cancelOn`` when it declares cancel-signal, or when they have no ``cancelAfterMs`` to fall
+        back on (a target without a manifest keeps the timer it had)."""
+        found = {}
+        for index in range(first, first + count):
+            on = self.scenario.cancel_on(index)
+            timed = "cancelAfterMs" in self.scenario.steps[index]
+            if on is not None and (self.target.manifest.declares("cancel-signal") or not timed):
+                found[index] = on
+        return found
+
+    def _arm(self, provider: FakeProvider, cancels: dict[int, CancelOn], pgid: int) -> Callable[[], None]:
+        """Interrupt the run (process group ``pgid``) once a step's ``cancelOn`` request has arrived (each
+        at most once in the scenario, whatever the restarts); the function that withdraws them."""
+        cancel = self._cancel
+        withdraw = [provider.when_received(on["route"], on["nth"], functools.partial(cancel, index, pgid))
+                    for index, on in cancels.items() if index not in self.cancelled]
+
+        def disarm() -> None:
+            for each in withdraw:
+                each()
+        return disarm
+
+    def _cancel(self, index: int, pgid: int) -> None:
+        if index not in self.cancelled:
+            self.cancelled.add(index)
+            interrupt(pgid)
+
     def _killed_and_restarted(self, provider: FakeProvider, env: dict[str, str],
-                              deadline: float) -> TargetExit:
+                              deadline: float, cancels: dict[int, CancelOn]) -> TargetExit:
         """One run of the segment; each time a new kill point is reached, SIGKILL and run it again (at most
-        as often as the scenario's kill faults fire)."""
+        as often as the scenario's kill faults fire). A ``cancelOn`` request arriving interrupts the run."""
         while True:
+            arm = functools.partial(self._arm, provider, cancels) if cancels else None
             ran = run_segment(self.target, self.root / "work", env, deadline - time.monotonic(), self.root,
                               functools.partial(_new_kill_point, provider, len(provider.kill_points())),
-                              self.parents)
+                              self.parents, arm)
             if not ran.killed or self.kills >= self.scenario.kills_armed:
                 return ran
             self.kills += 1
@@ -262,6 +301,7 @@ def run_scenario(
         segments = _Segments(scenario, target, root, mutant, parents)
         with FakeProvider(scenario.cassettes, faults=scenario.faults, journal_bodies="full") as provider:
             segments.run(provider)
+            provider.settled(SETTLE)  # the ended run's held requests journaled before the journal is read
             journal = list(provider.journal)
             unused = _without_served_twins(provider.unused(), scenario)
         seen = Evidence(

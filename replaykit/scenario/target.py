@@ -33,7 +33,7 @@ from replaykit.scenario.capabilities import Manifest, find_manifest, load_manife
 from replaykit.scenario.formats import TargetOutcome
 from replaykit.scenario.warm import Parents
 
-__all__ = ["DEFAULT_TARGET", "Target", "TargetExit", "read_outcome", "run_segment", "target_env"]
+__all__ = ["DEFAULT_TARGET", "Target", "TargetExit", "interrupt", "read_outcome", "run_segment", "target_env"]
 
 DEFAULT_TARGET = "python:replaykit.reference:run"
 PYTHON_PREFIX = "python:"
@@ -158,6 +158,14 @@ def _kill_group(process: _Process) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
+def interrupt(pgid: int) -> None:
+    """Send SIGINT to the run's process group ``pgid`` (its leader's pid), as a terminal's Ctrl-C does:
+    the target itself (cold, or forked from a warm parent: each leads its own session) and any process it
+    started, a wrapper script's child included; nothing when the group is gone."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGINT)
+
+
 def _tail(path: Path) -> str:
     try:
         text = path.read_bytes()[-_TAIL * 4 :].decode("utf-8", "replace")
@@ -258,15 +266,22 @@ def _start(target: Target, cwd: Path, env: Mapping[str, str], logs: Path,
 def run_segment(
     target: Target, cwd: Path, env: Mapping[str, str], timeout: float, logs: Path,
     stop: Callable[[], bool] | None = None, parents: Parents | None = None,
+    arm: Callable[[int], Callable[[], None]] | None = None,
 ) -> TargetExit:
     """Run ``target`` once in ``cwd`` with ``env``; kill its process group after ``timeout`` seconds, or as
     soon as ``stop()`` is true (and any process it left behind once it exits). Its stdout and stderr go to
-    files in ``logs``. ``parents``: the batch's warm parents (a Python target's run is forked from one)."""
+    files in ``logs``. ``parents``: the batch's warm parents (a Python target's run is forked from one).
+    ``arm``: called with the run's process group once it started (e.g. to :func:`interrupt` it when a
+    request arrives); what it returns is called before the group is killed."""
     start = time.monotonic()
     process = _start(target, cwd, env, logs, parents)
+    disarm: Callable[[], None] | None = None
     try:
+        disarm = arm(process.pid) if arm is not None else None
         ended = _wait(process, timeout, stop)
     finally:
+        if disarm is not None:
+            disarm()
         _kill_group(process)
         process.wait()
     code = process.returncode if ended == "exited" else None

@@ -1,8 +1,9 @@
 """Error bodies and headers in each provider's own envelope, so SDKs raise their normal errors.
 
-Anthropic ``{"type": "error", "error": {...}}``, OpenAI and Azure ``{"error": {...}}``, Cloudflare's v4 and AI
-Gateway envelopes, and the mid-stream error events (a Chat Completions stream's: a ``data:`` line holding
-OpenAI's error envelope, no event name); the shapes and their sources:
+Anthropic ``{"type": "error", "error": {...}}``, OpenAI and Azure ``{"error": {...}}``, Google's (Gemini,
+Vertex AI) ``{"error": {"code", "message", "status"}}``, Cloudflare's v4 and AI Gateway envelopes, and the
+mid-stream error events (a Chat Completions or Gemini stream's: an unnamed ``data:`` line holding the
+provider's error envelope); the shapes and their sources:
 docs/architecture/server.md.
 """
 
@@ -56,6 +57,22 @@ _CLOUDFLARE_V4 = {
     403: (10000, "Authentication error"),
     404: (7003, "Could not route to the requested path"),
 }
+#: Google's canonical error codes by HTTP status (google.rpc.Code; Gemini's troubleshooting page lists 400,
+#: 403, 404, 429, 500, 503 and 504).
+_GOOGLE_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ABORTED",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    500: "INTERNAL",
+    501: "UNIMPLEMENTED",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+_GOOGLE = frozenset({"gemini", "vertex"})
 _CLOUDFLARE_GATEWAY = {402: "web_search_payment_required", 429: "web_search_rate_limited"}
 _REQUEST_ID_HEADER = {
     "anthropic": "request-id",
@@ -95,6 +112,12 @@ def _openai(status: int, message: str, error_type: str | None, code: str | None,
         "error": {"message": message, "type": error_type or kind, "param": param,
                   "code": code or default_code}
     }
+
+
+def _google(status: int, message: str, error_type: str | None) -> dict[str, object]:
+    """``{"error": {code, message, status}}``; ``error_type`` names the status (``FAILED_PRECONDITION``)."""
+    name = error_type or _GOOGLE_STATUSES.get(status, "INTERNAL" if status >= 500 else "INVALID_ARGUMENT")
+    return {"error": {"code": status, "message": message, "status": name}}
 
 
 def _cloudflare(status: int, message: str, code: str | None, rid: str) -> dict[str, object]:
@@ -138,6 +161,8 @@ def error_reply(
         body = _anthropic(status, text, error_type, rid)
     elif provider == "cloudflare":
         body = _cloudflare(status, message, code, rid)
+    elif provider in _GOOGLE:
+        body = _google(status, text, error_type)
     else:
         body = _openai(status, text, error_type, code, param)
     head = {"content-type": "application/json", _REQUEST_ID_HEADER.get(provider or "", "x-request-id"): rid}
@@ -146,7 +171,12 @@ def error_reply(
 
 
 def error_event(provider: str | None, *, error_type: str | None, message: str, sequence_number: int) -> bytes:
-    """A mid-stream ``event: error`` block in the provider's shape."""
+    """A mid-stream ``event: error`` block in the provider's shape (Google's: a ``data:`` line holding the
+    error envelope, with no ``event:`` field, as google-genai reads it)."""
+    if provider in _GOOGLE:
+        code = next((code for code, name in _GOOGLE_STATUSES.items() if name == error_type), 500)
+        body = _google(code, message or "An internal error has occurred.", error_type)
+        return sse.encode(json.dumps(body)).raw
     if provider == "anthropic":
         data: dict[str, object] = {
             "type": "error",
@@ -171,16 +201,17 @@ def chat_error_event(*, error_type: str | None, message: str) -> bytes:
     return sse.encode(json.dumps({"error": error})).raw
 
 
-def is_chat_error(event: sse.Event) -> bool:
-    """True for a Chat Completions error line: an unnamed event whose JSON holds ``error`` and no
-    ``choices``."""
+def is_error_line(event: sse.Event) -> bool:
+    """True for a mid-stream error line of Chat Completions or Gemini: an unnamed event whose JSON holds
+    an ``error`` object and no ``choices`` or ``candidates``."""
     if event.event is not None or '"error"' not in (event.data or ""):
         return False
     try:
         data = event.json()
     except ValueError:
         return False
-    return isinstance(data, dict) and isinstance(data.get("error"), dict) and "choices" not in data
+    answer = isinstance(data, dict) and bool({"choices", "candidates"} & set(data))
+    return isinstance(data, dict) and isinstance(data.get("error"), dict) and not answer
 
 
 def failed_event(
@@ -200,8 +231,9 @@ def failed_event(
 
 
 def streams_an_error(body: bytes) -> bool:
-    """True when the last event of the stream ``body`` is an error (:data:`ERROR_EVENTS`; both providers end a
-    stream with its error event): it answers with a failure although its status is 200.
+    """True when the last event of the stream ``body`` is an error (:data:`ERROR_EVENTS`, or Google's ``data:
+    {"error": ...}``; every provider ends a stream with its error event): it answers with a failure although
+    its status is 200.
 
     Only the events in its last :data:`ERROR_TAIL` bytes are read: a stream of any size costs the same.
     """
@@ -212,4 +244,4 @@ def streams_an_error(body: bytes) -> bool:
             return False
         tail = body[boundary.end():]
     events = [event for event in sse.iter_events([tail]) if event.dispatched]
-    return bool(events) and (event_type(events[-1]) in ERROR_EVENTS or is_chat_error(events[-1]))
+    return bool(events) and (event_type(events[-1]) in ERROR_EVENTS or is_error_line(events[-1]))

@@ -22,6 +22,7 @@ from replaykit.contracts import STRICT, Profile
 from replaykit.errors import ReplaykitError
 from replaykit.redact import redact_header
 from replaykit.redact.names import DEFAULT_RULES
+from replaykit.redact.shapes import PLACEHOLDER
 from replaykit.server import envelopes, verdicts
 from replaykit.server.connections import Limits
 from replaykit.server.diff import brief
@@ -39,9 +40,20 @@ from replaykit.server.matching import (
 from replaykit.server.plan import Plan, Timing, error_plan, plan_for, recorded_chunks, unchanged_plan
 from replaykit.server.seam import Exchange, Progress, Request
 
-__all__ = ["KillPoint", "Settings", "State", "begin", "handle"]
+__all__ = ["Arrival", "KillPoint", "Settings", "State", "begin", "handle"]
 
 KillPoint = dict[str, object]  # a response held after its events (seq, route, events) or a tool call
+
+
+@dataclass(slots=True, eq=False)
+class Arrival:
+    """An action to take once the ``nth`` request on ``route`` (a route or provider name, ``*``: any, as a
+    fault selects) has arrived: called once, in the server thread, under the state's lock (so it must be
+    quick and never call back into the provider)."""
+
+    route: str
+    nth: int
+    action: Callable[[], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +83,44 @@ class State:
     limits: Limits = field(default_factory=Limits)
     watch: Callable[[Entry], None] | None = None
     kill_points: list[KillPoint] = field(default_factory=list)
+    arrivals: list[Arrival] = field(default_factory=list)
+    open: int = 0  # requests admitted whose entry is not yet in the journal
+    quiet: threading.Condition = field(init=False)  # notified as each of them is journaled
+
+    def __post_init__(self) -> None:
+        self.quiet = threading.Condition(self.lock)
+
+    def journaled(self) -> None:
+        """An admitted request's entry is in the journal: one fewer open."""
+        with self.lock:
+            self.open = max(0, self.open - 1)
+            self.quiet.notify_all()
+
+    def settled(self, timeout: float) -> bool:
+        """Wait until every admitted request is in the journal (a client gone: as soon as the server sees it);
+        False when ``timeout`` seconds (a bound on a hang) pass first."""
+        with self.quiet:
+            return self.quiet.wait_for(lambda: self.open == 0, timeout)
+
+    def when_received(self, arrival: Arrival) -> Callable[[], None]:
+        """Take ``arrival``'s action once its request has arrived (at once when it has already); the function
+        that withdraws it (after which the action is never taken)."""
+        with self.lock:
+            self.arrivals.append(arrival)
+            self.arrived()
+
+        def withdraw() -> None:
+            with self.lock:
+                if arrival in self.arrivals:
+                    self.arrivals.remove(arrival)
+        return withdraw
+
+    def arrived(self) -> None:
+        """Take the actions of the arrivals whose request has come (the caller holds the lock)."""
+        due = [a for a in self.arrivals if self.counts[a.route] >= a.nth]
+        for arrival in due:
+            self.arrivals.remove(arrival)
+            arrival.action()
 
     def reached(self, point: KillPoint) -> None:
         """Record a kill point reached (a response or a tool call held for a ``kill`` fault)."""
@@ -85,7 +135,7 @@ class State:
             self.faults.clear()
             self.kill_points.clear()
             self.pool.reset()
-            self.seq = 0
+            self.seq = self.open = 0
 
     def unused(self, session: bool = False) -> list[dict[str, object]]:
         """Interactions never delivered whole since the last reset (``session``: since they were loaded):
@@ -127,21 +177,33 @@ def _entry(state: State, received: Received) -> Entry:
         received.route.name,
         received.method,
         received.path,
-        received.query,
+        _query(received.query),
         {name: value if _as_sent(name) else redact_header(name, value)
          for name, value in received.headers.items()},
         **body,
     )
 
 
+def _query(query: dict[str, list[str]]) -> dict[str, list[str]]:
+    """``query`` with the values of secret parameters (Gemini's ``?key=``, ``sig``...) replaced for the
+    journal."""
+    if not query or not any(map(DEFAULT_RULES.secret_query, query)):
+        return query
+    return {name: [PLACEHOLDER] * len(values) if DEFAULT_RULES.secret_query(name) else values
+            for name, values in query.items()}
+
+
 def _admit(state: State, received: Received) -> tuple[Entry, list[Fault]]:
     with state.lock:
         state.seq += 1
+        state.open += 1
         route = received.route
         counts = state.counts
         for key in ("*", route.name, route.provider):
             if key:
                 counts[key] += 1
+        if state.arrivals:
+            state.arrived()
         faults = state.faults
         chosen = [
             f for f in faults if f.selects(route.name, route.provider, counts[f.route or "*"])
@@ -293,6 +355,7 @@ class _Exchange:
         entry.duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
         if first:
             self.state.journal.append(entry)
+            self.state.journaled()
         _log(self.state, entry, self.received)
         if progress.outcome == "hung" and any(f["kind"] == "kill" and f["applied"] for f in entry.faults):
             self.state.reached({"seq": entry.seq, "route": entry.route, "events": progress.chunks})

@@ -19,7 +19,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from replaykit.canonical import canonical
 from replaykit.cassette import Interaction, Request, body_json
-from replaykit.routes import Route, classify, classify_uri
+from replaykit.redact.names import DEFAULT_RULES
+from replaykit.routes import Route, classify, classify_uri, streams_by_path
 from replaykit.server.diff import Change, Pattern, brief, compile_patterns, diff
 from replaykit.server.envelopes import streams_an_error
 
@@ -50,6 +51,7 @@ INTERACTION_HEADER = "x-replaykit-interaction"
 NEAR_MISSES = 3
 _SUFFIX = re.compile(r"\.(ya?ml|json)$", re.IGNORECASE)
 _DEPLOYMENT = re.compile(r"/openai/deployments/([^/]+)/")
+_PATH_MODEL = re.compile(r"/models/([^/:]+):[A-Za-z]+$")  # Gemini, Vertex AI: the model is in the path
 
 Matcher = Callable[["Received", Request], bool]
 
@@ -111,9 +113,11 @@ class Received:
         return cls.build(method, path, parsed, headers, body, classify(method, path))
 
 
-def wants_stream(body: object) -> bool:
-    """True when a request body asks for an event stream (``"stream": true``)."""
-    return isinstance(body, dict) and body.get("stream") is True
+def wants_stream(body: object, path: str = "") -> bool:
+    """True when a request asks for an event stream: its body says ``"stream": true``, or its ``path`` (no
+    query) is Gemini's ``:streamGenerateContent``, whose body has no such flag."""
+    return (isinstance(body, dict) and body.get("stream") is True) or streams_by_path(path)
+
 
 
 @dataclass(slots=True)
@@ -153,17 +157,19 @@ class Slot:
         return self._json[2]
 
     def stream_matches(self, received: Received) -> bool:
-        """The ``stream`` matcher: ``received`` asks for a stream (:func:`wants_stream`; read from the
-        recording's parse when its bytes are the recording's own, so it is not parsed for it) exactly when
-        the interaction was recorded for a stream (its request asked for one, or its response is an event
-        stream). What the recording says is known once per recorded request and response body."""
+        """The ``stream`` matcher: ``received`` asks for a stream (:func:`wants_stream`, by body or path;
+        the body read from the recording's parse when its bytes are the recording's own, so it is not parsed
+        for it) exactly when the interaction was recorded for a stream (its request asked for one by body or
+        path, or its response is an event stream). What the recording says is known once per recorded
+        request and response body."""
         request, response = self.interaction.request, self.interaction.response
         known = self.memo.get("stream")
         if known is None or known[0] is not request.body or known[1] is not response.body:
             asks = wants_stream(self.request_json)
-            known = self.memo["stream"] = (request.body, response.body, asks, asks or response.is_stream)
+            streamed = asks or response.is_stream or streams_by_path(_path_of(request))
+            known = self.memo["stream"] = (request.body, response.body, asks, streamed)
         asks = known[2] if received.body == known[0] else wants_stream(received.json)
-        return bool(asks == known[3])
+        return bool((asks or streams_by_path(received.path)) == known[3])
 
     def where(self) -> dict[str, Any]:
         """``{cassette, index, line}`` for the journal."""
@@ -204,10 +210,16 @@ def _query_of(request: Request) -> dict[str, list[str]]:
     return parse_qs(urlsplit(request.uri).query, keep_blank_values=True)
 
 
+def _public(query: dict[str, list[str]]) -> dict[str, list[str]]:
+    """``query`` without its secret parameters (Gemini's ``?key=``...): a recording holds them redacted, a
+    client sends its own; like credential headers, they are never matched."""
+    return {name: values for name, values in query.items() if not DEFAULT_RULES.secret_query(name)}
+
+
 def _model(body: object, path: str) -> str | None:
     if isinstance(body, dict) and isinstance(body.get("model"), str):
         return str(body["model"])
-    found = _DEPLOYMENT.search(path)
+    found = _DEPLOYMENT.search(path) or _PATH_MODEL.search(path)
     return found.group(1) if found else None
 
 
@@ -232,7 +244,7 @@ def _builtin(name: str, ignore: tuple[Pattern, ...]) -> _Check:
         "stream": lambda r, s: s.stream_matches(r),
         "method": lambda r, s: r.method == s.interaction.request.method.upper(),
         "path": lambda r, s: r.path == _path_of(s.interaction.request),
-        "query": lambda r, s: r.query == _query_of(s.interaction.request),
+        "query": lambda r, s: _public(r.query) == _public(_query_of(s.interaction.request)),
         "body": lambda r, s: not _body_diff(r, s, ignore, 1),
         "model": lambda r, s: (
             _model(r.json, r.path) == _model(s.request_json, _path_of(s.interaction.request))

@@ -27,7 +27,7 @@ from replaykit.server import admin, exchange
 from replaykit.server.background import Background, bind, cancel_pending, new_loop
 from replaykit.server.catalogue import CassetteSource, Catalogue, declared_profile
 from replaykit.server.connections import BODY_DEADLINE, BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS, Limits
-from replaykit.server.exchange import KillPoint, Settings, State
+from replaykit.server.exchange import Arrival, KillPoint, Settings, State
 from replaykit.server.faults import Fault
 from replaykit.server.journal import WINDOW, Entry, Journal
 from replaykit.server.matching import DEFAULT_VOLATILE, Matcher, Pool, near_text
@@ -309,6 +309,19 @@ class FakeProvider:
         fault (:mod:`replaykit.server.faults`)."""
         with self._state.lock:
             return list(self._state.kill_points)
+
+    def settled(self, timeout: float = 5.0) -> bool:
+        """Wait until every request received is in the journal: one whose client left mid-answer (its target
+        ended) is journaled only once the server has seen it go. False when ``timeout`` seconds (a bound on
+        a hang, not a wait) pass first."""
+        return self._state.settled(timeout)
+
+    def when_received(self, route: str, nth: int, action: Callable[[], None]) -> Callable[[], None]:
+        """Call ``action`` once the ``nth`` request on ``route`` (a route or provider name, as faults select
+        it; counted since the last :meth:`reset`) has arrived, before it is answered: in the server thread,
+        under the provider's lock (quick, and never calling back into the provider), or here at once when it
+        has arrived already. Returns the function that withdraws it. No polling: the arrival takes it."""
+        return self._state.when_received(Arrival(route, nth, action))
 
     @property
     def tool_hook(self) -> str:

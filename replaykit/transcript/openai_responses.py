@@ -90,7 +90,7 @@ def _openai_item(raw: object, index: int, provider: str) -> list[AssistantBlock]
         return [_openai_reasoning(item)]
     if kind == "function_call":
         return [_openai_function_call(item)]
-    if kind == "web_search_call":
+    if kind in ("web_search_call", "x_search_call"):  # x_search_call: xAI's X search, run by the provider
         return [_openai_search(item, provider)]
     return [_opaque(item, provider, OPENAI_API)]  # code interpreter, MCP, a new tool's item...: kept whole
 
@@ -137,10 +137,20 @@ def _openai_search(item: JSON, provider: str) -> HostedSearchCall | HostedSearch
                 "toolUseId": ident, "errorCode": "failed", "raw": copy.deepcopy(item)}
     call: HostedSearchCall = {"type": "hostedSearch", "phase": "call", "provider": provider,
                               "api": OPENAI_API, "id": ident, "raw": copy.deepcopy(item)}
-    query = _openai_query(item.get("action"))
+    query = _openai_query(item.get("action")) or _argument_query(item.get("arguments"))
     if query is not None:
         call["query"] = query
     return call
+
+
+def _argument_query(arguments: object) -> str | None:
+    """The ``query`` of an xAI search call's JSON ``arguments`` (None when there is none)."""
+    try:
+        parsed = jsondoc.loads(arguments) if isinstance(arguments, str) else None
+    except ValueError:
+        return None
+    query = parsed.get("query") if isinstance(parsed, dict) else None
+    return query if isinstance(query, str) else None
 
 
 def _openai_query(action: object) -> str | None:

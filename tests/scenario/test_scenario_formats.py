@@ -26,6 +26,7 @@ PAIRS: list[tuple[Any, str, str]] = [
     (f.ScenarioDoc, "scenario", ""),
     (f.TargetInput, "target-input", ""),
     (f.Step, "target-input", "/$defs/step"),
+    (f.CancelOn, "scenario", "/$defs/step/properties/cancelOn"),
     (f.TargetOutcome, "target-outcome", ""),
     (f.OutcomeError, "target-outcome", "/$defs/error"),
     (f.Estimate, "target-outcome", "/$defs/estimate"),

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-PINS = {"@anthropic-ai/sdk": "1.16.0", "openai": "6.30.1"}
+PINS = {"@anthropic-ai/sdk": "1.16.0", "openai": "6.30.1", "@google/genai": "2.32.0"}
 CACHE = Path(__file__).resolve().parents[2] / ".cache" / "node-sdks"
 CLIENT = Path(__file__).resolve().parents[1] / "fixtures" / "sdk_client.cjs"
 INSTALL_TIMEOUT = 600

@@ -33,7 +33,7 @@ DEFECTS = {  # scenario: the check the library's defect fails (examples/targets/
 }
 VOCABULARY = {"anthropic-messages", "openai-responses", "azure-responses", "stream", "non-stream",
               "hosted-search", "tool:read", "tool:task", "tool:web_search", "research", "durable", "restart",
-              "persisted-transcript", "cancel", "estimates"}
+              "persisted-transcript", "cancel", "cancel-signal", "estimates"}
 LACKS = {"estimates", "durable", "research", "tool:task", "tool:web_search"}
 SEARCH = {"type": "hostedSearch", "maxUses": 5}
 
@@ -96,6 +96,20 @@ def test_a_cancelled_run_is_aborted_and_persists_nothing(command: str, tmp_path:
                                    "error": {"code": "CANCELLED", "provenance": "cancelled"},
                                    "providerRequests": 1, "persistWrites": 0, "unused": True})
     result = _run([path], command)["cancelled"]
+    assert result.passed, result.failure_text()
+
+
+def test_a_run_cancelled_by_sigint_once_its_request_arrived_is_aborted(command: str, tmp_path: Path) -> None:
+    """cancelOn: the runner's SIGINT, once the stalled request has arrived, aborts the library's request."""
+    step = {"prompt": "When was Python 3.13 released, and what are its headline features?",
+            "provider": "anthropic", "model": "claude-sonnet-4-6",
+            "cancelOn": {"route": "anthropic", "nth": 1}}
+    path = _scenario(tmp_path, "interrupted", "anthropic/web_search_stream.yaml", step, idleTimeoutMs=60000,
+                     faults=[{"kind": "stall", "route": "anthropic", "nth": 1, "after": 2, "ms": 20000}],
+                     expectations={"outcome": "aborted",
+                                   "error": {"code": "CANCELLED", "provenance": "cancelled"},
+                                   "providerRequests": 1, "persistWrites": 0, "unused": True})
+    result = _run([path], command)["interrupted"]
     assert result.passed, result.failure_text()
 
 

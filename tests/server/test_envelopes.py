@@ -20,6 +20,8 @@ STATUSES = (400, 401, 402, 403, 404, 413, 429, 500, 503, 504, 529)
         ("openai", "openai.error", "x-request-id"),
         ("azure", "openai.error", "x-request-id"),
         ("cloudflare", "cloudflare.error", "cf-aig-request-id"),
+        ("gemini", "gemini.error", "x-request-id"),
+        ("vertex", "gemini.error", "x-request-id"),
     ],
 )
 def test_error_reply_fits_the_provider_contract(provider: str, kind: str, header: str, status: int) -> None:
@@ -40,6 +42,28 @@ def test_error_reply_overrides() -> None:
     assert reply.headers["retry-after"] == "3"
     openai_body = json.loads(envelopes.error_reply("openai", 400, code="bad_thing").body)
     assert openai_body["error"]["code"] == "bad_thing"
+
+
+@pytest.mark.parametrize(("status", "name"), [(400, "INVALID_ARGUMENT"), (429, "RESOURCE_EXHAUSTED"),
+                                            (500, "INTERNAL"), (503, "UNAVAILABLE"),
+                                            (418, "INVALID_ARGUMENT")])
+def test_google_error_reply_carries_the_code_and_its_status_name(status: int, name: str) -> None:
+    body = json.loads(envelopes.error_reply("gemini", status, message="m").body)
+    assert body == {"error": {"code": status, "message": "m", "status": name}}
+    named = json.loads(envelopes.error_reply("vertex", 400, error_type="FAILED_PRECONDITION").body)
+    assert named["error"]["status"] == "FAILED_PRECONDITION"
+
+
+def test_google_error_event_is_a_bare_data_line_that_fails_the_stream() -> None:
+    raw = envelopes.error_event("gemini", error_type="UNAVAILABLE", message="overloaded", sequence_number=3)
+    (event,) = sse.parse(raw)
+    assert event.event is None and raw.startswith(b"data: {")  # google-genai reads "data: " lines only
+    assert event.json() == {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}
+    assert contracts.validate("gemini.stream_event", event.json()) == []
+    chunk = b'data: {"candidates": [{"content": {"parts": [{"text": "a"}]}}]}\r\n\r\n'
+    assert envelopes.streams_an_error(chunk + raw)
+    assert not envelopes.streams_an_error(chunk)
+    assert not envelopes.streams_an_error(raw + chunk)
 
 
 def test_anthropic_error_event() -> None:

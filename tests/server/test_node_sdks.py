@@ -154,3 +154,36 @@ def test_the_node_openai_sdk_parses_chat_search_replays_as_recorded(serve: Any, 
     assert streamed["result"] == _recorded_chunks(stream)  # chunk for chunk, annotations delta included
     assert set(streamed["events"]) == {"chat.completion.chunk"}
     assert _served(fake) == ["chat_web_search.yaml", "chat_web_search_stream.yaml"]
+def _gemini_body() -> dict[str, Any]:
+    request = _request("gemini/grounding.yaml")
+    config = {"tools": request["tools"]}
+    return {"model": "gemini-2.5-flash", "contents": request["contents"], "config": config}
+
+
+def _without_sdk_fields(result: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in result.items() if key != "sdkHttpResponse"}
+
+
+def test_google_genai_parses_the_replay_as_the_recording_plain_and_streamed(serve: Any,
+                                                                            modules: Path) -> None:
+    fake = serve(bundled("gemini/grounding.yaml"), bundled("gemini/grounding_stream.yaml"), repeat=True)
+    plain, streamed, from_env = run_client(modules, [
+        {"do": "gemini.create", "baseURL": fake.base_url("gemini"), "body": _gemini_body()},
+        {"do": "gemini.stream", "baseURL": fake.base_url("gemini"), "body": _gemini_body()},
+        {"do": "gemini.create", "body": _gemini_body()},  # GOOGLE_GEMINI_BASE_URL, read by @google/genai
+    ], env={"GOOGLE_GEMINI_BASE_URL": fake.base_url("gemini")})
+    recorded = cassette.load(bundled("gemini/grounding.yaml")).interactions[0].response.json()
+    stream = cassette.load(bundled("gemini/grounding_stream.yaml")).interactions[0].response
+    assert plain["ok"] and _without_sdk_fields(plain["result"]) == recorded
+    assert streamed["ok"] and [_without_sdk_fields(chunk) for chunk in streamed["result"]] == [
+        event.json() for event in stream.events if event.data is not None]
+    assert from_env["ok"] and _without_sdk_fields(from_env["result"]) == recorded
+    assert _served(fake) == ["grounding.yaml", "grounding_stream.yaml", "grounding.yaml"]
+
+
+def test_google_genai_raises_the_recorded_error(serve: Any, modules: Path) -> None:
+    fake = serve(bundled("gemini/error_503_unavailable.yaml"))
+    (overloaded,) = run_client(modules, [{"do": "gemini.create", "baseURL": fake.base_url("gemini"),
+                                          "body": _gemini_body()}])
+    assert not overloaded["ok"] and overloaded["status"] == 503 and "UNAVAILABLE" in overloaded["message"]
+    assert "The model is overloaded" in overloaded["message"]

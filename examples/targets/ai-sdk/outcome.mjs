@@ -42,7 +42,7 @@ function isTransport(caught) {
 
 /** The outcome's error for what the library threw (`cancelled`: the run's abort signal fired). */
 export function classify(caught, cancelled) {
-  if (cancelled) return error("CANCELLED", "cancelled", false, "cancelled (cancelAfterMs)");
+  if (cancelled) return error("CANCELLED", "cancelled", false, "cancelled (cancelAfterMs or SIGINT)");
   if (caught instanceof LocalError) {
     return { ...error("LOCAL_REQUEST_ERROR", "local", false, caught.message), phase: caught.phase };
   }

@@ -1,7 +1,8 @@
 // A replaykit target built on the Vercel AI SDK: `streamText` / `generateText` with the providers' models
 // (@ai-sdk/anthropic: Messages; @ai-sdk/openai and @ai-sdk/azure: Responses), the providers' own hosted
 // web search tools, the library's retries (`maxRetries`, `streamRetries`), its idle timeouts
-// (`timeout.firstChunkMs` / `chunkMs`), its agent loop (`stopWhen`) and an AbortSignal for `cancelAfterMs`.
+// (`timeout.firstChunkMs` / `chunkMs`), its agent loop (`stopWhen`) and an AbortSignal for `cancelAfterMs`
+// and SIGINT (the runner's `cancelOn`).
 //
 //   REPLAYKIT_INPUT         the input JSON (contracts/replaykit/target-input.schema.json)
 //   REPLAYKIT_OUTCOME       where the outcome JSON goes (target-outcome.schema.json), written atomically
@@ -141,6 +142,7 @@ async function main() {
   const input = JSON.parse(readFileSync(env.REPLAYKIT_INPUT, "utf8"));
   const run = new Run(input);
   const controller = new AbortController();
+  process.on("SIGINT", () => controller.abort()); // a user's Ctrl-C (the runner's cancelOn): the same abort
   let outcome;
   try {
     if (input.recovery) throw new LocalError("preparation", "recovery (durable turns): this target has none");
