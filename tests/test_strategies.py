@@ -333,7 +333,7 @@ def test_transcripts_draw_the_search_blocks_of_the_new_apis() -> None:
 
     collect()
     assert {("gemini-generate", "result"), ("openai-chat", "result")} <= seen
-    assert ("gemini-generate", "call") not in seen  # a Gemini call is display-only: its query is in the result
+    assert ("gemini-generate", "call") not in seen  # display-only: the query is in the result
 
 
 @FAST
