@@ -2,11 +2,9 @@
 
 :func:`project` builds the Anthropic Messages, OpenAI Responses, Gemini generateContent or Chat Completions
 body field by field: provider blocks replayed verbatim from ``raw`` to the same provider and API, projected
-to text or left out for another, display-only blocks never, and left out silently where the API takes no
-input form for them (Gemini grounding, Chat Completions search results and annotations);
+to text or left out for another, never when display-only or when the API has no input form for them;
 :func:`projection` also returns a :class:`Note` for each block left out, with its JSON pointer. Structural
-faults raise :class:`~replaykit.errors.LocalRequestError` (phase ``validation``). Used by the estimator,
-the reference harness and repro; the replay policy in full is in docs/architecture/modules.md.
+faults raise :class:`~replaykit.errors.LocalRequestError`. The replay policy: docs/architecture/modules.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """One provider request on the wire: where it goes, with which headers, and its stream read into a message.
 
-The body is what :func:`replaykit.replay.project` builds, streamed (``stream: true``; Gemini streams by its
-URL, ``:streamGenerateContent?alt=sse``); endpoints and keys come from the target protocol's environment
-(:func:`replaykit.routes.base_urls`), per provider and API. The stream is cut into events by
-:class:`replaykit.sse.Parser` and added up by the transcript converters: Anthropic and Responses end with a
-terminal event, Chat Completions with ``data: [DONE]``, Gemini with a chunk that has a ``finishReason``.
-Failures surface as httpx errors, :class:`StreamCut` or :class:`ProviderEvent`, classified by
-:mod:`replaykit.provenance`. Called by the harness and the research step; the failures are listed in
-docs/architecture/reference.md.
+The body is what :func:`replaykit.replay.project` builds, streamed; endpoints and keys come from the target
+protocol's environment (:func:`replaykit.routes.base_urls`), per provider and API. The stream is cut into
+events by :class:`replaykit.sse.Parser` and added up by the transcript converters; how each API's stream
+ends, and the failures (httpx errors, :class:`StreamCut`, :class:`ProviderEvent`, classified by
+:mod:`replaykit.provenance`), are in docs/architecture/reference.md. Called by the harness and research.
 """
 
 from __future__ import annotations
