@@ -39,6 +39,7 @@ __all__ = [
     "RATES",
     "STRUCTURE",
     "URL",
+    "URL_TOKEN",
     "USAGE_FIELDS",
     "Anchor",
     "Breakdown",
@@ -83,8 +84,14 @@ RATES: Mapping[str, Fraction] = MappingProxyType({
 #: Characters an image counts as (1,200 tokens, the figure pi's compaction uses).
 IMAGE_CHARS = 4800
 USAGE_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
-_IMAGE_TYPES = ("image", "input_image")
-_PARTS = {"system": ("system", "instructions"), "tools": ("tools",), "messages": ("messages", "input")}
+_IMAGE_TYPES = ("image", "input_image", "image_url")
+_IMAGE_KEYS = ("inlineData",)  # a Gemini part holding an image (no type member)
+#: The body keys of each counted part, per API: Anthropic ``system`` / ``messages``, OpenAI Responses
+#: ``instructions`` / ``input``, Gemini ``systemInstruction`` / ``contents``; Chat Completions carries its
+#: system prompt as ``system`` messages, counted as the system part (:func:`_parts`).
+_PARTS = {"system": ("system", "instructions", "systemInstruction"), "tools": ("tools",),
+          "messages": ("messages", "input", "contents")}
+_SYSTEM_ROLES = ("system", "developer")
 _DENOMINATOR = 60  # every rate is a whole number of sixtieths (a test checks it): sums stay integers
 _SIXTIETHS = {name: int(rate * _DENOMINATOR) for name, rate in RATES.items()}
 # The classes are found in the UTF-8 bytes (every class but CJK is ASCII): URLs are blanked, then one
@@ -96,6 +103,10 @@ _MASK = bytes(ord("a") if chr(byte) in OPAQUE_ALPHABET else ord("s") if chr(byte
 _RUN_START = b"a" * OPAQUE_MIN
 _RUN = re.compile(_RUN_START + b"a*")
 _DIGIT, _LETTER = re.compile(b"[0-9]"), re.compile(b"[A-Za-z]")
+_LOWER, _UPPER = re.compile(b"[a-z]"), re.compile(b"[A-Z]")
+#: An opaque token inside a URL (counted as opaque, not URL): OPAQUE_MIN or more base64url characters.
+URL_TOKEN = re.compile(f"[A-Za-z0-9_=+-]{{{OPAQUE_MIN},}}")
+_URL_TOKEN = re.compile(URL_TOKEN.pattern.encode())
 _NOT_DIGITS = bytes(byte for byte in range(256) if not ord("0") <= byte <= ord("9"))
 _SPACED_CJK = re.compile(f" (?={CJK.pattern})")  # o200k_base joins a space to the word it starts (Korean)
 
@@ -185,11 +196,13 @@ def text_chars(text: str) -> Chars:
     digits = _digits(raw)
     blanked, url = _blank_urls(raw) if b"://" in raw else (raw, 0)
     url -= digits - _digits(blanked) if url else 0  # a URL's digits count as digits
+    in_url, in_url_digits = _url_tokens(raw) if url else (0, 0)
     mask = blanked.translate(_MASK)
     opaque, hidden = _opaque(blanked, mask)
     cjk = 0 if text.isascii() else len(CJK.findall(text))
     joined = len(_SPACED_CJK.findall(text)) if cjk else 0
-    return Chars(len(text) - cjk - joined, cjk, mask.count(b"s"), digits - hidden, url, opaque)
+    return Chars(len(text) - cjk - joined, cjk, mask.count(b"s"), digits - hidden - in_url_digits,
+                 url - (in_url - in_url_digits), opaque + in_url)
 
 
 def _digits(raw: bytes) -> int:
@@ -206,6 +219,19 @@ def _blank_urls(raw: bytes) -> tuple[bytes, int]:
         return b" " * (match.end() - match.start())
 
     return _URL_BYTES.sub(spaces, raw), blanked
+
+
+def _url_tokens(raw: bytes) -> tuple[int, int]:
+    """The bytes of opaque tokens inside the URLs of ``raw`` (a redirect or signed URL's key: a run of
+    :data:`URL_TOKEN` with a digit, a lower and an upper case letter, which no word or slug has), and the
+    digits among them."""
+    runs = b"".join(token.group() for found in _URL_BYTES.finditer(raw)
+                    for token in _URL_TOKEN.finditer(found.group()) if _mixed(token.group()))
+    return len(runs), _digits(runs)
+
+
+def _mixed(run: bytes) -> bool:
+    return bool(_DIGIT.search(run) and _LOWER.search(run) and _UPPER.search(run))
 
 
 def _opaque(raw: bytes, mask: bytes) -> tuple[int, int]:
@@ -230,7 +256,7 @@ def _collect(value: object, texts: list[str]) -> int:
         texts.append(value)
         return 0
     if isinstance(value, dict):
-        if value.get("type") in _IMAGE_TYPES:
+        if value.get("type") in _IMAGE_TYPES or any(key in value for key in _IMAGE_KEYS):
             return 1
         value = value.values()
     elif not isinstance(value, list):
@@ -256,7 +282,21 @@ def _chars(values: Iterable[object]) -> Chars:
 
 def body_chars(body: Mapping[str, object]) -> dict[str, Chars]:
     """The counted characters of a projected body, per part: ``system``, ``tools`` and ``messages``."""
-    return {part: _chars(body.get(key) for key in keys) for part, keys in _PARTS.items()}
+    return {part: _chars(values) for part, values in _parts(body).items()}
+
+
+def _parts(body: Mapping[str, object]) -> dict[str, list[object]]:
+    """The counted values of each part of ``body``; a Chat Completions ``system`` message is the system."""
+    parts = {part: [body.get(key) for key in keys] for part, keys in _PARTS.items()}
+    messages = body.get("messages")
+    if isinstance(messages, list) and any(_system_message(message) for message in messages):
+        parts["system"].append([message for message in messages if _system_message(message)])
+        parts["messages"] = [[message for message in messages if not _system_message(message)]]
+    return parts
+
+
+def _system_message(message: object) -> bool:
+    return isinstance(message, dict) and message.get("role") in _SYSTEM_ROLES
 
 
 # ---------------------------------------------------------------- usage anchoring
@@ -336,7 +376,8 @@ def estimate(transcript: Mapping[str, object], target: ProviderModel | Mapping[s
              exact: bool = False) -> Estimate:
     """Estimate the input tokens of ``project(transcript, target)``, anchored on valid usage.
 
-    ``exact=True`` counts with tiktoken's ``o200k_base`` instead of the heuristic (OpenAI and Azure only).
+    ``exact=True`` counts with tiktoken's ``o200k_base`` instead of the heuristic (OpenAI and Azure only:
+    Responses and Chat Completions).
     Raises :class:`~replaykit.errors.LocalRequestError` (phase ``validation``) when ``project`` does on what
     is counted: the whole transcript, or with an anchor the messages after it.
     """
@@ -390,13 +431,13 @@ _LOAD_LOCK = threading.Lock()
 
 
 def _exact_counter(target: ProviderModel) -> Callable[[Mapping[str, object]], dict[str, int]]:
-    if target.api != "openai-responses":
+    if target.api not in ("openai-responses", "openai-chat"):
         raise UsageError(f"exact counting uses OpenAI's o200k_base; {target.provider} has no public "
                          "tokenizer: use the heuristic (exact=False)")
     encoding = o200k_base()
 
     def count(body: Mapping[str, object]) -> dict[str, int]:
-        return {part: _exact(encoding, [body.get(key) for key in keys]) for part, keys in _PARTS.items()}
+        return {part: _exact(encoding, values) for part, values in _parts(body).items()}
 
     return count
 
@@ -406,7 +447,7 @@ def o200k_tokens(body: Mapping[str, object]) -> int:
     as ``IMAGE_CHARS / 4``): exact for OpenAI, a stated proxy for Anthropic (whose tokenizer is not
     public). Raises :class:`ExactModeUnavailable`."""
     encoding = o200k_base()
-    return sum(_exact(encoding, [body.get(key) for key in keys]) for keys in _PARTS.values())
+    return sum(_exact(encoding, values) for values in _parts(body).values())
 
 
 def _exact(encoding: tiktoken.Encoding, values: list[object]) -> int:

@@ -102,7 +102,9 @@ def status_retryable(status: int, should_retry: str | None = None, provider_type
 
 
 _TRANSIENT_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error", "timeout_error",
-                              "server_error", "rate_limit_exceeded"})
+                              "server_error", "rate_limit_exceeded",
+                              # Google's statuses (google.rpc.Code) of 429, 500, 503 and 504
+                              "RESOURCE_EXHAUSTED", "INTERNAL", "UNAVAILABLE", "DEADLINE_EXCEEDED"})
 
 
 def causes(exc: BaseException) -> Iterator[BaseException]:
@@ -142,7 +144,8 @@ def classify(failure: BaseException | object) -> ErrorInfo:
 def event_error(data: Mapping[str, Any]) -> ErrorInfo:
     """Classify a provider's mid-stream error event (HTTP 200): Anthropic's ``error`` event
     (``{"error": {"type", "message"}}``), OpenAI's ``error`` event (``{"code", "message"}``) or its
-    ``response.failed`` (``{"response": {"error": {"code", "message"}}}``). Retryable when its type is a
+    ``response.failed`` (``{"response": {"error": {"code", "message"}}}``), a Chat Completions or Gemini
+    chunk that is an error body (``{"error": {"message", "type" | "status"}}``). Retryable when its type is a
     transient one (overloaded, rate limit, server error...)."""
     response = data.get("response")
     if isinstance(response, Mapping) and isinstance(response.get("error"), Mapping):
@@ -290,7 +293,8 @@ def _error_fields(body: object) -> tuple[str | None, str, str | None]:
         return None, "", None
     error = body.get("error")
     if isinstance(error, Mapping):
-        kind = error.get("type") or error.get("code")
+        status = error.get("status") if isinstance(error.get("status"), str) else None  # Google's: a name
+        kind = error.get("type") or status or error.get("code")
         message = error.get("message") or ""
         request_id = body.get("request_id") or error.get("gatewayRequestId")
         return _str_or_none(kind), str(message), _str_or_none(request_id)

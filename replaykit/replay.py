@@ -1,11 +1,10 @@
 """Project a neutral transcript onto a target: exactly the request body a correct harness sends.
 
-:func:`project` builds the Anthropic Messages or OpenAI Responses body field by field: provider blocks
-replayed verbatim from ``raw`` to the same provider and API, projected to text or left out for another,
-display-only blocks never; :func:`projection` also returns a :class:`Note` for each block left out, with its
-JSON pointer. Structural faults raise :class:`~replaykit.errors.LocalRequestError` (phase ``validation``).
-Used by the estimator, the reference harness and repro; the replay policy in full is in
-docs/architecture/modules.md.
+:func:`project` builds the Anthropic Messages, OpenAI Responses, Gemini generateContent or Chat Completions
+body field by field: provider blocks replayed verbatim from ``raw`` to the same provider and API, projected
+to text or left out for another, never when display-only or when the API has no input form for them;
+:func:`projection` also returns a :class:`Note` for each block left out, with its JSON pointer. Structural
+faults raise :class:`~replaykit.errors.LocalRequestError`. The replay policy: docs/architecture/modules.md.
 """
 
 from __future__ import annotations
@@ -186,9 +185,14 @@ class _Walk:
                                             f"sent to {self.target.provider}/{self.target.api}: dropped"))
             return False
         if kind == "hostedSearch" and not isinstance(block.get("raw"), dict):
-            self.notes.append(Note(pointer, "display-only hostedSearch block (no raw): not replayed"))
+            if not (self.same(message, block) and self.target.api in _NO_SEARCH_INPUT):
+                self.notes.append(Note(pointer, "display-only hostedSearch block (no raw): not replayed"))
             return False
         return True
+
+
+#: The APIs that take no search history back: their own search blocks are left out silently.
+_NO_SEARCH_INPUT = ("gemini-generate", "openai-chat")
 
 
 Numbered = list[tuple[int, JSON]]
@@ -491,6 +495,273 @@ _OPENAI_BLOCKS: dict[str, Callable[[JSON, bool, list[JSON], Copy], None]] = {
 }
 
 
+# ---------------------------------------------------------------- Gemini generateContent
+
+
+def _gemini_body(transcript: JSON, walk: _Walk) -> JSON:
+    """``{systemInstruction?, tools?, contents}``: the model is in the URL path, not the body."""
+    body: JSON = {}
+    messages = _messages(transcript, walk)
+    if (system := _system(transcript)) is not None and not walk.since:
+        body["systemInstruction"] = {"parts": [{"text": system}]}
+    if not walk.since and (tools := _gemini_tools(_tools(transcript, walk), walk.copy)):
+        body["tools"] = tools
+    body["contents"] = _gemini_contents(messages, walk)
+    return body
+
+
+def _gemini_tools(tools: list[JSON], copy: Copy) -> list[JSON]:
+    """One tool holding every function declaration, then ``googleSearch`` (the SDK's REST field names)."""
+    declarations = [_gemini_declaration(tool, copy) for tool in tools if tool.get("type") != "hostedSearch"]
+    out: list[JSON] = [{"functionDeclarations": declarations}] if declarations else []
+    if any(tool.get("type") == "hostedSearch" for tool in tools):
+        out.append({"googleSearch": {}})
+    return out
+
+
+def _gemini_declaration(tool: JSON, copy: Copy) -> JSON:
+    out: JSON = {"name": str(tool.get("name"))}
+    if isinstance(tool.get("description"), str):
+        out["description"] = tool["description"]
+    out["parametersJsonSchema"] = copy(tool.get("parameters") or {"type": "object"})
+    return out
+
+
+def _gemini_contents(messages: Numbered, walk: _Walk) -> list[JSON]:
+    """The contents; a function response carries the ``id`` of its call when the call sent has one."""
+    out: list[JSON] = []
+    ids: set[str] = set()
+    for index, message in messages:
+        walk.index = index
+        role = message["role"]
+        if role == "user":
+            out.append({"role": "user", "parts": _gemini_user(message, walk)})
+        elif role == "toolResult":
+            _append_parts(out, "user", [_gemini_tool_result(message, walk, ids)], "functionResponse")
+        elif _replayed(message) and (parts := _gemini_model(message, walk)):
+            out.append({"role": "model", "parts": parts})
+            ids.update(call["id"] for part in parts if isinstance(call := part.get("functionCall"), dict)
+                       and isinstance(call.get("id"), str))
+    return out
+
+
+def _append_parts(out: list[JSON], role: str, parts: list[JSON], key: str) -> None:
+    """Consecutive tool results go in one content, as the calls of one turn came in one."""
+    last = out[-1] if out else None
+    if last and last["role"] == role and all(key in part for part in last["parts"]):
+        last["parts"].extend(parts)
+    else:
+        out.append({"role": role, "parts": parts})
+
+
+def _gemini_user(message: JSON, walk: _Walk) -> list[JSON]:
+    if isinstance(message.get("content"), str):
+        return [{"text": str(message["content"])}]
+    return [_gemini_user_part(block, walk) for block in walk.blocks(message)]
+
+
+def _gemini_user_part(block: JSON, walk: _Walk) -> JSON:
+    _user_block(block, walk)
+    if block["type"] == "image":
+        return {"inlineData": {"mimeType": str(block.get("mimeType")), "data": str(block.get("data"))}}
+    return {"text": _text(block)}
+
+
+def _gemini_tool_result(message: JSON, walk: _Walk, ids: set[str]) -> JSON:
+    """A ``functionResponse`` part: the text under ``output`` (``error`` when it failed, as Google's docs
+    say), images as its own ``parts``."""
+    content = message.get("content")
+    parts = [{"text": content}] if isinstance(content, str) else [
+        _gemini_user_part(block, walk) for block in walk.blocks(message)]
+    text = "\n".join(part["text"] for part in parts if "text" in part)
+    response: JSON = {"name": str(message.get("toolName") or ""),
+                      "response": {"error" if message.get("isError") else "output": text}}
+    if (ident := message.get("toolCallId")) in ids:
+        response["id"] = ident
+    if images := [part for part in parts if "inlineData" in part]:
+        response["parts"] = images
+    return {"functionResponse": response}
+
+
+def _gemini_model(message: JSON, walk: _Walk) -> list[JSON]:
+    out: list[JSON] = []
+    for number, block in enumerate(walk.blocks(message)):
+        convert = walk.converter(_GEMINI_BLOCKS, block, number)
+        if not walk.kept(message, block, number) or _gemini_metadata(block):
+            continue
+        if projected := convert(block, walk.same(message, block), walk.copy):
+            out.append(projected)
+    return out
+
+
+def _gemini_metadata(block: JSON) -> bool:
+    """A candidate's metadata kept as an opaque block (``urlContextMetadata``): not a part, and Gemini takes
+    no metadata back, so it is left out silently, as grounding is."""
+    return block["type"] == "providerBlock" and block.get("blockType") in _GEMINI_METADATA
+
+
+_GEMINI_METADATA = frozenset({"urlContextMetadata", "groundingMetadata"})
+
+
+def _gemini_text(block: JSON, same: bool, copy: Copy) -> JSON | None:
+    """Text, its ``thoughtSignature`` back to the same provider; Gemini takes no citations back."""
+    text = _text(block)
+    signature = block.get("signature")
+    if same and isinstance(signature, str) and signature:
+        return {"text": text, "thoughtSignature": signature}
+    return {"text": text} if text else None
+
+
+def _gemini_thinking(block: JSON, same: bool, copy: Copy) -> JSON | None:
+    if same and isinstance(raw := block.get("raw"), dict):
+        part: JSON = copy(raw)  # the thought part, its thoughtSignature intact
+        return part
+    text = _thinking_text(block)
+    return {"text": text} if text else None
+
+
+def _gemini_tool_call(block: JSON, same: bool, copy: Copy) -> JSON:
+    if same and isinstance(block.get("raw"), dict):
+        return copy(block["raw"])
+    arguments = block.get("arguments")
+    return {"functionCall": {"name": str(block.get("name")),
+                             "args": copy(arguments) if isinstance(arguments, dict) else {}}}
+
+
+def _gemini_search(block: JSON, same: bool, copy: Copy) -> JSON | None:
+    """Gemini never takes groundingMetadata back: its own search blocks are left out, silently (the
+    grounded answer is in the text); another provider's become text."""
+    return None if same else {"text": search_text_projection(block)}
+
+
+_GEMINI_BLOCKS: dict[str, Callable[[JSON, bool, Copy], JSON | None]] = {
+    "text": _gemini_text, "thinking": _gemini_thinking, "toolCall": _gemini_tool_call,
+    "hostedSearch": _gemini_search, "providerBlock": _verbatim,
+}
+
+
+# ---------------------------------------------------------------- OpenAI Chat Completions
+
+
+def _chat_body(transcript: JSON, walk: _Walk) -> JSON:
+    """``{model, messages, tools?, web_search_options?}``; the system prompt is the first message."""
+    body: JSON = {"model": walk.target.model}
+    numbered = _messages(transcript, walk)
+    messages: list[JSON] = []
+    if (system := _system(transcript)) is not None and not walk.since:
+        messages.append({"role": "system", "content": system})
+    tools = [] if walk.since else _tools(transcript, walk)
+    if functions := [_chat_tool(tool, walk.copy) for tool in tools if tool.get("type") != "hostedSearch"]:
+        body["tools"] = functions
+    if any(tool.get("type") == "hostedSearch" for tool in tools):
+        body["web_search_options"] = {}
+    body["messages"] = messages + _chat_messages(numbered, walk)
+    return body
+
+
+def _chat_tool(tool: JSON, copy: Copy) -> JSON:
+    function: JSON = {"name": str(tool.get("name"))}
+    if isinstance(tool.get("description"), str):
+        function["description"] = tool["description"]
+    function["parameters"] = copy(tool.get("parameters") or {"type": "object"})
+    return {"type": "function", "function": function}
+
+
+def _chat_messages(messages: Numbered, walk: _Walk) -> list[JSON]:
+    out: list[JSON] = []
+    for index, message in messages:
+        walk.index = index
+        role = message["role"]
+        if role == "user":
+            out.append({"role": "user", "content": _chat_user(message, walk)})
+        elif role == "toolResult":
+            out.append({"role": "tool", "tool_call_id": str(message.get("toolCallId")),
+                        "content": _chat_user(message, walk, for_tool=True)})
+        elif _replayed(message) and (assistant := _chat_assistant(message, walk)):
+            out.append(assistant)
+    return out
+
+
+def _chat_user(message: JSON, walk: _Walk, for_tool: bool = False) -> str | list[JSON]:
+    if isinstance(message.get("content"), str):
+        return str(message["content"])
+    parts = [_chat_user_part(block, walk) for block in walk.blocks(message)]
+    if for_tool and all(part["type"] == "text" for part in parts):
+        return "\n".join(part["text"] for part in parts)
+    return parts
+
+
+def _chat_user_part(block: JSON, walk: _Walk) -> JSON:
+    _user_block(block, walk)
+    if block["type"] == "image":
+        return {"type": "image_url", "image_url": {"url": f"data:{block.get('mimeType')};base64,"
+                                                          f"{block.get('data')}"}}
+    return {"type": "text", "text": _text(block)}
+
+
+def _chat_assistant(message: JSON, walk: _Walk) -> JSON | None:
+    """One assistant message: its texts joined, its tool calls in ``tool_calls``; None when empty."""
+    texts: list[str] = []
+    calls: list[JSON] = []
+    for number, block in enumerate(walk.blocks(message)):
+        if block["type"] == "providerBlock":
+            _chat_opaque(message, block, number, walk, calls)
+            continue
+        convert = walk.converter(_CHAT_BLOCKS, block, number)
+        if walk.kept(message, block, number):
+            convert(block, walk.same(message, block), (texts, calls), walk.copy)
+    if not texts and not calls:
+        return None
+    out: JSON = {"role": "assistant", "content": "\n\n".join(texts) if texts else None}
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _chat_opaque(message: JSON, block: JSON, number: int, walk: _Walk, calls: list[JSON]) -> None:
+    """An opaque Chat Completions block is a tool call of a type the transcript does not model (``custom``):
+    its entry goes back in ``tool_calls``, verbatim, to the same provider (another's gets a note from
+    ``kept``)."""
+    if walk.kept(message, block, number):
+        calls.append(walk.copy(block["raw"]))
+
+
+_ChatParts = tuple[list[str], list[JSON]]
+
+
+def _chat_text(block: JSON, same: bool, parts: _ChatParts, copy: Copy) -> None:
+    """Text alone: Chat Completions takes no annotations back."""
+    if text := _text(block):
+        parts[0].append(text)
+
+
+def _chat_thinking(block: JSON, same: bool, parts: _ChatParts, copy: Copy) -> None:
+    """Chat Completions has no input form for reasoning: its own is left out; another's becomes text."""
+    if not same and (text := _thinking_text(block)):
+        parts[0].append(text)
+
+
+def _chat_tool_call(block: JSON, same: bool, parts: _ChatParts, copy: Copy) -> None:
+    if same and isinstance(block.get("raw"), dict):
+        parts[1].append(copy(block["raw"]))
+        return
+    arguments = block.get("arguments") if isinstance(block.get("arguments"), dict) else {}
+    parts[1].append({"id": str(block.get("id")), "type": "function", "function": {
+        "name": str(block.get("name")), "arguments": json.dumps(arguments, ensure_ascii=False)}})
+
+
+def _chat_search(block: JSON, same: bool, parts: _ChatParts, copy: Copy) -> None:
+    """Chat Completions takes no search results back: its own are left out silently; another's are text."""
+    if not same:
+        parts[0].append(search_text_projection(block))
+
+
+_CHAT_BLOCKS: dict[str, Callable[[JSON, bool, _ChatParts, Copy], None]] = {
+    "text": _chat_text, "thinking": _chat_thinking, "toolCall": _chat_tool_call,
+    "hostedSearch": _chat_search,
+}
+
+
 # ---------------------------------------------------------------- entry point
 
 
@@ -518,7 +789,9 @@ def projection(transcript: object, target: ProviderModel, *, share: bool = False
 
 
 _BODIES: dict[str, Callable[[JSON, _Walk], JSON]] = {"anthropic-messages": _anthropic_body,
-                                                     "openai-responses": _openai_body}
+                                                     "openai-responses": _openai_body,
+                                                     "gemini-generate": _gemini_body,
+                                                     "openai-chat": _chat_body}
 
 
 def project(transcript: object, target: ProviderModel, *, share: bool = False, since: int = 0) -> JSON:

@@ -27,6 +27,7 @@ from hypothesis.errors import InvalidArgument
 from replaykit.estimate import USAGE_FIELDS
 from replaykit.jsondoc import JSON
 from replaykit.replay import PROVIDERS as MODEL_APIS
+from replaykit.routes import PROVIDER_APIS
 from replaykit.transcript import STOP_REASONS
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "OPAQUE_TYPES",
     "PASSAGES",
     "PROVIDERS",
+    "SOURCES",
     "STOP_REASONS",
     "SYSTEM_CHANGES",
     "USAGE_KINDS",
@@ -64,7 +66,8 @@ SYSTEM_CHANGES = ("rebuild", "instruction", "tools")
 #: Code point ranges :func:`cjk_text` draws from: Han, Hiragana, Katakana, Hangul syllables, CJK punctuation.
 CJK_RANGES = ((0x4E00, 0x9FFF), (0x3041, 0x3096), (0x30A1, 0x30FA), (0xAC00, 0xD7A3), (0x3001, 0x3003))
 _MODELS = {"anthropic": ("claude-sonnet-4-5", "claude-opus-4-1"), "openai": ("gpt-5", "gpt-4.1-mini"),
-           "azure": ("my-gpt5-deployment",)}
+           "azure": ("my-gpt5-deployment",), "gemini": ("gemini-2.5-flash", "gemini-2.5-pro"),
+           "vertex": ("gemini-2.5-pro",)}
 #: Wire types of blocks the transcript keeps opaque, per API; :func:`provider_blocks` also draws made-up ones.
 OPAQUE_TYPES = {
     "anthropic-messages": ("server_tool_use", "code_execution_tool_result", "bash_code_execution_tool_result",
@@ -72,12 +75,24 @@ OPAQUE_TYPES = {
                            "container_upload"),
     "openai-responses": ("code_interpreter_call", "image_generation_call", "mcp_call", "file_search_call",
                          "local_shell_call", "custom_tool_call"),
+    "openai-chat": ("custom",),  # a tool call of another type than function
+    # Gemini: a part the transcript does not model (its data key), or the candidate's urlContextMetadata
+    "gemini-generate": ("executableCode", "codeExecutionResult", "fileData", "urlContextMetadata"),
 }
 _ANTHROPIC_ERRORS = ("invalid_tool_input", "unavailable", "max_uses_exceeded", "too_many_requests",
                      "query_too_long", "request_too_large")
 _EPOCH_MS = (1_600_000_000_000, 1_900_000_000_000)
-#: The model providers the strategies draw, and each one's API.
+#: The model providers the strategies draw, and each one's default API.
 PROVIDERS = {provider: MODEL_APIS[provider] for provider in _MODELS}
+Source = tuple[str, str]
+#: Every ``(provider, api)`` whose turns the strategies draw: each provider on each of its APIs (openai and
+#: azure on Responses and Chat Completions, gemini and vertex on generateContent).
+SOURCES: tuple[Source, ...] = tuple((provider, api) for provider in _MODELS
+                                    for api in PROVIDER_APIS[provider])
+
+
+def _sources(providers: Sequence[str]) -> tuple[Source, ...]:
+    return tuple(source for source in SOURCES if source[0] in providers)
 
 
 # ---------------------------------------------------------------- argument checks
@@ -128,15 +143,16 @@ def _check_flag(name: str, value: object) -> None:
 
 
 def targets(providers: Sequence[str] | None = None) -> st.SearchStrategy[JSON]:
-    """``{"provider", "api", "model"}`` targets, for ``providers`` (default: anthropic, openai, azure)."""
+    """``{"provider", "api", "model"}`` targets, for ``providers`` (default: all of :data:`PROVIDERS`), on
+    each of their APIs (:data:`SOURCES`)."""
     return _targets(_check_providers(providers))
 
 
 @cache
 def _targets(providers: tuple[str, ...]) -> st.SearchStrategy[JSON]:
-    pairs = [(provider, model) for provider in providers for model in _MODELS[provider]]
-    return st.sampled_from(pairs).map(lambda pair: {"provider": pair[0], "api": PROVIDERS[pair[0]],
-                                                    "model": pair[1]})
+    triples = [(provider, api, model) for provider, api in _sources(providers) for model in _MODELS[provider]]
+    return st.sampled_from(triples).map(lambda triple: {"provider": triple[0], "api": triple[1],
+                                                        "model": triple[2]})
 
 
 def cjk_text(min_size: int = 0, max_size: int = 40) -> st.SearchStrategy[str]:
@@ -231,36 +247,53 @@ def _usage_of(parts: tuple[float, ...]) -> JSON:
 # ---------------------------------------------------------------- citations and search blocks
 
 
-def citations(provider: str, text_length: int = 40) -> st.SearchStrategy[JSON]:
-    """A web citation as the provider sends it, for a text of ``text_length`` characters.
+def citations(provider: str, text_length: int = 40, *, api: str | None = None) -> st.SearchStrategy[JSON]:
+    """A web citation as the provider sends it on ``api`` (default: its default API), for a text of
+    ``text_length`` characters.
 
-    Anthropic: ``web_search_result_location`` (``encrypted_index`` opaque); OpenAI and Azure: ``url_citation``
-    with ``0 <= start_index <= end_index <= text_length``.
+    Anthropic: ``web_search_result_location`` (``encrypted_index`` opaque); OpenAI and Azure Responses:
+    ``url_citation`` with ``0 <= start_index <= end_index <= text_length``; Chat Completions: the same under
+    an ``url_citation`` member; Gemini: a ``groundingSupports`` entry (``segment``,
+    ``groundingChunkIndices``).
     """
     _check_choice("provider", provider, tuple(PROVIDERS))
-    return _citations(provider, _check_size("text_length", text_length))
+    _check_choice("api", api, PROVIDER_APIS[provider])
+    return _citations((provider, api or PROVIDERS[provider]), _check_size("text_length", text_length))
 
 
 @cache
-def _citations(provider: str, length: int) -> st.SearchStrategy[JSON]:
-    if provider == "anthropic":
+def _citations(source: Source, length: int) -> st.SearchStrategy[JSON]:
+    api = source[1]
+    if api == "anthropic-messages":
         return st.builds(lambda url, title, index, cited: {
             "type": "web_search_result_location", "url": url, "title": title, "encrypted_index": index,
             "cited_text": cited}, _urls(), st.none() | _words(), _opaque(), _mixed_text(0, 150))
     span = st.tuples(st.integers(0, length), st.integers(0, length)).map(sorted)
-    return st.builds(lambda url, title, bounds: {
+    if api == "gemini-generate":
+        return st.builds(lambda bounds, text, chunks: {
+            "segment": {"startIndex": bounds[0], "endIndex": bounds[1], "text": text},
+            "groundingChunkIndices": chunks}, span, _mixed_text(0, 40),
+            st.lists(st.integers(0, 4), min_size=1, max_size=3))
+    flat = st.builds(lambda url, title, bounds: {
         "type": "url_citation", "start_index": bounds[0], "end_index": bounds[1], "title": title, "url": url},
         _urls(), _words(), span)
+    if api == "openai-chat":
+        return flat.map(lambda cite: {"type": "url_citation", "url_citation": {
+            key: value for key, value in cite.items() if key != "type"}})
+    return flat
 
 
 def hosted_search_blocks(provider: str | None = None, phase: str | None = None, *,
                          raw: bool | None = None, named: bool | None = None) -> st.SearchStrategy[JSON]:
-    """``hostedSearch`` blocks. ``phase``: call, result or error (None: any). ``raw``: True for replayable
-    blocks, False for display-only ones, None for either. ``named``: True for blocks whose wire form has a
-    ``name`` (Anthropic ``server_tool_use`` calls), False for nameless ones (results, errors, OpenAI calls).
+    """``hostedSearch`` blocks of ``provider`` (None: any) on any of its APIs. ``phase``: call, result or
+    error (None: any). ``raw``: True for replayable blocks, False for display-only ones, None for either.
+    ``named``: True for blocks whose wire form has a ``name`` (Anthropic ``server_tool_use`` calls), False
+    for nameless ones (results, errors, OpenAI calls).
 
-    OpenAI and Azure have no separate result item: their result blocks are display-only. A result block is
-    sometimes a legacy one, with its results only in ``raw``.
+    OpenAI and Azure Responses have no separate result item: their result blocks are display-only. A result
+    block is sometimes a legacy one, with its results only in ``raw``. Gemini's result keeps the candidate's
+    ``groundingMetadata`` in ``raw``, its calls (one per query) are display-only, and it has no error; Chat
+    Completions has a result only (a Perplexity-style answer's ``citations`` and ``search_results``).
     """
     _check_choice("provider", provider, tuple(PROVIDERS))
     _check_choice("phase", phase, ("call", "result", "error"))
@@ -273,28 +306,35 @@ def hosted_search_blocks(provider: str | None = None, phase: str | None = None, 
     return _search_blocks(tuple(options))
 
 
+#: The phases of the hosted search blocks of each API, replayable (with raw) and display-only.
+_PHASES = {"anthropic-messages": (("call", "result", "error"), ("call", "result", "error")),
+           "openai-responses": (("call", "error"), ("call", "result", "error")),
+           "openai-chat": (("result",), ("result",)),
+           "gemini-generate": (("result",), ("call", "result"))}
+
+
 def _search_options(provider: str | None, phase: str | None, raw: bool | None,
-                    named: bool | None) -> list[tuple[str, str, bool]]:
+                    named: bool | None) -> list[tuple[Source, str, bool]]:
     options = []
-    for each in [provider] if provider else list(PROVIDERS):
+    for source in _sources([provider] if provider else list(PROVIDERS)):
         for stage in [phase] if phase else ["call", "result", "error"]:
             for replayable in [raw] if raw is not None else [True, False]:
-                if replayable and each != "anthropic" and stage == "result":
+                if stage not in _PHASES[source[1]][0 if replayable else 1]:
                     continue
-                has_name = replayable and each == "anthropic" and stage == "call"
+                has_name = replayable and source[1] == "anthropic-messages" and stage == "call"
                 if named is None or named == has_name:
-                    options.append((each, stage, replayable))
+                    options.append((source, stage, replayable))
     return options
 
 
 @cache
-def _search_blocks(options: tuple[tuple[str, str, bool], ...]) -> st.SearchStrategy[JSON]:
+def _search_blocks(options: tuple[tuple[Source, str, bool], ...]) -> st.SearchStrategy[JSON]:
     return st.one_of([_search_block(*option) for option in options])
 
 
 @cache
-def _search_block(provider: str, phase: str, replayable: bool) -> st.SearchStrategy[JSON]:
-    strategy = _SEARCH[phase](provider)
+def _search_block(source: Source, phase: str, replayable: bool) -> st.SearchStrategy[JSON]:
+    strategy = _SEARCH[phase](source)
     return strategy if replayable else strategy.map(_display_only)
 
 
@@ -302,68 +342,106 @@ def _display_only(block: JSON) -> JSON:
     return {key: value for key, value in block.items() if key != "raw"}
 
 
-def _head(provider: str, phase: str) -> JSON:
-    return {"type": "hostedSearch", "phase": phase, "provider": provider, "api": PROVIDERS[provider]}
+def _head(source: Source, phase: str) -> JSON:
+    return {"type": "hostedSearch", "phase": phase, "provider": source[0], "api": source[1]}
 
 
-def _search_id(provider: str) -> st.SearchStrategy[str]:
-    return _ids("srvtoolu_" if provider == "anthropic" else "ws_")
+def _search_id(source: Source) -> st.SearchStrategy[str]:
+    prefix = {"anthropic-messages": "srvtoolu_", "gemini-generate": "grounding:q", "openai-chat": "chatcmpl-"}
+    return _ids(prefix.get(source[1], "ws_"))
 
 
-def _search_call(provider: str) -> st.SearchStrategy[JSON]:
+@cache
+def _grounding() -> st.SearchStrategy[JSON]:
+    """A candidate's ``groundingMetadata``: queries, the pages and the supports citing them."""
+    chunk = st.builds(lambda uri, title: {"web": {"uri": uri, "title": title}}, _urls(), _words())
+    support = st.builds(lambda end, text, chunks: {
+        "segment": {"startIndex": 0, "endIndex": end, "text": text}, "groundingChunkIndices": chunks},
+                        st.integers(0, 60), _mixed_text(0, 30), st.lists(st.integers(0, 2), max_size=2))
+    return st.fixed_dictionaries(
+        {"webSearchQueries": st.lists(_mixed_text(1, 30), min_size=1, max_size=2),
+         "groundingChunks": st.lists(chunk, max_size=3), "groundingSupports": st.lists(support, max_size=2)},
+        optional={"searchEntryPoint": st.builds(lambda html: {"renderedContent": html}, _mixed_text(0, 60))})
+
+
+def _search_call(source: Source) -> st.SearchStrategy[JSON]:
+    if source[1] == "gemini-generate":  # a query of the groundingMetadata the result keeps: no raw
+        return st.builds(lambda ident, query: {**_head(source, "call"), "id": ident, "query": query},
+                         _search_id(source), _mixed_text(1, 30))
+
     def build(ident: str, query: str) -> JSON:
-        if provider == "anthropic":
+        if source[1] == "anthropic-messages":
             raw = {"type": "server_tool_use", "id": ident, "name": "web_search", "input": {"query": query}}
         else:
             raw = {"id": ident, "type": "web_search_call", "status": "completed",
                    "action": {"type": "search", "query": query}}
-        return {**_head(provider, "call"), "id": ident, "query": query, "raw": raw}
+        return {**_head(source, "call"), "id": ident, "query": query, "raw": raw}
 
-    return st.builds(build, _search_id(provider), _mixed_text(1, 30))
+    return st.builds(build, _search_id(source), _mixed_text(1, 30))
 
 
-def _search_result(provider: str) -> st.SearchStrategy[JSON]:
+def _search_result(source: Source) -> st.SearchStrategy[JSON]:
+    if source[1] == "gemini-generate":
+        return st.builds(lambda ident, grounding: {
+            **_head(source, "result"), "toolUseId": ident, "raw": grounding,
+            "results": [{"url": chunk["web"]["uri"], "title": chunk["web"]["title"]}
+                        for chunk in grounding["groundingChunks"]]}, _search_id(source), _grounding())
     result = st.fixed_dictionaries({"url": _urls(), "title": _mixed_text(0, 30),
                                     "pageAge": st.none() | _words()})
+    if source[1] == "openai-chat":
+        return st.builds(lambda ident, results: {
+            **_head(source, "result"), "toolUseId": ident, "results": results,
+            "raw": {"citations": [item["url"] for item in results], "search_results": [
+                {"title": item["title"], "url": item["url"], "date": item["pageAge"]} for item in results]}},
+            _search_id(source), st.lists(result, max_size=3))
 
     def build(ident: str, results: list[JSON], secrets: list[str], legacy: bool) -> JSON:
         wire = [{"type": "web_search_result", "url": item["url"], "title": item["title"],
                  "encrypted_content": secret, "page_age": item["pageAge"]}
                 for item, secret in zip(results, secrets, strict=False)]
         raw = {"type": "web_search_tool_result", "tool_use_id": ident, "content": wire}
-        block = {**_head(provider, "result"), "toolUseId": ident, "raw": raw}
+        block = {**_head(source, "result"), "toolUseId": ident, "raw": raw}
         return block if legacy else {**block, "results": results}
 
-    return st.builds(build, _search_id(provider), st.lists(result, max_size=3),
+    return st.builds(build, _search_id(source), st.lists(result, max_size=3),
                      st.lists(_opaque(), min_size=3, max_size=3), st.booleans())
 
 
-def _search_error(provider: str) -> st.SearchStrategy[JSON]:
+def _search_error(source: Source) -> st.SearchStrategy[JSON]:
+    anthropic = source[1] == "anthropic-messages"
+
     def build(ident: str, code: str) -> JSON:
-        if provider == "anthropic":
+        if anthropic:
             raw = {"type": "web_search_tool_result", "tool_use_id": ident,
                    "content": {"type": "web_search_tool_result_error", "error_code": code}}
         else:
             raw = {"id": ident, "type": "web_search_call", "status": "failed", "action": {"type": "search"}}
-        return {**_head(provider, "error"), "toolUseId": ident, "errorCode": code, "raw": raw}
+        return {**_head(source, "error"), "toolUseId": ident, "errorCode": code, "raw": raw}
 
-    codes = _ANTHROPIC_ERRORS if provider == "anthropic" else ("failed",)
-    return st.builds(build, _search_id(provider), st.sampled_from(codes))
+    codes = _ANTHROPIC_ERRORS if anthropic else ("failed",)
+    return st.builds(build, _search_id(source), st.sampled_from(codes))
 
 
-_SEARCH: dict[str, Callable[[str], st.SearchStrategy[JSON]]] = {
+_SEARCH: dict[str, Callable[[Source], st.SearchStrategy[JSON]]] = {
     "call": _search_call, "result": _search_result, "error": _search_error,
 }
 
 
 @cache
-def _search_round(provider: str) -> st.SearchStrategy[list[JSON]]:
-    """A call followed by its outcome (Anthropic: a result or an error block; OpenAI: the call only)."""
-    if provider != "anthropic":
-        return st.one_of(_search_block(provider, "call", True), _search_block(provider, "error", True)).map(
+def _search_round(source: Source) -> st.SearchStrategy[list[JSON]]:
+    """A call followed by its outcome (Anthropic: a result or an error block; OpenAI Responses: the call
+    only; Gemini: a call per query, then the result, one groundingMetadata in all; Chat: the result)."""
+    api = source[1]
+    if api == "openai-chat":
+        return _search_block(source, "result", True).map(lambda block: [block])
+    if api == "gemini-generate":
+        return st.builds(lambda ident, grounding: _grounded(source, ident, grounding), _ids("resp_"),
+                         _grounding())
+    if api != "anthropic-messages":
+        return st.one_of(_search_block(source, "call", True), _search_block(source, "error", True)).map(
             lambda block: [block])
-    outcome = st.one_of(_search_block(provider, "result", True), _search_block(provider, "error", True))
-    return st.tuples(_search_block(provider, "call", True), outcome).map(_pair)
+    outcome = st.one_of(_search_block(source, "result", True), _search_block(source, "error", True))
+    return st.tuples(_search_block(source, "call", True), outcome).map(_pair)
 
 
 def _pair(blocks: tuple[JSON, JSON]) -> list[JSON]:
@@ -372,29 +450,42 @@ def _pair(blocks: tuple[JSON, JSON]) -> list[JSON]:
     return [call, {**outcome, "toolUseId": call["id"], "raw": raw}]
 
 
+def _grounded(source: Source, ident: str, grounding: JSON) -> list[JSON]:
+    """The blocks of one ``groundingMetadata`` as the neutral mapping gives them: a call per query (id
+    ``<responseId>:q<i>``), then the result answering the first."""
+    calls = [{**_head(source, "call"), "id": f"{ident}:q{number}", "query": query}
+             for number, query in enumerate(grounding["webSearchQueries"])]
+    results = [{"url": chunk["web"]["uri"], "title": chunk["web"]["title"]}
+               for chunk in grounding["groundingChunks"]]
+    return [*calls, {**_head(source, "result"), "toolUseId": f"{ident}:q0", "results": results,
+                     "raw": grounding}]
+
+
 # ---------------------------------------------------------------- opaque provider blocks
 
 
 def provider_blocks(provider: str | None = None) -> st.SearchStrategy[JSON]:
-    """Opaque ``providerBlock`` s of ``provider`` (None: any): a wire type the transcript does not model
-    (:data:`OPAQUE_TYPES`: code execution and its results, tool search, MCP...) or a made-up one (a server
-    tool introduced next month), its ``raw`` a JSON object of that type holding text and nested values."""
+    """Opaque ``providerBlock`` s of ``provider`` (None: any) on any of its APIs: a wire type the transcript
+    does not model (:data:`OPAQUE_TYPES`: code execution and its results, tool search, MCP...) or a made-up
+    one (a server tool introduced next month), its ``raw`` a JSON object of that type holding text and
+    nested values (a Gemini part: ``{type: {...}}``)."""
     _check_choice("provider", provider, tuple(PROVIDERS))
-    return _provider_blocks((provider,) if provider else tuple(PROVIDERS))
+    return _provider_blocks(_sources((provider,) if provider else tuple(PROVIDERS)))
 
 
 @cache
-def _provider_blocks(providers: tuple[str, ...]) -> st.SearchStrategy[JSON]:
-    return st.one_of([_provider_block(each) for each in providers])
+def _provider_blocks(sources: tuple[Source, ...]) -> st.SearchStrategy[JSON]:
+    return st.one_of([_provider_block(each) for each in sources])
 
 
-def _provider_block(provider: str) -> st.SearchStrategy[JSON]:
-    api = PROVIDERS[provider]
+def _provider_block(source: Source) -> st.SearchStrategy[JSON]:
+    provider, api = source
     invented = st.text(string.ascii_lowercase + "_", min_size=1, max_size=16).map(lambda kind: kind + "_2027")
     kinds = st.one_of(st.sampled_from(OPAQUE_TYPES[api]), invented)
 
     def build(kind: str, ident: str, text: str, extra: JSON) -> JSON:
-        raw = {**extra, "type": kind, "id": ident, "content": [{"type": "text", "text": text}]}
+        data = {**extra, "id": ident, "content": [{"type": "text", "text": text}]}
+        raw = {kind: data} if api == "gemini-generate" else {**data, "type": kind}
         return {"type": "providerBlock", "provider": provider, "api": api, "blockType": kind, "raw": raw}
 
     ident = _ids("srvtoolu_" if provider == "anthropic" else "ci_")
@@ -412,60 +503,90 @@ def _json_values() -> st.SearchStrategy[object]:
                         | st.dictionaries(_words(10), inner, max_size=3), max_leaves=6)
 
 
-def _text_block(provider: str) -> st.SearchStrategy[JSON]:
+def _text_block(source: Source) -> st.SearchStrategy[JSON]:
     def build(text: str, cites: list[JSON], signature: str | None) -> JSON:
         block: JSON = {"type": "text", "text": text}
         if cites:
             block["citations"] = [_fit(cite, len(text)) for cite in cites]
-        if signature is not None and provider != "anthropic":
-            block["signature"] = signature
+        if signature is not None and source[1] in ("openai-responses", "gemini-generate"):
+            block["signature"] = signature  # the message item's id; a Gemini part's thoughtSignature
         return block
 
-    return st.builds(build, _mixed_text(0, 60), st.lists(_citations(provider, 60), max_size=2),
-                     st.none() | _ids("msg_"))
+    signatures = _encrypted(16, 120) if source[1] == "gemini-generate" else _ids("msg_")
+    return st.builds(build, _mixed_text(0, 60), st.lists(_citations(source, 60), max_size=2),
+                     st.none() | signatures)
 
 
 def _fit(citation: JSON, length: int) -> JSON:
+    """``citation`` with its offsets cut to a text of ``length`` characters."""
+    if "url_citation" in citation:
+        return {**citation, "url_citation": _fit(citation["url_citation"], length)}
+    if "segment" in citation:
+        segment = citation["segment"]
+        return {**citation, "segment": {**segment, "startIndex": min(segment["startIndex"], length),
+                                        "endIndex": min(segment["endIndex"], length)}}
     if "start_index" not in citation:
         return citation
     return {**citation, "start_index": min(citation["start_index"], length),
             "end_index": min(citation["end_index"], length)}
 
 
-def _thinking_block(provider: str) -> st.SearchStrategy[JSON]:
-    if provider == "anthropic":
+def _thinking_block(source: Source) -> st.SearchStrategy[JSON]:
+    api = source[1]
+    if api == "anthropic-messages":
         return st.builds(lambda text, signature, redacted: {
             "type": "thinking", "thinking": "" if redacted else text, "signature": signature,
             **({"redacted": True} if redacted else {})}, _mixed_text(0, 40), _opaque(), st.booleans())
+    if api == "gemini-generate":
+        return st.builds(lambda text, secret: {
+            "type": "thinking", "thinking": text,
+            "raw": {"text": text, "thought": True, "thoughtSignature": secret}},
+            _mixed_text(0, 40), _encrypted(16, 120))
+    if api == "openai-chat":  # reasoning_content: no wire form to send back
+        return st.builds(lambda text: {"type": "thinking", "thinking": text}, _mixed_text(0, 40))
     return st.builds(lambda text, ident, secret: {
         "type": "thinking", "thinking": text,
         "raw": {"type": "reasoning", "id": ident, "summary": [{"type": "summary_text", "text": text}],
                 "encrypted_content": secret}}, _mixed_text(0, 40), _ids("rs_"), _opaque())
 
 
-def _tool_call_block(provider: str) -> st.SearchStrategy[JSON]:
-    def build(ident: str, name: str, arguments: JSON, with_raw: bool) -> JSON:
+def _tool_call_raw(api: str, ident: str, name: str, arguments: JSON, secret: str | None) -> JSON:
+    """The wire form of a function call on ``api``."""
+    if api == "anthropic-messages":
+        return {"type": "tool_use", "id": ident, "name": name, "input": arguments,
+                "caller": {"type": "direct"}}
+    encoded = json.dumps(arguments, ensure_ascii=False)
+    if api == "gemini-generate":  # the API gives an id to some calls only (then the block's id is it)
+        call = {"id": ident, "name": name, "args": arguments} if secret else {"name": name, "args": arguments}
+        return {"functionCall": call, "thoughtSignature": secret} if secret else {"functionCall": call}
+    if api == "openai-chat":
+        return {"id": ident, "type": "function", "function": {"name": name, "arguments": encoded}}
+    return {"type": "function_call", "id": "fc_" + ident, "call_id": ident, "name": name,
+            "arguments": encoded, "status": "completed"}
+
+
+def _tool_call_block(source: Source) -> st.SearchStrategy[JSON]:
+    def build(ident: str, name: str, arguments: JSON, with_raw: bool, secret: str | None) -> JSON:
         block: JSON = {"type": "toolCall", "id": ident, "name": name, "arguments": arguments}
-        if with_raw and provider == "anthropic":
-            block["raw"] = {"type": "tool_use", "id": ident, "name": name, "input": arguments,
-                            "caller": {"type": "direct"}}
-        elif with_raw:
-            block["raw"] = {"type": "function_call", "id": "fc_" + ident, "call_id": ident, "name": name,
-                            "arguments": json.dumps(arguments, ensure_ascii=False), "status": "completed"}
+        if with_raw:
+            block["raw"] = _tool_call_raw(source[1], ident, name, arguments, secret)
         return block
 
     arguments = st.dictionaries(_words(10), _json_values(), max_size=3)
-    return st.builds(build, _ids("call_"), _names(), arguments, st.booleans())
+    return st.builds(build, _ids("call_"), _names(), arguments, st.booleans(),
+                     st.none() | _encrypted(16, 120))
 
 
 @cache
-def _assistant_blocks(provider: str, search: bool, opaque: bool) -> st.SearchStrategy[list[JSON]]:
-    kinds = [_text_block(provider), _thinking_block(provider), _tool_call_block(provider)]
-    single = st.one_of([*kinds, _provider_block(provider)] if opaque else kinds)
+def _assistant_blocks(source: Source, search: bool, opaque: bool) -> st.SearchStrategy[list[JSON]]:
+    kinds = [_text_block(source), _thinking_block(source), _tool_call_block(source)]
+    single = st.one_of([*kinds, _provider_block(source)] if opaque else kinds)
     group = single.map(lambda block: [block])
     if search:
-        loose = _search_blocks(tuple(_search_options(provider, None, None, None))).map(lambda block: [block])
-        group = st.one_of(group, loose, _search_round(provider))
+        options = tuple(option for option in _search_options(source[0], None, None, None)
+                        if option[0] == source)
+        loose = _search_blocks(options).map(lambda block: [block])
+        group = st.one_of(group, loose, _search_round(source))
     return st.lists(group, max_size=4 if search else 3).map(
         lambda groups: [block for each in groups for block in each])
 
@@ -473,8 +594,8 @@ def _assistant_blocks(provider: str, search: bool, opaque: bool) -> st.SearchStr
 def assistant_messages(provider: str | None = None, *, usage: str | None = None,
                        stop_reasons: Sequence[str] | None = None, search: bool = True, opaque: bool = True,
                        timestamp: int | None = None) -> st.SearchStrategy[JSON]:
-    """Assistant turns: text (with citations), thinking, tool calls, when ``search`` hosted search and when
-    ``opaque`` opaque provider blocks (:func:`provider_blocks`).
+    """Assistant turns of ``provider`` (None: any) on any of its APIs: text (with citations), thinking, tool
+    calls, when ``search`` hosted search and when ``opaque`` opaque provider blocks (:func:`provider_blocks`).
 
     ``usage`` picks the usage kind (see :func:`usages`; None: any), ``stop_reasons`` the allowed stop
     reasons (default: all six), ``timestamp`` a fixed timestamp (default: drawn).
@@ -483,25 +604,25 @@ def assistant_messages(provider: str | None = None, *, usage: str | None = None,
     _check_choice("usage", usage, USAGE_KINDS)
     _check_flag("search", search)
     _check_flag("opaque", opaque)
-    providers = (provider,) if provider else tuple(PROVIDERS)
+    sources = _sources((provider,) if provider else tuple(PROVIDERS))
     reasons = STOP_REASONS if stop_reasons is None else \
         _check_choices("stop_reasons", stop_reasons, STOP_REASONS, "stop reasons")
-    return _assistants(providers, usage, reasons, (bool(search), bool(opaque)), _check_timestamp(timestamp))
+    return _assistants(sources, usage, reasons, (bool(search), bool(opaque)), _check_timestamp(timestamp))
 
 
 @cache
-def _assistants(providers: tuple[str, ...], usage: str | None, reasons: tuple[str, ...],
+def _assistants(sources: tuple[Source, ...], usage: str | None, reasons: tuple[str, ...],
                 kinds: tuple[bool, bool], timestamp: int | None) -> st.SearchStrategy[JSON]:
-    return st.one_of([_assistant(each, usage, reasons, kinds, timestamp) for each in providers])
+    return st.one_of([_assistant(each, usage, reasons, kinds, timestamp) for each in sources])
 
 
-def _assistant(provider: str, usage: str | None, reasons: tuple[str, ...], kinds: tuple[bool, bool],
+def _assistant(source: Source, usage: str | None, reasons: tuple[str, ...], kinds: tuple[bool, bool],
                timestamp: int | None) -> st.SearchStrategy[JSON]:
     return st.builds(
         lambda content, model, used, stop, stamp: {
-            "role": "assistant", "content": content, "provider": provider, "api": PROVIDERS[provider],
+            "role": "assistant", "content": content, "provider": source[0], "api": source[1],
             "model": model, "usage": used, "stopReason": stop, "timestamp": stamp},
-        _assistant_blocks(provider, *kinds), st.sampled_from(_MODELS[provider]), _usages(usage),
+        _assistant_blocks(source, *kinds), st.sampled_from(_MODELS[source[0]]), _usages(usage),
         st.sampled_from(reasons), _stamps(timestamp))
 
 
@@ -581,7 +702,8 @@ def transcripts(min_messages: int = 0, max_messages: int = 8, *, providers: Sequ
 @cache
 def _transcripts(low: int, high: int, providers: tuple[str, ...], usage: str | None,
                  kinds: tuple[bool, bool]) -> st.SearchStrategy[JSON]:
-    message = st.one_of(_users(0), _tool_results(0), _assistants(providers, usage, STOP_REASONS, kinds, 0))
+    message = st.one_of(_users(0), _tool_results(0),
+                        _assistants(_sources(providers), usage, STOP_REASONS, kinds, 0))
     return st.builds(_transcript, st.none() | _mixed_text(0, 80), st.lists(tools(), max_size=3),
                      st.lists(message, min_size=low, max_size=high), st.integers(*_EPOCH_MS),
                      st.lists(st.integers(1, 120_000), min_size=high, max_size=high))
@@ -846,26 +968,27 @@ def rich_messages(kind: str, provider: str | None = None) -> st.SearchStrategy[l
     """Messages rich in one kind of content (:data:`CONTENT_KINDS`), all of it real-looking
     (:func:`passages`, :func:`web_urls`, :func:`encrypted`), none with usage that could anchor an estimate:
 
-    - ``search``: hosted search turns of ``provider`` (None: any): calls, results (encrypted content
-      included) and answers that cite them; or a search tool's call and its results as JSON text;
+    - ``search``: hosted search turns of ``provider`` (None: any) on any of its APIs: calls, results
+      (encrypted content included) and answers that cite them (Gemini: grounding metadata and supports;
+      Chat Completions: search results and annotations); or a search tool's call and its results as JSON;
     - ``opaque``: a turn of opaque provider blocks of ``provider`` (code execution: code, output, encrypted
       output);
     - ``cjk``, ``code``, ``prose``: a user message and an answer of that kind of text.
     """
     _check_choice("kind", kind, CONTENT_KINDS)
     _check_choice("provider", provider, tuple(PROVIDERS))
-    return _rich(kind, (provider,) if provider else tuple(PROVIDERS))
+    return _rich(kind, _sources((provider,) if provider else tuple(PROVIDERS)))
 
 
 @cache
-def _rich(kind: str, providers: tuple[str, ...]) -> st.SearchStrategy[list[JSON]]:
+def _rich(kind: str, sources: tuple[Source, ...]) -> st.SearchStrategy[list[JSON]]:
     if kind in ("cjk", "code", "prose"):
         text = passages(kind)
-        return st.builds(lambda asked, said, provider: [
-            {"role": "user", "content": asked}, _turn(provider, [{"type": "text", "text": said}])],
-            text, text, st.sampled_from(providers)).map(_stamped)
+        return st.builds(lambda asked, said, source: [
+            {"role": "user", "content": asked}, _turn(source, [{"type": "text", "text": said}])],
+            text, text, st.sampled_from(sources)).map(_stamped)
     build = _search_turns if kind == "search" else _opaque_turns
-    return st.one_of([build(provider) for provider in providers]).map(_stamped)
+    return st.one_of([build(source) for source in sources]).map(_stamped)
 
 
 def _stamped(messages: list[JSON]) -> list[JSON]:
@@ -874,9 +997,9 @@ def _stamped(messages: list[JSON]) -> list[JSON]:
     return messages
 
 
-def _turn(provider: str, blocks: list[JSON]) -> JSON:
-    return {"role": "assistant", "content": blocks, "provider": provider, "api": PROVIDERS[provider],
-            "model": _MODELS[provider][0], "usage": _usage_of((0, 0, 0, 0)), "stopReason": "stop"}
+def _turn(source: Source, blocks: list[JSON]) -> JSON:
+    return {"role": "assistant", "content": blocks, "provider": source[0], "api": source[1],
+            "model": _MODELS[source[0]][0], "usage": _usage_of((0, 0, 0, 0)), "stopReason": "stop"}
 
 
 @cache
@@ -885,25 +1008,27 @@ def _queries() -> st.SearchStrategy[str]:
                             "PEP 703 status", "EU electric car registrations 2024", "Po valley drought 2026"])
 
 
+_RICH_SEARCH: dict[str, Callable[[Source], st.SearchStrategy[list[JSON]]]] = {}
+
+
 @cache
-def _search_turns(provider: str) -> st.SearchStrategy[list[JSON]]:
-    hosted = _anthropic_search if provider == "anthropic" else _openai_search
-    turns = st.lists(hosted(provider), min_size=1, max_size=3).map(lambda rounds: [
-        _turn(provider, [block for each in rounds for block in each])])
-    return st.one_of(turns, _search_tool(provider))
+def _search_turns(source: Source) -> st.SearchStrategy[list[JSON]]:
+    turns = st.lists(_RICH_SEARCH[source[1]](source), min_size=1, max_size=3).map(lambda rounds: [
+        _turn(source, [block for each in rounds for block in each])])
+    return st.one_of(turns, _search_tool(source))
 
 
 @st.composite
-def _anthropic_search(draw: st.DrawFn, provider: str) -> list[JSON]:
+def _anthropic_search(draw: st.DrawFn, source: Source) -> list[JSON]:
     ident, query = draw(_ids("srvtoolu_01")), draw(_queries())
     pages = draw(st.lists(st.fixed_dictionaries({
         "type": st.just("web_search_result"), "url": web_urls(), "title": st.sampled_from(_TITLES),
         "encrypted_content": encrypted(200, 3000),
         "page_age": st.sampled_from([None, "3 days ago", "April 30, 2026"])}), min_size=2, max_size=8))
-    call = {**_head(provider, "call"), "id": ident, "query": query,
+    call = {**_head(source, "call"), "id": ident, "query": query,
             "raw": {"type": "server_tool_use", "id": ident, "name": "web_search", "input": {"query": query}}}
     results = [{"url": page["url"], "title": page["title"], "pageAge": page["page_age"]} for page in pages]
-    result = {**_head(provider, "result"), "toolUseId": ident, "results": results,
+    result = {**_head(source, "result"), "toolUseId": ident, "results": results,
               "raw": {"type": "web_search_tool_result", "tool_use_id": ident, "content": pages}}
     cited = [{"type": "web_search_result_location", "url": page["url"], "title": page["title"],
               "encrypted_index": draw(encrypted(60, 200)), "cited_text": draw(passages("prose", 1, 2))}
@@ -913,11 +1038,11 @@ def _anthropic_search(draw: st.DrawFn, provider: str) -> list[JSON]:
 
 
 @st.composite
-def _openai_search(draw: st.DrawFn, provider: str) -> list[JSON]:
+def _openai_search(draw: st.DrawFn, source: Source) -> list[JSON]:
     ident, query = draw(_ids("ws_0")), draw(_queries())
     urls = draw(st.lists(web_urls(), min_size=2, max_size=8))
     action = {"type": "search", "query": query, "sources": [{"type": "url", "url": url} for url in urls]}
-    call = {**_head(provider, "call"), "id": ident, "query": query,
+    call = {**_head(source, "call"), "id": ident, "query": query,
             "raw": {"id": ident, "type": "web_search_call", "status": "completed", "action": action}}
     text = draw(passages("prose", 1, 3))
     cited = [{"type": "url_citation", "start_index": 0, "end_index": len(text), "url": url,
@@ -927,7 +1052,46 @@ def _openai_search(draw: st.DrawFn, provider: str) -> list[JSON]:
 
 
 @st.composite
-def _search_tool(draw: st.DrawFn, provider: str) -> list[JSON]:
+def _gemini_search(draw: st.DrawFn, source: Source) -> list[JSON]:
+    """A grounded answer: the grounding blocks (Vertex AI Search redirect URIs), then the text its
+    supports cite by UTF-8 byte offsets."""
+    text = draw(passages("prose", 1, 3))
+    size = len(text.encode())
+    chunks = [{"web": {"uri": "https://vertexaisearch.cloud.google.com/grounding-api-redirect/"
+                              + draw(encrypted(60, 150)).replace("/", "_").replace("+", "-"),
+                       "title": draw(st.sampled_from(_TITLES))}}
+              for _ in range(draw(st.integers(1, 6)))]
+    supports = [{"segment": {"startIndex": 0, "endIndex": size, "text": text},
+                 "groundingChunkIndices": list(range(len(chunks)))}]
+    grounding = {"webSearchQueries": draw(st.lists(_queries(), min_size=1, max_size=3, unique=True)),
+                 "searchEntryPoint": {"renderedContent": draw(passages("code", 2, 6))},
+                 "groundingChunks": chunks, "groundingSupports": supports}
+    answer = {"type": "text", "text": text, "citations": supports}
+    return [*_grounded(source, draw(_ids("resp_0")), grounding), answer]
+
+
+@st.composite
+def _chat_search(draw: st.DrawFn, source: Source) -> list[JSON]:
+    """A Perplexity-style answer: its search results, then the text whose annotations cite them."""
+    text = draw(passages("prose", 1, 3))
+    pages = [{"title": draw(st.sampled_from(_TITLES)), "url": draw(web_urls()),
+              "date": draw(st.sampled_from([None, "2026-04-30"]))} for _ in range(draw(st.integers(1, 6)))]
+    raw = {"citations": [page["url"] for page in pages], "search_results": pages}
+    result = {**_head(source, "result"), "toolUseId": draw(_ids("chatcmpl-0")), "raw": raw,
+              "results": [{"url": page["url"], "title": page["title"], "pageAge": page["date"]}
+                          for page in pages]}
+    cited = [{"type": "url_citation", "url_citation": {"url": page["url"], "title": page["title"],
+                                                       "start_index": 0, "end_index": len(text)}}
+             for page in pages]
+    return [result, {"type": "text", "text": text, "citations": cited}]
+
+
+_RICH_SEARCH.update({"anthropic-messages": _anthropic_search, "openai-responses": _openai_search,
+                     "gemini-generate": _gemini_search, "openai-chat": _chat_search})
+
+
+@st.composite
+def _search_tool(draw: st.DrawFn, source: Source) -> list[JSON]:
     """A search tool's call, and its results as JSON text in the tool result (compact or indented). The
     results' titles and descriptions are consecutive lines, as different pages have different ones."""
     ident, query = draw(_ids("call_")), draw(_queries())
@@ -940,23 +1104,24 @@ def _search_tool(draw: st.DrawFn, provider: str) -> list[JSON]:
     call = {"type": "toolCall", "id": ident, "name": "web_search", "arguments": {"query": query}}
     result = {"role": "toolResult", "toolCallId": ident, "toolName": "web_search", "isError": False,
               "content": json.dumps({"query": query, "items": items}, ensure_ascii=False, indent=indent)}
-    return [{**_turn(provider, [call]), "stopReason": "toolUse"}, result]
+    return [{**_turn(source, [call]), "stopReason": "toolUse"}, result]
 
 
 @cache
-def _opaque_turns(provider: str) -> st.SearchStrategy[list[JSON]]:
-    blocks = _code_execution if provider == "anthropic" else _code_interpreter
-    return st.lists(blocks(provider), min_size=1, max_size=3).map(
-        lambda rounds: [_turn(provider, [block for each in rounds for block in each])])
+def _opaque_turns(source: Source) -> st.SearchStrategy[list[JSON]]:
+    blocks = {"anthropic-messages": _code_execution, "gemini-generate": _gemini_code,
+              "openai-chat": _chat_opaque}.get(source[1], _code_interpreter)
+    return st.lists(blocks(source), min_size=1, max_size=3).map(
+        lambda rounds: [_turn(source, [block for each in rounds for block in each])])
 
 
-def _opaque_block(provider: str, raw: JSON) -> JSON:
-    return {"type": "providerBlock", "provider": provider, "api": PROVIDERS[provider],
-            "blockType": raw["type"], "raw": raw}
+def _opaque_block(source: Source, raw: JSON, kind: str | None = None) -> JSON:
+    return {"type": "providerBlock", "provider": source[0], "api": source[1],
+            "blockType": kind or raw["type"], "raw": raw}
 
 
 @st.composite
-def _code_execution(draw: st.DrawFn, provider: str) -> list[JSON]:
+def _code_execution(draw: st.DrawFn, source: Source) -> list[JSON]:
     ident, code = draw(_ids("srvtoolu_01")), draw(passages("code"))
     if draw(st.booleans()):
         output = {"type": "encrypted_code_execution_result", "encrypted_stdout": draw(encrypted(100, 2000)),
@@ -966,17 +1131,34 @@ def _code_execution(draw: st.DrawFn, provider: str) -> list[JSON]:
                   "return_code": 0, "content": []}
     call = {"type": "server_tool_use", "id": ident, "name": "code_execution", "input": {"code": code}}
     result = {"type": "code_execution_tool_result", "tool_use_id": ident, "content": output}
-    return [_opaque_block(provider, call), _opaque_block(provider, result)]
+    return [_opaque_block(source, call), _opaque_block(source, result)]
 
 
 @st.composite
-def _code_interpreter(draw: st.DrawFn, provider: str) -> list[JSON]:
+def _code_interpreter(draw: st.DrawFn, source: Source) -> list[JSON]:
     raw = {"type": "code_interpreter_call", "id": draw(_ids("ci_0")), "status": "completed",
            "code": draw(passages("code")), "container_id": draw(_ids("cntr_0")),
            "outputs": [{"type": "logs", "logs": draw(passages("prose", 1, 4))}]}
     reasoning = {"type": "reasoning", "id": draw(_ids("rs_0")), "summary": [],
                  "encrypted_content": draw(encrypted(300, 3000))}
-    return [_opaque_block(provider, reasoning), _opaque_block(provider, raw)]
+    return [_opaque_block(source, reasoning), _opaque_block(source, raw)]
+
+
+@st.composite
+def _gemini_code(draw: st.DrawFn, source: Source) -> list[JSON]:
+    """Gemini's code execution: an ``executableCode`` part and its ``codeExecutionResult``."""
+    code = {"executableCode": {"language": "PYTHON", "code": draw(passages("code"))}}
+    output = {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": draw(passages("prose", 1, 4))}}
+    return [_opaque_block(source, code, "executableCode"),
+            _opaque_block(source, output, "codeExecutionResult")]
+
+
+@st.composite
+def _chat_opaque(draw: st.DrawFn, source: Source) -> list[JSON]:
+    """A custom tool call on Chat Completions (free-form input, not JSON): kept whole."""
+    raw = {"type": "custom", "id": draw(_ids("call_0")),
+           "custom": {"name": "apply_patch", "input": draw(passages("code"))}}
+    return [_opaque_block(source, raw)]
 
 
 # ---------------------------------------------------------------- byte streams

@@ -82,7 +82,8 @@ SEARCH_RESULT = {
     ('{"a": [1, 2]}', Chars(13, structure=8, digits=2), 5),
     ("In 2024, 13.6%", Chars(14, structure=1, digits=7), 6),
     ("see https://example.com/a?b=1.", Chars(30, digits=1, url=25), 10),  # a URL's digits are digits
-    ("https://x.com/AbCdEf0123456789xyz", Chars(33, digits=10, url=23), 13),  # no opaque run in a URL
+    ("https://x.com/AbCdEf0123456789xyz", Chars(33, url=14, opaque=19), 18),  # a key in a URL is opaque
+    ("https://x.com/news/2024/euro-final-spain-wins", Chars(45, digits=4, url=41), 16),  # a slug is URL
     ("EqA1b2C3d4E5f6G7h8", Chars(18, opaque=18), 13),  # its digits are the run's
     ("call_a1B2c3", Chars(11, digits=3), 4),  # under 12 characters: not an opaque run
 ])

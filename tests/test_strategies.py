@@ -297,3 +297,68 @@ def test_opaque_content_is_of_the_provider_asked(messages: list[JSON]) -> None:
 def test_bad_content_arguments_fail_when_the_strategy_is_made(build: Any, message: str) -> None:
     with pytest.raises(InvalidArgument, match=re.escape(message)):
         build()
+
+
+# ---------------------------------------------------------------- Gemini and Chat Completions
+
+
+def test_targets_cover_every_provider_on_every_api() -> None:
+    seen: set[tuple[str, str]] = set()
+
+    @settings(max_examples=200, deadline=None, database=None)
+    @given(rs.targets())
+    def collect(target: JSON) -> None:
+        to_target(target)  # a valid ProviderModel
+        seen.add((target["provider"], target["api"]))
+
+    collect()
+    assert seen == set(rs.SOURCES)
+    assert {("gemini", "gemini-generate"), ("vertex", "gemini-generate"), ("openai", "openai-chat"),
+            ("azure", "openai-chat")} <= seen
+
+
+def test_transcripts_draw_the_search_blocks_of_the_new_apis() -> None:
+    seen: set[tuple[str, str]] = set()
+
+    @settings(max_examples=200, deadline=None, database=None)
+    @given(rs.transcripts(min_messages=3, providers=["gemini", "openai"]))
+    def collect(transcript: JSON) -> None:
+        for block in _blocks(transcript):
+            if block["type"] == "hostedSearch" and "raw" in block:
+                seen.add((block["api"], block["phase"]))
+                if block["api"] == "gemini-generate":
+                    assert "webSearchQueries" in block["raw"]  # the candidate's groundingMetadata
+                if block["api"] == "openai-chat":
+                    assert set(block["raw"]) == {"citations", "search_results"}  # Perplexity's top level
+
+    collect()
+    assert {("gemini-generate", "result"), ("openai-chat", "result")} <= seen
+    assert ("gemini-generate", "call") not in seen  # display-only: the query is in the result
+
+
+@FAST
+@given(st.data())
+def test_chat_and_gemini_citations_stay_inside_the_text(data: st.DataObject) -> None:
+    length = data.draw(st.integers(0, 50))
+    chat = data.draw(rs.citations("openai", length, api="openai-chat"))
+    assert chat["type"] == "url_citation"
+    assert 0 <= chat["url_citation"]["start_index"] <= chat["url_citation"]["end_index"] <= length
+    segment = data.draw(rs.citations("gemini", length))["segment"]
+    assert 0 <= segment["startIndex"] <= segment["endIndex"] <= length
+
+
+def test_citations_check_the_api_fits_the_provider() -> None:
+    with pytest.raises(InvalidArgument, match="api='gemini-generate'"):
+        rs.citations("openai", api="gemini-generate")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["gemini", "vertex", "openai", "azure"]).flatmap(
+    lambda provider: rs.rich_messages("search", provider)))
+def test_rich_search_turns_of_the_new_apis_restore_and_project(messages: list[JSON]) -> None:
+    transcript = {"version": 1, "system": None, "tools": [], "messages": messages}
+    restore(transcript)
+    for target in ({"provider": "gemini", "api": "gemini-generate", "model": "m"},
+                   {"provider": "anthropic", "api": "anthropic-messages", "model": "m"},
+                   {"provider": "openai", "api": "openai-chat", "model": "m"}):
+        project(transcript, to_target(target))

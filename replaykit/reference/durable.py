@@ -31,6 +31,8 @@ from replaykit.transcript import (
     ConversionError,
     anthropic_final_body,
     from_anthropic,
+    from_chat_stream,
+    from_gemini_stream,
     from_openai_stream,
 )
 
@@ -164,8 +166,14 @@ def partial_message(events: list[JSON], target: ProviderModel, timestamp: int) -
         content = [block for index, block in enumerate(body["content"])
                    if index in done or block.get("type") == "text"]
         message = from_anthropic({**body, "content": content, "stop_reason": "end_turn"}, timestamp=timestamp)
-    else:  # Responses: the text received; a function call is kept only in a finished stream
-        message = from_openai_stream(events, timestamp=timestamp, provider=target.provider)
+    else:  # Responses, Chat, Gemini: the text received; a function call is kept only in a finished stream
+        convert = {"openai-chat": from_chat_stream, "gemini-generate": from_gemini_stream}.get(
+            target.api, from_openai_stream)
+        chunks = [event for event in events if event.get("type") != "[DONE]"]  # Chat's end (wire._DONE)
+        try:
+            message = convert(chunks, timestamp=timestamp, provider=target.provider)
+        except ConversionError:
+            return None
         message["content"] = [block for block in message["content"] if block["type"] == "text"]
     blocks = [block for block in message["content"] if block["type"] != "text" or block["text"].strip()]
     if blocks and blocks[-1]["type"] == "text":

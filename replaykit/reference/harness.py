@@ -196,8 +196,10 @@ class HarnessRun:
 
 
 def _target(step: JSON, reserve: int) -> ProviderModel:
+    """The step's provider on its ``api`` (default: the provider's first, ``replaykit.routes.MODEL_APIS``)."""
     provider = step["provider"]
-    return ProviderModel(provider, MODEL_APIS[provider], step["model"], max_tokens=max(reserve, 1))
+    api = step.get("api") or MODEL_APIS[provider]
+    return ProviderModel(provider, api, step["model"], max_tokens=max(reserve, 1))
 
 
 # ---------------------------------------------------------------- failures and retries

@@ -23,7 +23,7 @@ from replaykit.jsondoc import JSON
 from replaykit.reference.defects import mutant
 from replaykit.reference.wire import wire_body
 from replaykit.replay import ProviderModel, project, projection
-from replaykit.routes import MODEL_ROUTES
+from replaykit.routes import API_ROUTES
 from replaykit.transcript import AssistantMessage, Transcript, restore
 
 __all__ = ["OverBudget", "checked_citations", "estimate_tokens", "prepare", "rebuild_system", "validate"]
@@ -117,7 +117,7 @@ def preflight(body: JSON, target: ProviderModel) -> None:
     A transcript whose replay breaks a rule (a server tool id a proxy rewrote, a client tool_use before the
     server blocks of its turn, a reasoning item without its encrypted content under ``store: false``) is
     refused like a corrupt one: LOCAL_REQUEST_ERROR, phase validation, naming the rule and its place."""
-    kinds = MODEL_ROUTES[target.provider].contracts
+    kinds = API_ROUTES[target.provider, target.api].contracts
     found = contracts.first_violation(kinds.request, wire_body(body, target)) if kinds else None
     if found is not None:
         raise LocalRequestError(f"the request would break its contract at {found.pointer or '/'}: "

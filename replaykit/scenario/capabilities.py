@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 from replaykit.errors import UsageError, located
 from replaykit.jsondoc import JSON
 from replaykit.pointer import pointer_parts
+from replaykit.routes import MODEL_APIS, ROUTES
 from replaykit.scenario.formats import ScenarioDoc
 
 if TYPE_CHECKING:
     from replaykit.server.faults import Fault
 
-__all__ = ["API_OF", "CAPABILITIES", "MANIFEST_NAMES", "OR", "Manifest", "Mutant", "find_manifest",
+__all__ = ["API_OF", "CALLS", "CAPABILITIES", "MANIFEST_NAMES", "OR", "Manifest", "Mutant", "find_manifest",
            "load_manifest", "recorded_forms", "requirements"]
 
 #: The capability words (``tool:NAME`` besides them), each with what it means.
@@ -30,6 +31,10 @@ CAPABILITIES: dict[str, str] = {
     "anthropic-messages": "calls Anthropic Messages (a step on provider anthropic)",
     "openai-responses": "calls OpenAI Responses (a step on provider openai)",
     "azure-responses": "calls Azure OpenAI Responses (a step on provider azure)",
+    "openai-chat": "calls OpenAI Chat Completions (a step on provider openai, api openai-chat)",
+    "azure-chat": "calls Azure OpenAI Chat Completions (a step on provider azure, api openai-chat)",
+    "gemini-generate": "calls the Gemini API's generateContent (a step on provider gemini)",
+    "vertex-generate": "calls Vertex AI's Gemini generateContent (a step on provider vertex)",
     "stream": "sends streamed requests (the scenario's recordings are streams)",
     "non-stream": "sends plain, non-streamed requests (the scenario's recordings are not streams)",
     "hosted-search": "enables the provider's own web search tool (a hostedSearch tool)",
@@ -42,10 +47,16 @@ CAPABILITIES: dict[str, str] = {
                      "written",
     "estimates": "reports a token estimate before each request (the outcome's `estimates`)",
 }
-API_OF = {"anthropic": "anthropic-messages", "openai": "openai-responses", "azure": "azure-responses"}
+#: The capability of calling each provider on each of its APIs (a step's ``provider`` and ``api``).
+CALLS = {("anthropic", "anthropic-messages"): "anthropic-messages",
+         ("openai", "openai-responses"): "openai-responses", ("azure", "openai-responses"): "azure-responses",
+         ("openai", "openai-chat"): "openai-chat", ("azure", "openai-chat"): "azure-chat",
+         ("gemini", "gemini-generate"): "gemini-generate", ("vertex", "gemini-generate"): "vertex-generate"}
+#: The capability of calling each provider on its default API (a step without ``api``).
+API_OF = {provider: CALLS[provider, api] for provider, api in MODEL_APIS.items()}
 MANIFEST_NAMES = ("replaykit-target.yaml", "replaykit-target.yml", "replaykit-target.json")
 _TOOL_OF = {"task_wait": "task"}  # task and task_wait come together: the capability tool:task
-_MODEL_ROUTES = ("anthropic.messages", "openai.responses", "azure.responses")
+_MODEL_ROUTES = tuple(route.name for route in ROUTES if route.api)
 _SCHEMA = "contracts/replaykit/target-manifest.schema.json"
 OR = " or "  # between the alternatives of one need: ``cancel or cancel-signal``
 
@@ -224,7 +235,7 @@ def _cancel_needs(step: JSON) -> set[str]:
 def _step_needs(steps: list[JSON]) -> set[str]:
     needs = set()
     for step in steps:
-        needs.add(API_OF[step["provider"]])
+        needs.add(CALLS[step["provider"], step.get("api") or MODEL_APIS[step["provider"]]])
         needs.update(name for key, name in (("research", "research"), ("restart", "restart"),
                                             ("operationId", "durable"))
                      if step.get(key))

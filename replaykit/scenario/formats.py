@@ -21,6 +21,7 @@ class Step(TypedDict):
 
     prompt: str
     provider: str
+    api: NotRequired[str]
     model: str
     cancelAfterMs: NotRequired[int]
     operationId: NotRequired[str]

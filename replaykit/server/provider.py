@@ -206,6 +206,11 @@ class FakeProvider:
             "ANTHROPIC_API_KEY": DUMMY_KEY,
             "OPENAI_API_KEY": DUMMY_KEY,
             "AZURE_OPENAI_API_KEY": DUMMY_KEY,
+            "GEMINI_API_KEY": DUMMY_KEY,
+            "GOOGLE_API_KEY": DUMMY_KEY,
+            "GOOGLE_CLOUD_ACCESS_TOKEN": DUMMY_KEY,  # Vertex AI's bearer token
+            "GOOGLE_CLOUD_PROJECT": "replaykit-project",
+            "GOOGLE_CLOUD_LOCATION": "us-central1",
             **proxy_env(self._reachable_host()),
         }
 

@@ -12,7 +12,7 @@ import pytest
 from scenario_support import COMMAND, FUNCTION, HERE, ROOT, scenario_doc, write_scenario
 
 from replaykit.cli import main
-from replaykit.errors import UsageError
+from replaykit.errors import ScenarioError, UsageError
 from replaykit.reference.defects import MANIFEST, MUTANTS
 from replaykit.scenario import Target, load, run_scenario
 from replaykit.scenario.capabilities import CAPABILITIES, Manifest, find_manifest, load_manifest
@@ -132,3 +132,21 @@ def test_a_relative_command_keeps_its_symlinks_and_its_leading_assignments(tmp_p
     assert target.argv[0] == str(tmp_path / "bin" / "python")  # not the link's target: the venv would be lost
     assert ("A", "1") in target.env and ("B", "two=2") in target.env
     assert target.manifest.path == MANIFEST
+
+
+def test_a_step_needs_the_capability_of_its_provider_on_its_api(tmp_path: Path) -> None:
+    steps = [{"prompt": "p", "provider": "openai", "api": "openai-chat", "model": "m"},
+             {"prompt": "p", "provider": "azure", "api": "openai-chat", "model": "d"},
+             {"prompt": "p", "provider": "gemini", "model": "gemini-2.5-flash"},
+             {"prompt": "p", "provider": "vertex", "api": "gemini-generate", "model": "gemini-2.5-pro"},
+             {"prompt": "p", "provider": "openai", "model": "m"}]
+    needs = _needs(tmp_path, name="apis", cassettes=[], steps=steps)
+    assert needs == {"openai-chat", "azure-chat", "gemini-generate", "vertex-generate", "openai-responses"}
+    assert needs <= set(CAPABILITIES)
+    assert needs <= (load_manifest(MANIFEST).capabilities or set())  # the reference calls them all
+
+
+def test_a_step_whose_api_is_not_its_providers_is_refused(tmp_path: Path) -> None:
+    step = {"prompt": "p", "provider": "anthropic", "api": "gemini-generate", "model": "m"}
+    with pytest.raises(ScenarioError, match=r"bad-api.yaml:7 /steps/0/provider: .*not one of gemini, vertex"):
+        load(write_scenario(tmp_path, scenario_doc(name="bad-api", cassettes=[], steps=[step])))
