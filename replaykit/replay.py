@@ -20,8 +20,8 @@ from replaykit.jsondoc import JSON
 from replaykit.routes import APIS, PROVIDER_APIS, Api
 from replaykit.routes import MODEL_APIS as PROVIDERS
 
-__all__ = ["APIS", "PROVIDERS", "Api", "Note", "Projection", "Provider", "ProviderModel", "project",
-           "projection", "search_text_projection"]
+__all__ = ["APIS", "PROVIDERS", "Api", "Note", "Projection", "Provider", "ProviderModel",
+           "citation_text_projection", "project", "projection", "search_text_projection"]
 
 # providers of model turns (replaykit.routes.MODEL_APIS)
 Provider = Literal["anthropic", "openai", "azure", "gemini", "vertex"]
@@ -121,6 +121,37 @@ def search_text_projection(block: Mapping[str, object]) -> str:
     return "\n".join(lines)
 
 
+def citation_text_projection(citations: object) -> str:
+    """The text a text block's citations become for another provider, which cannot take them: each cited
+    page's title and URL, once, in the order cited ('' when none names a URL: a Gemini support's pages are in
+    its grounding, projected on their own; a document citation names none)."""
+    pages: dict[str, str | None] = {}
+    for citation in citations if isinstance(citations, list) else []:
+        if (page := _cited_page(citation)) is not None:
+            pages.setdefault(*page)
+    lines = [f"{number}. {title} - {url}" if title else f"{number}. {url}"
+             for number, (url, title) in enumerate(pages.items(), start=1)]
+    return "\n".join(["[cited sources]", *lines]) if lines else ""
+
+
+def _cited_page(citation: object) -> tuple[str, str | None] | None:
+    """The URL and title a citation names: Anthropic's and Responses' on the citation, Chat Completions'
+    inside its ``url_citation``; None for one without a URL."""
+    inner = citation.get("url_citation") if isinstance(citation, dict) else None
+    source = inner if isinstance(inner, dict) else citation
+    url = source.get("url") if isinstance(source, dict) else None
+    if not isinstance(url, str) or not url:
+        return None
+    title = source.get("title") if isinstance(source, dict) else None
+    return url, title if isinstance(title, str) and title else None
+
+
+def _foreign_text(block: JSON) -> str:
+    """A text block as another provider gets it: its text, then the pages its citations name."""
+    text, sources = _text(block), citation_text_projection(block.get("citations"))
+    return f"{text}\n\n{sources}" if text and sources else text or sources
+
+
 def _results(block: Mapping[str, object]) -> list[JSON]:
     results = block.get("results")
     if isinstance(results, list):
@@ -170,17 +201,30 @@ class _Walk:
         api = block.get("api", message.get("api"))
         return provider == self.target.provider and api == self.target.api
 
+    @staticmethod
+    def _origin(message: JSON, block: JSON) -> str:
+        return f"{block.get('provider', message.get('provider'))}/{block.get('api', message.get('api'))}"
+
+    def _cited(self, message: JSON, block: JSON, number: int) -> None:
+        """A note for another provider's citations, which go as text (:func:`citation_text_projection`)."""
+        if citation_text_projection(block.get("citations")):
+            self.notes.append(Note(f"/messages/{self.index}/content/{number}/citations",
+                                   f"citations from {self._origin(message, block)} are sent to "
+                                   f"{self.target.provider}/{self.target.api} as text after the text"))
+
     def kept(self, message: JSON, block: JSON, number: int) -> bool:
         """False, with a note, for a block no projection to this target carries: a display-only search
         record, or an opaque block of another provider or API."""
         kind = block["type"]
+        if kind == "text" and not self.same(message, block):
+            self._cited(message, block, number)
         if kind not in ("providerBlock", "hostedSearch"):
             return True
         pointer = f"/messages/{self.index}/content/{number}"
         if kind == "providerBlock" and not isinstance(block.get("raw"), dict):
             raise self.fail(f"{pointer}/raw", "a providerBlock must keep its wire block in raw (an object)")
         if kind == "providerBlock" and not self.same(message, block):
-            where = f"{block.get('provider', message.get('provider'))}/{block.get('api', message.get('api'))}"
+            where = self._origin(message, block)
             self.notes.append(Note(pointer, f"providerBlock {block.get('blockType')!r} from {where} is not "
                                             f"sent to {self.target.provider}/{self.target.api}: dropped"))
             return False
@@ -333,7 +377,7 @@ def _anthropic_assistant(message: JSON, walk: _Walk) -> list[JSON]:
 
 
 def _anthropic_text(block: JSON, same: bool, copy: Copy) -> JSON | None:
-    text = _text(block)
+    text = _text(block) if same else _foreign_text(block)
     if not text:
         return None
     out: JSON = {"type": "text", "text": text}
@@ -450,7 +494,7 @@ def _assistant_text(text: str, out: list[JSON]) -> None:
 def _openai_text(block: JSON, same: bool, out: list[JSON], copy: Copy) -> None:
     item_id = block.get("signature")
     if not (same and isinstance(item_id, str) and item_id):
-        _assistant_text(_text(block), out)
+        _assistant_text(_text(block) if same else _foreign_text(block), out)
         return
     citations = block.get("citations") if isinstance(block.get("citations"), list) else []
     part = {"type": "output_text", "text": _text(block), "annotations": copy(citations)}
@@ -609,6 +653,7 @@ def _gemini_text(block: JSON, same: bool, copy: Copy) -> JSON | None:
     signature = block.get("signature")
     if same and isinstance(signature, str) and signature:
         return {"text": text, "thoughtSignature": signature}
+    text = text if same else _foreign_text(block)
     return {"text": text} if text else None
 
 
@@ -730,8 +775,9 @@ _ChatParts = tuple[list[str], list[JSON]]
 
 
 def _chat_text(block: JSON, same: bool, parts: _ChatParts, copy: Copy) -> None:
-    """Text alone: Chat Completions takes no annotations back."""
-    if text := _text(block):
+    """Text alone: Chat Completions takes no annotations back (another provider's cited pages follow as
+    text)."""
+    if text := _text(block) if same else _foreign_text(block):
         parts[0].append(text)
 
 

@@ -18,7 +18,13 @@ from pydantic_core import ValidationError
 from replaykit import cassette, contracts
 from replaykit.cassette import Interaction
 from replaykit.errors import LocalRequestError, UsageError
-from replaykit.replay import ProviderModel, project, projection, search_text_projection
+from replaykit.replay import (
+    ProviderModel,
+    citation_text_projection,
+    project,
+    projection,
+    search_text_projection,
+)
 from replaykit.resources import data_dir
 from replaykit.transcript import anthropic_final_body, from_interaction, openai_final_response, restore
 
@@ -857,7 +863,8 @@ def test_another_provider_never_gets_an_opaque_block(name: str, item: Interactio
         made = projection(transcript, target)
         dumped = json.dumps(made.body)
         assert not any(json.dumps(message["content"][n]["raw"]) in dumped for n in opaque)
-        assert [note.pointer for note in made.notes] == [f"/messages/1/content/{n}" for n in opaque]
+        dropped = [note.pointer for note in made.notes if not note.pointer.endswith("/citations")]
+        assert dropped == [f"/messages/1/content/{n}" for n in opaque]
         contract_check(made.body)
 
 
@@ -882,7 +889,9 @@ def test_a_cross_provider_projection_says_what_it_dropped() -> None:
         "/messages/1/content/1: providerBlock 'server_tool_use' from anthropic/anthropic-messages is not "
         "sent to openai/openai-responses: dropped",
         "/messages/1/content/4: providerBlock 'code_execution_tool_result' from anthropic/anthropic-messages "
-        "is not sent to openai/openai-responses: dropped"]
+        "is not sent to openai/openai-responses: dropped",
+        "/messages/1/content/5/citations: citations from anthropic/anthropic-messages are sent to "
+        "openai/openai-responses as text after the text"]
     assert projection(transcript, ANTHROPIC).notes == ()
     assert project(transcript, OPENAI) == made.body
 
@@ -899,3 +908,21 @@ def test_an_opaque_block_without_raw_is_a_validation_error() -> None:
     with pytest.raises(LocalRequestError) as caught:
         project({"version": 1, "messages": [message]}, ANTHROPIC)
     assert caught.value.pointer == "/messages/0/content/0/raw"
+
+
+def test_another_providers_citations_go_as_text_naming_each_cited_page_once() -> None:
+    chat = {"type": "url_citation", "url_citation": {"url": "https://peps.python.org/pep-0008/",
+                                                     "title": "PEP 8", "start_index": 0, "end_index": 4}}
+    responses = {"type": "url_citation", "url": "https://docs.python.org/3/", "title": "", "start_index": 0,
+                 "end_index": 4}
+    support = {"segment": {"endIndex": 4, "text": "Text"}, "groundingChunkIndices": [0]}
+    document = {"type": "char_location", "cited_text": "Text", "document_index": 0}
+    block = {"type": "text", "text": "Text", "citations": [chat, responses, chat, support, document]}
+    message = {"role": "assistant", "content": [block], "provider": "openai", "api": "openai-chat",
+               "model": "gpt-4o-search-preview", "stopReason": "stop", "timestamp": 2}
+    transcript = {"version": 1, "messages": [_user("q"), message, _user("next")]}
+    made = projection(transcript, ANTHROPIC)
+    assert made.body["messages"][1]["content"] == [{"type": "text", "text": (
+        "Text\n\n[cited sources]\n1. PEP 8 - https://peps.python.org/pep-0008/\n2. https://docs.python.org/3/")}]
+    assert [note.pointer for note in made.notes] == ["/messages/1/content/0/citations"]
+    assert citation_text_projection([support, document]) == ""

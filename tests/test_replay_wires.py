@@ -216,10 +216,10 @@ def test_anthropic_search_history_goes_to_gemini_as_text() -> None:
         {"text": search_text_projection(turn["content"][0])},
         {"text": search_text_projection(turn["content"][1])},
         {"text": "Search first."},  # thinking: its signature means nothing to Gemini
-        {"text": "Spain won."},  # citations are not sent
+        {"text": "Spain won.\n\n[cited sources]\n1. https://uefa.com"},  # citations as text
         {"functionCall": {"name": "lookup", "args": {"team": "Spain"}}}]
     assert "encrypted" not in json.dumps(result.body)
-    assert result.notes == ()
+    assert [note.pointer for note in result.notes] == ["/messages/1/content/3/citations"]
 
 
 def test_gemini_replays_its_own_parts_verbatim_and_never_its_grounding() -> None:
@@ -284,7 +284,8 @@ def test_anthropic_search_history_goes_to_chat_as_text_with_tool_calls() -> None
     turn = anthropic_turn()
     assistant = project(conversation(turn, "toolu_1"), CHAT)["messages"][2]
     texts = [search_text_projection(block) for block in turn["content"][:2]]
-    assert assistant == {"role": "assistant", "content": "\n\n".join([*texts, "Search first.", "Spain won."]),
+    assert assistant == {"role": "assistant", "content": "\n\n".join(
+        [*texts, "Search first.", "Spain won.", "[cited sources]\n1. https://uefa.com"]),
                          "tool_calls": [{"id": "toolu_1", "type": "function", "function": {
                              "name": "lookup", "arguments": "{\"team\": \"Spain\"}"}}]}
 
@@ -304,7 +305,8 @@ def test_azure_chat_gets_openai_chat_blocks_rebuilt() -> None:
     turn = chat_turn()
     assistant = project(conversation(turn, "call_9"), AZURE_CHAT)["messages"][2]
     assert assistant["content"].startswith("[web search results]\n1. Euro 2024 - https://uefa.com/euro")
-    assert assistant["content"].endswith("The final was in Berlin.\n\nSpain won [1].")
+    assert assistant["content"].endswith("The final was in Berlin.\n\nSpain won [1].\n\n[cited sources]\n"
+                                         "1. Euro 2024 - https://uefa.com/euro")  # annotations as text
     assert assistant["tool_calls"] == [{"id": "call_9", "type": "function", "function": {
         "name": "lookup", "arguments": "{\"team\": \"Spain\"}"}}]
 
@@ -314,7 +316,8 @@ def test_chat_search_history_goes_to_anthropic_as_text() -> None:
     result = projection(conversation(turn, "call_9"), ANTHROPIC)
     content = result.body["messages"][1]["content"]
     assert content[0] == {"type": "text", "text": search_text_projection(turn["content"][0])}
-    assert content[2] == {"type": "text", "text": "Spain won [1]."}  # annotations are not Anthropic's
+    assert content[2] == {"type": "text", "text": "Spain won [1].\n\n[cited sources]\n"  # annotations as text
+                          "1. Euro 2024 - https://uefa.com/euro"}
     assert content[3] == {"type": "tool_use", "id": "call_9", "name": "lookup", "input": {"team": "Spain"}}
 
 
@@ -329,7 +332,8 @@ def test_an_opaque_chat_tool_call_goes_back_in_tool_calls_to_its_own_provider_on
     assert result.notes == ()
     elsewhere = projection(conversation(turn, "call_9"), AZURE_CHAT)
     assert "call_7" not in json.dumps(elsewhere.body)
-    assert [note.pointer for note in elsewhere.notes] == ["/messages/1/content/4"]
+    assert [note.pointer for note in elsewhere.notes] == ["/messages/1/content/2/citations",
+                                                          "/messages/1/content/4"]
 
 
 def test_a_chat_turn_with_nothing_to_send_is_omitted() -> None:
