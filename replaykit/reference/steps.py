@@ -100,6 +100,8 @@ def prepare(transcript: JSON, target: ProviderModel) -> JSON:
         replayed = _without(replayed, "hostedSearch")
     if mutant("opaque-block-dropped"):
         replayed = _without(replayed, "providerBlock")
+    if mutant("annotations-dropped-on-switch"):
+        replayed = _uncited_elsewhere(replayed, target)
     built = projection(replayed, target)
     for note in built.notes:
         print(f"replaykit.reference: {note}", file=sys.stderr)
@@ -124,10 +126,28 @@ def preflight(body: JSON, target: ProviderModel) -> None:
                                 f"{found.message}; refused before sending", phase="validation")
 
 
-def _without(transcript: Mapping[str, Any], kind: str) -> JSON:
-    messages = [{**message, "content": [block for block in message["content"] if block.get("type") != kind]}
+def _without(transcript: Mapping[str, Any], kind: str, api: str | None = None) -> JSON:
+    """``transcript`` without the assistant blocks of type ``kind`` (of answers from ``api`` only, when
+    given)."""
+    def kept(message: JSON, block: JSON) -> bool:
+        return block.get("type") != kind or (api is not None and block.get("api", message.get("api")) != api)
+
+    messages = [{**message, "content": [block for block in message["content"] if kept(message, block)]}
                 if message.get("role") == "assistant" else message for message in transcript["messages"]]
     return {**transcript, "messages": messages}
+
+
+def _uncited_elsewhere(transcript: Mapping[str, Any], target: ProviderModel) -> JSON:
+    """The defect of ``annotations-dropped-on-switch``: the text blocks of another provider lose their
+    citations."""
+    def uncited(message: JSON) -> JSON:
+        if message.get("role") != "assistant" or (message.get("provider"), message.get("api")) == (
+                target.provider, target.api):
+            return message
+        return {**message, "content": [{k: v for k, v in block.items() if k != "citations"}
+                                       for block in message["content"]]}
+
+    return {**transcript, "messages": [uncited(message) for message in transcript["messages"]]}
 
 
 # ---------------------------------------------------------------- estimate and budget
@@ -161,6 +181,8 @@ def _tokens(transcript: JSON, target: ProviderModel) -> int:
     if mutant("estimator-assumes-name"):
         _tool_names(transcript)
     counted = _without(transcript, "hostedSearch") if mutant("search-not-estimated") else transcript
+    if mutant("grounding-not-estimated"):
+        counted = _without(counted, "hostedSearch", api="gemini-generate")
     found = estimate(counted, target)
     if found.anchor is not None and mutant("usage-double-count"):
         return found.tokens + _recount(counted, target, None, cjk=True)
@@ -199,6 +221,8 @@ def _recount(transcript: JSON, target: ProviderModel, found: Estimate | None, *,
 def checked_citations(transcript: JSON, message: AssistantMessage) -> AssistantMessage:
     """``message`` with every citation that fails :func:`replaykit.citations.verify_transcript` against the
     search evidence before it removed (a document citation in a web search answer, an unknown URL...)."""
+    if mutant("grounding-index-unchecked"):
+        _cited_pages(message)
     if mutant("non-url-citation-accepted"):
         return message
     index = len(transcript["messages"])
@@ -213,3 +237,13 @@ def checked_citations(transcript: JSON, message: AssistantMessage) -> AssistantM
             if not kept:
                 del block["citations"]
     return message
+
+
+def _cited_pages(message: AssistantMessage) -> list[str]:
+    """The defect of ``grounding-index-unchecked``: each grounding support's pages looked up by index in its
+    answer's groundingChunks, unchecked (an index past the list raises IndexError)."""
+    grounding = next((block["raw"] for block in message["content"] if block["type"] == "hostedSearch"
+                      and isinstance(block.get("raw"), dict) and "groundingChunks" in block["raw"]), {})
+    chunks = grounding.get("groundingChunks", [])
+    return [chunks[index]["web"]["uri"] for block in message["content"] if block["type"] == "text"
+            for support in block.get("citations", []) for index in support.get("groundingChunkIndices", [])]

@@ -3,8 +3,8 @@
 Every case runs the reference (``replaykit.reference.run`` in-process; persist-then-restore runs
 ``python -m replaykit.reference`` twice, two processes) on its scenario fixture (``scenarios/``) and checks
 the outcome, the provider requests (the journal), the persistence writes and the blocks in the journaled
-request bodies. ``KILLS`` pairs each of the 17 mutants, and each case, with a run that must fail the case's
-check.
+request bodies. ``KILLS`` pairs each mutant not killed in another file, and each case, with a run that must
+fail the case's check.
 """
 
 from __future__ import annotations
@@ -261,6 +261,52 @@ def check_code_execution(result: Result) -> None:
 
 DISCONNECT = "kind=disconnect,route=anthropic,nth=1,after=3"
 STALL = "kind=stall,route=anthropic,nth=1,after=2,ms=3000"
+G_QUESTION = "When was Python 3.13.0 released, and what does it add?"
+C_QUESTION = "What line length does PEP 8 ask for, and what did Python 3.13 add?"
+
+
+def bad_support() -> Case:
+    return Case("gemini-grounding-bad-support", [step(G_QUESTION, "gemini", "gemini-2.5-flash")])
+
+
+def check_bad_support(result: Result) -> None:
+    _ok(result, 1, 1)
+    assert [entry.route for entry in result.journal] == ["gemini.generate"]
+    text = next(block for block in result.outcome["transcript"]["messages"][1]["content"]
+                if block["type"] == "text")
+    assert [support["groundingChunkIndices"] for support in text["citations"]] == [[1, 0]]  # [2]: no chunk
+
+
+def chat_switch() -> Case:
+    return Case("chat-annotations-provider-switch", [
+        step(C_QUESTION, "openai", "gpt-4o-search-preview", api="openai-chat"),
+        step("Which of those sources is a PEP?")])
+
+
+def check_chat_switch(result: Result) -> None:
+    _ok(result, 2, 2)
+    assert [entry.route for entry in result.journal] == ["openai.chat", "anthropic.messages"]
+    assert result.bodies()[0]["web_search_options"] == {}
+    second = json.dumps(result.bodies()[1])
+    assert "https://peps.python.org/pep-0008/" in second
+    assert "https://docs.python.org/3/whatsnew/3.13.html" in second
+    assert "url_citation" not in second  # as text: Anthropic takes no foreign citation object
+
+
+def grounding_estimated() -> Case:
+    return Case("gemini-grounding-estimated", [step("Is the free-threaded build the default?")],
+                transcript=stored("gemini-grounding-estimated"),
+                extra={"system": "You are a careful research assistant. Cite every source."})
+
+
+def check_grounding_estimated(result: Result) -> None:
+    _ok(result, 1, 1)
+    (estimate,) = result.outcome["estimates"]
+    # the anchor (1,784) dropped by the new system prompt; the grounding counted: 116 without it
+    assert 400 < estimate["tokens"] < 1784
+    assert "grounding-api-redirect" in json.dumps(result.bodies()[0])
+
+
 CASES: dict[str, tuple[Callable[[], Case], Check]] = {
     "search-next-prompt": (next_prompt, check_next_prompt),
     "search-read-tool": (read_tool, check_read_tool),
@@ -278,6 +324,9 @@ CASES: dict[str, tuple[Callable[[], Case], Check]] = {
     "cancelled-subtask": (cancelled, check_cancelled),
     "model-switch-search-history": (switch, check_switch),
     "code-execution-search-replay": (code_execution, check_code_execution),
+    "gemini-grounding-bad-support": (bad_support, check_bad_support),
+    "chat-annotations-provider-switch": (chat_switch, check_chat_switch),
+    "gemini-grounding-estimated": (grounding_estimated, check_grounding_estimated),
 }
 
 # (mutant, case): the mutant must fail the case. Every mutant and every case appears at least once.
@@ -305,6 +354,11 @@ KILLS: list[tuple[str, str]] = [
     ("reject-nameless-legacy", "midstream-disconnect"),
     ("reject-nameless-legacy", "stall-idle-timeout"),
     ("estimator-assumes-name", "search-instruction-change"),
+    ("grounding-index-unchecked", "gemini-grounding-bad-support"),
+    ("non-url-citation-accepted", "gemini-grounding-bad-support"),
+    ("annotations-dropped-on-switch", "chat-annotations-provider-switch"),
+    ("grounding-not-estimated", "gemini-grounding-estimated"),
+    ("search-not-estimated", "gemini-grounding-estimated"),
 ]
 
 

@@ -22,8 +22,8 @@ from replaykit.replay import ProviderModel
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_there_are_the_thirty_eight_mutants_each_with_its_defect() -> None:
-    assert len(MUTANTS) == 38
+def test_there_are_the_forty_one_mutants_each_with_its_defect() -> None:
+    assert len(MUTANTS) == 41
     assert all(isinstance(text, str) and len(text) > 20 for text in MUTANTS.values())
 
 

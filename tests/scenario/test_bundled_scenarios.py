@@ -18,8 +18,9 @@ SCENARIOS = load_all([ROOT / "scenarios"])
 NAMES = {scenario.name: scenario for scenario in SCENARIOS}
 JS = ROOT / "tests" / "fixtures" / "targets" / "js" / "target.mjs"
 # What the JavaScript target lacks (its manifest, replaykit-target.yaml beside it): OpenAI and Azure,
-# sub-tasks, the client-side web_search tool, durable turns, research steps.
-JS_LACKS = {"openai-responses", "azure-responses", "tool:task", "tool:web_search", "durable", "research"}
+# Chat Completions, Gemini, sub-tasks, the client-side web_search tool, durable turns, research steps.
+JS_LACKS = {"openai-responses", "azure-responses", "openai-chat", "gemini-generate", "tool:task",
+            "tool:web_search", "durable", "research"}
 
 
 def _failures(results: list[Result]) -> dict[str, str]:

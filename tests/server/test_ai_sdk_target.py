@@ -34,7 +34,7 @@ DEFECTS = {  # scenario: the check the library's defect fails (examples/targets/
 VOCABULARY = {"anthropic-messages", "openai-responses", "azure-responses", "stream", "non-stream",
               "hosted-search", "tool:read", "tool:task", "tool:web_search", "research", "durable", "restart",
               "persisted-transcript", "cancel", "cancel-signal", "estimates"}
-LACKS = {"estimates", "durable", "research", "tool:task", "tool:web_search"}
+LACKS = {"estimates", "durable", "research", "tool:task", "tool:web_search", "openai-chat", "gemini-generate"}
 SEARCH = {"type": "hostedSearch", "maxUses": 5}
 
 
