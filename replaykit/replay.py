@@ -106,19 +106,29 @@ class Projection:
 
 
 def search_text_projection(block: Mapping[str, object]) -> str:
-    """The text a ``hostedSearch`` block becomes for another provider: query, result titles and URLs."""
+    """The text a ``hostedSearch`` block becomes for another provider: query, result titles and URLs (a
+    Gemini grounding result's queries first)."""
     phase = block.get("phase")
     if phase == "call":
         query = block.get("query")
         return f"[web search: {query}]" if isinstance(query, str) and query else "[web search]"
     if phase == "error":
         return f"[web search error: {block.get('errorCode')}]"
-    lines = ["[web search results]"]
+    lines = [*(f"[web search: {query}]" for query in _grounding_queries(block)), "[web search results]"]
     for number, result in enumerate(_results(block), start=1):
         title = result.get("title")
         url = str(result.get("url") or "")
         lines.append(f"{number}. {title} - {url}" if isinstance(title, str) and title else f"{number}. {url}")
     return "\n".join(lines)
+
+
+def _grounding_queries(block: Mapping[str, object]) -> list[str]:
+    """The queries of a Gemini grounding result (its ``raw`` groundingMetadata's webSearchQueries): its call
+    blocks are display-only, so the result carries them to another provider."""
+    raw = block.get("raw")
+    queries = raw.get("webSearchQueries") if isinstance(raw, dict) else None
+    return [query for query in queries if isinstance(query, str) and query] if isinstance(queries, list) \
+        else []
 
 
 def citation_text_projection(citations: object) -> str:

@@ -238,7 +238,8 @@ def test_vertex_parts_do_not_go_to_the_gemini_developer_api() -> None:
     result = projection(conversation(gemini_turn("vertex")), GEMINI)
     parts = result.body["contents"][1]["parts"]
     assert "thoughtSignature" not in json.dumps(parts)
-    assert parts[0]["text"].startswith("[web search results]\n1. uefa.com - https://vertexaisearch")
+    assert parts[0]["text"].startswith("[web search: uefa euro 2024 winner]\n[web search results]\n"
+                                       "1. uefa.com - https://vertexaisearch")
     assert [note.pointer for note in result.notes] == ["/messages/1/content/0", "/messages/1/content/2",
                                                        "/messages/1/content/6"]
     assert project(conversation(gemini_turn("vertex")), VERTEX)["contents"][1]["parts"][0] == \
@@ -248,7 +249,7 @@ def test_vertex_parts_do_not_go_to_the_gemini_developer_api() -> None:
 def test_gemini_search_history_goes_to_anthropic_and_responses_as_text() -> None:
     turn = gemini_turn()
     text = search_text_projection(turn["content"][1])
-    assert text == ("[web search results]\n1. uefa.com - "
+    assert text == ("[web search: uefa euro 2024 winner]\n[web search results]\n1. uefa.com - "  # its queries
                     "https://vertexaisearch.cloud.google.com/grounding-api-redirect/AbC1")
     anthropic = projection(conversation(turn), ANTHROPIC)
     assert anthropic.body["messages"][1]["content"][:3] == [

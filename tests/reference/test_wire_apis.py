@@ -13,7 +13,7 @@ import pytest
 from replaykit import sse
 from replaykit.reference import wire
 from replaykit.reference.harness import _target
-from replaykit.replay import ProviderModel, project
+from replaykit.replay import ProviderModel, citation_text_projection, project
 from replaykit.transcript import from_chat_stream, from_gemini_stream
 
 GEMINI = ProviderModel("gemini", "gemini-generate", "gemini-2.5-flash")
@@ -246,7 +246,9 @@ def test_a_chat_completions_turn_on_openai_and_azure(monkeypatch: pytest.MonkeyP
          {"prompt": "Sure?", "provider": "azure", "api": "openai-chat", "model": "my-deployment"}])
     assert outcome["status"] == "ok", outcome
     assert [entry.body for entry in journal] == [first, second]
-    assert second["messages"][1] == {"role": "assistant", "content": "Spain won."}  # annotations not sent
+    # Azure is another provider: the annotations go as text, the pages they name after the answer
+    assert second["messages"][1] == {"role": "assistant",
+                                     "content": "Spain won.\n\n" + citation_text_projection([ANNOTATION])}
     persisted = json.loads((tmp_path / "transcript.json").read_text(encoding="utf-8"))
     assert persisted["messages"][1]["content"][0]["citations"] == [ANNOTATION]
 
