@@ -472,13 +472,20 @@ def _openai_input(messages: Numbered, walk: _Walk) -> list[JSON]:
     return out
 
 
-def _openai_user(message: JSON, walk: _Walk, for_tool: bool = False) -> str | list[JSON]:
+def _user_content(message: JSON, walk: _Walk, part: Callable[[JSON, _Walk], JSON], text: str,
+                  for_tool: bool) -> str | list[JSON]:
+    """A user turn's (or a tool result's) content on an OpenAI wire: its string, else its parts made by
+    ``part``; a tool result of text parts only (type ``text``) is their text joined."""
     if isinstance(message.get("content"), str):
         return str(message["content"])
-    blocks = [_openai_user_block(block, walk) for block in walk.blocks(message)]
-    if for_tool and all(block["type"] == "input_text" for block in blocks):
-        return "\n".join(block["text"] for block in blocks)
-    return blocks
+    parts = [part(block, walk) for block in walk.blocks(message)]
+    if for_tool and all(each["type"] == text for each in parts):
+        return "\n".join(each["text"] for each in parts)
+    return parts
+
+
+def _openai_user(message: JSON, walk: _Walk, for_tool: bool = False) -> str | list[JSON]:
+    return _user_content(message, walk, _openai_user_block, "input_text", for_tool)
 
 
 def _openai_user_block(block: JSON, walk: _Walk) -> JSON:
@@ -738,12 +745,7 @@ def _chat_messages(messages: Numbered, walk: _Walk) -> list[JSON]:
 
 
 def _chat_user(message: JSON, walk: _Walk, for_tool: bool = False) -> str | list[JSON]:
-    if isinstance(message.get("content"), str):
-        return str(message["content"])
-    parts = [_chat_user_part(block, walk) for block in walk.blocks(message)]
-    if for_tool and all(part["type"] == "text" for part in parts):
-        return "\n".join(part["text"] for part in parts)
-    return parts
+    return _user_content(message, walk, _chat_user_part, "text", for_tool)
 
 
 def _chat_user_part(block: JSON, walk: _Walk) -> JSON:

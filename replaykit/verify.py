@@ -171,13 +171,13 @@ def secret_finding(path: Path, found: Secret) -> Finding:
     return Finding("error", "secret", message, str(path), place, fix=fix)
 
 
-_STREAMS_JSON = re.compile(r"/v1/messages|/responses|/chat/completions|/openai/")
-_JSON_PROVIDERS = {"anthropic", "openai", "azure"}
+_STREAMS_JSON = re.compile(r"/v1/messages|/responses|/chat/completions|/openai/|:streamGenerateContent")
+_JSON_PROVIDERS = {"anthropic", "openai", "azure", "gemini", "vertex"}
 _DONE = "[DONE]"
 
 
 def _streams_json(cassette: Cassette, item: Interaction) -> bool:
-    """True when the provider streams JSON in every ``data:`` (Anthropic, OpenAI, Azure OpenAI)."""
+    """True when the provider streams JSON in every ``data:`` (Anthropic, OpenAI, Azure OpenAI, Gemini)."""
     if cassette.meta.provider in _JSON_PROVIDERS:
         return True
     return bool(_STREAMS_JSON.search(item.request.uri.partition("?")[0]))

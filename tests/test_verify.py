@@ -14,6 +14,7 @@ from replaykit.cassette import Cassette
 from replaykit.errors import UsageError
 from replaykit.findings import Finding
 from replaykit.redact import SECRET_KINDS
+from replaykit.resources import data_dir
 from replaykit.verify import (
     CHECKS,
     check_contracts,
@@ -87,6 +88,13 @@ def test_sse_framing_problems(name: str, message: str) -> None:
     (finding,) = verify_file(DATA / name).findings
     assert (finding.code, finding.place, finding.severity) == ("sse-framing", "4", "error")
     assert finding.message.startswith(message)
+
+
+def test_a_gemini_stream_holds_json_in_every_event() -> None:
+    text = (data_dir("cassettes") / "gemini" / "grounding_stream.yaml").read_text()
+    text = text.replace('data: {', 'data: x{', 1).replace("provider: gemini", "provider: other", 1)
+    (finding,) = check_sse_framing(Path("g.yaml"), _loads(text))
+    assert finding.message.startswith("interactions[0].response.body/events[0]: data is not JSON")
 
 
 def test_a_comment_only_stream_has_no_events() -> None:
