@@ -179,11 +179,15 @@ def canonical(route: str, body: object) -> Any:
     return view
 
 
+_STREAMING = ("stream", "stream_options")
+
+
 def canonical_key(route: str, body: object) -> str:
-    """The canonical view as JSON text without ``stream``: the same request, streamed or not, has one key."""
+    """The canonical view as JSON text without ``stream`` (and Chat Completions' ``stream_options``, which
+    only a stream takes): the same request, streamed or not, has one key."""
     view = canonical(route, body)
     if isinstance(view, dict):
-        view = {key: value for key, value in view.items() if key != "stream"}
+        view = {key: value for key, value in view.items() if key not in _STREAMING}
     return json.dumps(view, sort_keys=True, ensure_ascii=False)
 
 

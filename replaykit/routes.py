@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 __all__ = ["APIS", "API_ORIGINS", "API_ROUTES", "MODEL_APIS", "MODEL_ROUTES", "PROVIDERS", "PROVIDER_APIS",
            "ROUTES", "Api", "Kinds", "Provider", "Route", "base_url_env", "base_urls", "classify",
-           "classify_uri", "known", "provider_of", "streams_by_path"]
+           "classify_uri", "known", "model_of", "provider_of", "streams_by_path"]
 
 Provider = Literal["anthropic", "openai", "azure", "gemini", "vertex", "cloudflare"]
 PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "azure", "gemini", "vertex", "cloudflare")
@@ -200,3 +200,15 @@ def base_url_env(origins: Mapping[str, str]) -> dict[str, str]:
             "REPLAYKIT_AZURE_BASE_URL": url["azure"], "AZURE_OPENAI_ENDPOINT": origins["azure"],
             "GOOGLE_GEMINI_BASE_URL": url["gemini"], "GOOGLE_VERTEX_BASE_URL": url["vertex"],
             "REPLAYKIT_WEBSEARCH_BASE_URL": url["cloudflare"]}
+
+
+_PATH_MODEL = re.compile(r"/openai/deployments/([^/]+)/|/models/([^/:]+):[A-Za-z]+$")
+
+
+def model_of(body: object, path: str) -> str | None:
+    """The model a request names: its body's ``model``, else its path's (an Azure deployment, or Gemini's and
+    Vertex AI's ``/models/M:method``); ``path`` without the query."""
+    if isinstance(body, dict) and isinstance(body.get("model"), str):
+        return str(body["model"])
+    found = _PATH_MODEL.search(path)
+    return (found.group(1) or found.group(2)) if found else None

@@ -1,8 +1,9 @@
 """Synthesized provider traffic: the SSE stream of a final response body, event by event.
 
-Final response bodies (:func:`anthropic_message`, :func:`openai_response`), their streams derived block by
-block (:func:`a_stream_events`, :func:`o_stream_events`), plausible event offsets (:func:`a_offsets`,
-:func:`o_offsets`) and the event-stream body (:func:`sse_body`); deterministic. Used by
+Final response bodies (:func:`anthropic_message`, :func:`openai_response`, :func:`gemini_response`,
+:func:`chat_completion`), their streams derived block by block, item by item or chunk by chunk, plausible
+event offsets and the event-stream bodies (:func:`sse_body`, data-only :func:`gemini_sse_body` and
+:func:`chat_sse_body`); deterministic. Used by
 ``scripts/synthesize_cassettes`` (the bundled cassettes) and by ``replaykit repro``; a cassette holding such
 traffic is marked ``origin: synthesized``.
 """
@@ -16,8 +17,9 @@ from replaykit import sse
 from replaykit.jsondoc import JSON
 
 __all__ = ["A_DELAY", "O_DELAY", "a_offsets", "a_stream_events", "anthropic_message", "anthropic_usage",
-           "block_events", "chunks", "compact", "item_events", "message_end", "message_start", "o_offsets",
-           "o_stream_events", "openai_response", "sse_body"]
+           "block_events", "chat_chunks", "chat_completion", "chat_sse_body", "chunks", "compact",
+           "gemini_chunks", "gemini_json", "gemini_response", "gemini_sse_body", "item_events", "message_end",
+           "message_start", "o_offsets", "o_stream_events", "openai_response", "sse_body"]
 
 Json = JSON
 
@@ -238,3 +240,93 @@ def o_offsets(events: list[tuple[str, Json]]) -> list[float]:
         clock += 900.0 if slow else O_DELAY.get(name, 5.0)
         offsets.append(round(clock, 1))
     return offsets
+
+
+# ---------------------------------------------------------------- Gemini generateContent: chunk by chunk
+
+
+def gemini_json(value: Json, *, indent: int | None = None) -> str:
+    """JSON as Google's front end writes it: ``<`` and ``>`` as ``\\u003c`` / ``\\u003e``, other characters
+    as UTF-8; a body pretty-printed with two spaces, a stream chunk on one line with ``": "`` and ``,``."""
+    text = json.dumps(value, ensure_ascii=False, indent=indent, separators=None if indent else (",", ": "))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def gemini_response(ident: str, model: str, text: str, tokens: tuple[int, int]) -> Json:
+    """A GenerateContentResponse of one candidate answering ``text``; ``tokens``: (prompt, output)."""
+    prompt, output = tokens
+    usage = {"promptTokenCount": prompt, "candidatesTokenCount": output, "totalTokenCount": prompt + output,
+             "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt}]}
+    candidate = {"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP", "index": 0}
+    return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": model, "responseId": ident}
+
+
+def gemini_chunks(response: Json, pieces: list[str], first: Json | None = None) -> list[Json]:
+    """The stream of ``response``: one chunk per text piece (usage running, every chunk with modelVersion,
+    responseId and Vertex's createTime), ``first`` in the first chunk's candidate, finishReason and the rest
+    of the candidate's metadata in the last."""
+    final = response["candidates"][0]
+    usage = response["usageMetadata"]
+    out, sent = [], 0
+    for index, piece in enumerate(pieces):
+        sent += len(piece)
+        running = usage | {"candidatesTokenCount": max(1, usage["candidatesTokenCount"] * sent // len(
+            "".join(pieces)))}
+        running["totalTokenCount"] = usage["totalTokenCount"] - usage["candidatesTokenCount"] + \
+            running["candidatesTokenCount"]
+        candidate: Json = {"content": {"parts": [{"text": piece}], "role": "model"}, "index": 0}
+        candidate |= (first or {}) if index == 0 else {}
+        if index == len(pieces) - 1:
+            rest = {k: v for k, v in final.items() if k not in ("content", "index", *(first or {}))}
+            candidate = {"content": candidate["content"], "finishReason": final["finishReason"],
+                         "index": 0, **{k: v for k, v in rest.items() if k != "finishReason"}}
+        top = {k: v for k, v in response.items() if k not in ("candidates", "usageMetadata")}
+        out.append({"candidates": [candidate], "usageMetadata": running, **top})
+    return out
+
+
+def gemini_sse_body(chunks: list[Json]) -> bytes:
+    """``data: {...}`` CRLF CRLF per chunk: no event field, no terminal event (the stream just ends)."""
+    return "".join(f"data: {gemini_json(chunk)}\r\n\r\n" for chunk in chunks).encode()
+
+
+# ---------------------------------------------------------------- Chat Completions: chunk by chunk
+
+
+def chat_completion(ident: str, created: int, model: str, text: str, tokens: tuple[int, int],
+                    notes: list[Json] | None = None) -> Json:
+    """A ``chat.completion`` of one choice answering ``text`` (``notes``: its annotations); ``tokens``:
+    (prompt, completion)."""
+    prompt, completion = tokens
+    usage = {"completion_tokens": completion, "prompt_tokens": prompt, "total_tokens": prompt + completion,
+             "completion_tokens_details": {"accepted_prediction_tokens": 0, "audio_tokens": 0,
+                                           "reasoning_tokens": 0, "rejected_prediction_tokens": 0},
+             "prompt_tokens_details": {"audio_tokens": 0, "cached_tokens": 0}}
+    message = {"annotations": notes or [], "content": text, "refusal": None, "role": "assistant"}
+    return {"choices": [{"finish_reason": "stop", "index": 0, "logprobs": None, "message": message}],
+            "created": created, "id": ident, "model": model, "object": "chat.completion",
+            "service_tier": "default", "system_fingerprint": "", "usage": usage}
+
+
+def chat_chunks(completion: Json, size: int = 48) -> list[Json]:
+    """The chunks OpenAI streams for ``completion``: the role, the text in pieces, the annotations in a
+    delta of their own, the finish_reason, then the usage with empty choices (``include_usage``)."""
+    keys = ("id", "object", "created", "model", "service_tier", "system_fingerprint")
+    head = {key: completion[key] for key in keys} | {"object": "chat.completion.chunk"}
+    message = completion["choices"][0]["message"]
+
+    def chunk(delta: Json, finish: str | None = None) -> Json:
+        choice = {"delta": delta, "finish_reason": finish, "index": 0, "logprobs": None}
+        return {**head, "choices": [choice], "usage": None}
+
+    text = message["content"]
+    pieces = [chunk({"content": "", "refusal": None, "role": "assistant"})]
+    pieces += [chunk({"content": text[at:at + size]}) for at in range(0, len(text), size)]
+    notes = [chunk({"annotations": message["annotations"]})] if message["annotations"] else []
+    return [*pieces, *notes, chunk({}, "stop"), {**head, "choices": [], "usage": completion["usage"]}]
+
+
+def chat_sse_body(chunks: list[Json], done: bool = True) -> bytes:
+    """``data: {json}`` blocks with no event names, then ``data: [DONE]`` (when ``done``)."""
+    events = [sse.encode(data=compact(data)) for data in chunks]
+    return sse.serialize([*events, *([sse.encode(data="[DONE]")] if done else [])])

@@ -42,6 +42,14 @@ OPENAI_INPUT = [{"role": "user", "content": QUESTION},
                  "action": {"type": "search", "query": "python 3.13 release"}},
                 {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
                  "content": [{"type": "output_text", "text": "October 7, 2024.", "annotations": []}]}]
+CHAT_MESSAGES = [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": QUESTION},
+                 {"role": "assistant", "content": "October 7, 2024.", "tool_calls": [
+                     {"id": "call_1", "type": "function",
+                      "function": {"name": "lookup", "arguments": '{"q": "3.13"}'}}]},
+                 {"role": "tool", "tool_call_id": "call_1", "content": "released 2024-10-07"}]
+GEMINI_CONTENTS = [{"role": "user", "parts": [{"text": QUESTION}]},
+                   {"role": "model", "parts": [{"text": "October 7, 2024."}]},
+                   {"role": "user", "parts": [{"text": "And 3.14?"}]}]
 
 
 def _file(tmp_path: Path, name: str, doc: object) -> Path:
@@ -64,6 +72,14 @@ FORMS: list[tuple[str, object, str, str]] = [
     ("messages.json", ANTHROPIC_MESSAGES, "Anthropic messages array", "anthropic"),
     ("responses.json", {"model": "gpt-5", "input": OPENAI_INPUT}, "OpenAI Responses request body", "openai"),
     ("input.json", OPENAI_INPUT, "OpenAI Responses input array", "openai"),
+    ("chat.json", {"model": "gpt-4o", "messages": CHAT_MESSAGES}, "Chat Completions request body", "openai"),
+    ("search.json", {"model": "gpt-4o-search-preview", "web_search_options": {},
+                     "messages": [{"role": "user", "content": QUESTION}]},
+     "Chat Completions request body", "openai"),
+    ("chat-array.json", CHAT_MESSAGES[1:], "Chat Completions messages array", "openai"),
+    ("gemini.json", {"contents": GEMINI_CONTENTS, "tools": [{"googleSearch": {}}]},
+     "Gemini generateContent request body", "gemini"),
+    ("contents.json", GEMINI_CONTENTS, "Gemini contents array", "gemini"),
 ]
 
 
@@ -180,8 +196,11 @@ BAD: list[tuple[str, str, str]] = [
     ("broken.json", '{"messages": [\n  {"role": "user",}\n]}', r"broken\.json:2:\d+: not JSON: "),
     ("scalar.json", "42", r"scalar\.json:/: a JSON number: not a transcript; give a neutral transcript"),
     ("other.json", '{"hello": 1}', r"other\.json:/: an object without messages or input: not a transcript"),
-    ("role.json", '{"messages": [{"role": "tool", "content": "x"}]}',
-     r"role\.json:/messages/0/role: role 'tool': an Anthropic message is user or assistant; read as: "),
+    ("role.json", '{"messages": [{"role": "robot", "content": "x"}]}',
+     r"role\.json:/messages/0/role: role 'robot': an Anthropic message is user or assistant; read as: "),
+    ("tool.json", '{"messages": [{"role": "tool", "content": "x"}]}',
+     r"tool\.json:/messages/0/tool_call_id: a tool message names the call it answers in tool_call_id; read "
+     r"as: Chat Completions request body"),
     ("log.jsonl", '{"role": "user", "content": "a"}\n{"role": "user", "content": "b"\n',
      r"log\.jsonl:line 2: not JSON: "),
     ("kinds.jsonl", '{"role": "user", "content": "a"}\n[1]\n',
@@ -198,7 +217,8 @@ BAD: list[tuple[str, str, str]] = [
     ("nomodel.yaml", "version: 1\ninteractions:\n- request: {method: POST, uri: "
      "'https://api.anthropic.com/v1/messages/count_tokens', headers: {}, body: '{}'}\n"
      "  response: {status: {code: 200, message: OK}, headers: {}, body: {string: '{}'}}\n",
-     r"nomodel\.yaml: a cassette without an Anthropic Messages or OpenAI Responses request"),
+     r"nomodel\.yaml: a cassette without a model request \(Anthropic Messages, OpenAI Responses, Chat "
+     r"Completions, Gemini generateContent\)"),
 ]
 
 
@@ -328,6 +348,39 @@ def test_a_folder_holding_other_files_is_refused_an_earlier_repro_output_is_repl
         reproduce(BUNDLED / "retry-529.json", tmp_path / "file")
 
 
+# ---------------------------------------------------------------- every model wire
+
+#: A cassette of each model wire but Anthropic's and OpenAI Responses' (those have their own tests), and the
+#: provider and API its repro scenario targets.
+WIRES = [("gemini/grounding.yaml", "gemini", "gemini-generate"),
+         ("gemini/error_429_resource_exhausted.yaml", "gemini", "gemini-generate"),
+         ("vertex/grounding_stream.yaml", "vertex", "gemini-generate"),
+         ("openai/chat_web_search.yaml", "openai", "openai-chat"),
+         ("azure/chat_web_search.yaml", "azure", "openai-chat"),
+         ("openai/compatible_perplexity_sonar_stream.yaml", "openai", "openai-chat")]
+
+
+@pytest.mark.parametrize(("name", "provider", "api"), WIRES, ids=[row[0] for row in WIRES])
+def test_a_cassette_of_each_wire_reproduces_on_its_own_provider_and_api(tmp_path: Path, name: str,
+                                                                         provider: str, api: str) -> None:
+    done = reproduce(data_dir("cassettes") / name, tmp_path / "out")
+    assert (done.diagnosis.target.provider, done.diagnosis.target.api) == (provider, api)
+    scenario, target = load(tmp_path / "out" / SCENARIO), Target.parse(DEFAULT_TARGET)
+    assert scenario.doc["steps"][0].get("api") == (api if api == "openai-chat" else None)
+    assert run_scenario(scenario, target).passed, run_scenario(scenario, target).failure_text()
+    leaked = run_scenario(scenario, target, mutant="internal-fields-leak")
+    assert not leaked.passed and "neverReaches" in leaked.failure_text()
+
+
+def test_a_multi_turn_chat_body_keeps_its_tool_calls_in_the_scenario(tmp_path: Path) -> None:
+    body = {"model": "gpt-4o", "messages": CHAT_MESSAGES, "tools": [{"type": "function", "function": {
+        "name": "lookup", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}]}
+    reproduce(_file(tmp_path, "chat.json", body), tmp_path / "out")
+    expected = load(tmp_path / "out" / SCENARIO).expectations
+    assert {"request": 1, "pointer": "/messages/*/tool_calls/*/id", "equals": "call_1"} in expected["reaches"]
+    assert {"pointer": "/messages/*/timestamp"} in expected["neverReaches"]
+
+
 # ---------------------------------------------------------------- the bundled bad transcripts, replayed
 
 #: Each bundled transcript that carries a defect's trigger, and the mutants of the reference that defect is.
@@ -342,6 +395,8 @@ MATCHING: dict[str, tuple[str, ...]] = {
     "nameless-search-block-after-anchor": ("estimator-assumes-name", "search-dropped-on-replay"),
     "nameless-search-block-no-anchor": ("estimator-assumes-name", "search-dropped-on-replay",
                                         "search-not-estimated"),
+    # replayed to Gemini, which takes no grounding back: the anchor covers it, the nameless blocks do not
+    "gemini-grounding-estimated": ("estimator-assumes-name", "timestamp-refresh-invalidates-usage"),
 }
 #: The others' defects are in the traffic their scenarios inject (a 529, a 400, a stall), not the transcript.
 FAULT_ONLY = {"retry-529", "no-retry-400", "stall-idle-timeout", "search-instruction-change"}

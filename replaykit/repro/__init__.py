@@ -55,7 +55,7 @@ def reproduce(transcript: Path, out: Path) -> Repro:
     folder = prepare_folder(out)
     reported = read(transcript)
     diagnosis = diagnose(reported.transcript, str(transcript), reported.provider, reported.model,
-                         reported.request)
+                         reported.request, reported.api)
     bundle = build(reported, diagnosis)
     left = leaks(bundle)
     if left:

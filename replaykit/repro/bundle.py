@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 import yaml
 
@@ -31,13 +32,19 @@ from replaykit.reference.wire import wire_body
 from replaykit.replay import ProviderModel
 from replaykit.repro.diagnosis import PROMPT, RESERVE, Diagnosis, Failure
 from replaykit.repro.reported import Reported
-from replaykit.routes import MODEL_ROUTES
+from replaykit.routes import API_ORIGINS, API_ROUTES, MODEL_APIS
 from replaykit.synthesis import (
     a_offsets,
     a_stream_events,
     anthropic_message,
     anthropic_usage,
+    chat_chunks,
+    chat_completion,
+    chat_sse_body,
     compact,
+    gemini_chunks,
+    gemini_response,
+    gemini_sse_body,
     o_offsets,
     o_stream_events,
     openai_response,
@@ -51,13 +58,29 @@ SCENARIO, TRANSCRIPT, CASSETTE, SUMMARY = "scenario.yaml", "transcripts/repro.js
     "repro.json"
 FILES = (SCENARIO, TRANSCRIPT, CASSETTE, SUMMARY)
 REPLY = "(a synthesized reply: replaykit repro answers the follow-up with this text)"
-_URIS = {"anthropic": "https://api.anthropic.com/v1/messages", "openai": "https://api.openai.com/v1/responses",
-         "azure": "https://replaykit-example.openai.azure.com/openai/v1/responses"}
-_KEY_HEADERS = {"anthropic": ("x-api-key", "REDACTED"), "openai": ("authorization", "Bearer REDACTED"),
-                "azure": ("api-key", "REDACTED")}
+_AZURE = "https://replaykit-example.openai.azure.com/openai/v1"
+_VERTEX = f"{API_ORIGINS['vertex']}/v1/projects/replaykit-example/locations/global/publishers/google/models"
+#: Where each provider and API answers (``{model}`` and ``{method}`` filled in) and the key header, redacted.
+_ENDPOINTS: dict[tuple[str, str], tuple[str, tuple[str, str]]] = {
+    ("anthropic", "anthropic-messages"): (f"{API_ORIGINS['anthropic']}/v1/messages",
+                                          ("x-api-key", "REDACTED")),
+    ("openai", "openai-responses"): (f"{API_ORIGINS['openai']}/v1/responses",
+                                     ("authorization", "Bearer REDACTED")),
+    ("openai", "openai-chat"): (f"{API_ORIGINS['openai']}/v1/chat/completions",
+                                ("authorization", "Bearer REDACTED")),
+    ("azure", "openai-responses"): (f"{_AZURE}/responses", ("api-key", "REDACTED")),
+    ("azure", "openai-chat"): (f"{_AZURE}/chat/completions", ("api-key", "REDACTED")),
+    ("gemini", "gemini-generate"): (f"{API_ORIGINS['gemini']}/v1beta/models/{{model}}:{{method}}",
+                                    ("x-goog-api-key", "REDACTED")),
+    ("vertex", "gemini-generate"): (f"{_VERTEX}/{{model}}:{{method}}", ("authorization", "Bearer REDACTED")),
+}
+#: Where the transcript's own fields would land in each API's request.
+_LISTS = {"anthropic-messages": "/messages", "openai-responses": "/input", "openai-chat": "/messages",
+          "gemini-generate": "/contents"}
 _REFUSED = {"code": "LOCAL_REQUEST_ERROR", "phase": "validation", "provenance": "local"}
 _IDS = ("id", "tool_use_id", "call_id")
 _MAX_REACHES = 32
+_CREATED = 1_764_662_400  # 2025-12-02T08:00:00Z: the synthesized answer's creation time
 
 
 @dataclass(frozen=True)
@@ -121,10 +144,16 @@ def _scenario(reported: Reported, diagnosis: Diagnosis, name: str) -> JSON:
     return {
         "name": name, "kind": "regression", "description": description,
         "cassettes": [CASSETTE], "transcript": TRANSCRIPT,
-        "steps": [{"prompt": PROMPT, "provider": target.provider, "model": target.model}],
+        "steps": [_step(target)],
         "tools": tools if diagnosis.body is not None and isinstance(tools, list) else [],
         "expectations": _expectations(diagnosis),
     }
+
+
+def _step(target: ProviderModel) -> JSON:
+    """The follow-up's step: the API named when it is not the provider's default."""
+    step: JSON = {"prompt": PROMPT, "provider": target.provider, "model": target.model}
+    return step | ({"api": target.api} if target.api != MODEL_APIS[target.provider] else {})
 
 
 def _estimate_policy(diagnosis: Diagnosis) -> str:
@@ -151,7 +180,7 @@ def _expectations(diagnosis: Diagnosis) -> JSON:
                       "persistWrites": 1}
     if diagnosis.band is not None:
         expected["estimates"] = [{"step": 0, "min": diagnosis.band.low, "max": diagnosis.band.high}]
-    route = MODEL_ROUTES[diagnosis.target.provider].name
+    route = API_ROUTES[diagnosis.target.provider, diagnosis.target.api].name
     view = canonical(route, wire_body(diagnosis.body or {}, diagnosis.target))
     if reaches := [check for check in _reaches(view, diagnosis.target) if _holds(check, view)]:
         expected["reaches"] = reaches[:_MAX_REACHES]
@@ -161,20 +190,29 @@ def _expectations(diagnosis: Diagnosis) -> JSON:
 
 def _internal(target: ProviderModel) -> list[JSON]:
     """The transcript's own fields, which never reach the provider."""
-    listed = "/messages" if target.api == "anthropic-messages" else "/input"
-    return [{"pointer": "/version"}, {"pointer": "/systemHistory"}, {"pointer": f"{listed}/*/timestamp"}]
+    return [{"pointer": "/version"}, {"pointer": "/systemHistory"},
+            {"pointer": f"{_LISTS[target.api]}/*/timestamp"}]
 
 
 def _reaches(view: JSON, target: ProviderModel) -> Iterator[JSON]:
     """A check per provider block the request replays (by its id), so a harness that drops one fails; read
     from the canonical view (``view``) of the request, as the check reads what a harness sends."""
+    plain: tuple[str, ...] = ()
     if target.api == "anthropic-messages":
         blocks = [("/messages/*/content/*", block) for message in view.get("messages", [])
                   if isinstance(message.get("content"), list) for block in message["content"]]
-        plain: tuple[str, ...] = ("text", "image", "tool_result", "thinking", "redacted_thinking")
-    else:
+        plain = ("text", "image", "tool_result", "thinking", "redacted_thinking")
+    elif target.api == "openai-responses":
         blocks = [("/input/*", item) for item in view.get("input", [])]
         plain = ("function_call_output", "message")
+    elif target.api == "openai-chat":
+        blocks = [("/messages/*/tool_calls/*", call) for message in view.get("messages", [])
+                  if isinstance(message.get("tool_calls"), list) for call in message["tool_calls"]]
+    else:  # Gemini: a function call carries an id when the model gave one
+        blocks = [("/contents/*/parts/*/functionCall", part["functionCall"]) for content in
+                  view.get("contents", []) if isinstance(content.get("parts"), list)
+                  for part in content["parts"] if isinstance(part, dict) and isinstance(
+                      part.get("functionCall"), dict) and "id" in part["functionCall"]]
     seen: set[str] = set()
     for where, block in blocks:
         if not isinstance(block, dict) or "role" in block or block.get("type") in plain:
@@ -232,24 +270,30 @@ def _failure(failure: Failure) -> JSON:
 
 
 def _cassette(diagnosis: Diagnosis, description: str) -> Cassette:
-    """The answer to the follow-up twice, plain then streamed: the same request but for ``stream``."""
+    """The answer to the follow-up twice, plain then streamed: the same request but for streaming (its
+    ``stream`` field; Gemini's method in the URL)."""
     target = diagnosis.target
     sent = _sends(diagnosis)
     body = wire_body(diagnosis.body if sent and diagnosis.body is not None else _bare_request(target), target)
-    name, value = _KEY_HEADERS[target.provider]
+    uri, (name, value) = _ENDPOINTS[target.provider, target.api]
     headers = {"content-type": ["application/json"], name: [value]}
-    final, events = _reply(target, diagnosis.tokens or 1)
-    plain_body = {key: item for key, item in body.items() if key != "stream"}
-    plain = Interaction(Request("POST", _URIS[target.provider], headers, compact(plain_body).encode()),
+    final, stream, offsets = _reply(target, diagnosis.tokens or 1)
+    plain_body = {key: item for key, item in body.items() if key not in ("stream", "stream_options")}
+    plain = Interaction(Request("POST", _uri(uri, target, False), headers, compact(plain_body).encode()),
                         Response(200, "OK", {"content-type": ["application/json"]}, compact(final).encode()))
-    offsets = a_offsets(events) if target.api == "anthropic-messages" else o_offsets(events)
-    streamed = Interaction(Request("POST", _URIS[target.provider], headers, compact(body).encode()),
+    streamed = Interaction(Request("POST", _uri(uri, target, True), headers, compact(body).encode()),
                            Response(200, "OK", {"content-type": ["text/event-stream; charset=utf-8"]},
-                                    sse_body(events), event_offsets_ms=offsets))
+                                    stream, event_offsets_ms=offsets))
     shows = description if sent else f"{description}. {_unsent(diagnosis)}"
     meta = Meta(origin="synthesized", provider=target.provider, description=f"{shows}; plain and streamed",
                 recorded_with=f"replaykit repro {__version__}", extra={"sources": ["replaykit repro"]})
     return Cassette(interactions=[plain, streamed], meta=meta)
+
+
+def _uri(template: str, target: ProviderModel, stream: bool) -> str:
+    """The endpoint of ``target``: Gemini's names its model and, streamed, ``streamGenerateContent``."""
+    method = "streamGenerateContent?alt=sse" if stream else "generateContent"
+    return template.format(model=quote(target.model, safe=""), method=method) if "{" in template else template
 
 
 def _unsent(diagnosis: Diagnosis) -> str:
@@ -265,20 +309,39 @@ def _bare_request(target: ProviderModel) -> JSON:
     if target.api == "anthropic-messages":
         return {"model": target.model, "max_tokens": RESERVE,
                 "messages": [{"role": "user", "content": PROMPT}]}
+    if target.api == "openai-chat":
+        return {"model": target.model, "messages": [{"role": "user", "content": PROMPT}]}
+    if target.api == "gemini-generate":
+        return {"contents": [{"role": "user", "parts": [{"text": PROMPT}]}]}
     return {"model": target.model, "input": [{"role": "user", "content": PROMPT}]}
 
 
-def _reply(target: ProviderModel, tokens: int) -> tuple[JSON, list[tuple[str, JSON]]]:
-    """The final body of the answer and its stream."""
-    text = {"type": "text", "text": REPLY}
+def _reply(target: ProviderModel, tokens: int) -> tuple[JSON, bytes, list[float]]:
+    """The final body of the answer, its stream and the stream's event offsets."""
     if target.api == "anthropic-messages":
+        text = {"type": "text", "text": REPLY}
         message = anthropic_message("msg_01replaykitrepro", target.model, [text], anthropic_usage(tokens, 24))
-        return message, a_stream_events(message, tokens)
+        events = a_stream_events(message, tokens)
+        return message, sse_body(events), a_offsets(events)
+    if target.api == "openai-chat":
+        completion = chat_completion("chatcmpl-replaykitrepro", _CREATED, target.model, REPLY, (tokens, 24))
+        pieces = chat_chunks(completion)
+        return completion, chat_sse_body(pieces), _steady(len(pieces) + 1)
+    if target.api == "gemini-generate":
+        answer = gemini_response("replaykitrepro", target.model, REPLY, (tokens, 24))
+        parts = gemini_chunks(answer, [REPLY[:40], REPLY[40:]])
+        return answer, gemini_sse_body(parts), _steady(len(parts))
     item = {"id": "msg_replaykitrepro", "type": "message", "status": "completed", "role": "assistant",
             "content": [{"type": "output_text", "annotations": [], "logprobs": [], "text": REPLY}]}
-    response = openai_response("resp_replaykitrepro", 1_764_662_400, target.model, [item], (tokens, 0, 24),
-                               None, [])
-    return response, o_stream_events(response)
+    response = openai_response("resp_replaykitrepro", _CREATED, target.model, [item], (tokens, 0, 24), None,
+                               [])
+    events = o_stream_events(response)
+    return response, sse_body(events), o_offsets(events)
+
+
+def _steady(count: int) -> list[float]:
+    """Offsets of a stream whose first event comes after 300 ms, the others 12 ms apart."""
+    return [round(300.0 + 12.0 * index, 1) for index in range(count)]
 
 
 # ---------------------------------------------------------------- the folder

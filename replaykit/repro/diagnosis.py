@@ -22,7 +22,7 @@ from replaykit.redact import safe_message
 from replaykit.reference.wire import wire_body
 from replaykit.replay import Note, Projection, ProviderModel, projection
 from replaykit.repro.band import Band, policy_band
-from replaykit.routes import MODEL_APIS, MODEL_ROUTES
+from replaykit.routes import API_ROUTES, MODEL_APIS, PROVIDER_APIS
 from replaykit.transcript import restore
 
 __all__ = ["DEFAULT_MODEL", "PROMPT", "REPLAYED", "REPORTED", "RESERVE", "Diagnosis", "Failure", "diagnose",
@@ -70,18 +70,21 @@ class Diagnosis:
     band: Band | None = None
 
 
-def target_of(transcript: object, provider: str | None = None, model: str | None = None) -> ProviderModel:
-    """The provider, API and model of the last assistant turn; without one, ``provider`` and ``model`` (the
-    request's), else Anthropic ``claude-sonnet-4-6``."""
+def target_of(transcript: object, provider: str | None = None, model: str | None = None,
+              api: str | None = None) -> ProviderModel:
+    """The provider, API and model of the last assistant turn; without one, ``provider``, ``model`` and
+    ``api`` (the request's), else Anthropic ``claude-sonnet-4-6``. An API the provider does not serve is
+    its default one."""
     messages = transcript.get("messages") if isinstance(transcript, dict) else None
     for message in reversed(messages if isinstance(messages, list) else []):
         if isinstance(message, dict) and message.get("role") == "assistant" \
                 and message.get("provider") in MODEL_APIS:
-            provider, model = message["provider"], message.get("model") or model
+            provider, model, api = message["provider"], message.get("model") or model, message.get("api")
             break
     provider = provider if provider in MODEL_APIS else "anthropic"
     model = model if isinstance(model, str) and model else DEFAULT_MODEL
-    return ProviderModel(provider, MODEL_APIS[provider], model, max_tokens=RESERVE)  # type: ignore[arg-type]
+    api = api if api in PROVIDER_APIS[provider] else MODEL_APIS[provider]
+    return ProviderModel(provider, api, model, max_tokens=RESERVE)  # type: ignore[arg-type]
 
 
 def follow_up(transcript: JSON, timestamp: float) -> JSON:
@@ -92,11 +95,11 @@ def follow_up(transcript: JSON, timestamp: float) -> JSON:
 
 
 def diagnose(transcript: object, source: str, provider: str | None = None,
-             model: str | None = None, request: object = None) -> Diagnosis:
+             model: str | None = None, request: object = None, api: str | None = None) -> Diagnosis:
     """Restore, project, check and estimate ``transcript`` with the follow-up prompt; the first failure. The
-    target is :func:`target_of` the transcript (``provider`` and ``model``: the request's, when it came in
-    one); ``request``: the reported request body it came from, checked before the replayed one."""
-    target = target_of(transcript, provider, model)
+    target is :func:`target_of` the transcript (``provider``, ``model`` and ``api``: the request's, when it
+    came in one); ``request``: the reported request body it came from, checked before the replayed one."""
+    target = target_of(transcript, provider, model, api)
     try:
         restored = restore(transcript, source=source)
     except LocalRequestError as exc:
@@ -120,7 +123,7 @@ def diagnose(transcript: object, source: str, provider: str | None = None,
 def _broken(body: JSON, request: str, target: ProviderModel, *, shapes: bool) -> Failure | None:
     """The first broken rule of ``body`` (its provider's request contract), else with ``shapes`` its first
     shape violation; with the other rules it breaks."""
-    kinds = MODEL_ROUTES[target.provider].contracts
+    kinds = API_ROUTES[target.provider, target.api].contracts
     found = [v for v in contracts.validate(kinds.request, body) if v.severity == "error"] if kinds else []
     first = next((v for v in found if v.rule), None) or (next(iter(found), None) if shapes else None)
     if first is None:

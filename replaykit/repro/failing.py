@@ -1,31 +1,33 @@
 """The failing request of a cassette: what ``replaykit repro`` reproduces when given a recording.
 
-:func:`failing_request` picks the last model request whose response is an error (HTTP status 400 or more, or
-a stream that ends in an error event: :func:`replaykit.server.envelopes.streams_an_error`), else the last
-model request, and says which and why.
+:func:`failing_request` picks the last model request (any route of a model API in
+:data:`replaykit.routes.ROUTES`) whose response is an error (HTTP status 400 or more, or a stream that ends in
+an error event: :func:`replaykit.server.envelopes.streams_an_error`), else the last model request, and says
+which and why.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from urllib.parse import urlsplit
 
 from replaykit.cassette import Cassette, Interaction
-from replaykit.routes import classify_uri
+from replaykit.routes import Api, classify_uri, model_of
 from replaykit.server.envelopes import streams_an_error
 
-__all__ = ["MODEL_ROUTES", "Failing", "failing_request"]
-
-#: The routes of a model request, and the provider each is converted for.
-MODEL_ROUTES = {"anthropic.messages": "anthropic", "openai.responses": "openai", "azure.responses": "azure"}
+__all__ = ["Failing", "failing_request"]
 
 
 @dataclass(frozen=True)
 class Failing:
-    """The request chosen: its ``index`` among the cassette's interactions, its ``provider`` and ``why``."""
+    """The request chosen: its ``index`` among the cassette's interactions, its ``provider``, ``api`` and
+    ``model`` (the body's, else the path's: Gemini names it there) and ``why``."""
 
     index: int
     interaction: Interaction
     provider: str
+    api: Api
+    model: str | None
     why: str
 
 
@@ -39,16 +41,22 @@ def _error(item: Interaction) -> str | None:
     return None
 
 
+def _model_request(index: int, item: Interaction) -> Failing | None:
+    route = classify_uri(item.request.method, item.request.uri)
+    if route.provider is None or route.api is None:
+        return None
+    model = model_of(item.request.json(), urlsplit(item.request.uri).path)
+    return Failing(index, item, route.provider, route.api, model, "")
+
+
 def failing_request(tape: Cassette) -> Failing | None:
     """The last model request answered with an error, else the last model request (None: there is none)."""
-    models = [(index, item, MODEL_ROUTES[route]) for index, item in enumerate(tape.interactions)
-              if (route := classify_uri(item.request.method, item.request.uri).name) in MODEL_ROUTES]
+    models = [found for index, item in enumerate(tape.interactions)
+              if (found := _model_request(index, item)) is not None]
     if not models:
         return None
-    failed = [(index, item, provider, error) for index, item, provider in models
-              if (error := _error(item)) is not None]
+    failed = [(found, error) for found in models if (error := _error(found.interaction)) is not None]
     if failed:
-        index, item, provider, error = failed[-1]
-        return Failing(index, item, provider, f"the last whose response is an error: {error}")
-    index, item, provider = models[-1]
-    return Failing(index, item, provider, "the last request: no response is an error")
+        found, error = failed[-1]
+        return replace(found, why=f"the last whose response is an error: {error}")
+    return replace(models[-1], why="the last request: no response is an error")

@@ -1,7 +1,7 @@
 """A reported transcript, read: which of the forms users paste it is, redacted, as a neutral transcript.
 
-:func:`read` tells the forms apart by their shape: the neutral transcript, an Anthropic Messages or OpenAI
-Responses request body (or its bare array), a pydantic-ai history (:mod:`~replaykit.repro.pydantic_history`),
+:func:`read` tells the forms apart by their shape: the neutral transcript, a request body of a model API
+(:data:`API_NAMES`) or its bare array, a pydantic-ai history (:mod:`~replaykit.repro.pydantic_history`),
 a cassette's failing request (:mod:`~replaykit.repro.failing`), a JSONL session log. The input is bounded
 (:data:`MAX_INPUT`, :data:`MAX_LINES`) and scrubbed (:func:`replaykit.redact.redact_document`) before anything
 reads it; a file that is none is a :class:`~replaykit.errors.UsageError`. Called by :mod:`replaykit.repro`;
@@ -10,7 +10,6 @@ the forms are listed in docs/architecture/repro.md.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Callable
@@ -24,20 +23,35 @@ from replaykit.jsondoc import JSON
 from replaykit.redact import SecretFinding, redact_document
 from replaykit.repro.failing import failing_request
 from replaykit.repro.pydantic_history import from_pydantic_ai, is_history
-from replaykit.transcript import ConversionError, from_anthropic_request, from_openai_request
+from replaykit.routes import Api
+from replaykit.transcript import (
+    ConversionError,
+    Transcript,
+    from_anthropic_request,
+    from_chat_request,
+    from_gemini_request,
+    from_openai_request,
+)
 
-__all__ = ["MAX_INPUT", "MAX_LINES", "TIMESTAMP", "Reported", "read"]
+__all__ = ["API_NAMES", "MAX_INPUT", "MAX_LINES", "TIMESTAMP", "Reported", "read"]
 
 MAX_INPUT = 64 << 20  # bytes: a long session log is a few MB
 MAX_LINES = 100_000
 TIMESTAMP = 1_764_662_400_000  # 2025-12-02T08:00:00Z: the first converted message's time (never "now")
-_FIX = ("give a neutral transcript (contracts/replaykit/transcript.schema.json), an Anthropic Messages or "
-        "OpenAI Responses request body, its messages / input array, a JSONL log of them, a pydantic-ai "
-        "message history or a cassette")
+_FIX = ("give a neutral transcript (contracts/replaykit/transcript.schema.json), an Anthropic Messages, "
+        "OpenAI Responses, Chat Completions or Gemini request body, its messages / input / contents array, "
+        "a JSONL log of them, a pydantic-ai message history or a cassette")
 _CASSETTE = re.compile(r"^interactions:", re.M)  # a cassette's top-level list, vcrpy's or replaykit's
 _OPENAI_ITEMS = frozenset({"message", "function_call", "function_call_output", "reasoning", "web_search_call",
                            "item_reference", "code_interpreter_call", "file_search_call", "mcp_call"})
 _OPENAI_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file", "refusal"})
+_CHAT_ROLES = frozenset({"system", "developer", "tool", "function"})
+_CHAT_FIELDS = frozenset({"web_search_options", "max_completion_tokens", "stream_options", "response_format",
+                          "n", "logprobs", "frequency_penalty", "presence_penalty", "reasoning_effort"})
+#: Each model API as the forms name it.
+API_NAMES: dict[Api, str] = {"anthropic-messages": "Anthropic Messages",
+                             "openai-responses": "OpenAI Responses", "openai-chat": "Chat Completions",
+                             "gemini-generate": "Gemini generateContent"}
 
 
 @dataclass
@@ -54,6 +68,7 @@ class Reported:
     provider: str | None = None
     model: str | None = None
     request: JSON | None = None
+    api: Api | None = None
 
 
 def read(path: Path) -> Reported:
@@ -105,16 +120,34 @@ def _convert(path: Path, doc: Any, found: list[SecretFinding], place: Place, log
     ``place`` says where a pointer into ``doc`` is in the file."""
     if isinstance(doc, dict) and _neutral(doc):
         return Reported(path, f"{log}neutral transcript", doc, found)
-    if isinstance(doc, dict) and "messages" in doc:
-        return _converted(path, doc, found, place, f"{log}Anthropic Messages request body", "anthropic")
-    if isinstance(doc, dict) and "input" in doc:
-        return _converted(path, doc, found, place, f"{log}OpenAI Responses request body", "openai")
+    api = _body_api(doc)
+    if api is not None:
+        provider = "gemini" if api == "gemini-generate" else "anthropic" if api == "anthropic-messages" \
+            else "openai"
+        return _converted(path, doc, found, place, f"{log}{API_NAMES[api]} request body", provider, api)
     if is_history(doc):
         return _history(path, doc, found, place, f"{log}pydantic-ai message history")
     if isinstance(doc, list):
         return _array(path, doc, found, place, log)
     got = "an object without messages or input" if isinstance(doc, dict) else f"a JSON {_kind(doc)}"
     raise UsageError(located(path, place(""), f"{got}: not a transcript", _FIX))
+
+
+def _body_api(doc: object) -> Api | None:
+    """The API of a request body: Gemini's ``contents``, Responses' ``input``, and ``messages``: Chat
+    Completions when a message or a field says so (a system, developer or tool message, tool calls,
+    ``web_search_options``...), else Anthropic Messages."""
+    if not isinstance(doc, dict):
+        return None
+    if "contents" in doc:
+        return "gemini-generate"
+    if "input" in doc:
+        return "openai-responses"
+    if "messages" not in doc:
+        return None
+    messages = doc["messages"] if isinstance(doc["messages"], list) else []
+    chat = any(isinstance(m, dict) and (m.get("role") in _CHAT_ROLES or "tool_calls" in m) for m in messages)
+    return "openai-chat" if chat or _CHAT_FIELDS & doc.keys() else "anthropic-messages"
 
 
 def _neutral(doc: JSON) -> bool:
@@ -130,12 +163,19 @@ def _array(path: Path, items: list[object], found: list[SecretFinding], place: P
     if any(_neutral_message(item) for item in items):
         transcript = {"version": 1, "system": None, "tools": [], "messages": items}
         return Reported(path, f"{log}neutral messages array", transcript, found)
+    if any(isinstance(item, dict) and "parts" in item for item in items):
+        return _converted(path, items, found, place, f"{log}Gemini contents array", "gemini",
+                          "gemini-generate")
+    if any(isinstance(item, dict) and (item.get("role") == "tool" or "tool_calls" in item) for item in items):
+        return _converted(path, items, found, place, f"{log}Chat Completions messages array", "openai",
+                          "openai-chat")
     if any(_openai_item(item) for item in items):
-        return _converted(path, items, found, place, f"{log}OpenAI Responses input array", "openai")
+        return _converted(path, items, found, place, f"{log}OpenAI Responses input array", "openai",
+                          "openai-responses")
     plain = all(isinstance(item, dict) and isinstance(item.get("content"), str) for item in items)
     form = "Anthropic messages array" + (" (plain text messages: read as Anthropic Messages)"
                                          if plain else "")
-    return _converted(path, items, found, place, f"{log}{form}", "anthropic")
+    return _converted(path, items, found, place, f"{log}{form}", "anthropic", "anthropic-messages")
 
 
 def _openai_item(item: object) -> bool:
@@ -147,20 +187,23 @@ def _openai_item(item: object) -> bool:
             or any(isinstance(part, dict) and part.get("type") in _OPENAI_PARTS for part in parts))
 
 
-_CONVERTERS: dict[str, Callable[..., object]] = {
-    "anthropic": from_anthropic_request, "openai": from_openai_request,
-    "azure": functools.partial(from_openai_request, provider="azure")}
+_CONVERTERS: dict[Api, Callable[..., Transcript]] = {
+    "anthropic-messages": from_anthropic_request, "openai-responses": from_openai_request,
+    "openai-chat": from_chat_request, "gemini-generate": from_gemini_request}
 
 
 def _converted(path: Path, doc: object, found: list[SecretFinding], place: Place, form: str,
-               provider: str) -> Reported:
+               provider: str, api: Api, model: str | None = None) -> Reported:
+    """``doc``, a request body of ``api`` (or its list) to ``provider``, converted; ``model``: the one its
+    route names when the body does not (Gemini's path)."""
+    named = {} if api == "anthropic-messages" else {"provider": provider}
     try:
-        transcript = _CONVERTERS[provider](doc, timestamp=TIMESTAMP)
+        transcript = _CONVERTERS[api](doc, timestamp=TIMESTAMP, **named)
     except ConversionError as exc:
         raise _unconverted(path, exc, place, form) from exc
     body = doc if isinstance(doc, dict) else None
-    model = body.get("model") if body is not None and isinstance(body.get("model"), str) else None
-    return Reported(path, form, transcript, found, provider, model or None, body)
+    model = body.get("model") if body is not None and isinstance(body.get("model"), str) else model
+    return Reported(path, form, transcript, found, provider, model or None, body, api)
 
 
 def _unconverted(path: Path, exc: ConversionError, place: Place, form: str) -> UsageError:
@@ -191,8 +234,8 @@ def _recorded(path: Path, text: str) -> Reported:
         raise UsageError(str(exc)) from exc
     chosen = failing_request(tape)
     if chosen is None:
-        raise UsageError(located(path, None, "a cassette without an Anthropic Messages or OpenAI Responses "
-                                 "request", "give the cassette of the failing model call"))
+        raise UsageError(located(path, None, "a cassette without a model request (" + ", ".join(
+            API_NAMES.values()) + ")", "give the cassette of the failing model call"))
     where = f"interaction {chosen.index}"
     body = chosen.interaction.request.json()
     if not isinstance(body, dict):
@@ -201,9 +244,9 @@ def _recorded(path: Path, text: str) -> Reported:
     scrubbed, found = redact_document(body, str(path))
     found = [replace(finding, field=f"{where} request {finding.field}") for finding in found]
     form = (f"cassette, interaction {chosen.index} of {len(tape.interactions)} ({chosen.why}): "
-            f"{'Anthropic Messages' if chosen.provider == 'anthropic' else 'OpenAI Responses'} request body")
+            f"{API_NAMES[chosen.api]} request body")
     return _converted(path, scrubbed, found, lambda pointer: f"{where} request {pointer or '/'}", form,
-                      chosen.provider)
+                      chosen.provider, chosen.api, chosen.model)
 
 
 def _kind(value: object) -> str:
@@ -236,7 +279,7 @@ def _jsonl(path: Path, text: str, error: ValueError) -> Reported:
 
 
 def _body(value: object) -> bool:
-    return isinstance(value, dict) and ("messages" in value or "input" in value) and "role" not in value
+    return isinstance(value, dict) and _body_api(value) is not None and "role" not in value
 
 
 def _on_line(numbers: list[int]) -> Place:

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 from replaykit.canonical import canonical
 from replaykit.cassette import Interaction, Request, body_json
 from replaykit.redact.names import DEFAULT_RULES
-from replaykit.routes import Route, classify, classify_uri, streams_by_path
+from replaykit.routes import Route, classify, classify_uri, model_of, streams_by_path
 from replaykit.server.diff import Change, Pattern, brief, compile_patterns, diff
 from replaykit.server.envelopes import streams_an_error
 
@@ -50,8 +50,6 @@ CASSETTE_HEADER = "x-replaykit-cassette"
 INTERACTION_HEADER = "x-replaykit-interaction"
 NEAR_MISSES = 3
 _SUFFIX = re.compile(r"\.(ya?ml|json)$", re.IGNORECASE)
-_DEPLOYMENT = re.compile(r"/openai/deployments/([^/]+)/")
-_PATH_MODEL = re.compile(r"/models/([^/:]+):[A-Za-z]+$")  # Gemini, Vertex AI: the model is in the path
 
 Matcher = Callable[["Received", Request], bool]
 
@@ -216,13 +214,6 @@ def _public(query: dict[str, list[str]]) -> dict[str, list[str]]:
     return {name: values for name, values in query.items() if not DEFAULT_RULES.secret_query(name)}
 
 
-def _model(body: object, path: str) -> str | None:
-    if isinstance(body, dict) and isinstance(body.get("model"), str):
-        return str(body["model"])
-    found = _DEPLOYMENT.search(path) or _PATH_MODEL.search(path)
-    return found.group(1) if found else None
-
-
 def _body_diff(received: Received, slot: Slot, ignore: tuple[Pattern, ...], limit: int) -> list[Change]:
     raw = slot.interaction.request.body or b""
     if received.body == raw:
@@ -247,7 +238,7 @@ def _builtin(name: str, ignore: tuple[Pattern, ...]) -> _Check:
         "query": lambda r, s: _public(r.query) == _public(_query_of(s.interaction.request)),
         "body": lambda r, s: not _body_diff(r, s, ignore, 1),
         "model": lambda r, s: (
-            _model(r.json, r.path) == _model(s.request_json, _path_of(s.interaction.request))
+            model_of(r.json, r.path) == model_of(s.request_json, _path_of(s.interaction.request))
         ),
     }
     if name not in checks:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+from urllib.parse import urlsplit
 
 from replaykit import routes
 from replaykit.cassette import Interaction
@@ -28,7 +28,6 @@ def _route(interaction: Interaction) -> tuple[str, str]:
 
 
 _DONE = "[DONE]"
-_PATH_MODEL = re.compile(r"/models/([^/:]+):")
 
 
 def _event_data(interaction: Interaction) -> list[JSON]:
@@ -93,8 +92,6 @@ def _http_error(interaction: Interaction, provider: str, api: str, timestamp: in
     error = body.get("error") if isinstance(body, dict) else None
     detail = error.get("message", "") if isinstance(error, dict) else interaction.response.body[:200].decode(
         "utf-8", "replace")
-    model = request.get("model") if isinstance(request, dict) else None
-    path_model = _PATH_MODEL.search(interaction.request.uri.partition("?")[0])
-    model = model or (path_model.group(1) if path_model else None)  # Gemini names the model in the path
+    model = routes.model_of(request, urlsplit(interaction.request.uri).path)  # Gemini's is in the path
     message = _assistant([], provider, api, {"model": model}, _usage(0, 0, 0, 0), "error", timestamp)
     return _failed(message, f"HTTP {interaction.response.status}: {detail}")

@@ -451,7 +451,9 @@ class _ChatTurns:
         elif role == "assistant":
             self.messages.append(self._assistant(at, message, stamp))
         elif role == "tool":
-            ident = str(message.get("tool_call_id"))
+            ident = message.get("tool_call_id")
+            if not isinstance(ident, str) or not ident:
+                raise _fail([*at, "tool_call_id"], "a tool message names the call it answers in tool_call_id")
             self.messages.append({"role": "toolResult", "toolCallId": ident,
                                   "toolName": self.names.get(ident, ""), "isError": False,
                                   "content": _chat_user(message.get("content"), content), "timestamp": stamp})

@@ -71,11 +71,12 @@ def test_serve_prints_one_line_per_provider(tmp_path: Path) -> None:
     cassette = str(recorded("llm-anthropic__web_search_stream.yaml"))
     with _serve(cassette, "--timing", "fixed:1", "--allow-unused") as proc:
         assert proc.stdout is not None
-        lines = [proc.stdout.readline().split() for _ in range(5)]
+        lines = [proc.stdout.readline().split() for _ in range(7)]
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=20)
-    assert [line[0] for line in lines] == ["anthropic", "openai", "azure", "cloudflare", "journal"]
-    assert lines[1][1].endswith("/v1") and lines[4][1].endswith("/__replaykit/journal")
+    assert [line[0] for line in lines] == ["anthropic", "openai", "azure", "gemini", "vertex", "cloudflare",
+                                           "journal"]
+    assert lines[1][1].endswith("/v1") and lines[-1][1].endswith("/__replaykit/journal")
     assert proc.returncode == 0
 
 
