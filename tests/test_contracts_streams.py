@@ -4,6 +4,7 @@ recorded streams under them are in test_contracts_recorded.py, Gemini's in test_
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -52,9 +53,10 @@ def _stop(index: int) -> dict[str, Any]:
 
 
 def test_a_route_that_never_streams_is_one_stream_violation() -> None:
-    found = check_events(_route("https://api.anthropic.com/v1/messages/count_tokens"), [])
-    assert [(v.pointer, v.keyword, v.message) for v in found] == [
-        ("", "stream", "anthropic.count_tokens does not stream")]
+    route = _route("https://api.anthropic.com/v1/messages/count_tokens")
+    for checked in (route, replace(route, contracts=None)):  # no stream contract, or none at all
+        assert [(v.pointer, v.keyword, v.message) for v in check_events(checked, [])] == [
+            ("", "stream", "anthropic.count_tokens does not stream")]
 
 
 def test_an_empty_stream_breaks_no_sequence_rule() -> None:
@@ -95,8 +97,12 @@ def test_anthropic_blocks_open_in_order_and_are_paired_by_index() -> None:
 
 
 def test_anthropic_a_block_index_defaults_to_zero_and_one_not_an_integer_is_the_schema_s() -> None:
-    no_index = [{k: v for k, v in event.items() if k != "index"} for event in (_block(0), _stop(0))]
-    assert _sequence(ANTHROPIC, [START, *no_index, STOP]) == []
+    no_index = [{k: v for k, v in event.items() if k != "index"}
+                for event in (_block(0, "tool_use"), _delta(0, "text_delta"), _stop(0))]
+    assert _sequence(ANTHROPIC, [START, *no_index, STOP]) == [
+        (2, "/delta/type", "'text_delta' cannot extend a 'tool_use' block")]
+    odd = [{**_block(0), "content_block": "x"}, {**_delta(0, ""), "delta": "x"}, _stop(0)]
+    assert _sequence(ANTHROPIC, [START, *odd, STOP]) == []  # not objects: the schema says so
     assert _sequence(ANTHROPIC, [START, {**_block(0), "index": "0"}, STOP]) == []
 
 
@@ -148,7 +154,8 @@ def test_chat_nothing_follows_done() -> None:
 
 
 def test_done_is_not_json_outside_chat() -> None:
-    assert _sequence(RESPONSES, ["[DONE]"]) == [(0, "", "data is not JSON")]
+    assert _sequence(RESPONSES, ["[DONE]", "[DONE]"]) == [(0, "", "data is not JSON"),
+                                                          (1, "", "data is not JSON")]
 
 
 def _candidate(index: int | None = None, finish: str | None = None) -> dict[str, Any]:
@@ -161,10 +168,11 @@ def test_gemini_a_candidate_ends_at_its_finish_reason_and_an_error_ends_all() ->
     events = [{"candidates": [_candidate(), _candidate(1)]}, {"candidates": [_candidate(finish="STOP")]},
               {"candidates": [_candidate(1), _candidate(0)]}, {"candidates": "x"},
               {"error": {"code": 500, "message": "x", "status": "INTERNAL"}},
-              {"error": {"code": 500, "message": "y", "status": "INTERNAL"}}]
+              {"error": {"code": 500, "message": "y", "status": "INTERNAL"}}, {"candidates": []}]
     assert _sequence(GEMINI, events) == [
         (2, "/candidates/1", "candidate 0 goes on after its finishReason (event 1)"),
-        (5, "", "a chunk after the error chunk (event 4); an error ends the stream")]
+        (5, "", "a chunk after the error chunk (event 4); an error ends the stream"),
+        (6, "", "a chunk after the error chunk (event 4); an error ends the stream")]
 
 
 def test_the_sse_event_name_must_be_the_data_s_type() -> None:
@@ -180,9 +188,9 @@ def test_json_nested_too_deep_says_so_and_a_keepalive_is_skipped() -> None:
     deep = "[" * 10_000 + "]" * 10_000
     events = [sse.encode(json.dumps(START)), sse.encode(comments=["keepalive"]), sse.encode(deep),
               sse.encode(json.dumps(STOP))]
-    found = [(v.event, v.keyword, v.message[:25]) for v in check_events(_route(ANTHROPIC), events)
+    found = [(v.event, v.pointer, v.message[:25]) for v in check_events(_route(ANTHROPIC), events)
              if v.keyword == "json"]
-    assert found == [(2, "json", "data: JSON nested deeper ")]
+    assert found == [(2, "", "data: JSON nested deeper ")]
 
 
 def test_events_are_checked_against_the_profile_given() -> None:
