@@ -242,3 +242,172 @@ def test_any_split_of_content_and_arguments_converts_as_the_completion(cuts: lis
     body["choices"][0]["message"]["tool_calls"] = [
         {"id": "call_a", "type": "function", "function": {"name": "read", "arguments": arguments}}]
     assert from_chat_stream(stream, timestamp=STAMP) == from_chat(body, timestamp=STAMP)
+
+
+# ---------------------------------------------------------------- found by scripts/mutation
+
+
+def _chunk(delta: JSON, finish: str | None = None, index: int = 0, **top: Any) -> JSON:
+    return {"id": "chatcmpl-3", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4.1",
+            "choices": [{"index": index, "delta": delta, "finish_reason": finish}], **top}
+
+
+_CONVERT = {"body": lambda bad: from_chat(bad, timestamp=STAMP), "final": chat_final_completion,
+            "stream": lambda bad: from_chat_stream(bad, timestamp=STAMP)}
+
+
+@pytest.mark.parametrize(("convert", "bad", "said"), [
+    ("body", [], "a chat completion must be a JSON object, not list"),
+    ("body", {"choices": "x"}, "a chat completion's choices must be a list"),
+    ("body", {"choices": [1]}, r"choices\[0\] must be a JSON object, not int"),
+    ("body", {"choices": [{"message": "x"}]}, r"choices\[0\]\.message must be a JSON object, not str"),
+    ("body", {"choices": [{"message": {"tool_calls": "x"}}]}, r"choices\[0\]\.message\.tool_calls must be"),
+    ("body", {"choices": [{"message": {"tool_calls": [{"id": "x"}]}}]},
+     r"choices\[0\]\.message\.tool_calls\[0\] has no string type"),
+    ("final", [1], "a stream chunk must be a JSON object, not int"),
+    ("final", [], "the stream has no chunk"),
+    ("final", [_chunk({"tool_calls": [1]})], "a streamed tool call must be a JSON object"),
+    ("stream", ["x"], "a stream chunk must be a JSON object"),
+])
+def test_a_conversion_error_names_the_place(convert: str, bad: Any, said: str) -> None:
+    with pytest.raises(ConversionError, match=f"^{said}"):
+        _CONVERT[convert](bad)
+
+
+def test_no_choices_is_an_error_without_a_finish_reason() -> None:
+    message = from_chat({"id": "chatcmpl-0", "choices": []}, timestamp=STAMP)
+    assert (message["content"], message["errorMessage"]) == ([], "no finish_reason")
+
+
+@pytest.mark.parametrize(("finish", "stop"), [("stop", "toolUse"), ("tool_calls", "toolUse"),
+                                              ("length", "length")])
+def test_a_message_that_calls_a_tool_stopped_for_tool_use_unless_cut(finish: str, stop: str) -> None:
+    body = completion()
+    body["choices"][0]["finish_reason"] = finish
+    body["choices"][0]["message"]["tool_calls"] = [
+        {"id": "call_a", "type": "function", "function": {"name": "read", "arguments": "[1]"}}]
+    message = from_chat(body, timestamp=STAMP)
+    assert message["stopReason"] == stop
+    assert message["content"][-1]["arguments"] == {}  # arguments that are not an object
+    assert from_chat({**body, "choices": [{**body["choices"][0], "message": {}}]},
+                     timestamp=STAMP)["stopReason"] == ("toolUse" if finish == "tool_calls" else finish)
+
+
+def test_a_function_tool_call_without_its_function_is_kept_whole() -> None:
+    body = completion()
+    odd = {"id": "call_d", "type": "function"}
+    body["choices"][0]["message"]["tool_calls"] = [odd]
+    assert from_chat(body, timestamp=STAMP)["content"][-1] == {
+        "type": "providerBlock", "provider": "openai", "api": "openai-chat", "blockType": "function",
+        "raw": odd}
+
+
+@pytest.mark.parametrize(("usage", "plan"), [
+    ({"prompt_tokens": 5, "completion_tokens": 9}, (5, 9, 0)),
+    ({"prompt_tokens": 4, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 4}}, (0, 1, 4)),
+    ({"prompt_tokens": 4, "prompt_tokens_details": {"cached_tokens": 6}}, (0, 0, 6)),
+])
+def test_usage_without_details_or_all_cached(usage: JSON, plan: tuple[int, int, int]) -> None:
+    got = from_chat({**completion(), "usage": usage}, timestamp=STAMP)["usage"]
+    assert (got["input"], got["output"], got["cacheRead"]) == plan
+
+
+def test_search_results_with_missing_fields_and_citations_alone() -> None:
+    body = perplexity()
+    del body["id"]
+    body["search_results"] = [{"title": 3, "date": 20250102}, "not an object"]
+    result = from_chat(body, timestamp=STAMP)["content"][0]
+    assert result["toolUseId"] == "search"
+    assert result["results"] == [{"url": "", "title": None, "pageAge": None}]
+    del body["search_results"]
+    body["citations"] = ["https://a.example/x", 7]
+    assert from_chat(body, timestamp=STAMP)["content"][0]["results"] == [
+        {"url": "https://a.example/x", "title": None}]
+
+
+def test_reasoning_under_its_other_names() -> None:
+    body = completion()
+    body["choices"][0]["message"]["reasoning"] = "Thinking it over."
+    assert from_chat(body, timestamp=STAMP)["content"][0] == {
+        "type": "thinking", "thinking": "Thinking it over.", "raw": {"reasoning": "Thinking it over."}}
+    details = [{"type": "reasoning.encrypted", "data": "eA=="}]
+    del body["choices"][0]["message"]["reasoning"]
+    body["choices"][0]["message"]["reasoning_details"] = details
+    assert from_chat(body, timestamp=STAMP)["content"][0] == {
+        "type": "thinking", "thinking": "", "raw": {"reasoning_details": details}}
+
+
+@pytest.mark.parametrize(("said", "text"), [
+    ({"content": [{"type": "text", "text": "Hello"}, {"type": "text"}, "x", {"text": " there"}]},
+     "Hello there"),
+    ({"content": "", "refusal": "No."}, "No."),
+    ({"content": [], "refusal": "No."}, "No."),
+    ({"content": "", "refusal": ""}, None),
+    ({"content": "Hi", "annotations": []}, "Hi"),
+])
+def test_content_parts_an_empty_content_and_a_refusal(said: JSON, text: str | None) -> None:
+    body = completion()
+    body["choices"][0]["message"] = {"role": "assistant", **said}
+    content = from_chat(body, timestamp=STAMP)["content"]
+    assert content == ([] if text is None else [{"type": "text", "text": text}])
+
+
+def test_nothing_nested_is_shared_with_the_message_or_the_final_completion() -> None:
+    body = perplexity()
+    details = [{"type": "reasoning.text", "text": "hm"}]
+    body["choices"][0]["message"].update(reasoning_details=details, tool_calls=[
+        {"id": "c", "type": "function", "function": {"name": "ls", "arguments": "{}"}}])
+    message = from_chat(body, timestamp=STAMP)
+    before = copy.deepcopy(message)
+    body["search_results"][0]["title"] = "changed"
+    details[0]["text"] = "changed"
+    body["choices"][0]["message"]["tool_calls"][0]["function"]["name"] = "changed"
+    assert message == before
+    stream = [_chunk({"annotations": annotations(), "reasoning_details": copy.deepcopy(details)}),
+              _chunk({}, "stop", usage=copy.deepcopy(USAGE))]
+    final = chat_final_completion(stream)
+    kept = copy.deepcopy(final)
+    stream[0]["choices"][0]["delta"]["annotations"][0]["url_citation"]["url"] = "changed"
+    stream[1]["usage"]["prompt_tokens_details"]["cached_tokens"] = 0
+    assert final == kept
+
+
+def test_the_final_completion_has_the_sdk_s_shape() -> None:
+    expected = completion()
+    del expected["choices"][0]["message"]["refusal"]  # streamed as null: never a string to add up
+    assert chat_final_completion(chunks()) == expected
+    final = chat_final_completion(tool_chunks())
+    assert final["object"] == "chat.completion" and "usage" not in final
+    assert final["choices"][0] == {"index": 0, "finish_reason": "tool_calls", "logprobs": None, "message": {
+        "role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_a", "type": "function",
+             "function": {"name": "read", "arguments": "{\"path\": \"a.md\"}"}},
+            {"id": "call_b", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}}
+    ChatCompletion.model_validate(final)
+
+
+def test_stream_fields_accumulate_and_a_later_null_keeps_the_value() -> None:
+    stream = [_chunk({"annotations": annotations()[:1], "reasoning_details": [{"i": 1}]}, usage=None),
+              _chunk({"annotations": annotations(), "reasoning_details": [{"i": 2}]}, usage=USAGE),
+              _chunk({"tool_calls": [{"index": 0, "id": "x", "function": {"name": "ls"}}]}),
+              _chunk({"tool_calls": [{"index": 1, "id": "y", "type": "custom"}]}),
+              _chunk({"content": "ignored"}, index=1), {"choices": ["x"]},
+              _chunk(None, "tool_calls", usage=None)]  # type: ignore[arg-type]
+    final = chat_final_completion(stream)
+    message = final["choices"][0]["message"]
+    assert message["annotations"] == annotations() * 2
+    assert message["reasoning_details"] == [{"i": 1}, {"i": 2}]
+    assert message["content"] is None and final["usage"] == USAGE
+    assert [(c["type"], c["function"]) for c in message["tool_calls"]] == [
+        ("function", {"name": "ls", "arguments": ""}), ("custom", {"name": None, "arguments": ""})]
+    assert chat_final_completion(stream[:1])["usage"] is None
+
+
+def test_a_stream_error_names_its_code_and_message_and_breaks_even_a_finished_stream() -> None:
+    cut = from_chat_stream(chunks()[:3], timestamp=STAMP)
+    assert cut["errorMessage"] == "the stream ended before a chunk with a finish_reason"
+    assert chat_final_completion(chunks()[:3])["choices"][0]["finish_reason"] is None
+    for error, said in [({"message": "overloaded"}, "error: overloaded"), ({"code": 502}, "502: ")]:
+        broken = [*chunks()[:4], {"error": error}]
+        assert from_chat_stream(broken, timestamp=STAMP)["errorMessage"] == said
+        assert "error" not in chat_final_completion(broken)

@@ -271,3 +271,139 @@ def test_any_split_of_the_answer_into_chunks_converts_as_the_response(cuts: list
     stream[-1]["candidates"][0].update(finishReason="STOP", groundingMetadata=grounding())
     stream[-1].update(usageMetadata=USAGE, modelVersion="gemini-2.5-flash", responseId="resp-7Fq")
     assert from_gemini_stream(stream, timestamp=STAMP) == from_gemini(response(), timestamp=STAMP)
+
+
+# ---------------------------------------------------------------- found by scripts/mutation
+
+
+_CONVERT = {"body": lambda bad: from_gemini(bad, timestamp=STAMP), "final": gemini_final_response,
+            "stream": lambda bad: from_gemini_stream(bad, timestamp=STAMP)}
+
+
+@pytest.mark.parametrize(("convert", "bad", "said"), [
+    ("body", [], "a Gemini response must be a JSON object, not list"),
+    ("body", {"candidates": "x"}, "a Gemini response's candidates must be a list"),
+    ("body", {"candidates": [3]}, r"candidates\[0\] must be a JSON object, not int"),
+    ("body", {"candidates": [{"content": {"parts": "x"}}]}, r"content\.parts must be a list of parts"),
+    ("body", {"candidates": [{"content": {"parts": [{"text": "a"}, 1]}}]},
+     r"content\.parts\[1\] must be a JSON object, not int"),
+    ("final", [1], "a stream chunk must be a JSON object, not int"),
+    ("final", [], "the stream has no chunk"),
+    ("final", [{"candidates": [{"content": {"parts": ["x"]}}]}], "a streamed part must be a JSON object"),
+    ("stream", [], "the stream has no chunk"),
+])
+def test_a_conversion_error_names_the_place(convert: str, bad: Any, said: str) -> None:
+    with pytest.raises(ConversionError, match=f"^{said}"):
+        _CONVERT[convert](bad)
+
+
+def test_the_error_messages_of_a_response_and_a_stream_without_a_finish_reason() -> None:
+    assert from_gemini({}, timestamp=STAMP)["errorMessage"] == "the response has no finishReason"
+    cut = from_gemini_stream(chunks()[:-1], timestamp=STAMP)
+    assert cut["errorMessage"] == "the stream ended before a chunk with a finishReason"
+
+
+def test_a_response_without_an_id_names_its_blocks_and_calls_by_default() -> None:
+    body = response()
+    del body["responseId"], body["modelVersion"]
+    body["model"] = "gemini-2.5-pro"
+    body["candidates"][0]["content"]["parts"].append({"functionCall": {"name": "f", "id": 5, "args": [1]}})
+    message = from_gemini(body, timestamp=STAMP, provider="vertex")
+    calls, result = message["content"][:2], message["content"][2]
+    assert calls[0] == {"type": "hostedSearch", "phase": "call", "provider": "vertex",
+                        "api": "gemini-generate", "id": "grounding:q0", "query": "Zürich population"}
+    assert {key: value for key, value in result.items() if key not in ("results", "raw")} == {
+        "type": "hostedSearch", "phase": "result", "provider": "vertex", "api": "gemini-generate",
+        "toolUseId": "grounding:q0"}
+    call = message["content"][-1]
+    assert (call["id"], call["name"], call["arguments"]) == ("call_gemini_2", "f", {})
+    assert message["model"] == "gemini-2.5-pro" and message["stopReason"] == "toolUse"
+    del body["candidates"][0]["content"]["parts"][-1]["functionCall"]["name"]
+    body["candidates"][0]["finishReason"] = "MAX_TOKENS"
+    message = from_gemini(body, timestamp=STAMP)
+    assert (message["content"][-1]["name"], message["stopReason"]) == ("", "length")
+
+
+def test_grounding_that_is_empty_or_without_web_chunks() -> None:
+    body = response()
+    body["candidates"][0]["groundingMetadata"] = {}
+    assert [b["type"] for b in from_gemini(body, timestamp=STAMP)["content"]] == ["thinking", "text"]
+    body["candidates"][0]["groundingMetadata"] = {"webSearchQueries": ["q"]}
+    assert from_gemini(body, timestamp=STAMP)["content"][1]["results"] == []
+    body["candidates"][0]["groundingMetadata"]["groundingChunks"] = [
+        {"retrievedContext": {"uri": "gs://b/x"}}, {"web": {"title": 3}}, "x"]
+    assert from_gemini(body, timestamp=STAMP)["content"][1]["results"] == [{"url": "", "title": None}]
+
+
+def test_a_support_without_a_segment_cites_part_zero_and_a_text_keeps_its_signature() -> None:
+    body = response()
+    parts = body["candidates"][0]["content"]["parts"]
+    parts[0] = {"text": "First.", "thoughtSignature": "c2ln"}
+    support = {"groundingChunkIndices": [0]}
+    body["candidates"][0]["groundingMetadata"]["groundingSupports"] = [support]
+    first, second = from_gemini(body, timestamp=STAMP)["content"][3:]
+    assert first == {"type": "text", "text": "First.", "citations": [support], "signature": "c2ln"}
+    assert second == {"type": "text", "text": ANSWER}
+
+
+@pytest.mark.parametrize(("part", "kind"), [({"thoughtSignature": "eA=="}, "thoughtSignature"), ({}, "part")])
+def test_a_part_of_metadata_alone_is_named_by_its_first_key(part: JSON, kind: str) -> None:
+    body = {"candidates": [{"content": {"parts": [part]}, "finishReason": "STOP"}]}
+    assert from_gemini(body, timestamp=STAMP)["content"][0]["blockType"] == kind
+
+
+def test_usage_all_cached() -> None:
+    usage = {"promptTokenCount": 4, "cachedContentTokenCount": 4, "candidatesTokenCount": 1}
+    got = from_gemini({**response(), "usageMetadata": usage}, timestamp=STAMP)["usage"]
+    assert (got["input"], got["output"], got["cacheRead"]) == (0, 1, 4)
+
+
+def test_nothing_nested_is_shared_with_the_message() -> None:
+    body = response()
+    parts = body["candidates"][0]["content"]["parts"]
+    parts[0]["partMetadata"] = {"k": "v"}
+    parts.append({"functionCall": {"name": "f", "args": {"city": {"name": "Paris"}}}})
+    body["candidates"][0]["urlContextMetadata"] = {"urlMetadata": [{"retrievedUrl": "https://a.example/"}]}
+    message = from_gemini(body, timestamp=STAMP)
+    before = copy.deepcopy(message)
+    parts[0]["partMetadata"]["k"] = "changed"
+    parts[-1]["functionCall"]["args"]["city"]["name"] = "changed"
+    parts[-1]["functionCall"]["name"] = "changed"
+    body["candidates"][0]["urlContextMetadata"]["urlMetadata"][0]["retrievedUrl"] = "changed"
+    assert message == before
+
+
+def test_nothing_nested_is_shared_with_the_final_response() -> None:
+    stream = chunks()
+    first, rest = grounding(), grounding()
+    web = rest["groundingChunks"]
+    first["groundingChunks"], rest["groundingChunks"] = web[:1], web[1:]
+    stream[3]["candidates"][0].update(groundingMetadata=first, safetyRatings=[{"category": "X"}])
+    stream[4]["candidates"][0]["groundingMetadata"] = rest
+    stream[4]["usageMetadata"] = {**USAGE, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 14}]}
+    stream[4]["candidates"][0]["content"]["parts"].append({"functionCall": {"name": "f", "args": {"a": 1}}})
+    final = gemini_final_response(stream)
+    kept = copy.deepcopy(final)
+    first["groundingChunks"][0]["web"]["title"] = "changed"
+    rest["groundingChunks"][0]["web"]["title"] = "changed"
+    stream[3]["candidates"][0]["safetyRatings"][0]["category"] = "changed"
+    stream[4]["usageMetadata"]["promptTokensDetails"][0]["tokenCount"] = 0
+    stream[4]["candidates"][0]["content"]["parts"][-1]["functionCall"]["args"]["a"] = 2
+    assert final == kept
+
+
+def test_only_plain_consecutive_text_parts_merge_and_the_role_is_kept() -> None:
+    def chunk(*parts: JSON, **content: Any) -> JSON:
+        return {"candidates": [{"content": {"parts": list(parts), **content}}]}
+
+    call = {"functionCall": {"name": "f"}}
+    stream = [chunk({"text": "a"}), chunk({"text": "b", "partMetadata": {"k": 1}}), chunk(call),
+              chunk({"text": "c"})]
+    final = gemini_final_response(stream)
+    assert final["candidates"][0]["content"] == {
+        "parts": [{"text": "a"}, {"text": "b", "partMetadata": {"k": 1}}, call, {"text": "c"}],
+        "role": "model"}
+    other = gemini_final_response([chunk({"text": "a"}, role="other")])
+    assert other["candidates"][0]["content"]["role"] == "other"
+    blocked = gemini_final_response([{"promptFeedback": {"blockReason": "SAFETY"}}])
+    assert blocked["candidates"] == [{"content": {"parts": [], "role": "model"}, "index": 0}]
