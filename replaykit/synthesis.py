@@ -322,8 +322,8 @@ def chat_chunks(completion: Json, size: int = 48) -> list[Json]:
     text = message["content"]
     pieces = [chunk({"content": "", "refusal": None, "role": "assistant"})]
     pieces += [chunk({"content": text[at:at + size]}) for at in range(0, len(text), size)]
-    notes = [chunk({"annotations": message["annotations"]})] if message["annotations"] else []
-    return [*pieces, *notes, chunk({}, "stop"), {**head, "choices": [], "usage": completion["usage"]}]
+    notes = chunk({"annotations": message["annotations"]})
+    return [*pieces, notes, chunk({}, "stop"), {**head, "choices": [], "usage": completion["usage"]}]
 
 
 def chat_sse_body(chunks: list[Json], done: bool = True) -> bytes:
