@@ -20,6 +20,7 @@ from replaykit.repro import diagnosis as diagnosis_module
 from replaykit.repro import reported as reported_module
 from replaykit.repro.bundle import CASSETTE, FILES, SCENARIO, SUMMARY, TRANSCRIPT
 from replaykit.repro.diagnosis import diagnose
+from replaykit.repro.failing import failing_request
 from replaykit.repro.reported import read
 from replaykit.resources import data_dir
 from replaykit.scenario import DEFAULT_TARGET, Target, load, run_scenario
@@ -348,6 +349,51 @@ def test_a_folder_holding_other_files_is_refused_an_earlier_repro_output_is_repl
         reproduce(BUNDLED / "retry-529.json", tmp_path / "file")
 
 
+# ---------------------------------------------------------------- a cassette's failing request
+
+_ERROR_EVENT = b'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error"}}\n\n'
+
+
+def _exchange(uri: str, status: int = 200, body: bytes = b"{}", kind: str = "application/json",
+              model: str | None = "m") -> cassette.Interaction:
+    request = json.dumps({"model": model, "messages": []} if model else {"contents": []}).encode()
+    return cassette.Interaction(cassette.Request("POST", uri, {}, request),
+                                cassette.Response(status, "", {"content-type": [kind]}, body))
+
+
+ANTHROPIC_URI = "https://api.anthropic.com/v1/messages"
+
+
+@pytest.mark.parametrize(("statuses", "index", "why"), [
+    ((400, 200), 0, "the last whose response is an error: HTTP 400"),
+    ((401, 400, 200), 1, "the last whose response is an error: HTTP 400"),
+    ((200, 399), 1, "the last request: no response is an error"),
+])
+def test_the_failing_request_is_the_last_answered_with_an_error_status(statuses: tuple[int, ...], index: int,
+                                                                       why: str) -> None:
+    chosen = failing_request(cassette.Cassette([_exchange(ANTHROPIC_URI, status) for status in statuses]))
+    assert chosen is not None and (chosen.index, chosen.why) == (index, why)
+
+
+def test_a_stream_ending_in_an_error_event_fails_and_only_a_stream_does() -> None:
+    stream = "text/event-stream"
+    failed = _exchange(ANTHROPIC_URI, body=b"event: ping\ndata: {}\n\n" + _ERROR_EVENT, kind=stream)
+    fine = _exchange(ANTHROPIC_URI, body=b"event: message_stop\ndata: {}\n\n", kind=stream)
+    not_a_stream = _exchange(ANTHROPIC_URI, body=_ERROR_EVENT)
+    chosen = failing_request(cassette.Cassette([failed, fine, not_a_stream]))
+    assert chosen is not None and (chosen.index, chosen.why) == (
+        0, "the last whose response is an error: a stream that ends in an error event")
+
+
+def test_the_failing_request_names_its_provider_api_and_model_from_the_body_or_the_path() -> None:
+    gemini = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent"
+    chat = "https://api.openai.com/v1/chat/completions"
+    found = [failing_request(cassette.Cassette([_exchange(uri, model=model)]))
+             for uri, model in ((gemini, None), (chat, "gpt-4o"))]
+    assert [(f.provider, f.api, f.model) for f in found if f is not None] == [
+        ("gemini", "gemini-generate", "gemini-2.5-flash"), ("openai", "openai-chat", "gpt-4o")]
+
+
 # ---------------------------------------------------------------- every model wire
 
 #: A cassette of each model wire but Anthropic's and OpenAI Responses' (those have their own tests), and the
@@ -379,6 +425,18 @@ def test_a_multi_turn_chat_body_keeps_its_tool_calls_in_the_scenario(tmp_path: P
     expected = load(tmp_path / "out" / SCENARIO).expectations
     assert {"request": 1, "pointer": "/messages/*/tool_calls/*/id", "equals": "call_1"} in expected["reaches"]
     assert {"pointer": "/messages/*/timestamp"} in expected["neverReaches"]
+
+
+def test_a_gemini_function_call_with_an_id_is_checked_by_it(tmp_path: Path) -> None:
+    call = {"id": "fc_1", "name": "lookup", "args": {"q": "3.13"}}
+    contents = [GEMINI_CONTENTS[0], {"role": "model", "parts": [{"functionCall": call}]},
+                {"role": "user", "parts": [{"functionResponse": {"id": "fc_1", "name": "lookup",
+                                                                 "response": {"output": "2024-10-07"}}}]}]
+    reproduce(_file(tmp_path, "gemini.json", {"contents": contents}), tmp_path / "out")
+    expected = load(tmp_path / "out" / SCENARIO).expectations
+    assert expected["reaches"] == [{"request": 1, "pointer": "/contents/*/parts/*/functionCall/id",
+                                    "equals": "fc_1"}]
+    assert {"pointer": "/contents/*/timestamp"} in expected["neverReaches"]
 
 
 # ---------------------------------------------------------------- the bundled bad transcripts, replayed

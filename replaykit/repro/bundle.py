@@ -197,22 +197,7 @@ def _internal(target: ProviderModel) -> list[JSON]:
 def _reaches(view: JSON, target: ProviderModel) -> Iterator[JSON]:
     """A check per provider block the request replays (by its id), so a harness that drops one fails; read
     from the canonical view (``view``) of the request, as the check reads what a harness sends."""
-    plain: tuple[str, ...] = ()
-    if target.api == "anthropic-messages":
-        blocks = [("/messages/*/content/*", block) for message in view.get("messages", [])
-                  if isinstance(message.get("content"), list) for block in message["content"]]
-        plain = ("text", "image", "tool_result", "thinking", "redacted_thinking")
-    elif target.api == "openai-responses":
-        blocks = [("/input/*", item) for item in view.get("input", [])]
-        plain = ("function_call_output", "message")
-    elif target.api == "openai-chat":
-        blocks = [("/messages/*/tool_calls/*", call) for message in view.get("messages", [])
-                  if isinstance(message.get("tool_calls"), list) for call in message["tool_calls"]]
-    else:  # Gemini: a function call carries an id when the model gave one
-        blocks = [("/contents/*/parts/*/functionCall", part["functionCall"]) for content in
-                  view.get("contents", []) if isinstance(content.get("parts"), list)
-                  for part in content["parts"] if isinstance(part, dict) and isinstance(
-                      part.get("functionCall"), dict) and "id" in part["functionCall"]]
+    blocks, plain = _replayed(view, target.api)
     seen: set[str] = set()
     for where, block in blocks:
         if not isinstance(block, dict) or "role" in block or block.get("type") in plain:
@@ -223,6 +208,24 @@ def _reaches(view: JSON, target: ProviderModel) -> Iterator[JSON]:
         if (text := json.dumps(check, sort_keys=True)) not in seen:
             seen.add(text)
             yield check
+
+
+def _replayed(view: JSON, api: str) -> tuple[list[tuple[str, JSON]], tuple[str, ...]]:
+    """The blocks of the request ``view`` that may be provider blocks, each with its place, and the types
+    of those that are not (text, a tool's result...)."""
+    if api == "anthropic-messages":
+        return ([("/messages/*/content/*", block) for message in view.get("messages", [])
+                 if isinstance(message.get("content"), list) for block in message["content"]],
+                ("text", "image", "tool_result", "thinking", "redacted_thinking"))
+    if api == "openai-responses":
+        return [("/input/*", item) for item in view.get("input", [])], ("function_call_output", "message")
+    if api == "openai-chat":
+        return [("/messages/*/tool_calls/*", call) for message in view.get("messages", [])
+                if isinstance(message.get("tool_calls"), list) for call in message["tool_calls"]], ()
+    parts = [part for content in view.get("contents", []) if isinstance(content.get("parts"), list)
+             for part in content["parts"] if isinstance(part, dict)]
+    return [("/contents/*/parts/*/functionCall", part["functionCall"]) for part in parts  # with an id
+            if isinstance(part.get("functionCall"), dict) and "id" in part["functionCall"]], ()
 
 
 def _key(block: JSON) -> str | None:

@@ -28,7 +28,7 @@ class Failing:
     provider: str
     api: Api
     model: str | None
-    why: str
+    why: str = ""
 
 
 def _error(item: Interaction) -> str | None:
@@ -46,7 +46,7 @@ def _model_request(index: int, item: Interaction) -> Failing | None:
     if route.provider is None or route.api is None:
         return None
     model = model_of(item.request.json(), urlsplit(item.request.uri).path)
-    return Failing(index, item, route.provider, route.api, model, "")
+    return Failing(index, item, route.provider, route.api, model)
 
 
 def failing_request(tape: Cassette) -> Failing | None:
