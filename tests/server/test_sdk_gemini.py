@@ -21,7 +21,7 @@ from google.oauth2.credentials import Credentials
 from recordings import recorded
 from server_support import bundled
 
-from replaykit import cassette, routes
+from replaykit import cassette, contracts, routes
 from replaykit.cassette import Interaction
 from replaykit.server import FakeProvider, Fault
 
@@ -222,3 +222,4 @@ def test_real_recordings_parse_as_recorded(serve: Any, name: str) -> None:
         assert entry.route == ("vertex.generate" if "/projects/" in item.request.uri else "gemini.generate")
         assert (entry.stream, entry.request_violations, entry.response_violations) == (
             item.response.is_stream, [], [])
+        assert contracts.validate("replaykit.journal-entry", entry.to_json()) == []
