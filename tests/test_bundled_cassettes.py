@@ -801,7 +801,8 @@ def _key_shapes() -> list[re.Pattern[str]]:
     # built at run time so that this file does not itself contain a key shape
     return [re.compile("sk" + r"-ant-[A-Za-z0-9_-]{8,}"), re.compile("sk" + r"-proj-[A-Za-z0-9_-]{8,}"),
             re.compile("AK" + r"IA[0-9A-Z]{16}"), re.compile("gh" + r"p_[A-Za-z0-9]{30,}"),
-            re.compile("-----BEGIN " + r"[A-Z ]*PRIVATE" + " KEY-----")]
+            re.compile("-----BEGIN " + r"[A-Z ]*PRIVATE" + " KEY-----"),
+            re.compile("AI" + r"za[0-9A-Za-z_-]{35}")]
 
 
 def key_shapes_in(root: Path) -> list[str]:
@@ -818,6 +819,9 @@ def test_key_scan_catches_a_planted_key(tmp_path: Path) -> None:
     planted = "sk" + "-ant-" + "api03-" + "Q" * 24
     (tmp_path / "leak.yaml").write_text(f"headers:\n  x-api-key: [{planted}]\n", encoding="utf-8")
     assert len(key_shapes_in(tmp_path)) == 1
+    google = "AI" + "za" + "Sy" + "Q7x" * 11  # a Gemini key in a recorded ?key= query
+    (tmp_path / "query.yaml").write_text(f"uri: https://g.example/v1beta/m:generateContent?key={google}\n")
+    assert len(key_shapes_in(tmp_path)) == 2
 
 
 AUTH_HEADERS = ("x-api-key", "authorization", "api-key", "x-goog-api-key")

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from recordings import RECORDED, recorded
 
-from replaykit import cassette, contracts
+from replaykit import cassette, contracts, routes
 from replaykit import transcript as transcript_module
 from replaykit.citations import (
     errors_only,
@@ -22,6 +22,7 @@ from replaykit.citations import (
     verify_anthropic_message,
     verify_chat_completion,
     verify_evidence_answer,
+    verify_gemini_response,
     verify_openai_response,
     verify_transcript,
 )
@@ -271,10 +272,16 @@ def _events(response: cassette.Response) -> list[Any]:
     return out
 
 
+def _gemini(item: cassette.Interaction) -> bool:
+    return routes.classify_uri(item.request.method, item.request.uri).api == "gemini-generate"
+
+
 def _final_body(item: cassette.Interaction) -> Any:
     if not item.response.is_stream:
         return item.response.json()
     events = _events(item.response)
+    if _gemini(item):
+        return transcript_module.gemini_final_response(events)
     if "/chat/completions" in item.request.uri:
         return transcript_module.chat_final_completion(events)
     if "/responses" in item.request.uri:
@@ -287,6 +294,8 @@ def _verify_interaction(item: cassette.Interaction,
     body = _final_body(item)
     text = json.dumps(body)
     count = text.count('"web_search_result_location"') + text.count('"url_citation"')
+    if _gemini(item):
+        return verify_gemini_response(body), text.count('"groundingChunkIndices"')
     if "/chat/completions" in item.request.uri:
         return verify_chat_completion(body, profile), text.count('"url_citation":')
     if "/responses" in item.request.uri:
@@ -295,7 +304,7 @@ def _verify_interaction(item: cassette.Interaction,
 
 
 def _cassettes() -> Iterator[Path]:
-    for folder in ("anthropic", "openai", "azure", "recorded"):
+    for folder in ("anthropic", "openai", "azure", "gemini", "vertex", "recorded"):
         yield from sorted((data_dir("cassettes") / folder).glob("*.yaml"))
 
 
@@ -319,6 +328,17 @@ def test_the_real_recordings_hold_citations_that_all_verify() -> None:
             assert findings == [], f"{path.name}: " + "\n".join(map(str, findings))
             total += count
     assert total >= 49  # 5 + 17 + 9 + 9 + 9 real web_search_result_location citations
+
+
+def test_the_real_gemini_recordings_hold_supports_that_all_verify() -> None:
+    total = 0
+    for path in sorted(RECORDED.glob("pydantic-ai__gemini_*.yaml")):
+        for item in cassette.load(path).interactions:
+            findings, count = _verify_interaction(item)
+            assert findings == [], f"{path.name}: " + "\n".join(map(str, findings))
+            total += count
+    assert total == 25 + 13  # supports: 6 + 2, 8 + 7 streamed (in the last chunk), 1 + 1 urlContext; and
+    # the 13 web_search_result_location citations of the Anthropic turn before the history sent to Gemini
 
 
 def test_a_real_pause_turn_transcript_verifies_only_in_order() -> None:

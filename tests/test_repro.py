@@ -403,7 +403,11 @@ WIRES = [("gemini/grounding.yaml", "gemini", "gemini-generate"),
          ("vertex/grounding_stream.yaml", "vertex", "gemini-generate"),
          ("openai/chat_web_search.yaml", "openai", "openai-chat"),
          ("azure/chat_web_search.yaml", "azure", "openai-chat"),
-         ("openai/compatible_perplexity_sonar_stream.yaml", "openai", "openai-chat")]
+         ("openai/compatible_perplexity_sonar_stream.yaml", "openai", "openai-chat"),
+         *((f"recorded/pydantic-ai__gemini_{name}.yaml", "gemini", "gemini-generate") for name in (
+             "web_search_tool", "web_search_tool_stream", "web_search_history_from_anthropic", "url_context",
+             "url_context_stream")),
+         ("recorded/pydantic-ai__gemini_vertex_provider.yaml", "vertex", "gemini-generate")]
 
 
 @pytest.mark.parametrize(("name", "provider", "api"), WIRES, ids=[row[0] for row in WIRES])
@@ -416,6 +420,16 @@ def test_a_cassette_of_each_wire_reproduces_on_its_own_provider_and_api(tmp_path
     assert run_scenario(scenario, target).passed, run_scenario(scenario, target).failure_text()
     leaked = run_scenario(scenario, target, mutant="internal-fields-leak")
     assert not leaked.passed and "neverReaches" in leaked.failure_text()
+
+
+def test_the_band_counts_a_gemini_body_as_it_counts_the_same_history_on_anthropic(tmp_path: Path) -> None:
+    history = recorded("pydantic-ai__gemini_web_search_history_from_anthropic.yaml")  # 27 model text parts
+    gemini = reproduce(history, tmp_path / "gemini").diagnosis
+    transcript = json.loads((tmp_path / "gemini" / TRANSCRIPT).read_text())
+    anthropic = diagnose(transcript, "history.json", "anthropic", "claude-sonnet-4-6")
+    assert gemini.band is not None and anthropic.band is not None
+    assert gemini.band.low >= 0.8 * anthropic.band.low and gemini.band.high >= 0.8 * anthropic.band.high
+    assert "0 tokens" not in gemini.band.why  # Gemini's contents and systemInstruction are counted
 
 
 def test_a_multi_turn_chat_body_keeps_its_tool_calls_in_the_scenario(tmp_path: Path) -> None:

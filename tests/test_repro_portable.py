@@ -56,7 +56,8 @@ def _styled(grown: dict[str, object], target: Goal, count: object) -> int:
     what follows the anchor in the projected request (all of it without one)."""
     anchor = find_anchor(grown)
     body = project(grown, target, since=anchor.index + 1 if anchor else 0)
-    texts, images = _strings([body.get(key) for key in ("system", "tools", "messages", "input")])
+    keys = ("system", "systemInstruction", "tools", "messages", "input", "contents")  # Gemini's too
+    texts, images = _strings([body.get(key) for key in keys])
     return (anchor.tokens if anchor else 0) + count(texts) + images * 1200  # type: ignore[operator]
 
 

@@ -208,8 +208,17 @@ def test_recorded_streams_parse_exactly() -> None:
         events = sse.parse(body)
         assert sse.serialize(events) == body
         payloads = [e.json() for e in events if e.dispatched and e.data != "[DONE]"]
-        assert payloads and all(isinstance(p, dict) and "type" in p for p in payloads)
+        assert payloads and all(isinstance(p, dict) and ("type" in p or "candidates" in p) for p in payloads)
         assert events[-1].terminated
+
+
+def test_recorded_gemini_streams_are_crlf_framed() -> None:
+    bodies = [b for b in _recorded_streams() if b.startswith(b"data: {\"candidates\"")]
+    assert len(bodies) == 2, "the real Gemini streams: web search and URL context"
+    for body in bodies:
+        events = [e for e in sse.parse(body) if e.dispatched]
+        assert body.count(b"\r\n\r\n") == len(events) >= 2
+        assert all(e.event in (None, "message") and "candidates" in e.json() for e in events)
 
 
 def test_recorded_anthropic_padding_parses() -> None:

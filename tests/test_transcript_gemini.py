@@ -3,7 +3,8 @@ message.
 
 The fixtures follow the shapes of the ``google-genai`` SDK's types (``GenerateContentResponse``; checked
 against them when the SDK is installed); the text is not ASCII, so a segment's byte offsets differ from its
-characters.
+characters. The real recordings under ``cassettes/recorded/`` (pydantic-ai's) convert too: their responses,
+streams and the histories their follow-up requests carry.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from recordings import recorded
 
+from replaykit import cassette
 from replaykit.cassette import Interaction, Request, Response
 from replaykit.transcript import (
     ConversionError,
     from_gemini,
+    from_gemini_request,
     from_gemini_stream,
     from_interaction,
     gemini_final_response,
@@ -407,3 +411,98 @@ def test_only_plain_consecutive_text_parts_merge_and_the_role_is_kept() -> None:
     assert other["candidates"][0]["content"]["role"] == "other"
     blocked = gemini_final_response([{"promptFeedback": {"blockReason": "SAFETY"}}])
     assert blocked["candidates"] == [{"content": {"parts": [], "role": "model"}, "index": 0}]
+
+
+# ---------------------------------------------------------------- real recordings (cassettes/recorded/)
+
+
+def _real(name: str) -> list[Interaction]:
+    return cassette.load(recorded(f"pydantic-ai__gemini_{name}.yaml")).interactions
+
+
+def _cuts_bytes(text: str, citation: JSON) -> bool:
+    """The segment's offsets are UTF-8 bytes of ``text`` and cut exactly ``segment.text``."""
+    segment = citation["segment"]
+    return text.encode()[segment.get("startIndex", 0):segment["endIndex"]].decode() == segment["text"]
+
+
+@pytest.mark.parametrize(("name", "index", "query", "chunks_", "cited"), [
+    ("web_search_tool", 0, "weather in San Francisco today", 3, 6),
+    ("web_search_tool", 1, "current weather in Mexico City", 3, 2),
+    ("web_search_tool_stream", 0, "weather in San Francisco today", 5, 8),
+    ("web_search_tool_stream", 1, "weather in Mexico City today", 4, 7)])
+def test_a_real_grounded_answer_converts(name: str, index: int, query: str, chunks_: int, cited: int) -> None:
+    item = _real(name)[index]
+    message = from_interaction(item, timestamp=STAMP)
+    body = (gemini_final_response(e.json() for e in item.response.events if e.data is not None)
+            if item.response.is_stream else item.response.json())
+    metadata, usage = body["candidates"][0]["groundingMetadata"], body["usageMetadata"]
+    call, result, text = message["content"]
+    assert (call["phase"], call["query"], result["phase"], result["toolUseId"]) == (
+        "call", query, "result", call["id"])
+    assert [r["url"] for r in result["results"]] == [c["web"]["uri"] for c in metadata["groundingChunks"]]
+    assert len(result["results"]) == chunks_ and result["raw"] == metadata
+    assert text["citations"] == metadata["groundingSupports"] and len(text["citations"]) == cited
+    assert all(_cuts_bytes(text["text"], c) for c in text["citations"])
+    assert (message["provider"], message["model"], message["responseId"], message["stopReason"]) == (
+        "gemini", "gemini-2.5-pro", body["responseId"], "stop")
+    assert message["usage"]["totalTokens"] == usage["totalTokenCount"]  # tool-use prompt and thoughts counted
+    assert message["usage"]["input"] == usage["promptTokenCount"] + usage["toolUsePromptTokenCount"]
+
+
+def test_real_offsets_count_bytes_not_characters() -> None:
+    text = from_interaction(_real("web_search_tool")[0], timestamp=STAMP)["content"][2]
+    first = text["citations"][0]["segment"]  # ends in "69°F.": the degree sign is two bytes
+    assert text["text"].encode()[first["startIndex"]:first["endIndex"]].decode() == first["text"]
+    assert text["text"][first["startIndex"]:first["endIndex"]] != first["text"]
+
+
+def test_a_real_stream_sends_empty_grounding_until_its_last_chunk() -> None:
+    item = _real("web_search_tool_stream")[0]
+    grounding_ = [e.json()["candidates"][0]["groundingMetadata"] for e in item.response.events if e.data]
+    assert grounding_[:-1] == [{}] * 9 and set(grounding_[-1]) == {
+        "searchEntryPoint", "groundingChunks", "groundingSupports", "webSearchQueries"}
+
+
+@pytest.mark.parametrize("name", ["url_context", "url_context_stream"])
+def test_real_url_context_keeps_the_metadata_and_cites_from_byte_zero(name: str) -> None:
+    message = from_interaction(_real(name)[0], timestamp=STAMP)
+    result, fetched, text = message["content"]
+    assert result["phase"] == "result" and result["results"] == [
+        {"url": "https://ai.pydantic.dev", "title": "Pydantic AI"}]
+    assert (fetched["blockType"], fetched["raw"]) == ("urlContextMetadata", {"urlMetadata": [
+        {"retrievedUrl": "https://ai.pydantic.dev", "urlRetrievalStatus": "URL_RETRIEVAL_STATUS_SUCCESS"}]})
+    [citation] = text["citations"]
+    assert "startIndex" not in citation["segment"] and _cuts_bytes(text["text"], citation)
+    assert citation["segment"]["endIndex"] == len(text["text"].encode())
+    assert message["stopReason"] == "stop"
+
+
+def test_a_real_vertex_answer_converts() -> None:
+    message = from_interaction(_real("vertex_provider")[0], timestamp=STAMP)
+    assert message["content"] == [{"type": "text", "text": "The capital of France is Paris.\n"}]
+    assert (message["provider"], message["model"], message["stopReason"]) == (
+        "vertex", "gemini-2.0-flash", "stop")
+    assert message["usage"] == {"input": 13, "output": 8, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 21}
+
+
+@pytest.mark.parametrize("name", ["web_search_tool", "web_search_tool_stream"])
+def test_a_real_follow_up_request_holds_the_answer_without_its_grounding(name: str) -> None:
+    first, second = _real(name)
+    answer = from_interaction(first, timestamp=STAMP)["content"][-1]["text"]
+    transcript = from_gemini_request(second.request.json(), timestamp=STAMP)
+    assert transcript["system"] == "You are a helpful chatbot."
+    assert transcript["tools"] == [{"type": "hostedSearch"}]
+    assert [m["role"] for m in transcript["messages"]] == ["user", "assistant", "user"]
+    assert transcript["messages"][1]["content"] == [{"type": "text", "text": answer}]
+    assert transcript["messages"][2]["content"] == [{"type": "text", "text": "how about Mexico City?"}]
+
+
+def test_real_anthropic_history_sent_to_gemini_keeps_every_text_block() -> None:
+    anthropic, gemini = _real("web_search_history_from_anthropic")
+    said = [b["text"] for b in from_interaction(anthropic, timestamp=STAMP)["content"] if b["type"] == "text"]
+    transcript = from_gemini_request(gemini.request.json(), timestamp=STAMP)
+    assert [b["text"] for b in transcript["messages"][1]["content"]] == said and len(said) == 27
+    assert (transcript["system"], transcript["tools"]) == (None, [])
+    reply = from_interaction(gemini, timestamp=STAMP)
+    assert (reply["provider"], reply["model"], reply["stopReason"]) == ("gemini", "gemini-2.0-flash", "stop")

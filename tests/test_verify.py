@@ -219,7 +219,7 @@ def test_no_paths_is_a_usage_error() -> None:
 def test_every_real_recording_verifies_clean() -> None:
     report = verify_paths([RECORDED])
     assert report.findings == []
-    assert len(report.files) == 10 and report.summary()["interactions"] == 14
+    assert len(report.files) == 16 and report.summary()["interactions"] == 23
 
 
 def test_a_request_body_that_is_not_json_is_a_contract_error() -> None:

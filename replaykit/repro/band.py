@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from replaykit.errors import LocalRequestError
+from replaykit.estimate import _PARTS as BODY_PARTS  # each part's keys in a body of any wire: one definition
 from replaykit.estimate import IMAGE_CHARS, ExactModeUnavailable, find_anchor, o200k_base, text_chars
 from replaykit.estimate import _strings as strings  # the strings the estimator counts: one definition
 from replaykit.jsondoc import JSON
@@ -23,8 +24,8 @@ __all__ = ["APART", "SLACK", "Band", "policy_band", "style_counts"]
 
 SLACK = 500  # tokens of framing a harness may count besides the text (roles, separators, tool schemas)
 APART = 0.8  # a defect's count at most this share of the smallest sound count is told apart by the band
-_PARTS = ("system", "instructions", "tools", "messages", "input")
-_SETUP = ("system", "instructions", "tools")
+_SETUP = (*BODY_PARTS["system"], *BODY_PARTS["tools"])  # system, instructions, systemInstruction, tools
+_PARTS = (*_SETUP, *BODY_PARTS["messages"])  # and messages, input, Gemini's contents
 CHARS4, CJK1, O200K = "four characters a token", "one token a CJK character", "o200k_base"
 
 

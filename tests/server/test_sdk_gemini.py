@@ -3,22 +3,26 @@
 (``/v1beta1/projects/P/locations/L/publishers/google/models/M``, bearer token).
 
 The SDK's parse of each replayed response (and of each replayed stream chunk) equals its parse of the recorded
-body; the path, not the body, asks for a stream; faults answer in Google's error envelope, which the SDK
-raises as ``ClientError`` / ``ServerError`` with the recorded code and status.
+body, for the synthesized cassettes and for real recordings (pydantic-ai's, under ``cassettes/recorded/``)
+sent their own recorded requests; the path, not the body, asks for a stream; faults answer in Google's error
+envelope, which the SDK raises as ``ClientError`` / ``ServerError`` with the recorded code and status.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 from google import genai
 from google.genai import errors, types
 from google.oauth2.credentials import Credentials
+from recordings import recorded
 from server_support import bundled
 
-from replaykit import cassette
+from replaykit import cassette, contracts, routes
+from replaykit.cassette import Interaction
 from replaykit.server import FakeProvider, Fault
 
 pytestmark = pytest.mark.both_lanes  # every response the same with the lane and without it
@@ -27,6 +31,9 @@ MODEL = "gemini-2.5-flash"
 QUESTION = [{"role": "user", "parts": [{"text": "When was Python 3.13.0 released?"}]}]
 SEARCH = types.GenerateContentConfig(tools=[types.Tool(google_search=types.GoogleSearch())])
 LOCAL = {"sdk_http_response", "automatic_function_calling_history"}  # the SDK's own, not the wire's
+RECORDED = [f"pydantic-ai__gemini_{name}.yaml" for name in (
+    "web_search_tool", "web_search_tool_stream", "web_search_history_from_anthropic", "url_context",
+    "url_context_stream", "vertex_provider")]
 
 
 def _options(base_url: str | None = None) -> types.HttpOptions:
@@ -52,7 +59,11 @@ def _parsed(body: Any) -> dict[str, Any]:
 
 def _recorded(relative: str) -> list[dict[str, Any]]:
     """The SDK's parse of the recorded response: one for a body, one per event for a stream."""
-    response = cassette.load(bundled(relative)).interactions[0].response
+    return _parsed_response(cassette.load(bundled(relative)).interactions[0])
+
+
+def _parsed_response(item: Interaction) -> list[dict[str, Any]]:
+    response = item.response
     if response.is_stream:
         return [_parsed(event.json()) for event in response.events if event.data is not None]
     return [_parsed(response.json())]
@@ -178,3 +189,37 @@ def test_the_query_matcher_leaves_the_key_out(serve: Any, tmp_path: Any) -> None
     assert httpx.post(f"{url}?key={key}", json={"contents": QUESTION}).status_code == 200
     assert httpx.post(url, json={"contents": QUESTION}).status_code == 200
     assert httpx.post(f"{url}?key={key}&alt=json", json={"contents": QUESTION}).status_code == 404
+
+
+def _recorded_call(fake: FakeProvider, item: Interaction) -> list[dict[str, Any]]:
+    """The SDK call a recorded request is (its model, contents, systemInstruction, tools and
+    generationConfig), made against the fake provider: the response, or every chunk of a stream, as the SDK
+    parsed them."""
+    body, path = item.request.json(), urlsplit(item.request.uri).path
+    config = {**body.get("generationConfig", {}),
+              **{key: body[key] for key in ("systemInstruction", "tools") if key in body}}
+    model = routes.model_of(body, path)
+    if "/projects/" in path:  # the recorded project and location, as the user's client had them
+        client = genai.Client(vertexai=True, project=path.split("/")[3], location=path.split("/")[5],
+                              credentials=Credentials(token="test"),  # type: ignore[no-untyped-call]
+                              http_options=_options(fake.base_url("vertex")))
+    else:
+        client = _client(fake)
+    if ":stream" in path:
+        return [_dump(chunk) for chunk in client.models.generate_content_stream(
+            model=model, contents=body["contents"], config=config)]
+    return [_dump(client.models.generate_content(model=model, contents=body["contents"], config=config))]
+
+
+@pytest.mark.parametrize("name", RECORDED)
+def test_real_recordings_parse_as_recorded(serve: Any, name: str) -> None:
+    turns = [i for i in cassette.load(recorded(name)).interactions
+             if routes.classify_uri(i.request.method, i.request.uri).api == "gemini-generate"]
+    fake = serve(recorded(name))
+    for number, item in enumerate(turns):
+        assert _recorded_call(fake, item) == _parsed_response(item)
+        entry = fake.journal[number]
+        assert entry.route == ("vertex.generate" if "/projects/" in item.request.uri else "gemini.generate")
+        assert (entry.stream, entry.request_violations, entry.response_violations) == (
+            item.response.is_stream, [], [])
+        assert contracts.validate("replaykit.journal-entry", entry.to_json()) == []
