@@ -2,7 +2,7 @@
 lockfile by :func:`node_support.installed_project` (Node 22 from the ``node`` package it pins), run on every
 bundled scenario: each passes, is n/a (a capability its manifest lacks) or fails on a defect of the library
 named in the example's README (when one stops failing, the library changed and the table is out of date);
-then on plain (non-stream) requests to each provider and on a cancellation.
+then on plain (non-stream) requests to each provider and API and on a cancellation.
 """
 
 from __future__ import annotations
@@ -30,12 +30,18 @@ DEFECTS = {  # scenario: the check the library's defect fails (examples/targets/
     "stall-idle-timeout": "providerRequests",
     "model-switch-search-history": "reaches[0]",
     "search-read-tool": "persistedSnapshot",
+    "gemini-grounding-bad-support": "outcomeLacks[0]",
+    "chat-annotations-provider-switch": "reaches[1]",
+    "model-switch-gemini-history": "reaches[1]",
+    "model-switch-gemini-to-openai": "reaches[0]",
 }
-VOCABULARY = {"anthropic-messages", "openai-responses", "azure-responses", "stream", "non-stream",
+VOCABULARY = {"anthropic-messages", "openai-responses", "azure-responses", "openai-chat", "azure-chat",
+              "gemini-generate", "vertex-generate", "stream", "non-stream",
               "hosted-search", "tool:read", "tool:task", "tool:web_search", "research", "durable", "restart",
               "persisted-transcript", "cancel", "cancel-signal", "estimates"}
-LACKS = {"estimates", "durable", "research", "tool:task", "tool:web_search", "openai-chat", "gemini-generate"}
+LACKS = {"estimates", "durable", "research", "tool:task", "tool:web_search", "vertex-generate"}
 SEARCH = {"type": "hostedSearch", "maxUses": 5}
+ROUTE = {"anthropic": "messages", "openai": "responses", "azure": "responses", "gemini": "generate"}
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +52,11 @@ def command() -> str:
 def _run(paths: list[Path], command: str) -> dict[str, Result]:
     results = run_many(load_all(paths), Target.parse(command), jobs=2)
     return {result.scenario.name: result for result in results}
+
+
+def _route_of(provider: str, api: str | None) -> str:
+    """The fake provider's route a plain request of ``provider`` on ``api`` (None: its default) lands on."""
+    return f"{provider}.{'chat' if api == 'openai-chat' else ROUTE[provider]}"
 
 
 def _scenario(folder: Path, name: str, cassette: str, step: dict[str, Any], **rest: Any) -> Path:
@@ -64,25 +75,33 @@ def test_every_bundled_scenario_passes_is_na_or_fails_on_a_named_library_defect(
     assert sorted(failed) == sorted(DEFECTS), {name: results[name].failure_text() for name in failed}
     assert {name: check in failed[name] for name, check in DEFECTS.items()} == dict.fromkeys(DEFECTS, True)
     assert {need for r in results.values() for need in r.missing} <= LACKS
-    assert sum(r.passed for r in results.values()) >= 9
+    assert sum(r.passed for r in results.values()) >= 11
     table = (EXAMPLE / "README.md").read_text(encoding="utf-8")
     assert [name for name in DEFECTS if f"| `{name}` |" not in table] == []
 
 
-@pytest.mark.parametrize(("provider", "model", "cassette", "prompt"), [
-    ("anthropic", "claude-sonnet-4-6", "anthropic/web_search.yaml",
+@pytest.mark.parametrize(("provider", "api", "model", "cassette", "prompt"), [
+    ("anthropic", None, "claude-sonnet-4-6", "anthropic/web_search.yaml",
      "When was Python 3.13 released, and what are its headline features?"),
-    ("openai", "gpt-5", "openai/web_search.yaml", "What does PEP 8 recommend for the maximum line length?"),
-    ("azure", "gpt-5-web-search", "azure/web_search.yaml",
+    ("openai", None, "gpt-5", "openai/web_search.yaml",
+     "What does PEP 8 recommend for the maximum line length?"),
+    ("azure", None, "gpt-5-web-search", "azure/web_search.yaml",
      "At what temperature does water boil on the summit of Mount Everest?"),
+    ("openai", "openai-chat", "gpt-4o-search-preview", "openai/chat_web_search.yaml",
+     "What does PEP 8 recommend for the maximum line length?"),
+    ("azure", "openai-chat", "gpt-4o-search", "azure/chat_web_search.yaml",
+     "What does PEP 8 recommend for the maximum line length?"),
+    ("gemini", None, "gemini-2.5-flash", "gemini/grounding.yaml",
+     "When was Python 3.13.0 released, and what does it add?"),
 ])
-def test_plain_requests_reach_each_provider(command: str, tmp_path: Path, provider: str, model: str,
-                                            cassette: str, prompt: str) -> None:
-    step = {"prompt": prompt, "provider": provider, "model": model}
-    path = _scenario(tmp_path, f"plain-{provider}", cassette, step,
+def test_plain_requests_reach_each_provider(command: str, tmp_path: Path, provider: str, api: str | None,
+                                            model: str, cassette: str, prompt: str) -> None:
+    step = {"prompt": prompt, "provider": provider, "model": model, **({"api": api} if api else {})}
+    name = f"plain-{provider}-{api or 'default'}"
+    path = _scenario(tmp_path, name, cassette, step,
                      expectations={"outcome": "ok", "providerRequests": 1, "requestContractsHold": True,
-                                   "persistWrites": 1})
-    result = _run([path], f"env REPLAYKIT_AI_SDK_STREAM=0 {command}")[f"plain-{provider}"]
+                                   "persistWrites": 1, "requests": {_route_of(provider, api): 1}})
+    result = _run([path], f"env REPLAYKIT_AI_SDK_STREAM=0 {command}")[name]
     assert result.passed, result.failure_text()
     assert result.journal[0].body.get("stream") in (None, False)
 

@@ -1,13 +1,15 @@
 // A replaykit target built on the Vercel AI SDK: `streamText` / `generateText` with the providers' models
-// (@ai-sdk/anthropic: Messages; @ai-sdk/openai and @ai-sdk/azure: Responses), the providers' own hosted
-// web search tools, the library's retries (`maxRetries`, `streamRetries`), its idle timeouts
-// (`timeout.firstChunkMs` / `chunkMs`), its agent loop (`stopWhen`) and an AbortSignal for `cancelAfterMs`
-// and SIGINT (the runner's `cancelOn`).
+// (@ai-sdk/anthropic: Messages; @ai-sdk/openai and @ai-sdk/azure: Responses, or Chat Completions for a step
+// whose api is openai-chat; @ai-sdk/google: Gemini generateContent), the providers' own hosted web search
+// tools (none on Chat Completions: the library has none there), the library's retries (`maxRetries`,
+// `streamRetries`), its idle timeouts (`timeout.firstChunkMs` / `chunkMs`), its agent loop (`stopWhen`) and an
+// AbortSignal for `cancelAfterMs` and SIGINT (the runner's `cancelOn`).
 //
 //   REPLAYKIT_INPUT         the input JSON (contracts/replaykit/target-input.schema.json)
 //   REPLAYKIT_OUTCOME       where the outcome JSON goes (target-outcome.schema.json), written atomically
 //   REPLAYKIT_STATE_DIR     the store: transcript.json, written atomically after each step
-//   ANTHROPIC_BASE_URL, OPENAI_BASE_URL, REPLAYKIT_AZURE_BASE_URL   the providers (the fake provider)
+//   ANTHROPIC_BASE_URL, OPENAI_BASE_URL, REPLAYKIT_AZURE_BASE_URL, GOOGLE_GEMINI_BASE_URL   the providers
+//                           (the fake provider)
 //   REPLAYKIT_AI_SDK_STREAM "0": generateText (plain requests) instead of streamText
 //   REPLAYKIT_AI_SDK_DEBUG  a file: each step's response messages (the library's ModelMessages) and the whole
 //                           error the run stopped on are appended to it
@@ -20,6 +22,7 @@ import { inspect } from "node:util";
 import path from "node:path";
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createAzure } from "@ai-sdk/azure";
+import { createGoogle } from "@ai-sdk/google";
 import { createOpenAI } from "@ai-sdk/openai";
 import { generateText, jsonSchema, stepCountIs, streamText, tool } from "ai";
 import { classify, writeAtomic } from "./outcome.mjs";
@@ -37,19 +40,43 @@ const PROVIDERS = {
   anthropic: () => createAnthropic({ baseURL: `${env.ANTHROPIC_BASE_URL}/v1`, apiKey: env.ANTHROPIC_API_KEY }),
   openai: () => createOpenAI({ baseURL: env.OPENAI_BASE_URL, apiKey: env.OPENAI_API_KEY }),
   azure: () => createAzure({ baseURL: env.REPLAYKIT_AZURE_BASE_URL, apiKey: env.AZURE_OPENAI_API_KEY }),
+  // GLUE (configuration): the protocol gives the origin, as google-genai takes it; the library's base URL
+  // includes the API version (its default is https://generativelanguage.googleapis.com/v1beta).
+  gemini: () => createGoogle({ baseURL: `${env.GOOGLE_GEMINI_BASE_URL}/v1beta`,
+                               apiKey: env.GEMINI_API_KEY ?? env.GOOGLE_API_KEY }),
+};
+
+// The step's wire API: its `api`, else its provider's first (the protocol's default).
+const DEFAULT_API = { anthropic: "anthropic-messages", openai: "openai-responses", azure: "openai-responses",
+                      gemini: "gemini-generate" };
+// provider/api: the library's model for it
+const MODELS = {
+  "anthropic/anthropic-messages": (provider, id) => provider(id),
+  "openai/openai-responses": (provider, id) => provider.responses(id),
+  "azure/openai-responses": (provider, id) => provider.responses(id),
+  "openai/openai-chat": (provider, id) => provider.chat(id),
+  "azure/openai-chat": (provider, id) => provider.chat(id),
+  "gemini/gemini-generate": (provider, id) => provider(id),
 };
 
 function model(step) {
-  const provider = PROVIDERS[step.provider]?.();
-  if (!provider) throw new LocalError("preparation", `provider ${step.provider} is not supported`);
-  return { provider, model: step.provider === "anthropic" ? provider(step.model) : provider.responses(step.model) };
+  const api = step.api ?? DEFAULT_API[step.provider];
+  const make = MODELS[`${step.provider}/${api}`];
+  if (!make) throw new LocalError("preparation", `provider ${step.provider} with api ${api} is not supported`);
+  const provider = PROVIDERS[step.provider]();
+  return { provider, api, model: make(provider, step.model) };
 }
 
-function hostedSearch(name, provider, spec) {
+// The provider's hosted web search tool, or null: the library's Chat Completions model has no web search
+// (neither a tool nor a `web_search_options` setting; a search model such as gpt-4o-search-preview searches
+// by itself).
+function hostedSearch(name, api, provider, spec) {
+  if (api === "openai-chat") return null;
   if (name === "anthropic") {
     return provider.tools.webSearch_20250305({ maxUses: spec.maxUses, allowedDomains: spec.allowedDomains,
                                                blockedDomains: spec.blockedDomains });
   }
+  if (name === "gemini") return provider.tools.googleSearch({});
   return provider.tools.webSearch(spec.allowedDomains ? { filters: { allowedDomains: spec.allowedDomains } } : {});
 }
 
@@ -61,10 +88,13 @@ function readInside(file) {
   return readFileSync(full, "utf8");
 }
 
-function tools(name, provider, specs) {
+function tools(name, api, provider, specs) {
   const out = {};
   for (const spec of specs) {
-    if (spec.type === "hostedSearch") out.web_search = hostedSearch(name, provider, spec);
+    if (spec.type === "hostedSearch") {
+      const search = hostedSearch(name, api, provider, spec);
+      if (search) out.web_search = search;
+    }
     else if (spec.name === "read") {
       out.read = tool({ description: spec.description, inputSchema: jsonSchema(spec.parameters),
                         execute: async (input) => readInside(input.path) });
@@ -111,8 +141,8 @@ class Run {
 
   async step(step, signal) {
     if (step.research) throw new LocalError("preparation", "research steps: this target has none");
-    const { provider, model: languageModel } = model(step);
-    const toolSet = tools(step.provider, provider, this.input.tools);
+    const { provider, api, model: languageModel } = model(step);
+    const toolSet = tools(step.provider, api, provider, this.input.tools);
     this.transcript.messages.push({ role: "user", content: step.prompt, timestamp: Date.now() });
     const idle = this.input.idleTimeoutMs;
     const result = await call({
@@ -123,7 +153,7 @@ class Run {
     });
     for (const done of result.steps) {
       if (env.REPLAYKIT_AI_SDK_DEBUG) appendFileSync(env.REPLAYKIT_AI_SDK_DEBUG, `${JSON.stringify(done.response.messages)}\n`);
-      this.transcript.messages.push(...neutralMessages(done, { provider: step.provider, model: step.model }));
+      this.transcript.messages.push(...neutralMessages(done, { provider: step.provider, api, model: step.model }));
     }
     this.persist();
   }

@@ -7,7 +7,10 @@
 //      hostedSearch blocks become the library's provider-executed `tool-call` / `tool-result` parts (the shape
 //      its own providers give back), built from the block's `raw` wire block. A hostedSearch block without
 //      `raw` is display-only (the protocol's rule: shown, never sent) and has no part.
-// Out: the library's response messages -> neutral messages, with `raw` rebuilt from the library's parts.
+// Out: the library's response messages -> neutral messages, with `raw` rebuilt from the library's parts; the
+//      citations of a Gemini or Chat Completions answer, which the library keeps out of its messages, from
+//      the step's own output (Gemini: its `providerMetadata.google.groundingMetadata`; Chat Completions: its
+//      `sources`).
 
 export class LocalError extends Error {
   constructor(phase, message) {
@@ -82,13 +85,20 @@ function rawParts(raw, key) {
   return null;
 }
 
-// The library keys a part's metadata by its provider's name: anthropic, openai or azure.
-const keyOf = (block, message) => block.provider ?? message.provider ?? "anthropic";
+// The library keys a part's metadata by its provider's name: anthropic, openai, azure or google.
+const KEYS = { gemini: "google" };
+const keyName = (provider) => KEYS[provider] ?? provider;
+const keyOf = (block, message) => keyName(block.provider ?? message.provider ?? "anthropic");
+
+function textMeta(block, key, citations) {
+  if (key === "anthropic") return citations ? { citations } : null;
+  if (key === "google") return block.signature ? { thoughtSignature: block.signature } : null;
+  return block.signature ? { itemId: block.signature, ...(citations ? { annotations: citations } : {}) } : null;
+}
 
 function textPart(block, key) {
   const citations = Array.isArray(block.citations) && block.citations.length ? block.citations : null;
-  const meta = key === "anthropic" ? (citations ? { citations } : null)
-    : (block.signature ? { itemId: block.signature, ...(citations ? { annotations: citations } : {}) } : null);
+  const meta = textMeta(block, key, citations);
   return { type: "text", text: String(block.text ?? ""), ...(meta ? { providerOptions: { [key]: meta } } : {}) };
 }
 
@@ -97,7 +107,8 @@ function reasoningPart(block, key) {
   if (isObject(block.raw) && block.raw.type === "reasoning") {
     meta = { itemId: block.raw.id, reasoningEncryptedContent: block.raw.encrypted_content ?? null };
   } else if (block.signature) {
-    meta = block.redacted ? { redactedData: block.signature } : { signature: block.signature };
+    meta = key === "google" ? { thoughtSignature: block.signature }
+      : block.redacted ? { redactedData: block.signature } : { signature: block.signature };
   }
   return { type: "reasoning", text: String(block.thinking ?? ""), ...(meta ? { providerOptions: { [key]: meta } } : {}) };
 }
@@ -160,7 +171,8 @@ export function toModelMessages(transcript) {
 
 // ------------------------------------------------------------------ ModelMessage -> neutral
 
-const API = { anthropic: "anthropic-messages", openai: "openai-responses", azure: "openai-responses" };
+const API = { anthropic: "anthropic-messages", openai: "openai-responses", azure: "openai-responses",
+              gemini: "gemini-generate" };
 
 function wireResult(result) {
   return { type: result.type ?? "web_search_result", url: result.url, title: result.title ?? null,
@@ -216,11 +228,43 @@ function searchResult(part, provider) {
                   ...wireCaller(part) } };
 }
 
-function neutralText(part, provider) {
-  const meta = part.providerOptions?.[provider] ?? {};
-  const citations = provider === "anthropic" ? meta.citations : meta.annotations;
+function neutralText(part, provider, extra) {
+  const meta = part.providerOptions?.[keyName(provider)] ?? {};
+  const citations = extra ?? (provider === "anthropic" ? meta.citations : meta.annotations);
+  const signature = meta.itemId ?? meta.thoughtSignature;
   return { type: "text", text: part.text, ...(Array.isArray(citations) && citations.length ? { citations } : {}),
-           ...(meta.itemId ? { signature: meta.itemId } : {}) };
+           ...(signature ? { signature } : {}) };
+}
+
+// GLUE: the library keeps a Gemini answer's grounding out of its messages; the step reports it, verbatim,
+// in providerMetadata.google.groundingMetadata. The transcript's form of it: a hostedSearch call per query,
+// one result holding the metadata, and the supports as the citations of the answer's text.
+function grounding(step) {
+  const metadata = step.providerMetadata?.google?.groundingMetadata;
+  if (!isObject(metadata)) return { blocks: [], supports: null };
+  const base = { type: "hostedSearch", provider: "gemini", api: "gemini-generate" };
+  const prefix = step.response.id ?? "grounding";
+  const queries = (metadata.webSearchQueries ?? []).filter((query) => typeof query === "string");
+  const web = (metadata.groundingChunks ?? []).filter((chunk) => isObject(chunk?.web));
+  const blocks = [
+    ...queries.map((query, index) => ({ ...base, phase: "call", id: `${prefix}:q${index}`, query })),
+    { ...base, phase: "result", toolUseId: `${prefix}:q0`, raw: metadata,
+      results: web.map((chunk) => ({ url: chunk.web.uri, title: chunk.web.title ?? null })) },
+  ];
+  return { blocks, supports: Array.isArray(metadata.groundingSupports) ? metadata.groundingSupports : null };
+}
+
+// GLUE: the library turns a Chat Completions answer's url_citation annotations into the step's `sources`
+// (url and title; it drops the offsets) and keeps them out of its messages: the transcript's citations are
+// rebuilt from those.
+const chatCitations = (step) => (step.sources ?? []).filter((source) => source.sourceType === "url")
+  .map((source) => ({ type: "url_citation", url_citation: { url: source.url, title: source.title ?? null } }));
+
+/** The citations the step's first text part gets beyond its own metadata, and the blocks before it. */
+function stepExtras(step, api) {
+  if (api === "gemini-generate") return grounding(step);
+  if (api === "openai-chat") return { blocks: [], supports: chatCitations(step) };
+  return { blocks: [], supports: null };
 }
 
 function neutralReasoning(part, provider) {
@@ -230,14 +274,15 @@ function neutralReasoning(part, provider) {
     return { type: "thinking", thinking: part.text,
              raw: { type: "reasoning", id: meta.itemId, encrypted_content: meta.reasoningEncryptedContent ?? null, summary } };
   }
-  return { type: "thinking", thinking: part.text, ...(meta.signature ? { signature: meta.signature } : {}),
+  const signature = meta.signature ?? meta.thoughtSignature;
+  return { type: "thinking", thinking: part.text, ...(signature ? { signature } : {}),
            ...(meta.redactedData ? { signature: meta.redactedData, redacted: true } : {}) };
 }
 
-function neutralBlock(part, provider) {
-  const same = { provider, api: API[provider] };
-  if (part.type === "text") return neutralText(part, provider);
-  if (part.type === "reasoning") return neutralReasoning(part, provider);
+function neutralBlock(part, provider, api, citations) {
+  const same = { provider, api };
+  if (part.type === "text") return neutralText(part, provider, citations);
+  if (part.type === "reasoning") return neutralReasoning(part, keyName(provider));
   if (part.type === "custom") return null; // the library's own bookkeeping (message_start): nothing to keep
   if (part.type === "tool-call" && part.providerExecuted) {
     const call = serverCall(part, provider);
@@ -264,14 +309,17 @@ export function neutralUsage(usage) {
 }
 
 /** The neutral messages of one library step: its assistant message, then one toolResult per tool result. */
-export function neutralMessages(step, { provider, model }) {
+export function neutralMessages(step, { provider, api, model }) {
   const out = [];
   const now = Date.now();
+  const extras = stepExtras(step, api);
   for (const message of step.response.messages) {
     if (message.role === "assistant") {
-      const content = (typeof message.content === "string" ? [{ type: "text", text: message.content }] : message.content)
-        .map((part) => neutralBlock(part, provider)).filter(Boolean);
-      out.push({ role: "assistant", content, provider, api: API[provider], model: step.response.modelId ?? model,
+      const parts = typeof message.content === "string" ? [{ type: "text", text: message.content }] : message.content;
+      const first = parts.findIndex((part) => part.type === "text");
+      const content = [...extras.blocks, ...parts.map((part, index) =>
+        neutralBlock(part, provider, api, index === first ? extras.supports : undefined)).filter(Boolean)];
+      out.push({ role: "assistant", content, provider, api, model: step.response.modelId ?? model,
                  usage: neutralUsage(step.usage), stopReason: STOP[step.finishReason] ?? "stop",
                  responseId: step.response.id, timestamp: now });
     } else if (message.role === "tool") {
