@@ -14,6 +14,7 @@ import pytest
 from recordings import RECORDED
 from test_redact import planted
 
+from replaykit import cassette
 from replaykit.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, main
 
 DATA = Path(__file__).resolve().parent / "data" / "verify"
@@ -134,8 +135,10 @@ def test_json_output_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
 
 def test_the_demo_command_passes_on_the_real_recordings(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, str(RECORDED))
-    assert code == EXIT_OK
-    assert out.splitlines()[-1] == "10 cassettes, 14 interactions, 0 findings: OK"
+    files = sorted(RECORDED.glob("*.yaml"))
+    interactions = sum(len(cassette.load(path).interactions) for path in files)
+    assert code == EXIT_OK and len(files) >= 16
+    assert out.splitlines()[-1] == f"{len(files)} cassettes, {interactions} interactions, 0 findings: OK"
 
 
 @pytest.mark.slow
