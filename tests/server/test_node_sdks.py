@@ -154,6 +154,8 @@ def test_the_node_openai_sdk_parses_chat_search_replays_as_recorded(serve: Any, 
     assert streamed["result"] == _recorded_chunks(stream)  # chunk for chunk, annotations delta included
     assert set(streamed["events"]) == {"chat.completion.chunk"}
     assert _served(fake) == ["chat_web_search.yaml", "chat_web_search_stream.yaml"]
+
+
 def _gemini_body() -> dict[str, Any]:
     request = _request("gemini/grounding.yaml")
     config = {"tools": request["tools"]}
@@ -179,6 +181,21 @@ def test_google_genai_parses_the_replay_as_the_recording_plain_and_streamed(serv
         event.json() for event in stream.events if event.data is not None]
     assert from_env["ok"] and _without_sdk_fields(from_env["result"]) == recorded
     assert _served(fake) == ["grounding.yaml", "grounding_stream.yaml", "grounding.yaml"]
+
+
+def test_google_genai_on_vertex_express_parses_the_replay_as_the_recording(serve: Any, modules: Path) -> None:
+    fake = serve(bundled("vertex/grounding.yaml"), bundled("vertex/grounding_stream.yaml"))
+    plain, streamed = run_client(modules, [
+        {"do": "vertex.create", "baseURL": fake.base_url("vertex"), "body": _gemini_body()},
+        {"do": "vertex.stream", "baseURL": fake.base_url("vertex"), "body": _gemini_body()},
+    ])
+    recorded = cassette.load(bundled("vertex/grounding.yaml")).interactions[0].response.json()
+    stream = cassette.load(bundled("vertex/grounding_stream.yaml")).interactions[0].response
+    assert plain["ok"] and _without_sdk_fields(plain["result"]) == recorded
+    assert streamed["ok"] and [_without_sdk_fields(chunk) for chunk in streamed["result"]] == [
+        event.json() for event in stream.events if event.data is not None]
+    assert [entry.route for entry in fake.journal] == ["vertex.generate", "vertex.generate"]
+    assert _served(fake) == ["grounding.yaml", "grounding_stream.yaml"]
 
 
 def test_google_genai_raises_the_recorded_error(serve: Any, modules: Path) -> None:
