@@ -5,7 +5,18 @@ from __future__ import annotations
 import pytest
 
 from replaykit import contracts
-from replaykit.routes import ROUTES, Kinds, base_urls, classify, classify_uri, known
+from replaykit.routes import (
+    ROUTES,
+    Kinds,
+    base_url_env,
+    base_urls,
+    classify,
+    classify_uri,
+    known,
+    model_of,
+    provider_of,
+    streams_by_path,
+)
 
 
 @pytest.mark.parametrize(
@@ -138,3 +149,47 @@ SPELLINGS = ("/v1/messages", "/v1/messages/count_tokens", "/v1/responses", "/ope
 def test_a_trailing_slash_is_the_same_route() -> None:
     for path in SPELLINGS:
         assert known("POST", path) is known("POST", path + "/") is not None
+
+
+@pytest.mark.parametrize(("body", "path", "model"), [
+    ({"model": "gpt-5"}, "/openai/deployments/dep-1/responses", "gpt-5"),  # the body's first
+    ({"model": 7}, "/openai/deployments/dep-1/chat/completions", "dep-1"),
+    (None, "/v1beta/models/gemini-2.5-flash:streamGenerateContent", "gemini-2.5-flash"),
+    ([], "/v1/projects/p/locations/global/publishers/google/models/gemini-2.5-pro:generateContent",
+     "gemini-2.5-pro"),
+    ({}, "/v1/messages", None),
+    ({}, "/v1beta/models/gemini-2.5-flash:generateContent/extra", None),
+])
+def test_the_model_of_a_request_is_its_body_s_else_its_path_s(body: object, path: str,
+                                                              model: str | None) -> None:
+    assert model_of(body, path) == model
+
+
+def test_a_gemini_stream_is_asked_for_by_its_path_alone() -> None:
+    assert streams_by_path("/v1beta/models/gemini-2.5-flash:streamGenerateContent")
+    assert not streams_by_path("/v1beta/models/gemini-2.5-flash:generateContent")
+    assert not streams_by_path("/v1beta/models/gemini-2.5-flash:streamGenerateContent/x")
+
+
+def test_recorded_requests_name_one_provider_or_mixed() -> None:
+    anthropic, gemini = ("POST", "https://api.anthropic.com/v1/messages"), \
+        ("POST", "https://generativelanguage.googleapis.com/v1beta/models/m:generateContent")
+    assert provider_of([anthropic, anthropic]) == "anthropic"
+    assert provider_of([anthropic, gemini]) == "mixed"
+    assert provider_of([("GET", "https://example.com/x")]) is None
+    assert provider_of([]) is None
+
+
+def test_each_base_url_variable_names_its_provider_s_server() -> None:
+    origins = {provider: f"http://127.0.0.1:{port}" for port, provider in enumerate(base_urls("x"), 1)}
+    assert base_url_env(origins) == {
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:1", "OPENAI_BASE_URL": "http://127.0.0.1:2/v1",
+        "REPLAYKIT_AZURE_BASE_URL": "http://127.0.0.1:3/openai/v1", "AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:3",
+        "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:4", "GOOGLE_VERTEX_BASE_URL": "http://127.0.0.1:5",
+        "REPLAYKIT_WEBSEARCH_BASE_URL": "http://127.0.0.1:6/client/v4"}
+
+
+def test_an_unknown_path_s_route_is_named_by_its_method_in_capitals() -> None:
+    route = classify_uri("get", "https://api.anthropic.com")
+    assert (route.name, route.method, route.provider) == ("GET /", "GET", "anthropic")
+    assert classify("get", "/v1/messages").name == "GET /v1/messages"
