@@ -453,3 +453,13 @@ def test_perplexitys_last_chunk_is_a_warning_only_under_the_compatible_profile()
                                      profile=contracts.OPENAI_COMPATIBLE)
     assert [(v.pointer, v.severity) for v in strict] == [("/id", "error"), ("/object", "error")]
     assert [(v.pointer, v.severity) for v in lenient] == [("/id", "warning"), ("/object", "warning")]
+
+
+def test_an_openrouter_server_tool_in_a_chat_request_is_a_warning_only_under_the_compatible_profile() -> None:
+    tool = {"type": "openrouter:web_search", "parameters": {"max_uses": 1, "search_context_size": "medium"}}
+    body = {"model": "deepseek/deepseek-chat", "messages": [{"role": "user", "content": "hi"}],
+            "tools": [tool]}
+    strict = contracts.validate("openai.chat_request", body, contracts.STRICT)
+    lenient = contracts.validate("openai.chat_request", body, contracts.OPENAI_COMPATIBLE)
+    assert [(v.pointer, v.keyword, v.severity) for v in strict] == [("/tools/0/type", "enum", "error")]
+    assert [(v.pointer, v.keyword, v.severity) for v in lenient] == [("/tools/0/type", "enum", "warning")]

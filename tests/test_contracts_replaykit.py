@@ -308,7 +308,7 @@ def test_cassette_file_validates(path: Path) -> None:
 
 
 def test_the_recordings_are_all_checked() -> None:
-    assert len(RECORDINGS) == 16
+    assert len(RECORDINGS) == 20
     assert set(RECORDINGS) <= set(_cassette_files())
 
 

@@ -407,7 +407,9 @@ WIRES = [("gemini/grounding.yaml", "gemini", "gemini-generate"),
          *((f"recorded/pydantic-ai__gemini_{name}.yaml", "gemini", "gemini-generate") for name in (
              "web_search_tool", "web_search_tool_stream", "web_search_history_from_anthropic", "url_context",
              "url_context_stream")),
-         ("recorded/pydantic-ai__gemini_vertex_provider.yaml", "vertex", "gemini-generate")]
+         ("recorded/pydantic-ai__gemini_vertex_provider.yaml", "vertex", "gemini-generate"),
+         *((f"recorded/pydantic-ai__openrouter_web_search_{name}.yaml", "openai", "openai-chat") for name in (
+             "annotations", "annotations_stream", "tool_usage", "tool_usage_stream"))]
 
 
 @pytest.mark.parametrize(("name", "provider", "api"), WIRES, ids=[row[0] for row in WIRES])

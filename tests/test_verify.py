@@ -218,8 +218,11 @@ def test_no_paths_is_a_usage_error() -> None:
 
 def test_every_real_recording_verifies_clean() -> None:
     report = verify_paths([RECORDED])
-    assert report.findings == []
-    assert len(report.files) == 16 and report.summary()["interactions"] == 23
+    assert [f for f in report.findings if f.severity != "warning"] == []
+    # warnings only where a recording's profile relaxes an OpenAI-only rule (OpenRouter's gen- ids, tools)
+    assert {f.note for f in report.findings} == {"relaxed by the cassette's profile"}
+    assert {Path(f.file).name.startswith("pydantic-ai__openrouter_") for f in report.findings} == {True}
+    assert len(report.files) == 20 and report.summary()["interactions"] == 27
 
 
 def test_a_request_body_that_is_not_json_is_a_contract_error() -> None:

@@ -35,7 +35,11 @@ CHAT = [
     "openai/compatible_openrouter_web.yaml", "openai/compatible_openrouter_web_stream.yaml",
 ]
 RECORDED = ["pydantic-ai__openai_chat_web_search_tool.yaml",
-            "pydantic-ai__openai_chat_web_search_user_location.yaml"]
+            "pydantic-ai__openai_chat_web_search_user_location.yaml",
+            "pydantic-ai__openrouter_web_search_annotations.yaml",
+            "pydantic-ai__openrouter_web_search_annotations_stream.yaml",
+            "pydantic-ai__openrouter_web_search_tool_usage.yaml",
+            "pydantic-ai__openrouter_web_search_tool_usage_stream.yaml"]
 
 
 def _client(item: Interaction, origin: str, http: httpx.Client | None = None) -> openai.OpenAI:
@@ -81,9 +85,10 @@ def test_the_sdk_parses_the_replay_as_it_parses_the_recording(serve: Any, path: 
     assert _call(_client(item, fake.url), item) == _recording_parsed(item)
     assert [entry.route for entry in fake.journal] == [
         "azure.chat" if "/deployments/" in item.request.uri else "openai.chat"]
-    assert fake.journal[0].request_violations == []
-    errors = [v for v in fake.journal[0].response_violations if v.get("severity") != "warning"]
-    assert errors == []  # the [DONE] line, Perplexity's chat.completion.done: no error under the profile
+    found = [*fake.journal[0].request_violations, *fake.journal[0].response_violations]
+    errors = [v for v in found if v.get("severity") != "warning"]
+    assert errors == []  # [DONE], Perplexity's chat.completion.done, OpenRouter's server tool: never an error
+    assert [v for v in fake.journal[0].request_violations if v["pointer"] != "/tools/0/type"] == []
 
 
 def test_a_streamed_search_replays_event_by_event_with_its_annotations(serve: Any) -> None:
