@@ -174,10 +174,14 @@ def test_mid_stream_disconnect_surfaces_as_the_sdk_transport_error(serve: Any) -
     fake = serve(recorded("llm-anthropic__web_search_stream.yaml"), faults=["kind=disconnect,after=10"])
     with (
         _client(fake) as client,
-        pytest.raises(httpx2.RemoteProtocolError),
+        # the SDK raises the transport's error, or (anthropic >= 2.17) its APIConnectionError from it
+        pytest.raises((httpx2.RemoteProtocolError, anthropic.APIConnectionError)) as caught,
         client.messages.stream(**ASK) as s,
     ):
         s.get_final_message()
+    raised = caught.value
+    assert isinstance(raised.__cause__ if isinstance(raised, anthropic.APIConnectionError) else raised,
+                      httpx2.RemoteProtocolError)
     entry = fake.journal[0]
     assert (entry.outcome, entry.chunks) == ("disconnected", 10)
 
