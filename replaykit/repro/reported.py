@@ -52,6 +52,9 @@ _CHAT_FIELDS = frozenset({"web_search_options", "max_completion_tokens", "stream
 API_NAMES: dict[Api, str] = {"anthropic-messages": "Anthropic Messages",
                              "openai-responses": "OpenAI Responses", "openai-chat": "Chat Completions",
                              "gemini-generate": "Gemini generateContent"}
+#: The provider a bare request body of each API is read for (the body does not say which host it went to).
+_PROVIDERS: dict[Api, str] = {"anthropic-messages": "anthropic", "openai-responses": "openai",
+                              "openai-chat": "openai", "gemini-generate": "gemini"}
 
 
 @dataclass
@@ -122,9 +125,8 @@ def _convert(path: Path, doc: Any, found: list[SecretFinding], place: Place, log
         return Reported(path, f"{log}neutral transcript", doc, found)
     api = _body_api(doc)
     if api is not None:
-        provider = "gemini" if api == "gemini-generate" else "anthropic" if api == "anthropic-messages" \
-            else "openai"
-        return _converted(path, doc, found, place, f"{log}{API_NAMES[api]} request body", provider, api)
+        return _converted(path, doc, found, place, f"{log}{API_NAMES[api]} request body", _PROVIDERS[api],
+                          api)
     if is_history(doc):
         return _history(path, doc, found, place, f"{log}pydantic-ai message history")
     if isinstance(doc, list):
