@@ -320,23 +320,24 @@ def test_every_citation_in_a_provider_cassette_verifies(path: Path) -> None:
             assert errors_only(findings) == [], "\n".join(map(str, findings))
 
 
-def test_the_real_recordings_hold_citations_that_all_verify() -> None:
+def _verified(pattern: str) -> int:
+    """How many citations the real recordings named by ``pattern`` hold; each must verify."""
     total = 0
-    for path in sorted(RECORDED.glob("*anthropic*.yaml")):
+    for path in sorted(RECORDED.glob(pattern)):
         for item in cassette.load(path).interactions:
             findings, count = _verify_interaction(item)
             assert findings == [], f"{path.name}: " + "\n".join(map(str, findings))
             total += count
+    return total
+
+
+def test_the_real_recordings_hold_citations_that_all_verify() -> None:
+    total = _verified("*anthropic*.yaml")
     assert total >= 49  # 5 + 17 + 9 + 9 + 9 real web_search_result_location citations
 
 
 def test_the_real_gemini_recordings_hold_supports_that_all_verify() -> None:
-    total = 0
-    for path in sorted(RECORDED.glob("pydantic-ai__gemini_*.yaml")):
-        for item in cassette.load(path).interactions:
-            findings, count = _verify_interaction(item)
-            assert findings == [], f"{path.name}: " + "\n".join(map(str, findings))
-            total += count
+    total = _verified("pydantic-ai__gemini_*.yaml")
     assert total == 25 + 13  # supports: 6 + 2, 8 + 7 streamed (in the last chunk), 1 + 1 urlContext; and
     # the 13 web_search_result_location citations of the Anthropic turn before the history sent to Gemini
 
