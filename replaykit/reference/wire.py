@@ -30,7 +30,7 @@ from replaykit.transcript import (
     from_openai_stream,
 )
 
-__all__ = ["ProviderEvent", "Stalled", "StreamCut", "endpoint", "now_ms", "send"]
+__all__ = ["ProviderEvent", "Stalled", "StreamCut", "endpoint", "key_header", "now_ms", "send"]
 
 _VERTEX_PATH = ("/v1beta1/projects/{GOOGLE_CLOUD_PROJECT}/locations/{GOOGLE_CLOUD_LOCATION}/publishers/google"
                 "/models/{model}:streamGenerateContent?alt=sse")
@@ -76,13 +76,20 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def key_header(target: ProviderModel, key: str) -> tuple[str, str]:
+    """The header that carries ``key`` to ``target``'s provider and API, and its value (a bearer token in
+    ``authorization``)."""
+    name = _ENDPOINTS[target.provider, target.api][4]
+    return name, f"Bearer {key}" if name == "authorization" else key
+
+
 def endpoint(target: ProviderModel) -> tuple[str, dict[str, str]]:
     """The URL and headers of a streamed model request to ``target`` (its provider, API and model)."""
-    variable, default, path, key_variables, key_header = _ENDPOINTS[target.provider, target.api]
+    variable, default, path, key_variables, _ = _ENDPOINTS[target.provider, target.api]
     base = (os.environ.get(variable) or default).rstrip("/")
     key = next((os.environ[name] for name in key_variables if os.environ.get(name)), "")
     headers = {"content-type": "application/json", "accept": "text/event-stream"}
-    headers[key_header] = f"Bearer {key}" if key_header == "authorization" else key
+    headers.update([key_header(target, key)])
     if target.provider == "anthropic":
         headers["anthropic-version"] = "2023-06-01"
     return base + _path(path, target.model), headers

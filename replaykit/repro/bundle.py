@@ -28,7 +28,7 @@ from replaykit.errors import UsageError, located
 from replaykit.jsondoc import JSON
 from replaykit.pointer import matches
 from replaykit.redact import SecretFinding, scan, scan_text
-from replaykit.reference.wire import wire_body
+from replaykit.reference.wire import key_header, wire_body
 from replaykit.replay import ProviderModel
 from replaykit.repro.diagnosis import PROMPT, RESERVE, Diagnosis, Failure
 from replaykit.repro.reported import Reported
@@ -60,19 +60,15 @@ FILES = (SCENARIO, TRANSCRIPT, CASSETTE, SUMMARY)
 REPLY = "(a synthesized reply: replaykit repro answers the follow-up with this text)"
 _AZURE = "https://replaykit-example.openai.azure.com/openai/v1"
 _VERTEX = f"{API_ORIGINS['vertex']}/v1/projects/replaykit-example/locations/global/publishers/google/models"
-#: Where each provider and API answers (``{model}`` and ``{method}`` filled in) and the key header, redacted.
-_ENDPOINTS: dict[tuple[str, str], tuple[str, tuple[str, str]]] = {
-    ("anthropic", "anthropic-messages"): (f"{API_ORIGINS['anthropic']}/v1/messages",
-                                          ("x-api-key", "REDACTED")),
-    ("openai", "openai-responses"): (f"{API_ORIGINS['openai']}/v1/responses",
-                                     ("authorization", "Bearer REDACTED")),
-    ("openai", "openai-chat"): (f"{API_ORIGINS['openai']}/v1/chat/completions",
-                                ("authorization", "Bearer REDACTED")),
-    ("azure", "openai-responses"): (f"{_AZURE}/responses", ("api-key", "REDACTED")),
-    ("azure", "openai-chat"): (f"{_AZURE}/chat/completions", ("api-key", "REDACTED")),
-    ("gemini", "gemini-generate"): (f"{API_ORIGINS['gemini']}/v1beta/models/{{model}}:{{method}}",
-                                    ("x-goog-api-key", "REDACTED")),
-    ("vertex", "gemini-generate"): (f"{_VERTEX}/{{model}}:{{method}}", ("authorization", "Bearer REDACTED")),
+#: Where each provider and API answers (``{model}`` and ``{method}`` filled in).
+_URIS: dict[tuple[str, str], str] = {
+    ("anthropic", "anthropic-messages"): f"{API_ORIGINS['anthropic']}/v1/messages",
+    ("openai", "openai-responses"): f"{API_ORIGINS['openai']}/v1/responses",
+    ("openai", "openai-chat"): f"{API_ORIGINS['openai']}/v1/chat/completions",
+    ("azure", "openai-responses"): f"{_AZURE}/responses",
+    ("azure", "openai-chat"): f"{_AZURE}/chat/completions",
+    ("gemini", "gemini-generate"): f"{API_ORIGINS['gemini']}/v1beta/models/{{model}}:{{method}}",
+    ("vertex", "gemini-generate"): f"{_VERTEX}/{{model}}:{{method}}",
 }
 #: Where the transcript's own fields would land in each API's request.
 _LISTS = {"anthropic-messages": "/messages", "openai-responses": "/input", "openai-chat": "/messages",
@@ -278,7 +274,8 @@ def _cassette(diagnosis: Diagnosis, description: str) -> Cassette:
     target = diagnosis.target
     sent = _sends(diagnosis)
     body = wire_body(diagnosis.body if sent and diagnosis.body is not None else _bare_request(target), target)
-    uri, (name, value) = _ENDPOINTS[target.provider, target.api]
+    uri = _URIS[target.provider, target.api]
+    name, value = key_header(target, "REDACTED")
     headers = {"content-type": ["application/json"], name: [value]}
     final, stream, offsets = _reply(target, diagnosis.tokens or 1)
     plain_body = {key: item for key, item in body.items() if key not in ("stream", "stream_options")}
