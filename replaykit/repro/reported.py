@@ -23,7 +23,7 @@ from replaykit.jsondoc import JSON
 from replaykit.redact import SecretFinding, redact_document
 from replaykit.repro.failing import failing_request
 from replaykit.repro.pydantic_history import from_pydantic_ai, is_history
-from replaykit.routes import Api
+from replaykit.routes import PROVIDER_APIS, Api
 from replaykit.transcript import (
     ConversionError,
     Transcript,
@@ -52,9 +52,12 @@ _CHAT_FIELDS = frozenset({"web_search_options", "max_completion_tokens", "stream
 API_NAMES: dict[Api, str] = {"anthropic-messages": "Anthropic Messages",
                              "openai-responses": "OpenAI Responses", "openai-chat": "Chat Completions",
                              "gemini-generate": "Gemini generateContent"}
-#: The provider a bare request body of each API is read for (the body does not say which host it went to).
-_PROVIDERS: dict[Api, str] = {"anthropic-messages": "anthropic", "openai-responses": "openai",
-                              "openai-chat": "openai", "gemini-generate": "gemini"}
+#: The provider a bare request body of each API is read for (the body does not say which host it went to):
+#: the first in the route table that serves it.
+_PROVIDERS: dict[str, str] = {}
+for _provider, _apis in PROVIDER_APIS.items():
+    for _api in _apis:
+        _PROVIDERS.setdefault(_api, _provider)
 
 
 @dataclass
